@@ -1,0 +1,27 @@
+/*
+ * cpu.h - the CPU backend: real multi-threaded C over flat buffers.
+ *
+ * Level: backend (host side).  Sees only the descriptors of kernels/gs_api.h; knows nothing of
+ * Python.  Called with the GIL released.  Every function returns 0 on success or a negative
+ * errno-style code (-ENOMEM: a thread or buffer could not be made) and leaves no thread or
+ * allocation behind on either path.
+ */
+#ifndef GS_CPU_H
+#define GS_CPU_H
+
+#include "gs_api.h"
+
+/* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
+int gs_cpu_threads(void);
+
+/*
+ * Run fn(ctx, i) for every i in [0, ntasks) on up to gs_cpu_threads() threads (the calling
+ * thread is one of them); returns when all are done.  Tasks must not depend on each other.
+ */
+int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+
+/* Scan as described by `d` (see gs_scan_desc).  Integers bit-identical to NumPy; float add
+ * within the contract's bound at every n (compensated carries). */
+int gs_cpu_scan(const gs_scan_desc *d);
+
+#endif /* GS_CPU_H */

@@ -1,0 +1,273 @@
+/*
+ * gpuscan.h - declarations shared by the host layer's files (csrc/, everything Python-facing).
+ *
+ * Level: host layer.  Every .c file of the extension that talks to Python or NumPy includes this
+ * header first.  It sets up the NumPy C API for a multi-file extension (module.c imports it,
+ * the other files see the same table through PY_ARRAY_UNIQUE_SYMBOL) and declares:
+ *   module.c       the module's exception, AxisError, the DeviceArray type object;
+ *   backend.c      which backend runs a call, and why;
+ *   args.c         op / algorithm / dtype / axis parsing and the result dtype rules;
+ *   operand.c      Python objects -> host arrays or device views (CAI v2/v3, DLPack);
+ *   devarray.c     gpuscan.DeviceArray and to_device();
+ *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
+ *   scan.c         scan() and its host path; scan_device.c its device path.
+ * Functions that return int return 0 on success and -1 with a Python exception set.
+ */
+#ifndef GPUSCAN_H
+#define GPUSCAN_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define PY_ARRAY_UNIQUE_SYMBOL gpuscan_ARRAY_API
+#ifndef GS_IMPORT_NUMPY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include "gs_api.h"
+
+#ifdef GS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* ---- module.c ------------------------------------------------------------------------- */
+
+/* gpuscan.GpuscanError (a RuntimeError): a CUDA call failed. */
+extern PyObject *gs_GpuscanError;
+/* numpy.exceptions.AxisError, fetched at import. */
+extern PyObject *gs_AxisError;
+
+/* ---- backend.c ------------------------------------------------------------------------ */
+
+typedef enum gs_backend { GS_BACKEND_CPU, GS_BACKEND_CUDA } gs_backend;
+
+/* The backend of this process, chosen lazily at first use from $GPUSCAN_BACKEND and what the
+ * machine offers.  Fails with RuntimeError naming the cause when CUDA is forced but unusable. */
+int gs_backend_get(gs_backend *backend);
+
+/* Why the backend is the CPU one (valid after gs_backend_get chose it). */
+const char *gs_backend_cpu_reason(void);
+
+/* Succeeds when the CUDA backend is active; else TypeError explaining why device arrays cannot
+ * be used (or the RuntimeError of a forced, unusable CUDA). */
+int gs_require_cuda(void);
+
+/* ---- args.c --------------------------------------------------------------------------- */
+
+typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
+
+/* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
+int gs_parse_op(PyObject *obj, gs_op *op);
+
+/* algorithm: "auto", "hillis_steele" or "blelloch"; else ValueError listing the choices. */
+int gs_parse_algorithm(const char *name, gs_algorithm *algo);
+
+/* The gs_dtype of a NumPy kind letter and item size; -1 (no exception) when unsupported. */
+int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out);
+
+/* The gs_dtype of a NumPy dtype, whatever its byte order; else TypeError naming the supported
+ * dtypes.  `what` names the argument in the message ("input", "out", "dtype"). */
+int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out);
+
+/* The native-byte-order NumPy dtype of `t` (a new reference). */
+PyArray_Descr *gs_descr(gs_dtype t);
+
+/* NumPy's name of `t` ("int64", ...). */
+const char *gs_dtype_name(gs_dtype t);
+
+/* NumPy's accumulate result dtype: add/mul widen bool and narrow integers to 64 bits. */
+gs_dtype gs_default_acc_type(gs_dtype in, gs_op op);
+
+/* TypeError for a bitwise operator on a float accumulation dtype. */
+int gs_check_op_dtype(gs_op op, gs_dtype acc);
+
+/* A Python int axis (negative counts from the end) -> [0, ndim); else TypeError or AxisError. */
+int gs_normalize_axis(PyObject *axis, int ndim, int *out);
+
+/* ---- operand.c ------------------------------------------------------------------------ */
+
+/* An array in device memory: element 0 at `ptr`, byte strides, native byte order. */
+typedef struct gs_devview {
+    char *ptr;
+    gs_dtype dtype;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int64_t strides[GS_MAX_NDIM];
+} gs_devview;
+
+/*
+ * A Python argument as the scan sees it: a NumPy array (`host`), or a device array (`dev`)
+ * whose memory is kept alive by `owner` (the producer, or a consumed DLPack capsule) and, for
+ * DLPack, released through `managed`'s deleter.
+ */
+typedef struct gs_operand {
+    int on_device;
+    int readonly;
+    PyArrayObject *host;
+    gs_devview dev;
+    PyObject *owner;
+    void *managed;
+} gs_operand;
+
+/* 1 when obj exposes __cuda_array_interface__, is a DeviceArray, or has a CUDA __dlpack__;
+ * 0 when not; -1 on error. */
+int gs_is_device_object(PyObject *obj);
+
+/* Turn obj into an operand.  Device objects need the CUDA backend (see gs_require_cuda);
+ * anything else goes through PyArray_FromAny.  On success the caller owns `op` and must call
+ * gs_operand_release; on failure `op` holds nothing. */
+int gs_operand_get(PyObject *obj, gs_operand *op);
+
+/* Release what gs_operand_get took; safe on a zeroed operand and called twice. */
+void gs_operand_release(gs_operand *op);
+
+/* Number of elements of a device view. */
+int64_t gs_devview_size(const gs_devview *v);
+
+/* Whether a device view is C-contiguous (size 0 and 1 views always are). */
+int gs_devview_is_c_contig(const gs_devview *v);
+
+/* Set v's strides to the C-contiguous strides of its shape and dtype. */
+void gs_devview_set_c_strides(gs_devview *v);
+
+/* ---- devarray.c ----------------------------------------------------------------------- */
+
+/* gpuscan.DeviceArray: a C-contiguous array in device memory. */
+typedef struct gs_DeviceArray {
+    PyObject_HEAD void *data; /* device pointer of element 0 */
+    gs_dtype dtype;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int device;     /* CUDA device ordinal */
+    int owns;       /* data is a pool allocation freed in dealloc */
+    PyObject *base; /* else: keeps the memory's owner alive (may be NULL) */
+} gs_DeviceArray;
+
+extern PyTypeObject gs_DeviceArray_Type;
+
+#define gs_DeviceArray_Check(op) PyObject_TypeCheck(op, &gs_DeviceArray_Type)
+
+/* A view of a DeviceArray's memory. */
+void gs_devarray_view(const gs_DeviceArray *a, gs_devview *v);
+
+/* gpuscan.to_device(a). */
+PyObject *gs_to_device(PyObject *self, PyObject *arg);
+
+#ifdef GS_HAVE_CUDA
+/* A new DeviceArray of the given shape and dtype, uninitialised, from the pool. */
+gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype);
+#endif
+
+/* ---- cuda_host.c ---------------------------------------------------------------------- */
+
+#ifdef GS_HAVE_CUDA
+
+/* The stream every gpuscan operation is enqueued on (blocking: ordered with the legacy default
+ * stream) and the device it belongs to. */
+extern cudaStream_t gs_cuda_stream;
+extern int gs_cuda_device;
+
+/*
+ * The first CUDA failure of a function, recorded where it happens (possibly with the GIL
+ * released) and turned into a Python exception by gs_cuda_raise once the GIL is held again.
+ */
+typedef struct gs_cuda_fail {
+    cudaError_t err;
+    const char *call; /* the failed expression; its function name is reported */
+    size_t bytes;     /* bytes requested, for allocation failures */
+} gs_cuda_fail;
+
+/* Record a failure (the first one wins) and jump to the function's single cleanup label. */
+#define GS_CUDA_CHECK(fail, call)                         \
+    do {                                                  \
+        cudaError_t gs_err_ = (call);                     \
+        if (gs_err_ != cudaSuccess) {                     \
+            gs_cuda_fail_set(&(fail), gs_err_, #call, 0); \
+            goto error;                                   \
+        }                                                 \
+    } while (0)
+
+/* Take `bytes` from the stream-ordered pool into *ptr (NULL for 0 bytes), or fail as above. */
+#define GS_CUDA_ALLOC(fail, ptr, bytes)                                     \
+    do {                                                                    \
+        cudaError_t gs_err_ = gs_cuda_malloc((void **)&(ptr), (bytes));     \
+        if (gs_err_ != cudaSuccess) {                                       \
+            gs_cuda_fail_set(&(fail), gs_err_, "cudaMallocAsync", (bytes)); \
+            goto error;                                                     \
+        }                                                                   \
+    } while (0)
+
+void gs_cuda_fail_set(gs_cuda_fail *fail, cudaError_t err, const char *call, size_t bytes);
+
+/* Raise the recorded failure (GpuscanError, or MemoryError for an exhausted pool), clear the
+ * runtime's error state; returns -1.  Needs the GIL. */
+int gs_cuda_raise(const gs_cuda_fail *fail);
+
+/* Probe the machine and set up the stream and pool.  0 when usable; else -1 with the reason in
+ * `why` (no Python exception). */
+int gs_cuda_init(char *why, size_t why_len);
+
+/* Make gpuscan's device current in the calling thread. */
+cudaError_t gs_cuda_enter(void);
+
+/* Pool allocation and release on gs_cuda_stream; freeing NULL does nothing and freeing never
+ * fails loudly (cleanup paths and dealloc). */
+cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
+void gs_cuda_free(void *ptr);
+
+/* Enqueue one scan: scratch from the pool, gs_cuda_scan, scratch back; synchronizes when
+ * gs_cuda_debug_sync is set.  No GIL needed. */
+cudaError_t gs_cuda_run_scan(const gs_scan_desc *d, gs_cuda_fail *fail);
+
+/* Enqueue dst[...] = src[...] (same shapes, any strides, converting dtypes).  No GIL needed. */
+cudaError_t gs_cuda_copy_view(const gs_devview *src, const gs_devview *dst);
+
+/* Make gs_cuda_stream wait for the work already enqueued on a foreign stream handle (CAI
+ * "stream": 2 is the per-thread default stream). */
+int gs_cuda_wait_foreign(uintptr_t stream);
+
+/* Make a foreign stream wait for the work already enqueued on gs_cuda_stream (DLPack export). */
+int gs_cuda_signal_foreign(uintptr_t stream);
+
+/* ValueError unless ptr is device (or managed) memory of gs_cuda_device. */
+int gs_cuda_check_pointer(const void *ptr);
+
+/* Scan NumPy buffers on the device: upload, scan, download, synchronize (GIL released inside). */
+int gs_cuda_scan_host(const gs_scan_desc *d);
+
+/* Synchronous copies between a host buffer and device memory (GIL released inside). */
+int gs_cuda_download(void *host, const void *dev, size_t bytes);
+int gs_cuda_upload(void *dev, const void *host, size_t bytes);
+
+/* Wait for everything enqueued on gs_cuda_stream (GIL released inside). */
+int gs_cuda_sync(void);
+
+/* device_info() entries of the CUDA backend, added to `info`. */
+int gs_cuda_device_info(PyObject *info);
+
+#endif /* GS_HAVE_CUDA */
+
+/* ---- scan.c / scan_device.c ----------------------------------------------------------- */
+
+/* Everything settled about one scan call before any data moves. */
+typedef struct gs_scan_plan {
+    gs_op op;
+    int exclusive;
+    int axis;              /* -1: the flattened array */
+    gs_dtype in_type;      /* the input's dtype */
+    gs_dtype acc_type;     /* accumulation and result dtype */
+    gs_dtype scan_in_type; /* what the backend reads: in_type when the pair is direct */
+} gs_scan_plan;
+
+PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_scan_doc[];
+
+#ifdef GS_HAVE_CUDA
+/* The scan when the input or `out` lives on the device (CUDA backend only).  `in` and `out` are
+ * operands (out->host and out->on_device both zero: no out=).  Returns the result. */
+PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *out,
+                         PyObject *out_obj);
+#endif
+
+#endif /* GPUSCAN_H */

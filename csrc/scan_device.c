@@ -1,0 +1,225 @@
+/*
+ * scan_device.c - gpuscan.scan() when the input or `out` lives in device memory.
+ *
+ * Level: host layer, CUDA build only.  Device memory is used in place: the input is copied
+ * (gs_cuda_copy, on the device) only when it is strided, needs a cast, or overlaps `out`
+ * badly; the scan writes straight into `out` or a new DeviceArray when they are contiguous
+ * with the scanned axis last and of the accumulation dtype, else into a pool temporary that
+ * gs_cuda_copy then scatters into place.  Everything is enqueued on gpuscan's stream and
+ * nothing waits for it, except when memory from another library is involved: that library may
+ * reuse or read the memory on its own stream as soon as we return, so the call synchronizes.
+ * Every pool buffer goes back on every path.
+ */
+#include "gpuscan.h"
+
+#ifdef GS_HAVE_CUDA
+
+/* Move dimension `axis` of v to the end, keeping the order of the others. */
+static void move_axis_last(gs_devview *v, int axis)
+{
+    int64_t shape = v->shape[axis], stride = v->strides[axis];
+    for (int i = axis; i < v->ndim - 1; i++) {
+        v->shape[i] = v->shape[i + 1];
+        v->strides[i] = v->strides[i + 1];
+    }
+    v->shape[v->ndim - 1] = shape;
+    v->strides[v->ndim - 1] = stride;
+}
+
+/* A C-contiguous view of `ptr` with like's shape and the given dtype. */
+static void contiguous_like(gs_devview *v, const gs_devview *like, void *ptr, gs_dtype dtype)
+{
+    *v = *like;
+    v->ptr = ptr;
+    v->dtype = dtype;
+    gs_devview_set_c_strides(v);
+}
+
+/* The bytes a view can touch, [*lo, *hi). */
+static void view_extent(const gs_devview *v, const char **lo, const char **hi)
+{
+    int64_t low = 0, high = (int64_t)gs_dtype_size(v->dtype);
+    for (int i = 0; i < v->ndim; i++) {
+        int64_t span = (v->shape[i] - 1) * v->strides[i];
+        if (span < 0)
+            low += span;
+        else
+            high += span;
+    }
+    *lo = v->ptr + low;
+    *hi = v->ptr + high;
+}
+
+static int views_overlap(const gs_devview *a, const gs_devview *b)
+{
+    const char *alo, *ahi, *blo, *bhi;
+    if (gs_devview_size(a) == 0 || gs_devview_size(b) == 0)
+        return 0;
+    view_extent(a, &alo, &ahi);
+    view_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *out,
+                         PyObject *out_obj)
+{
+    gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
+    gs_devview src, tmp, work, target, scan_in, scan_out;
+    void *up = NULL, *flat = NULL, *tmp_in = NULL, *tmp_out = NULL;
+    PyArrayObject *host_in = NULL, *host_res = NULL, *back = NULL;
+    gs_DeviceArray *res = NULL;
+    PyObject *ret = NULL;
+    PyArray_Descr *descr;
+    int axis = plan->axis, on_device_target, need_in_copy, direct_out;
+    npy_intp dims[GS_MAX_NDIM], perm_v[GS_MAX_NDIM];
+    PyArray_Dims perm = { perm_v, 0 };
+    gs_scan_desc d;
+    int64_t n;
+
+    GS_CUDA_CHECK(fail, gs_cuda_enter());
+
+    /* 1. The input as a device view: in place, or uploaded from the host for a device out. */
+    if (in->on_device) {
+        src = in->dev;
+    } else {
+        if ((descr = gs_descr(plan->in_type)) == NULL)
+            goto error;
+        host_in = (PyArrayObject *)PyArray_FromAny((PyObject *)in->host, descr, 0, 0,
+                                                   NPY_ARRAY_CARRAY_RO, NULL);
+        if (host_in == NULL)
+            goto error;
+        src.ndim = PyArray_NDIM(host_in);
+        for (int i = 0; i < src.ndim; i++)
+            src.shape[i] = PyArray_DIM(host_in, i);
+        GS_CUDA_ALLOC(fail, up, (size_t)PyArray_NBYTES(host_in));
+        contiguous_like(&src, &src, up, plan->in_type);
+        if (gs_cuda_upload(up, PyArray_DATA(host_in), (size_t)PyArray_NBYTES(host_in)) < 0)
+            goto error;
+    }
+    n = gs_devview_size(&src);
+
+    /* 2. axis=None, 0-d and 1-d: one scan over the elements in C order. */
+    if (axis < 0 || src.ndim <= 1) {
+        if (src.ndim > 1 && !gs_devview_is_c_contig(&src)) {
+            GS_CUDA_ALLOC(fail, flat, (size_t)n * gs_dtype_size(src.dtype));
+            contiguous_like(&tmp, &src, flat, src.dtype);
+            GS_CUDA_CHECK(fail, gs_cuda_copy_view(&src, &tmp));
+            src = tmp;
+        }
+        if (src.ndim != 1) {
+            src.ndim = 1;
+            src.shape[0] = n;
+            src.strides[0] = (int64_t)gs_dtype_size(src.dtype);
+        }
+        axis = 0;
+    }
+
+    /* 3. The scanned axis last: the backend scans rows of contiguous memory. */
+    work = src;
+    move_axis_last(&work, axis);
+
+    /* 4. Where the result goes: `out` or a new DeviceArray, seen with the same axis order. */
+    on_device_target = 1;
+    if (out->on_device) {
+        /* Shape-checked by the caller: the result's shape, never 0-d. */
+        target = out->dev;
+    } else if (out->host != NULL) {
+        on_device_target = 0;
+    } else {
+        res = gs_devarray_new(src.ndim, src.shape, plan->acc_type);
+        if (res == NULL)
+            goto error;
+        gs_devarray_view(res, &target);
+    }
+    if (on_device_target)
+        move_axis_last(&target, axis);
+    direct_out =
+        on_device_target && gs_devview_is_c_contig(&target) && target.dtype == plan->acc_type;
+
+    /* 5. The scan input: contiguous, of the dtype the backend reads, and either apart from the
+     *    output or exactly the output (in place). */
+    need_in_copy = !gs_devview_is_c_contig(&work) || work.dtype != plan->scan_in_type;
+    if (!need_in_copy && direct_out && views_overlap(&work, &target) &&
+        !(work.ptr == target.ptr && plan->scan_in_type == plan->acc_type))
+        need_in_copy = 1;
+    if (need_in_copy) {
+        GS_CUDA_ALLOC(fail, tmp_in, (size_t)n * gs_dtype_size(plan->scan_in_type));
+        contiguous_like(&scan_in, &work, tmp_in, plan->scan_in_type);
+        GS_CUDA_CHECK(fail, gs_cuda_copy_view(&work, &scan_in));
+    } else {
+        scan_in = work;
+    }
+    if (direct_out) {
+        scan_out = target;
+    } else {
+        GS_CUDA_ALLOC(fail, tmp_out, (size_t)n * gs_dtype_size(plan->acc_type));
+        contiguous_like(&scan_out, &work, tmp_out, plan->acc_type);
+    }
+
+    /* 6. The scan. */
+    if (n > 0) {
+        memset(&d, 0, sizeof(d));
+        d.in = scan_in.ptr;
+        d.out = scan_out.ptr;
+        d.n = n;
+        d.row_len = work.ndim > 1 ? work.shape[work.ndim - 1] : 0;
+        d.in_type = plan->scan_in_type;
+        d.out_type = plan->acc_type;
+        d.flag_type = GS_BOOL;
+        d.op = plan->op;
+        d.exclusive = plan->exclusive;
+        Py_BEGIN_ALLOW_THREADS(void) gs_cuda_run_scan(&d, &fail);
+        Py_END_ALLOW_THREADS if (fail.err != cudaSuccess) goto error;
+    }
+
+    /* 7. Delivery: scatter into the device target, or download into a NumPy out. */
+    if (on_device_target && !direct_out)
+        GS_CUDA_CHECK(fail, gs_cuda_copy_view(&scan_out, &target));
+    if (!on_device_target) {
+        if ((descr = gs_descr(plan->acc_type)) == NULL)
+            goto error;
+        for (int i = 0; i < work.ndim; i++)
+            dims[i] = (npy_intp)work.shape[i];
+        host_res = (PyArrayObject *)PyArray_Empty(work.ndim, dims, descr, 0);
+        if (host_res == NULL)
+            goto error;
+        if (gs_cuda_download(PyArray_DATA(host_res), scan_out.ptr,
+                             (size_t)PyArray_NBYTES(host_res)) < 0)
+            goto error;
+        /* The inverse of move_axis_last. */
+        perm.len = work.ndim;
+        for (int i = 0; i < work.ndim; i++)
+            perm_v[i] = i < axis ? i : (i == axis ? work.ndim - 1 : i - 1);
+        back = (PyArrayObject *)PyArray_Transpose(host_res, &perm);
+        if (back == NULL || PyArray_CopyInto(out->host, back) < 0)
+            goto error;
+    }
+    if ((in->on_device && !gs_DeviceArray_Check(in->owner)) ||
+        (out->on_device && !gs_DeviceArray_Check(out->owner))) {
+        if (gs_cuda_sync() < 0)
+            goto error;
+    }
+    if (PyErr_CheckSignals() < 0)
+        goto error;
+    if (out_obj != Py_None) {
+        Py_INCREF(out_obj);
+        ret = out_obj;
+    } else {
+        ret = (PyObject *)res;
+        res = NULL;
+    }
+error:
+    if (fail.err != cudaSuccess)
+        gs_cuda_raise(&fail);
+    gs_cuda_free(tmp_out);
+    gs_cuda_free(tmp_in);
+    gs_cuda_free(flat);
+    gs_cuda_free(up);
+    Py_XDECREF(res);
+    Py_XDECREF(host_in);
+    Py_XDECREF(host_res);
+    Py_XDECREF(back);
+    return ret;
+}
+
+#endif /* GS_HAVE_CUDA */

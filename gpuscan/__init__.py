@@ -1,0 +1,65 @@
+"""gpuscan: GPU data-parallel primitives for NumPy, with a multi-threaded CPU backend.
+
+The work is done by a C extension (``gpuscan._gpuscan``) that calls CUDA C kernels when a CUDA
+device is usable and runs multi-threaded C on the host otherwise; this package only re-exports
+and documents it.  NumPy arrays (any strides, any byte order) and array-likes go in and NumPy
+arrays come out; device arrays from CuPy, PyTorch or Numba (``__cuda_array_interface__`` or
+``__dlpack__``) are used in place and give a ``DeviceArray``.
+
+Functions
+---------
+scan(a, op="add", *, exclusive=False, axis=None, dtype=None, out=None, algorithm="auto")
+    Inclusive or exclusive prefix scan: ``scan(a)`` is ``np.cumsum(a)``, ``scan(a, "mul")`` is
+    ``np.cumprod(a)``; ops ``"add" "mul" "min" "max" "and" "or" "xor"`` or the matching ufuncs.
+backend()
+    ``"cuda"`` or ``"cpu"``: the backend calls run on.
+device_info()
+    A dict describing the device (name, compute capability, memory, ...) or the CPU threads.
+to_device(a)
+    Copy an array to the GPU as a ``DeviceArray`` (``.shape``, ``.dtype``, ``.size``,
+    ``.get()``, ``__cuda_array_interface__``, ``__dlpack__``).
+GpuscanError
+    Raised when a CUDA call fails (a ``RuntimeError``); the message names the call.
+
+Backends
+--------
+``GPUSCAN_BACKEND=cuda|cpu`` forces one (default: CUDA when a device is usable);
+``GPUSCAN_NUM_THREADS`` sets the CPU backend's threads (default: the online cores);
+``GPUSCAN_DEBUG_SYNC=1`` synchronizes after every kernel launch so errors surface where they
+happen.  ``python -m gpuscan`` prints the backend and checks every primitive against NumPy.
+
+The contract, including dtype rules and error bounds, is in the repository's README.md.
+"""
+
+__version__ = "0.1.0"
+
+try:
+    from gpuscan._gpuscan import (
+        DeviceArray,
+        GpuscanError,
+        backend,
+        device_info,
+        scan,
+        to_device,
+    )
+except ImportError as exc:
+    import os as _os
+
+    raise ImportError(
+        f"gpuscan's C extension (gpuscan._gpuscan) is not built or cannot be loaded from "
+        f"{_os.path.dirname(_os.path.abspath(__file__))}: {exc}\n"
+        "Build it in place with `python3 -m pip install -e .` run from the repository root "
+        "(an editable install puts _gpuscan*.so beside this file).  A plain `pip install .` "
+        "installs into site-packages, which the source folder shadows when Python runs from "
+        "the repository root."
+    ) from exc
+
+__all__ = [
+    "DeviceArray",
+    "GpuscanError",
+    "__version__",
+    "backend",
+    "device_info",
+    "scan",
+    "to_device",
+]

@@ -1,0 +1,234 @@
+"""``python -m gpuscan``: the backend, the device, and every available primitive against NumPy.
+
+For each primitive in ``PRIMITIVES`` that this build of gpuscan has, a few sample cases run on
+the active backend and on NumPy; each result is checked against NumPy's (integers and min/max:
+bit-identical; float add: within the contract's bound (log2(n)+2)*eps*sum|x[j]|, j <= i), and a
+table shows the best of ``--repeat`` wall-clock times.  Exits 1 if any check fails, 2 if the
+backend cannot be used.
+"""
+
+import argparse
+import math
+import platform
+import sys
+import time
+
+import numpy as np
+
+import gpuscan
+
+
+# --------------------------------------------------------------------------------------------
+# Sample data: uniform in [-1, 1), so sums cancel and rounding shows.
+# --------------------------------------------------------------------------------------------
+class Data:
+    def __init__(self, n, seed):
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self._cache = {}
+
+    def get(self, name):
+        if name not in self._cache:
+            self._cache[name] = getattr(self, "_make_" + name)()
+        return self._cache[name]
+
+    def _make_f32(self):
+        return self.rng.random(self.n, dtype=np.float32) * np.float32(2) - np.float32(1)
+
+    def _make_i32(self):
+        return self.rng.integers(-1000, 1000, self.n, dtype=np.int32)
+
+    def _make_odd_i64(self):
+        # Odd factors: the running product never becomes 0 and wraps modulo 2**64 all along.
+        return self.rng.integers(0, 2**62, self.n, dtype=np.int64) | 1
+
+    def _make_u8(self):
+        return self.rng.integers(0, 256, self.n, dtype=np.uint8)
+
+    def _make_f64_rows(self):
+        return self.rng.random((1000, self.n // 1000)) * 2 - 1
+
+    def _make_f32_cols(self):
+        return self.get("f32")[: self.n // 1000 * 1000].reshape(-1, 1000)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks: each returns (ok, note).
+# --------------------------------------------------------------------------------------------
+def check_equal(out, ref, x):
+    """Same dtype, same shape, same values (NaN equal to NaN)."""
+    if out.dtype != ref.dtype:
+        return False, f"dtype {out.dtype}, NumPy {ref.dtype}"
+    if out.shape != ref.shape:
+        return False, f"shape {out.shape}, NumPy {ref.shape}"
+    equal_nan = out.dtype.kind == "f"
+    if not np.array_equal(out, ref, equal_nan=equal_nan):
+        i = np.flatnonzero(~((out == ref) | (equal_nan & (out != out) & (ref != ref))))[0]
+        got, want = out.flat[i].item(), ref.flat[i].item()
+        return False, f"first difference at flat index {i}: {got!r}, NumPy {want!r}"
+    return True, "bit-identical"
+
+
+def add_bound_ratio(result, x, axis):
+    """Largest |result - exact| / bound over the elements, bound = (log2(n)+2)*eps*sum|x[j]|.
+
+    The "exact" sums are a sequential cumsum in a wider type (float64 for float32 input, long
+    double for float64), whose own error, at most n*eps_wide*sum|x[j]|, is added to the bound so
+    that a pass is never owed to the reference's rounding.
+    """
+    wide = np.float64 if x.dtype.itemsize < 8 else np.longdouble
+    xw = x.astype(wide)
+    exact = np.cumsum(xw, axis=axis)
+    total = np.cumsum(np.abs(xw), axis=axis)
+    n = x.size if axis is None else x.shape[axis]
+    bound = (math.log2(max(n, 1)) + 2) * np.finfo(x.dtype).eps * total
+    bound += n * np.finfo(wide).eps * total
+    err = np.abs(result.astype(wide) - exact)
+    if np.any(err[bound == 0] != 0):
+        return math.inf
+    nz = bound > 0
+    return float(np.max(err[nz] / bound[nz])) if np.any(nz) else 0.0
+
+
+def check_add_bound(axis):
+    def check(out, ref, x):
+        if out.dtype != ref.dtype or out.shape != ref.shape:
+            return check_equal(out, ref, x)
+        ratio = add_bound_ratio(out, x, axis)
+        numpy_ratio = add_bound_ratio(ref, x, axis)
+        note = f"max error {ratio:.3g} of the bound (NumPy's: {numpy_ratio:.3g})"
+        return ratio <= 1.0, note
+
+    return check
+
+
+# --------------------------------------------------------------------------------------------
+# The cases, one table per primitive.  A case is (label, data name, gpuscan call, NumPy call,
+# check).  NumPy has no exclusive scan: shift its inclusive one and put the identity first.
+# --------------------------------------------------------------------------------------------
+def exclusive(inclusive, identity):
+    out = np.empty_like(inclusive)
+    out[0] = identity
+    out[1:] = inclusive[:-1]
+    return out
+
+
+SCAN_CASES = [
+    ("float32 add", "f32",
+     lambda x: gpuscan.scan(x),
+     lambda x: np.cumsum(x),
+     check_add_bound(None)),
+    ("int32 add -> int64", "i32",
+     lambda x: gpuscan.scan(x),
+     lambda x: np.cumsum(x),
+     check_equal),
+    ("int32 add, exclusive", "i32",
+     lambda x: gpuscan.scan(x, exclusive=True),
+     lambda x: exclusive(np.cumsum(x), 0),
+     check_equal),
+    ("int64 mul (wraps)", "odd_i64",
+     lambda x: gpuscan.scan(x, "mul"),
+     lambda x: np.cumprod(x),
+     check_equal),
+    ("float32 max", "f32",
+     lambda x: gpuscan.scan(x, "max"),
+     lambda x: np.maximum.accumulate(x),
+     check_equal),
+    ("uint8 xor, exclusive", "u8",
+     lambda x: gpuscan.scan(x, np.bitwise_xor, exclusive=True),
+     lambda x: exclusive(np.bitwise_xor.accumulate(x), 0),
+     check_equal),
+    ("float64 add, axis=1 (1000 rows)", "f64_rows",
+     lambda x: gpuscan.scan(x, axis=1),
+     lambda x: np.cumsum(x, axis=1),
+     check_add_bound(1)),
+    ("float32 min, axis=0 (1000 cols)", "f32_cols",
+     lambda x: gpuscan.scan(x, "min", axis=0),
+     lambda x: np.minimum.accumulate(x, axis=0),
+     check_equal),
+]
+
+# Every primitive the demo knows; those this build lacks are skipped.  Adding one is one entry.
+PRIMITIVES = {
+    "scan": SCAN_CASES,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Running and reporting.
+# --------------------------------------------------------------------------------------------
+def best_time(fn, x, repeat):
+    result, best = None, math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn(x)
+        best = min(best, time.perf_counter() - t0)
+    return result, best
+
+
+def fmt_ms(seconds):
+    return f"{seconds * 1e3:9.2f} ms" if math.isfinite(seconds) else "        -   "
+
+
+def run_case(data, label, data_name, run, reference, check, repeat):
+    x = data.get(data_name)
+    try:
+        out, t_gs = best_time(run, x, repeat)
+        ref, t_np = best_time(reference, x, repeat)
+        ok, note = check(np.asarray(out), ref, x)
+    except Exception as exc:  # a failing case is reported, and the others still run
+        return False, math.inf, math.inf, f"{type(exc).__name__}: {exc}"
+    return ok, t_gs, t_np, note
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m gpuscan", description=__doc__.split("\n")[0])
+    parser.add_argument("-n", type=int, default=10**7, help="elements per sample (10**7)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per call, best kept (3)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    args = parser.parse_args(argv)
+    if args.n < 1000 or args.repeat < 1:
+        parser.error("-n must be at least 1000 and --repeat at least 1")
+
+    print(f"gpuscan {gpuscan.__version__}, NumPy {np.__version__}, "
+          f"Python {platform.python_version()}")
+    try:
+        active = gpuscan.backend()
+        info = gpuscan.device_info()
+    except Exception as exc:
+        print(f"backend unusable: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(f"backend: {active}")
+    for key, value in info.items():
+        print(f"  {key}: {value}")
+    if active == "cuda":
+        print("NumPy in, NumPy out: gpuscan times include the host<->device copies.")
+    print(f"samples of {args.n:,} elements; best of {args.repeat} runs\n")
+
+    header = (f"{'primitive':<15} {'case':<33} {'check':<5} {'gpuscan':>12} {'NumPy':>12} "
+              f"{'speed-up':>8}  note")
+    print(header)
+    print("-" * len(header))
+    data = Data(args.n, args.seed)
+    failures = 0
+    for primitive, cases in PRIMITIVES.items():
+        if not hasattr(gpuscan, primitive):
+            continue
+        for label, data_name, run, reference, check in cases:
+            ok, t_gs, t_np, note = run_case(data, label, data_name, run, reference, check,
+                                            args.repeat)
+            failures += not ok
+            speedup = f"{t_np / t_gs:7.2f}x" if math.isfinite(t_gs) and t_gs > 0 else "       -"
+            print(f"{primitive:<15} {label:<33} {'ok' if ok else 'FAIL':<5} {fmt_ms(t_gs)} "
+                  f"{fmt_ms(t_np)} {speedup}  {note}", flush=True)
+
+    print()
+    if failures:
+        print(f"{failures} case(s) FAILED", file=sys.stderr)
+        return 1
+    print("all cases agree with NumPy")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+/*
+ * gs_api.h - what the host layer asks of a backend.
+ *
+ * Level: the seam between csrc/ (parsing, dispatch, memory) and the two backends: the CUDA
+ * launchers in the kernels folder (.cu files) and the multi-threaded C of the CPU backend
+ * (csrc/cpu_pool.c, csrc/cpu_scan.c).  A backend sees only
+ * flat, C-contiguous buffers of known dtypes described by the structs below; everything about
+ * Python objects, strides, byte order, `out=` and result dtypes is settled before the call.
+ */
+#ifndef GS_API_H
+#define GS_API_H
+
+#include "gs_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most dimensions a strided device copy handles (NumPy 2's NPY_MAXDIMS). */
+#define GS_MAX_NDIM 64
+
+/*
+ * One scan call.  `in` and `out` hold n contiguous elements; `out` may equal `in` (in place)
+ * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
+ *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
+ *                (a row start is a segment head); row_len == 0: one scan over all n.
+ *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
+ *                  element 0 always starts a segment.  Not combined with row_len.
+ *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
+ */
+typedef struct gs_scan_desc {
+    const void *in;
+    void *out;
+    const void *flags;
+    int64_t n;
+    int64_t row_len;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_dtype flag_type;
+    gs_op op;
+    int exclusive;
+} gs_scan_desc;
+
+/*
+ * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
+ * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
+ * negative or zero (broadcast source).
+ */
+typedef struct gs_copy_desc {
+    const void *src;
+    void *dst;
+    gs_dtype src_type;
+    gs_dtype dst_type;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int64_t src_strides[GS_MAX_NDIM];
+    int64_t dst_strides[GS_MAX_NDIM];
+} gs_copy_desc;
+
+#ifdef GS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* Enqueue the scan on `stream`: one memset of the scratch and one kernel launch.  `scratch`
+ * holds at least gs_scan_scratch_bytes(d->n) bytes (gs_config.h).  Returns the first CUDA
+ * error. */
+cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                         cudaStream_t stream);
+
+/* Enqueue the strided converting copy on `stream`. */
+cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
+
+/* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
+ * launch that caused them. */
+extern int gs_cuda_debug_sync;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GS_API_H */

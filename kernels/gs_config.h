@@ -1,0 +1,57 @@
+/*
+ * gs_config.h - tile geometry of the device-wide kernels, defined once.
+ *
+ * Level: configuration, shared by kernels/ and csrc/ (csrc reports it to the tests, which pick
+ * their sizes from it: NV-1, NV, NV+1, many tiles).  Vocabulary as in moderngpu: NT threads per
+ * block, VT values per thread, NV = NT*VT values per tile.  Everything else is derived.
+ */
+#ifndef GS_CONFIG_H
+#define GS_CONFIG_H
+
+#include "gs_types.h"
+
+/* Threads per block: 8 warps, enough to hide the look-back of one block behind the loads of
+ * the other blocks resident on the same multiprocessor. */
+#ifndef GS_NT /* overridable (-DGS_NT=...) so tests and tuning can build other geometries */
+#define GS_NT 256
+#endif
+/* Values per thread: 16 four-byte values are four 16-byte loads in flight per thread, 16 KiB
+ * per tile, which amortises one tile's look-back over enough bytes to run at memory speed. */
+#ifndef GS_VT
+#define GS_VT 16
+#endif
+#define GS_NV (GS_NT * GS_VT)
+#define GS_WARP 32
+#define GS_NWARPS (GS_NT / GS_WARP)
+
+#if (GS_NT % GS_WARP) != 0 || GS_NWARPS > GS_WARP
+#error "GS_NT must be a multiple of the warp size and at most 32 warps"
+#endif
+#if (GS_VT & (GS_VT - 1)) != 0 || GS_VT < 2 || GS_VT > 32
+#error "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
+#endif
+
+/* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
+#define GS_SCRATCH_ALIGN 128
+
+static inline GS_HD int64_t gs_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Tiles a device-wide pass over n values uses. */
+static inline GS_HD int64_t gs_scan_tiles(int64_t n) { return (n + GS_NV - 1) / GS_NV; }
+
+/* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
+#define GS_TILE_DESC_BYTES 32
+
+/*
+ * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line)
+ * and one descriptor per tile, all zeroed before the launch.  Pure, so the tests can check it.
+ */
+static inline size_t gs_scan_scratch_bytes(int64_t n)
+{
+    int64_t tiles = gs_scan_tiles(n);
+    if (tiles == 0)
+        return 0;
+    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles);
+}
+
+#endif /* GS_CONFIG_H */

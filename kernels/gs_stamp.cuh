@@ -1,0 +1,81 @@
+/*
+ * gs_stamp.cuh - stamps the per-type layers (thread, warp, block, look-back) and one agent
+ * (GS_AGENT, a header name) once for every register type.  The one list of register types.
+ *
+ * Usage, in a primitive's .cu:  #define GS_AGENT "agent_scan.cuh"  #include "gs_stamp.cuh"
+ */
+#ifndef GS_AGENT
+#error "define GS_AGENT to the agent header before including gs_stamp.cuh"
+#endif
+
+#define GS_R uint32_t
+#define GS_RS u32
+#define GS_R_KIND 'u'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND
+
+#define GS_R int32_t
+#define GS_RS i32
+#define GS_R_KIND 'i'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND
+
+#define GS_R uint64_t
+#define GS_RS u64
+#define GS_R_KIND 'u'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND
+
+#define GS_R int64_t
+#define GS_RS i64
+#define GS_R_KIND 'i'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND
+
+#define GS_R float
+#define GS_RS f32
+#define GS_R_KIND 'f'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND
+
+#define GS_R double
+#define GS_RS f64
+#define GS_R_KIND 'f'
+#include "gs_thread.cuh"
+#include "gs_warp.cuh"
+#include "gs_block.cuh"
+#include "gs_lookback.cuh"
+#include GS_AGENT
+#undef GS_R
+#undef GS_RS
+#undef GS_R_KIND

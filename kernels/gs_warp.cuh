@@ -1,0 +1,46 @@
+/*
+ * gs_warp.cuh - warp level: scans and reductions of (head flag, value) pairs with shuffles, for
+ * one register type (included once per type after gs_thread.cuh).
+ *
+ * The segmented operator (f1, x1) . (f2, x2) = (f1 | f2, f2 ? x2 : x1 op x2) is associative for
+ * any associative op, so one routine serves plain scans (all flags zero), row-wise scans (a row
+ * start is a head) and segmented scans.
+ */
+
+/* Inclusive scan across the warp, lane order = element order. */
+static __device__ __forceinline__ void GS_FN(warp_scan)(gs_op op, int *f, GS_R *v)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        GS_R ov = __shfl_up_sync(GS_FULL_MASK, *v, d);
+        int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
+        if (lane >= d) {
+            if (!*f)
+                *v = GS_FN(combine)(op, ov, *v);
+            *f |= of;
+        }
+    }
+}
+
+/*
+ * Reduction across the warp of carries where lane l holds an *earlier* element than lane l-1
+ * (the look-back window: lane 0 is the nearest predecessor).  Lane 0 receives the total.
+ */
+static __device__ __forceinline__ void GS_FN(warp_reduce_reversed)(gs_op op, int *f,
+                                                                   GS_FN(gs_carry) * c)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        GS_FN(gs_carry) o;
+        o.hi = __shfl_down_sync(GS_FULL_MASK, c->hi, d);
+        o.lo = __shfl_down_sync(GS_FULL_MASK, c->lo, d);
+        int of = __shfl_down_sync(GS_FULL_MASK, *f, d);
+        if (lane + d < GS_WARP) {
+            if (!*f)
+                *c = GS_FN(carry_combine)(op, o, *c);
+            *f |= of;
+        }
+    }
+}

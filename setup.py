@@ -1,0 +1,115 @@
+"""Build gpuscan._gpuscan: one C extension, plus CUDA kernels when nvcc is found.
+
+The kernels in kernels/*.cu are compiled to objects by nvcc and linked into the extension with
+the CUDA runtime linked statically, so importing needs neither libcudart nor a driver.
+Environment:
+  GPUSCAN_CUDA_ARCHS  semicolon-separated SM targets, default "80;90" (Ampere, Hopper) plus PTX
+                      of the last one for newer GPUs; "none" builds the CPU backend only.
+  CUDA_HOME           where to look for nvcc first (then PATH, then /usr/local/cuda).
+"""
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_ARCHS = "80;90"
+
+
+def find_nvcc():
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    candidates = [os.path.join(home, "bin", "nvcc")] if home else []
+    candidates += [shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]
+    for path in candidates:
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.realpath(path)
+    return None
+
+
+def gencode_flags(archs):
+    flags = []
+    for arch in archs:
+        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
+    flags.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
+    return flags
+
+
+def newer(target, sources):
+    if not os.path.exists(target):
+        return True
+    mtime = os.path.getmtime(target)
+    return any(os.path.getmtime(s) > mtime for s in sources)
+
+
+class BuildExt(build_ext):
+    """build_ext that first compiles kernels/*.cu with nvcc and links the objects in."""
+
+    def build_extensions(self):
+        archs_env = os.environ.get("GPUSCAN_CUDA_ARCHS", DEFAULT_ARCHS).strip()
+        nvcc = None if archs_env.lower() in ("", "none", "0") else find_nvcc()
+        if nvcc is None:
+            why = "GPUSCAN_CUDA_ARCHS=none" if archs_env.lower() in ("", "none", "0") \
+                else "nvcc not found (CUDA_HOME, PATH, /usr/local/cuda)"
+            print(f"gpuscan: {why}: building the CPU backend only", file=sys.stderr)
+        else:
+            archs = [a.strip() for a in archs_env.replace(",", ";").split(";") if a.strip()]
+            print(f"gpuscan: building CUDA kernels with {nvcc} for sm_{', sm_'.join(archs)}",
+                  file=sys.stderr)
+            for ext in self.extensions:
+                self._add_cuda(ext, nvcc, archs)
+        super().build_extensions()
+
+    def _add_cuda(self, ext, nvcc, archs):
+        cuda_root = os.path.dirname(os.path.dirname(nvcc))
+        kdir = os.path.join(HERE, "kernels")
+        sources = sorted(f for f in os.listdir(kdir) if f.endswith(".cu"))
+        headers = [os.path.join(kdir, f) for f in os.listdir(kdir) if f.endswith((".h", ".cuh"))]
+        # Under build/ in the source tree, not self.build_temp: an editable install makes a new
+        # temporary build_temp each time, and the README's two commands would compile twice.
+        outdir = os.path.join(HERE, "build", "kernels", "_".join(archs))
+        os.makedirs(outdir, exist_ok=True)
+        flags = ["-O3", "-lineinfo", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler",
+                 "-fvisibility=hidden", f"-I{kdir}", "-DGS_HAVE_CUDA"] + gencode_flags(archs)
+        if os.environ.get("GPUSCAN_PTXAS_VERBOSE"):
+            flags.append("-Xptxas=-v")
+
+        def compile_one(name):
+            src = os.path.join(kdir, name)
+            obj = os.path.join(outdir, name[:-3] + ".o")
+            if newer(obj, [src, __file__, nvcc] + headers):
+                cmd = [nvcc, "-c", src, "-o", obj] + flags
+                print(" ".join(cmd), file=sys.stderr)
+                subprocess.run(cmd, check=True)
+            return obj
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            objects = list(pool.map(compile_one, sources))
+        ext.extra_objects += objects
+        ext.define_macros.append(("GS_HAVE_CUDA", "1"))
+        ext.include_dirs.append(os.path.join(cuda_root, "include"))
+        for lib in ("lib64", os.path.join("targets", "x86_64-linux", "lib"), "lib"):
+            if os.path.isdir(os.path.join(cuda_root, lib)):
+                ext.library_dirs.append(os.path.join(cuda_root, lib))
+        ext.libraries += ["cudart_static", "stdc++", "dl", "rt"]
+
+
+ext = Extension(
+    "gpuscan._gpuscan",
+    sources=sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))
+                   if f.endswith(".c")),
+    include_dirs=[numpy.get_include(), "kernels", "csrc"],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
+    extra_compile_args=["-std=c11", "-O3", "-fvisibility=hidden", "-pthread",
+                        "-Wall", "-Wno-unused-function"],
+    extra_link_args=["-pthread"],
+    libraries=["pthread"],
+    depends=[os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))
+             if f.endswith(".h")] + ["kernels/gs_types.h", "kernels/gs_api.h"],
+)
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

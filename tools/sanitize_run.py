@@ -1,0 +1,315 @@
+"""tools/sanitize_run.py - call every GPU kernel path of gpuscan on small inputs, check each.
+
+Run under compute-sanitizer by tools/gpu_check.sh (memcheck, racecheck, synccheck); it also runs
+alone.  Every result is compared with NumPy (integers, min/max and bitwise ops bit-exact; float
+add/mul within a tolerance: the contract's accuracy is the test suite's and the benchmark's
+business, here a wrong index must not pass).  Exits 1 on any mismatch or exception, 2 when the
+CUDA backend is not usable.
+
+    python3 tools/sanitize_run.py [--reduced]
+
+--reduced (for racecheck, which is slow): every dtype x op once at a many-tile size, inclusive;
+the exclusive form, the other sizes and the layout cases for add only.
+
+Paths: the decoupled look-back scan for every dtype x op, inclusive and exclusive, at sizes
+1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension); a row-wise scan (axis=1)
+and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); dtype casts
+(converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
+other algorithms where the build has them.  Device buffers come from gpuscan.to_device and from
+CuPy with its memory pool off, so each array is its own allocation and memcheck sees
+out-of-bounds accesses at the array's end.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpuscan  # noqa: E402
+from gpuscan import _gpuscan  # noqa: E402
+
+OPS = ("add", "mul", "min", "max", "and", "or", "xor")
+BITWISE = ("and", "or", "xor")
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+          np.uint64, np.float32, np.float64]
+NP_REF = {
+    "add": np.cumsum, "mul": np.cumprod,
+    "min": np.minimum.accumulate, "max": np.maximum.accumulate,
+    "and": np.bitwise_and.accumulate, "or": np.bitwise_or.accumulate,
+    "xor": np.bitwise_xor.accumulate,
+}
+
+
+class Run:
+    def __init__(self):
+        self.cases = 0
+        self.failures = []
+        self.rng = np.random.default_rng(20261121)
+
+    def case(self, name, fn):
+        self.cases += 1
+        try:
+            problem = fn()
+        except Exception as exc:
+            problem = f"raised {type(exc).__name__}: {exc}"
+            if os.environ.get("SANITIZE_TRACEBACK"):
+                traceback.print_exc()
+        if problem:
+            self.failures.append(f"{name}: {problem}")
+            print(f"FAIL {name}: {problem}", flush=True)
+
+
+# ---- data and references ------------------------------------------------------------------
+def make_input(rng, dtype, n, op):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(n) < (0.9 if op == "and" else 0.3)
+    if dtype.kind in "iu":
+        if op == "mul":   # small factors, some negative: products wrap modulo 2^k like NumPy's
+            lo = -3 if dtype.kind == "i" else 0
+            return rng.integers(lo, 4, n).astype(dtype)
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True
+                            ).astype(dtype)
+    if op == "mul":       # near 1: no overflow or underflow over 12k factors
+        return (1 + (rng.random(n) - 0.5) * 1e-3).astype(dtype)
+    x = (rng.random(n) if op == "add" else rng.standard_normal(n)).astype(dtype)
+    if op in ("min", "max") and n > 40:
+        x[n // 2] = np.nan   # NaN propagates from here on, as np.maximum
+    return x
+
+
+def identity(op, dtype):
+    dtype = np.dtype(dtype)
+    if op == "add" or op in ("or", "xor"):
+        return 0
+    if op == "mul":
+        return 1
+    if op == "and":
+        return True if dtype.kind == "b" else -1 if dtype.kind == "i" else np.iinfo(dtype).max
+    if dtype.kind == "f":
+        return np.inf if op == "min" else -np.inf
+    if dtype.kind == "b":
+        return op == "min"
+    info = np.iinfo(dtype)
+    return info.max if op == "min" else info.min
+
+
+def reference(x, op, exclusive, axis=None, dtype=None):
+    if axis is None:
+        x = x.ravel()
+        axis = 0
+    fn = NP_REF[op]
+    if op in ("add", "mul") and dtype is None and x.dtype == np.float16:
+        # NumPy accumulates float16 in float16 (its sum stalls at 2048); the exact sums rounded
+        # once are the fair reference.
+        ref = fn(x.astype(np.float64), axis=axis).astype(np.float16)
+    elif op in ("add", "mul"):
+        ref = fn(x, axis=axis, dtype=dtype)
+    else:
+        ref = fn(x, axis=axis)
+    if exclusive:
+        out = np.empty_like(ref)
+        idx = [slice(None)] * ref.ndim
+        idx[axis] = 0
+        out[tuple(idx)] = np.array(identity(op, ref.dtype)).astype(ref.dtype)
+        dst = list(idx)
+        src = list(idx)
+        dst[axis] = slice(1, None)
+        src[axis] = slice(None, -1)
+        out[tuple(dst)] = ref[tuple(src)]
+        ref = out
+    return ref
+
+
+def compare(res, ref, op):
+    res = np.asarray(res)
+    if res.dtype != ref.dtype or res.shape != ref.shape:
+        return f"result {res.dtype}{res.shape}, NumPy {ref.dtype}{ref.shape}"
+    if ref.dtype == np.float16 and op == "mul":
+        return None   # (i+1)*eps with eps = 2^-10 allows any value here: dtype and shape only
+    if ref.dtype.kind == "f" and op in ("add", "mul"):
+        tol = {2: 2e-2, 4: 2e-4}.get(ref.dtype.itemsize, 1e-12)
+        if not np.allclose(res, ref, rtol=tol, atol=tol, equal_nan=True):
+            bad = np.flatnonzero(~np.isclose(res, ref, rtol=tol, atol=tol, equal_nan=True))
+            return f"{bad.size} differ, first at {bad[0]}: {res.flat[bad[0]]!r} vs {ref.flat[bad[0]]!r}"
+        return None
+    if not np.array_equal(res, ref, equal_nan=ref.dtype.kind == "f"):
+        eq = (res == ref) | ((res != res) & (ref != ref)) if ref.dtype.kind == "f" else res == ref
+        bad = np.flatnonzero(~eq)
+        return f"{bad.size} differ, first at {bad[0]}: {res.flat[bad[0]]!r} vs {ref.flat[bad[0]]!r}"
+    return None
+
+
+def host(a):
+    """A result (DeviceArray, CuPy array, NumPy array) as NumPy."""
+    if hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+# ---- the cases -----------------------------------------------------------------------------
+def matrix(run, sizes, dtypes, ops, exclusive_forms):
+    for dtype in dtypes:
+        for op in ops:
+            if op in BITWISE and np.dtype(dtype).kind == "f":
+                continue
+            for n in sizes:
+                x = make_input(run.rng, dtype, n, op)
+                dx = gpuscan.to_device(x)
+                for exclusive in exclusive_forms:
+                    name = f"scan {op} {np.dtype(dtype).name} n={n}" + (" excl" if exclusive else "")
+
+                    def go(x=x, dx=dx, op=op, exclusive=exclusive):
+                        res = gpuscan.scan(dx, op, exclusive=exclusive)
+                        problem = compare(host(res), reference(x, op, exclusive), op)
+                        if problem is None and not np.array_equal(dx.get(), x, equal_nan=True):
+                            problem = "the input was modified"
+                        return problem
+
+                    run.case(name, go)
+
+
+def layout_cases(run, nv, cp):
+    rng = run.rng
+    # Rows: axis=1 scans each row (row starts are segment heads); axis=0 a column scan.
+    m = rng.integers(-100, 100, (5, nv + 3)).astype(np.int32)
+    dm = gpuscan.to_device(m)
+    for axis in (1, 0):
+        for exclusive in (False, True):
+            run.case(f"scan add int32 shape {m.shape} axis={axis}" + (" excl" if exclusive else ""),
+                     lambda axis=axis, exclusive=exclusive: compare(
+                         host(gpuscan.scan(dm, exclusive=exclusive, axis=axis)),
+                         reference(m, "add", exclusive, axis=axis), "add"))
+    mf = rng.standard_normal((3, 2 * nv + 1)).astype(np.float32)
+    run.case("scan max float32 axis=1", lambda: compare(
+        host(gpuscan.scan(gpuscan.to_device(mf), "max", axis=1)),
+        reference(mf, "max", False, axis=1), "max"))
+
+    # NumPy in, NumPy out: host <-> device copies around the kernels.
+    xh = rng.integers(-1000, 1000, 3 * nv + 7).astype(np.int16)
+    run.case("scan add int16 NumPy in/out", lambda: compare(
+        gpuscan.scan(xh), reference(xh, "add", False), "add"))
+    xs = rng.standard_normal(2 * nv + 5)[::-3]        # NumPy, negative stride
+    run.case("scan max float64 NumPy strided", lambda: compare(
+        gpuscan.scan(xs, "max"), reference(xs, "max", False), "max"))
+
+    # dtype casts: the converting copy kernel.
+    xi8 = rng.integers(-100, 100, nv + 1).astype(np.int8)
+    run.case("scan add int8 dtype=float32", lambda: compare(
+        host(gpuscan.scan(gpuscan.to_device(xi8), dtype=np.float32)),
+        reference(xi8, "add", False, dtype=np.float32), "add"))
+    xu = rng.integers(0, 1000, nv - 1).astype(np.uint16)
+    run.case("scan add uint16 dtype=int32 excl", lambda: compare(
+        host(gpuscan.scan(gpuscan.to_device(xu), exclusive=True, dtype=np.int32)),
+        reference(xu, "add", True, dtype=np.int32), "add"))
+
+    if cp is None:
+        print("SKIP CuPy cases (non-contiguous input, out=): CuPy not importable", flush=True)
+        return
+    # Non-contiguous CuPy input: the strided copy kernel gathers it first.
+    base = cp.asarray(rng.integers(-1000, 1000, 3 * (3 * nv + 7)).astype(np.int32))
+    strided = base[::3]
+    run.case("scan add int32 CuPy stride 3", lambda: compare(
+        host(gpuscan.scan(strided)), reference(cp.asnumpy(strided), "add", False), "add"))
+    tr = cp.asarray(rng.standard_normal((nv + 1, 7)).astype(np.float64)).T   # F-order view
+    run.case("scan add float64 CuPy transposed axis=1", lambda: compare(
+        host(gpuscan.scan(tr, axis=1)), reference(cp.asnumpy(tr), "add", False, axis=1), "add"))
+    # out= a CuPy array of another dtype (same_kind cast), and in place.
+    xf = cp.asarray(rng.random(3 * nv + 7).astype(np.float32))
+    o64 = cp.empty(xf.shape, dtype=cp.float64)
+    run.case("scan add float32 out=float64 CuPy", lambda: compare(
+        host(gpuscan.scan(xf, out=o64)), np.cumsum(cp.asnumpy(xf), dtype=np.float64), "add"))
+    xin = cp.asarray(rng.integers(-1000, 1000, 2 * nv + 3).astype(np.int64))
+    xin_h = cp.asnumpy(xin)
+    run.case("scan add int64 CuPy in place", lambda: compare(
+        host(gpuscan.scan(xin, out=xin)), reference(xin_h, "add", False), "add"))
+    ostr = cp.empty(2 * (nv + 9), dtype=cp.int64)[::2]          # strided out
+    xo = cp.asarray(rng.integers(-9, 9, nv + 9).astype(np.int64))
+    try:
+        gpuscan.scan(cp.ones(3, cp.int64), out=cp.empty(6, cp.int64)[::2])
+    except (ValueError, TypeError) as exc:
+        print(f"SKIP strided device out=: refused by this build ({exc})", flush=True)
+    else:
+        run.case("scan add int64 CuPy strided out", lambda: compare(
+            host(gpuscan.scan(xo, out=ostr)), reference(cp.asnumpy(xo), "add", False), "add"))
+
+
+def algorithm_cases(run, nv):
+    x = run.rng.integers(-100, 100, 3 * nv + 7).astype(np.int32)
+    dx = gpuscan.to_device(x)
+    for algo in ("hillis_steele", "blelloch"):
+        try:
+            gpuscan.scan(gpuscan.to_device(x[:2]), algorithm=algo)
+        except (TypeError, ValueError, NotImplementedError) as exc:
+            print(f"SKIP algorithm={algo!r}: this build's scan does not take it "
+                  f"({type(exc).__name__}: {exc})", flush=True)
+            continue
+        for exclusive in (False, True):
+            run.case(f"scan add int32 algorithm={algo}" + (" excl" if exclusive else ""),
+                     lambda algo=algo, exclusive=exclusive: compare(
+                         host(gpuscan.scan(dx, exclusive=exclusive, algorithm=algo)),
+                         reference(x, "add", exclusive), "add"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    try:
+        be = gpuscan.backend()
+    except RuntimeError as exc:
+        print(f"sanitize_run: the CUDA backend is not usable: {exc}", flush=True)
+        return 2
+    if be != "cuda":
+        print(f"sanitize_run: gpuscan.backend() is {be!r}; this script needs 'cuda' "
+              f"(set GPUSCAN_BACKEND=cuda on a GPU machine)", flush=True)
+        return 2
+    try:
+        import cupy as cp
+        cp.cuda.set_allocator(None)          # no pool: every array its own cudaMalloc
+        cp.cuda.set_pinned_memory_allocator(None)
+    except ImportError:
+        cp = None
+    nv = _gpuscan._scan_tile_items()
+    print(f"sanitize_run: device {gpuscan.device_info().get('name')}, NV = {nv}, "
+          f"{'reduced' if args.reduced else 'full'} set", flush=True)
+
+    dtypes = list(DTYPES)
+    try:
+        gpuscan.scan(gpuscan.to_device(np.ones(3, np.float16)))
+        dtypes.append(np.float16)
+    except (TypeError, ValueError):
+        print("SKIP float16: not supported by this build (optional in the contract)", flush=True)
+
+    run = Run()
+    every = [1, 33, nv - 1, nv + 1, 3 * nv + 7]
+    if args.reduced:
+        matrix(run, [3 * nv + 7], dtypes, OPS, (False,))
+        matrix(run, every, [np.int32, np.float64], ("add",), (False, True))
+    else:
+        matrix(run, every, dtypes, OPS, (False, True))
+    layout_cases(run, nv, cp)
+    algorithm_cases(run, nv)
+    # Everything enqueued has finished before the sanitizer's summary is read.
+    if cp is not None:
+        cp.cuda.runtime.deviceSynchronize()
+
+    dt = time.perf_counter() - t0
+    if run.failures:
+        print(f"sanitize_run: {len(run.failures)} of {run.cases} cases FAILED ({dt:.1f} s)")
+        for f in run.failures[:50]:
+            print(f"  {f}")
+        return 1
+    print(f"sanitize_run: all {run.cases} cases match NumPy ({dt:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
