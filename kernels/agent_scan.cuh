@@ -56,12 +56,13 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     const int64_t ntiles = gs_scan_tiles(p->n);
     const int64_t whole_tiles = p->n / GS_NV;
     /* Pieces of the input smaller than 4 bytes (int8 widened to 64 bits) are read directly. */
-    const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
+    const int can_prefetch = GS_PERSISTENT && p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
 
-    /* ---- The first two tiles of this block, in launch order. ---- */
+    /* ---- The first tile of this block and, for a persistent grid, the next one, in launch
+     * order (a tile index past the end means none). ---- */
     if (threadIdx.x == 0) {
         sm.first[0] = atomicAdd(p->ts.counter, 1u);
-        sm.first[1] = atomicAdd(p->ts.counter, 1u);
+        sm.first[1] = GS_PERSISTENT ? atomicAdd(p->ts.counter, 1u) : 0xffffffffu;
     }
     __syncthreads();
     int64_t tile = sm.first[0], next = sm.first[1];
@@ -75,8 +76,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
         const int64_t tile_base = tile * GS_NV;
         const int whole = tile < whole_tiles;
         const int64_t first = tile_base + (int64_t)threadIdx.x * C; /* row 0 of this thread */
-        unsigned after = 0;
-        if (threadIdx.x == 0)
+        unsigned after = 0xffffffffu;
+        if (GS_PERSISTENT && threadIdx.x == 0)
             after = atomicAdd(p->ts.counter, 1u); /* used at the end: its latency is hidden */
 
         /* ---- Load: one C-value piece per row, from the prefetch or from memory. ---- */
@@ -176,35 +177,45 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
                 tf |= af[k];
             }
         }
-        if (threadIdx.x == 0)
-            GS_FN(publish_aggregate)(p->ts, tile, tf, tv);
-
         /* ---- Start streaming in the next tile (this thread has consumed its pieces). ---- */
         prefetched = can_prefetch && next < whole_tiles;
         if (prefetched)
             GS_FN(prefetch)(in_t, C, R, p->in, next, sm.next);
 
-        /* ---- Look back for the tile's prefix, publish it. ---- */
+        /* ---- Publish the aggregate, look back for the tile's prefix, publish it. ---- */
 #ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
-        if (1) {
+        if (threadIdx.x == 0) {
+            sm.excl_hi = id;
+            sm.excl_lo = (GS_R)0;
+        }
 #else
-        if (tile == 0) {
-#endif
-            if (threadIdx.x == 0) {
-                sm.excl_hi = id;
-                sm.excl_lo = (GS_R)0;
+        if (!GS_FN(exact)(op)) {
+            if (threadIdx.x < GS_WARP) {
+                GS_FN(gs_carry) excl = GS_FN(look_back_tree)(op, out_t, p->ts, tile, tf, tv);
+                if (threadIdx.x == 0) {
+                    sm.excl_hi = excl.hi;
+                    sm.excl_lo = excl.lo;
+                }
             }
-        } else if (threadIdx.x < GS_WARP) {
-            GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
-            if (threadIdx.x == 0) {
-                GS_FN(gs_carry) incl =
-                    tf ? GS_FN(carry_of)(tv)
-                       : GS_FN(carry_combine)(op, excl, GS_FN(carry_of)(tv));
-                GS_FN(publish_prefix)(op, p->ts, tile, tf, incl);
-                sm.excl_hi = excl.hi;
-                sm.excl_lo = excl.lo;
+        } else {
+            if (threadIdx.x == 0)
+                GS_FN(publish)(p->ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, tf, tv);
+            if (tile == 0) {
+                if (threadIdx.x == 0) {
+                    sm.excl_hi = id;
+                    sm.excl_lo = (GS_R)0;
+                }
+            } else if (threadIdx.x < GS_WARP) {
+                GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
+                if (threadIdx.x == 0) {
+                    GS_FN(publish)(p->ts, tile, GS_ST_PREFIX, tf,
+                                   tf ? tv : GS_FN(combine)(op, excl.hi, tv));
+                    sm.excl_hi = excl.hi;
+                    sm.excl_lo = excl.lo;
+                }
             }
         }
+#endif
         if (threadIdx.x == 0)
             sm.after = after;
         __syncthreads();

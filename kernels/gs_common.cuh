@@ -198,20 +198,19 @@ static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
 }
 
 /*
- * Tile descriptors of the decoupled look-back (Merrill & Garland, 2016).  A tile publishes its
- * aggregate, then its inclusive prefix, each as one 16-byte word written and read by a single
- * vector access of two 8-byte halves: {status:32 | value bits 0-31} and {status:32 | value bits
+ * Tile descriptors of the look-back (gs_lookback.cuh).  A tile publishes a value as one 16-byte
+ * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits 0-31} and {status:32 | value bits
  * 32-63}.  PTX makes each aligned 8-byte access single-copy atomic but not the 16-byte pair, so
  * a reader accepts a word only when both halves show the same status: a tile's status only
  * moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean both halves come from the
- * same publication, and no fence is needed on either side.  A second word carries the
- * compensation term of a float-add prefix, validated the same way.  Accesses use .cg (L2): a
+ * same publication, and no fence is needed on either side.  A second word carries the compensation term of a float64
+ * add, validated the same way.  Accesses use .cg (L2): a
  * word read early from a stale L1 line would never change.
  */
 #define GS_ST_INVALID 0u
-#define GS_ST_AGGREGATE 1u
-#define GS_ST_PREFIX 2u
-#define GS_ST_HEAD 4u /* the tile's aggregate contains a segment head */
+#define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */
+#define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */
+#define GS_ST_HEAD 4u      /* the tile's aggregate contains a segment head */
 
 typedef struct gs_tile_word {
     unsigned status; /* GS_ST_INVALID while the two halves disagree */

@@ -31,6 +31,12 @@
 #error "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
+/* 1: a persistent grid whose blocks stream their next tile in while they work on the current
+ * one; 0: one block per tile. */
+#ifndef GS_PERSISTENT
+#define GS_PERSISTENT 0
+#endif
+
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
 #define GS_SCRATCH_ALIGN 128
 

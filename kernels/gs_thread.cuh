@@ -67,6 +67,25 @@ static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
     }
 }
 
+#if GS_R_KIND == 'f'
+/*
+ * a if take_a else b, chosen on the bits: a float select that propagates NaN is turned by the
+ * compiler into min.NaN/max.NaN, which return the canonical NaN instead of the operand's.
+ */
+static __device__ __forceinline__ GS_R GS_FN(select_bits)(int take_a, GS_R a, GS_R b)
+{
+    if (sizeof(GS_R) == 8) {
+        const unsigned long long m = 0ull - (unsigned long long)(take_a != 0);
+        return (GS_R)__longlong_as_double(
+            (long long)(((unsigned long long)__double_as_longlong((double)a) & m) |
+                        ((unsigned long long)__double_as_longlong((double)b) & ~m)));
+    }
+    const unsigned m = 0u - (unsigned)(take_a != 0);
+    return (GS_R)__uint_as_float((__float_as_uint((float)a) & m) |
+                                 (__float_as_uint((float)b) & ~m));
+}
+#endif
+
 /*
  * a (earlier) combined with b (later).  Float min/max follow np.minimum/np.maximum: the first
  * operand wins ties and NaN propagates, so a scan returns the first NaN it meets, bit for bit.
@@ -80,9 +99,9 @@ static __device__ __forceinline__ GS_R GS_FN(combine)(gs_op op, GS_R a, GS_R b)
         return a * b;
 #if GS_R_KIND == 'f'
     case GS_OP_MIN:
-        return (a <= b || a != a) ? a : b;
+        return GS_FN(select_bits)(a <= b || a != a, a, b);
     case GS_OP_MAX:
-        return (a >= b || a != a) ? a : b;
+        return GS_FN(select_bits)(a >= b || a != a, a, b);
 #else
     case GS_OP_MIN:
         return a <= b ? a : b;
