@@ -239,6 +239,15 @@ error:
     return gs_cuda_raise(&fail);
 }
 
+int gs_cuda_release_foreign(const gs_operand *op)
+{
+    if (!op->on_device || gs_DeviceArray_Check(op->owner))
+        return 0;
+    if (op->foreign_stream != 0)
+        return gs_cuda_signal_foreign(op->foreign_stream);
+    return gs_cuda_sync();
+}
+
 int gs_cuda_check_pointer(const void *ptr)
 {
     struct cudaPointerAttributes attr;

@@ -108,6 +108,9 @@ typedef struct gs_operand {
     gs_devview dev;
     PyObject *owner;
     void *managed;
+    /* The producer's stream from __cuda_array_interface__ v3 (1: the legacy default stream),
+     * or 0 when the producer named none (CAI v2, "stream": None, DLPack). */
+    uintptr_t foreign_stream;
 } gs_operand;
 
 /* 1 when obj exposes __cuda_array_interface__, is a DeviceArray, or has a CUDA __dlpack__;
@@ -229,6 +232,12 @@ int gs_cuda_wait_foreign(uintptr_t stream);
 
 /* Make a foreign stream wait for the work already enqueued on gs_cuda_stream (DLPack export). */
 int gs_cuda_signal_foreign(uintptr_t stream);
+
+/* After a call that used op's device memory: order the producer's later work after ours.  Its
+ * CAI stream waits on an event (nothing for the legacy default stream, already ordered with
+ * ours); a producer that named no stream gets a host sync instead.  Our own DeviceArrays need
+ * neither. */
+int gs_cuda_release_foreign(const gs_operand *op);
 
 /* ValueError unless ptr is device (or managed) memory of gs_cuda_device. */
 int gs_cuda_check_pointer(const void *ptr);

@@ -244,6 +244,7 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
         }
         if (gs_cuda_wait_foreign((uintptr_t)stream) < 0)
             return -1;
+        op->foreign_stream = (uintptr_t)stream;
     }
     if (gs_devview_size(&op->dev) > 0 && gs_cuda_check_pointer(op->dev.ptr) < 0)
         return -1;

@@ -6,8 +6,9 @@
  * badly; the scan writes straight into `out` or a new DeviceArray when they are contiguous
  * with the scanned axis last and of the accumulation dtype, else into a pool temporary that
  * gs_cuda_copy then scatters into place.  Everything is enqueued on gpuscan's stream and
- * nothing waits for it, except when memory from another library is involved: that library may
- * reuse or read the memory on its own stream as soon as we return, so the call synchronizes.
+ * nothing waits for it on the host.  Memory from another library may be reused or read on the
+ * producer's stream as soon as we return, so that stream is made to wait for our work
+ * (gs_cuda_release_foreign); only a producer that named no stream costs a host sync.
  * Every pool buffer goes back on every path.
  */
 #include "gpuscan.h"
@@ -194,11 +195,8 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
         if (back == NULL || PyArray_CopyInto(out->host, back) < 0)
             goto error;
     }
-    if ((in->on_device && !gs_DeviceArray_Check(in->owner)) ||
-        (out->on_device && !gs_DeviceArray_Check(out->owner))) {
-        if (gs_cuda_sync() < 0)
-            goto error;
-    }
+    if (gs_cuda_release_foreign(in) < 0 || gs_cuda_release_foreign(out) < 0)
+        goto error;
     if (PyErr_CheckSignals() < 0)
         goto error;
     if (out_obj != Py_None) {

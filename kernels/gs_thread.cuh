@@ -69,20 +69,25 @@ static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
 
 #if GS_R_KIND == 'f'
 /*
- * a if take_a else b, chosen on the bits: a float select that propagates NaN is turned by the
- * compiler into min.NaN/max.NaN, which return the canonical NaN instead of the operand's.
+ * a if take_a else b, chosen by a PTX selp the compiler cannot see through: it turns a float
+ * select that propagates NaN (even one written on the bits) into min.NaN/max.NaN, which
+ * return the canonical NaN instead of the operand's own bits.
  */
 static __device__ __forceinline__ GS_R GS_FN(select_bits)(int take_a, GS_R a, GS_R b)
 {
     if (sizeof(GS_R) == 8) {
-        const unsigned long long m = 0ull - (unsigned long long)(take_a != 0);
-        return (GS_R)__longlong_as_double(
-            (long long)(((unsigned long long)__double_as_longlong((double)a) & m) |
-                        ((unsigned long long)__double_as_longlong((double)b) & ~m)));
+        unsigned long long r;
+        asm("{ .reg .pred p; setp.ne.s32 p, %3, 0; selp.b64 %0, %1, %2, p; }"
+            : "=l"(r)
+            : "l"((unsigned long long)__double_as_longlong((double)a)),
+              "l"((unsigned long long)__double_as_longlong((double)b)), "r"(take_a));
+        return (GS_R)__longlong_as_double((long long)r);
     }
-    const unsigned m = 0u - (unsigned)(take_a != 0);
-    return (GS_R)__uint_as_float((__float_as_uint((float)a) & m) |
-                                 (__float_as_uint((float)b) & ~m));
+    unsigned r;
+    asm("{ .reg .pred p; setp.ne.s32 p, %3, 0; selp.b32 %0, %1, %2, p; }"
+        : "=r"(r)
+        : "r"(__float_as_uint((float)a)), "r"(__float_as_uint((float)b)), "r"(take_a));
+    return (GS_R)__uint_as_float(r);
 }
 #endif
 

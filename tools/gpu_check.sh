@@ -185,7 +185,9 @@ if want sanitize; then
             { echo "==================== compute-sanitizer --tool $tool (exit $rc) ===================="
               cat "$one"; echo; } >>"$OUTDIR/sanitizer.log"
             tail -n 4 "$one"
-            errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' "$one" | tail -n 1)
+            # memcheck and synccheck end on "ERROR SUMMARY: N errors", racecheck on
+            # "RACECHECK SUMMARY: N hazards displayed (N errors, N warnings)".
+            errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?|RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\)' "$one" | tail -n 1)
             cases=$(grep -E '^sanitize_run: (all|[0-9]+ of)' "$one" | tail -n 1 | sed 's/^sanitize_run: //')
             if (( rc == 0 )) && [[ -n "$errs" ]]; then
                 add "$tool" ok "$errs; $cases"
