@@ -69,21 +69,24 @@ finally:
 
 /* ---- algorithms --------------------------------------------------------------------------- */
 
-int gs_parse_algorithm(const char *name, gs_algorithm *algo)
+int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
 {
     if (strcmp(name, "auto") == 0) {
         *algo = GS_ALGO_AUTO;
         return 0;
     }
-    if (strcmp(name, "hillis_steele") == 0 || strcmp(name, "blelloch") == 0) {
+    if ((!segmented && strcmp(name, "hillis_steele") == 0) || strcmp(name, "blelloch") == 0) {
         PyErr_Format(PyExc_NotImplementedError,
                      "algorithm='%s' is a valid choice but is not implemented yet; "
                      "use algorithm='auto'",
                      name);
         return -1;
     }
-    PyErr_Format(PyExc_ValueError,
-                 "algorithm must be 'auto', 'hillis_steele' or 'blelloch', got '%s'", name);
+    if (segmented)
+        PyErr_Format(PyExc_ValueError, "algorithm must be 'auto' or 'blelloch', got '%s'", name);
+    else
+        PyErr_Format(PyExc_ValueError,
+                     "algorithm must be 'auto', 'hillis_steele' or 'blelloch', got '%s'", name);
     return -1;
 }
 
@@ -182,4 +185,66 @@ int gs_normalize_axis(PyObject *axis, int ndim, int *out)
     }
     *out = (int)(ax < 0 ? ax + ndim : ax);
     return 0;
+}
+
+int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
+{
+    PyObject *items = NULL;
+    int ax, rc = -1;
+
+    memset(reduced, axis == Py_None, (size_t)ndim);
+    if (axis == Py_None)
+        return 0;
+    if (!PyTuple_Check(axis)) {
+        if (gs_normalize_axis(axis, ndim, &ax) < 0)
+            return -1;
+        reduced[ax] = 1;
+        return 0;
+    }
+    items = PySequence_Fast(axis, "axis must be None, an integer or a tuple of integers");
+    if (items == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
+        if (gs_normalize_axis(PySequence_Fast_GET_ITEM(items, i), ndim, &ax) < 0)
+            goto finally;
+        if (reduced[ax]) {
+            PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
+            goto finally;
+        }
+        reduced[ax] = 1;
+    }
+    rc = 0;
+finally:
+    Py_DECREF(items);
+    return rc;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------- */
+
+/* A shape as a Python tuple (a new reference). */
+static PyObject *shape_tuple(int nd, const int64_t *shape)
+{
+    PyObject *t = PyTuple_New(nd);
+
+    for (int i = 0; t != NULL && i < nd; i++) {
+        PyObject *d = PyLong_FromLongLong(shape[i]);
+        if (d == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, const char *want_name,
+                   int want_nd, const int64_t *want)
+{
+    PyObject *h = shape_tuple(have_nd, have), *w = shape_tuple(want_nd, want);
+
+    if (h != NULL && w != NULL)
+        PyErr_Format(PyExc_ValueError, "%s has shape %R but %s has shape %R", have_name, h,
+                     want_name, w);
+    Py_XDECREF(h);
+    Py_XDECREF(w);
+    return -1;
 }

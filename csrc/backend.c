@@ -5,11 +5,15 @@
  * when the build has it and a device is usable, else the CPU.  Importing never touches CUDA, so
  * a machine without a GPU or driver imports fine; a forced but unusable CUDA makes every call
  * (and backend()) raise RuntimeError naming the cause.  Called with the GIL held, which also
- * serialises the one-time decision.
+ * serialises the one-time decision.  gs_run_host hands one call over NumPy buffers to the chosen
+ * backend (scan.c and reduce.c share it).
  */
 #include "gpuscan.h"
 
+#include <errno.h>
 #include <stdlib.h>
+
+#include "cpu.h"
 
 static int decided;
 static gs_backend chosen = GS_BACKEND_CPU;
@@ -82,4 +86,25 @@ int gs_require_cuda(void)
         return -1;
     }
     return 0;
+}
+
+int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce)
+{
+    int rc;
+
+#ifdef GS_HAVE_CUDA
+    if (backend == GS_BACKEND_CUDA)
+        return gs_cuda_run_host(scan, reduce);
+#endif
+    Py_BEGIN_ALLOW_THREADS rc = scan != NULL ? gs_cpu_scan(scan) : gs_cpu_reduce(reduce);
+    Py_END_ALLOW_THREADS if (rc == -ENOMEM)
+    {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "the CPU backend failed: %s", strerror(-rc));
+        return -1;
+    }
+    return PyErr_CheckSignals();
 }

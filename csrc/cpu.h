@@ -24,4 +24,8 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
  * within the contract's bound at every n (compensated carries). */
 int gs_cpu_scan(const gs_scan_desc *d);
 
+/* Reduction as described by `d` (see gs_reduce_desc): integers bit-identical to NumPy; float
+ * add compensated, within the bound; the grouping depends on rows and row_len only. */
+int gs_cpu_reduce(const gs_reduce_desc *d);
+
 #endif /* GS_CPU_H */

@@ -166,13 +166,18 @@ void gs_cuda_free(void *ptr)
 
 /* ---- launches and copies ------------------------------------------------------------------ */
 
-cudaError_t gs_cuda_run_scan(const gs_scan_desc *d, gs_cuda_fail *fail)
+cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
+                            gs_cuda_fail *fail)
 {
-    size_t scratch_bytes = gs_scan_scratch_bytes(d->n);
+    size_t scratch_bytes = scan != NULL ? gs_scan_scratch_bytes(scan->n)
+                                        : gs_reduce_scratch_bytes(reduce->rows, reduce->row_len);
     void *scratch = NULL;
 
     GS_CUDA_ALLOC(*fail, scratch, scratch_bytes);
-    GS_CUDA_CHECK(*fail, gs_cuda_scan(d, scratch, scratch_bytes, gs_cuda_stream));
+    if (scan != NULL)
+        GS_CUDA_CHECK(*fail, gs_cuda_scan(scan, scratch, scratch_bytes, gs_cuda_stream));
+    else
+        GS_CUDA_CHECK(*fail, gs_cuda_reduce(reduce, scratch, scratch_bytes, gs_cuda_stream));
     if (gs_cuda_debug_sync)
         GS_CUDA_CHECK(*fail, cudaStreamSynchronize(gs_cuda_stream));
 error:
@@ -294,33 +299,54 @@ static void unpin(const void *host, int pinned)
         (void)cudaGetLastError();
 }
 
-int gs_cuda_scan_host(const gs_scan_desc *d)
+int gs_cuda_run_host(const gs_scan_desc *scan, const gs_reduce_desc *reduce)
 {
     gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
-    size_t in_bytes = (size_t)d->n * gs_dtype_size(d->in_type);
-    size_t out_bytes = (size_t)d->n * gs_dtype_size(d->out_type);
-    int in_place = d->in == d->out;
-    int pin_in = 0, pin_out = 0;
-    void *dev_in = NULL, *dev_out = NULL;
-    gs_scan_desc dd = *d;
+    gs_scan_desc ds;
+    gs_reduce_desc dr;
+    const void *in = scan != NULL ? scan->in : reduce->in;
+    void *out = scan != NULL ? scan->out : reduce->out;
+    const void *flags = scan != NULL ? scan->flags : NULL;
+    int64_t n_in = scan != NULL ? scan->n : reduce->rows * reduce->row_len;
+    int64_t n_out = scan != NULL ? scan->n : reduce->rows;
+    size_t in_bytes = (size_t)n_in * gs_dtype_size(scan != NULL ? scan->in_type : reduce->in_type);
+    size_t out_bytes =
+        (size_t)n_out * gs_dtype_size(scan != NULL ? scan->out_type : reduce->out_type);
+    size_t flag_bytes = flags != NULL ? (size_t)n_in * gs_dtype_size(scan->flag_type) : 0;
+    int in_place = in == out;
+    int pin_in = 0, pin_out = 0, pin_flags = 0;
+    void *dev_in = NULL, *dev_out = NULL, *dev_flags = NULL;
 
     Py_BEGIN_ALLOW_THREADS GS_CUDA_CHECK(fail, gs_cuda_enter());
-    pin_in = pin(d->in, in_bytes);
+    pin_in = pin(in, in_bytes);
     if (!in_place)
-        pin_out = pin(d->out, out_bytes);
+        pin_out = pin(out, out_bytes);
+    pin_flags = pin(flags, flag_bytes);
     GS_CUDA_ALLOC(fail, dev_in, in_bytes);
     if (in_place)
         dev_out = dev_in;
     else
         GS_CUDA_ALLOC(fail, dev_out, out_bytes);
+    GS_CUDA_ALLOC(fail, dev_flags, flag_bytes);
     GS_CUDA_CHECK(fail,
-                  cudaMemcpyAsync(dev_in, d->in, in_bytes, cudaMemcpyHostToDevice, gs_cuda_stream));
-    dd.in = dev_in;
-    dd.out = dev_out;
-    if (gs_cuda_run_scan(&dd, &fail) != cudaSuccess)
+                  cudaMemcpyAsync(dev_in, in, in_bytes, cudaMemcpyHostToDevice, gs_cuda_stream));
+    if (flag_bytes > 0)
+        GS_CUDA_CHECK(fail, cudaMemcpyAsync(dev_flags, flags, flag_bytes, cudaMemcpyHostToDevice,
+                                            gs_cuda_stream));
+    if (scan != NULL) {
+        ds = *scan;
+        ds.in = dev_in;
+        ds.out = dev_out;
+        ds.flags = dev_flags;
+    } else {
+        dr = *reduce;
+        dr.in = dev_in;
+        dr.out = dev_out;
+    }
+    if (gs_cuda_enqueue(scan != NULL ? &ds : NULL, scan != NULL ? NULL : &dr, &fail) != cudaSuccess)
         goto error;
-    GS_CUDA_CHECK(
-        fail, cudaMemcpyAsync(d->out, dev_out, out_bytes, cudaMemcpyDeviceToHost, gs_cuda_stream));
+    GS_CUDA_CHECK(fail,
+                  cudaMemcpyAsync(out, dev_out, out_bytes, cudaMemcpyDeviceToHost, gs_cuda_stream));
     GS_CUDA_CHECK(fail, cudaStreamSynchronize(gs_cuda_stream));
 error:
     /* After a failure, wait until no enqueued copy can still touch the host buffers. */
@@ -329,8 +355,10 @@ error:
     if (dev_out != dev_in)
         gs_cuda_free(dev_out);
     gs_cuda_free(dev_in);
-    unpin(d->in, pin_in);
-    unpin(d->out, pin_out);
+    gs_cuda_free(dev_flags);
+    unpin(in, pin_in);
+    unpin(out, pin_out);
+    unpin(flags, pin_flags);
     Py_END_ALLOW_THREADS if (fail.err != cudaSuccess) return gs_cuda_raise(&fail);
     return PyErr_CheckSignals();
 }

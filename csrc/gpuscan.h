@@ -5,12 +5,14 @@
  * header first.  It sets up the NumPy C API for a multi-file extension (module.c imports it,
  * the other files see the same table through PY_ARRAY_UNIQUE_SYMBOL) and declares:
  *   module.c       the module's exception, AxisError, the DeviceArray type object;
- *   backend.c      which backend runs a call, and why;
+ *   backend.c      which backend runs a call, and why; running a call over NumPy buffers;
  *   args.c         op / algorithm / dtype / axis parsing and the result dtype rules;
  *   operand.c      Python objects -> host arrays or device views (CAI v2/v3, DLPack);
  *   devarray.c     gpuscan.DeviceArray and to_device();
  *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
- *   scan.c         scan() and its host path; scan_device.c its device path.
+ *   scan.c         scan() and segmented_scan(), their host path; scan_device.c their device
+ *                  path;
+ *   reduce.c       reduce(): its host path and, in a CUDA build, its device path.
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -53,6 +55,12 @@ const char *gs_backend_cpu_reason(void);
  * be used (or the RuntimeError of a forced, unusable CUDA). */
 int gs_require_cuda(void);
 
+/* Run one call over NumPy buffers on `backend`: the scan `scan`, or else the reduction
+ * `reduce`.  The CPU backend runs with the GIL released (its failures: MemoryError, or
+ * RuntimeError naming the errno); CUDA uploads, runs and downloads (gs_cuda_run_host).
+ * Honours Ctrl-C when it returns. */
+int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce);
+
 /* ---- args.c --------------------------------------------------------------------------- */
 
 typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
@@ -60,8 +68,9 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
 /* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
 int gs_parse_op(PyObject *obj, gs_op *op);
 
-/* algorithm: "auto", "hillis_steele" or "blelloch"; else ValueError listing the choices. */
-int gs_parse_algorithm(const char *name, gs_algorithm *algo);
+/* algorithm: "auto", "hillis_steele" or "blelloch" (segmented: "auto" or "blelloch"); else
+ * ValueError listing the choices. */
+int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo);
 
 /* The gs_dtype of a NumPy kind letter and item size; -1 (no exception) when unsupported. */
 int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out);
@@ -84,6 +93,15 @@ int gs_check_op_dtype(gs_op op, gs_dtype acc);
 
 /* A Python int axis (negative counts from the end) -> [0, ndim); else TypeError or AxisError. */
 int gs_normalize_axis(PyObject *axis, int ndim, int *out);
+
+/* reduce()'s axis: None (every axis), an int or a tuple of ints -> reduced[i] = 1 for each
+ * reduced axis i < ndim; duplicates are a ValueError, out of range an AxisError (as NumPy). */
+int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced);
+
+/* ValueError for an array whose shape is not the one wanted; `what` names both ("out has
+ * shape (3,) but the result has shape (4,)").  Returns -1. */
+int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, const char *want_name,
+                   int want_nd, const int64_t *want);
 
 /* ---- operand.c ------------------------------------------------------------------------ */
 
@@ -124,6 +142,11 @@ int gs_operand_get(PyObject *obj, gs_operand *op);
 
 /* Release what gs_operand_get took; safe on a zeroed operand and called twice. */
 void gs_operand_release(gs_operand *op);
+
+/* An operand's dtype (TypeError naming the supported dtypes otherwise; `what` names the
+ * argument), number of dimensions (at most GS_MAX_NDIM, else ValueError) and shape. */
+int gs_operand_info(const gs_operand *op, const char *what, gs_dtype *dtype, int *ndim,
+                    int64_t *shape);
 
 /* Number of elements of a device view. */
 int64_t gs_devview_size(const gs_devview *v);
@@ -219,9 +242,11 @@ cudaError_t gs_cuda_enter(void);
 cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
 void gs_cuda_free(void *ptr);
 
-/* Enqueue one scan: scratch from the pool, gs_cuda_scan, scratch back; synchronizes when
+/* Enqueue one scan (`scan`), or else one reduction (`reduce`): scratch from the pool (its pure
+ * size function), gs_cuda_scan or gs_cuda_reduce, scratch back; synchronizes when
  * gs_cuda_debug_sync is set.  No GIL needed. */
-cudaError_t gs_cuda_run_scan(const gs_scan_desc *d, gs_cuda_fail *fail);
+cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
+                            gs_cuda_fail *fail);
 
 /* Enqueue dst[...] = src[...] (same shapes, any strides, converting dtypes).  No GIL needed. */
 cudaError_t gs_cuda_copy_view(const gs_devview *src, const gs_devview *dst);
@@ -242,8 +267,9 @@ int gs_cuda_release_foreign(const gs_operand *op);
 /* ValueError unless ptr is device (or managed) memory of gs_cuda_device. */
 int gs_cuda_check_pointer(const void *ptr);
 
-/* Scan NumPy buffers on the device: upload, scan, download, synchronize (GIL released inside). */
-int gs_cuda_scan_host(const gs_scan_desc *d);
+/* Scan (`scan`, with its flags) or else reduce (`reduce`) NumPy buffers on the device: upload,
+ * run, download, synchronize (GIL released inside). */
+int gs_cuda_run_host(const gs_scan_desc *scan, const gs_reduce_desc *reduce);
 
 /* Synchronous copies between a host buffer and device memory (GIL released inside). */
 int gs_cuda_download(void *host, const void *dev, size_t bytes);
@@ -271,12 +297,20 @@ typedef struct gs_scan_plan {
 
 PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_scan_doc[];
+PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_segmented_scan_doc[];
 
 #ifdef GS_HAVE_CUDA
-/* The scan when the input or `out` lives on the device (CUDA backend only).  `in` and `out` are
- * operands (out->host and out->on_device both zero: no out=).  Returns the result. */
-PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *out,
-                         PyObject *out_obj);
+/* The scan when the input, the flags or `out` lives on the device (CUDA backend only).  `in`,
+ * `flags` and `out` are operands (flags NULL: not segmented; out->host and out->on_device both
+ * zero: no out=); the result has shape `rshape` (rnd dimensions).  Returns the result. */
+PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *flags,
+                         gs_operand *out, PyObject *out_obj, int rnd, const int64_t *rshape);
 #endif
+
+/* ---- reduce.c ------------------------------------------------------------------------- */
+
+PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_reduce_doc[];
 
 #endif /* GPUSCAN_H */

@@ -4,7 +4,7 @@
  * Level: host layer.  Importing does not touch CUDA: the backend is chosen at first use
  * (backend.c), so the module imports on machines without a GPU or a driver.  Besides the public
  * functions it exports a few private helpers through which the tests read the kernels'
- * configuration (tile size, scratch size) and how the extension was built.
+ * configuration (tile size, reduction chunk, scratch sizes) and how the extension was built.
  */
 #define GS_IMPORT_NUMPY
 #include "gpuscan.h"
@@ -147,6 +147,23 @@ static PyObject *scan_scratch_bytes(PyObject *self, PyObject *arg)
     return PyLong_FromSize_t(gs_scan_scratch_bytes((int64_t)n));
 }
 
+static PyObject *reduce_chunk_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_REDUCE_CHUNK);
+}
+
+static PyObject *reduce_scratch_bytes(PyObject *self, PyObject *args)
+{
+    long long rows, row_len;
+    if (!PyArg_ParseTuple(args, "LL:_reduce_scratch_bytes", &rows, &row_len))
+        return NULL;
+    if (rows < 0 || row_len < 0) {
+        PyErr_SetString(PyExc_ValueError, "rows and row_len must be >= 0");
+        return NULL;
+    }
+    return PyLong_FromSize_t(gs_reduce_scratch_bytes((int64_t)rows, (int64_t)row_len));
+}
+
 static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
 {
 #ifdef GS_HAVE_CUDA
@@ -160,6 +177,10 @@ static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     { "scan", (PyCFunction)(void (*)(void))gs_scan, METH_VARARGS | METH_KEYWORDS, gs_scan_doc },
+    { "segmented_scan", (PyCFunction)(void (*)(void))gs_segmented_scan,
+      METH_VARARGS | METH_KEYWORDS, gs_segmented_scan_doc },
+    { "reduce", (PyCFunction)(void (*)(void))gs_reduce, METH_VARARGS | METH_KEYWORDS,
+      gs_reduce_doc },
     { "backend", backend, METH_NOARGS, backend_doc },
     { "device_info", device_info, METH_NOARGS, device_info_doc },
     { "to_device", gs_to_device, METH_O, to_device_doc },
@@ -167,12 +188,19 @@ static PyMethodDef methods[] = {
       "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
     { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
+    { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
+      "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
+      "for tests." },
+    { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
+      "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
+      "tests." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { NULL, NULL, 0, NULL },
 };
 
-PyDoc_STRVAR(module_doc, "gpuscan's C extension: parallel scan primitives on CUDA or the CPU.");
+PyDoc_STRVAR(module_doc, "gpuscan's C extension: parallel scan and reduction primitives on CUDA "
+                         "or the CPU.");
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_gpuscan", module_doc, -1, methods,

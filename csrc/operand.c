@@ -393,3 +393,24 @@ void gs_operand_release(gs_operand *op)
     Py_CLEAR(op->owner);
     Py_CLEAR(op->host);
 }
+
+int gs_operand_info(const gs_operand *op, const char *what, gs_dtype *dtype, int *ndim,
+                    int64_t *shape)
+{
+    if (op->on_device) {
+        *dtype = op->dev.dtype;
+        *ndim = op->dev.ndim;
+        memcpy(shape, op->dev.shape, sizeof(int64_t) * (size_t)op->dev.ndim);
+        return 0;
+    }
+    if (gs_dtype_from_descr(PyArray_DESCR(op->host), what, dtype) < 0)
+        return -1;
+    *ndim = PyArray_NDIM(op->host);
+    if (*ndim > GS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "arrays may have at most %d dimensions", GS_MAX_NDIM);
+        return -1;
+    }
+    for (int i = 0; i < *ndim; i++)
+        shape[i] = PyArray_DIM(op->host, i);
+    return 0;
+}

@@ -1,21 +1,19 @@
 /*
- * scan.c - gpuscan.scan(): argument settling and the host path.
+ * scan.c - gpuscan.scan() and gpuscan.segmented_scan(): argument settling and the host path.
  *
- * Level: host layer.  Everything about Python objects is settled here, before any data moves:
- * the operator, the accumulation dtype (NumPy's accumulate rules, dtype=, out=), the axis and
- * the shape of the result.  Then the data goes one of two ways:
+ * Level: host layer.  Everything about Python objects is settled here, before any data moves,
+ * by code the two functions share: the operator, the accumulation dtype (NumPy's accumulate
+ * rules, dtype=, out=), the axis (scan) or the flags (segmented_scan, same shape as the input)
+ * and the shape of the result.  Then the data goes one of two ways:
  *   host path    (NumPy in, NumPy out): NumPy's C API makes a C-contiguous, aligned,
  *                native-order buffer with the scanned axis last (cast to the accumulation
- *                dtype when the backend cannot widen on the fly), the active backend scans it
- *                as rows, and the result is moved back and written to `out` if given;
- *   device path  (scan_device.c): an input or `out` in device memory.
+ *                dtype when the backend cannot widen on the fly), and the flags likewise at
+ *                their own width, the active backend scans it as rows (or as one flagged
+ *                sequence), and the result is moved back and written to `out` if given;
+ *   device path  (scan_device.c): an input, flags or `out` in device memory.
  * The backend runs with the GIL released; Ctrl-C is honoured when it returns.
  */
 #include "gpuscan.h"
-
-#include <errno.h>
-
-#include "cpu.h"
 
 const char gs_scan_doc[] =
     "scan(a, op='add', *, exclusive=False, axis=None, dtype=None, out=None, "
@@ -80,11 +78,82 @@ const char gs_scan_doc[] =
     "array([[1, 2, 3],\n"
     "       [1, 2, 3]])\n";
 
+const char gs_segmented_scan_doc[] =
+    "segmented_scan(a, flags, op='add', *, exclusive=False, dtype=None, out=None, "
+    "algorithm='auto')\n"
+    "--\n\n"
+    "Scan each segment of ``a`` independently; ``flags`` marks where segments start.\n\n"
+    "``a`` and ``flags`` are read together in C order: a nonzero flag marks the first element\n"
+    "of a segment, and element 0 always starts one.  Within a segment the result is the\n"
+    "inclusive (or exclusive) scan of that segment alone, as :func:`scan` would give it.\n\n"
+    "Parameters\n"
+    "----------\n"
+    "a : array_like or device array\n"
+    "    Input values: NumPy arrays of any strides and byte order, lists, scalars, or arrays\n"
+    "    in CUDA device memory, used in place.  ``a`` is never modified (except through\n"
+    "    ``out``).\n"
+    "flags : array_like or device array\n"
+    "    Segment heads, the same shape as ``a``, of any supported dtype (bool, integers,\n"
+    "    floats): an element is a head when its flag is nonzero (for floats -0.0 is not a\n"
+    "    head and NaN is).  Flags are read at their own width (a bool flag costs one byte).\n"
+    "op : str or numpy.ufunc, optional\n"
+    "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc.\n"
+    "exclusive : bool, optional\n"
+    "    If True, element i combines the elements of its segment before i; a segment's first\n"
+    "    element is the identity (0 for add/or/xor, 1 for mul, all ones for and, the dtype's\n"
+    "    largest value for min and its smallest for max, +-inf for floats).\n"
+    "dtype : dtype, optional\n"
+    "    Accumulation and result dtype, as for :func:`scan`: by default add and mul take bool\n"
+    "    and integers narrower than 64 bits to int64 (unsigned to uint64).\n"
+    "out : ndarray or device array, optional\n"
+    "    Where to put the result: ``a``'s shape, any strides; it may be ``a`` itself.  Its\n"
+    "    dtype is the accumulation dtype unless ``dtype`` is given.  It is returned.\n"
+    "algorithm : str, optional\n"
+    "    'auto' (the single-pass scan with segment heads carried through its look-back);\n"
+    "    'blelloch' (the flagged up-sweep/down-sweep) is reserved for the teaching version.\n\n"
+    "Returns\n"
+    "-------\n"
+    "numpy.ndarray or DeviceArray\n"
+    "    The segmented scan, of ``a``'s shape: a NumPy array for host input, a DeviceArray\n"
+    "    when ``a`` or ``flags`` is a device array, or ``out``.\n\n"
+    "Raises\n"
+    "------\n"
+    "ValueError\n"
+    "    ``a`` and ``flags`` of different shapes; unknown op or algorithm; ``out`` of the\n"
+    "    wrong shape or read-only.\n"
+    "TypeError\n"
+    "    Unsupported dtype of ``a`` or ``flags``, a bitwise op on floats, an ``out`` the\n"
+    "    input cannot be cast to under 'same_kind', or a device array on the CPU backend.\n"
+    "NotImplementedError\n"
+    "    algorithm='blelloch' (not implemented yet).\n"
+    "GpuscanError\n"
+    "    A CUDA call failed (the message names it); MemoryError when device memory runs out.\n\n"
+    "See Also\n"
+    "--------\n"
+    "scan : the same without segments.\n\n"
+    "Examples\n"
+    "--------\n"
+    ">>> import numpy as np, gpuscan\n"
+    ">>> flags = np.array([1, 0, 0, 1, 0, 0, 1, 0], dtype=bool)\n"
+    ">>> a = np.array([4, 2, 1, 3, 0, 2, 1, 5])\n"
+    ">>> gpuscan.segmented_scan(a, flags)\n"
+    "array([4, 6, 7, 3, 3, 5, 1, 6])\n"
+    ">>> gpuscan.segmented_scan(a, flags, exclusive=True)\n"
+    "array([0, 4, 6, 0, 3, 3, 0, 1])\n"
+    ">>> gpuscan.segmented_scan(a, flags, 'max')\n"
+    "array([4, 4, 4, 3, 3, 3, 1, 5])\n";
+
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 static int ranges_overlap(const char *a, size_t na, const char *b, size_t nb)
 {
     return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+static int arrays_overlap(PyArrayObject *a, PyArrayObject *b)
+{
+    return ranges_overlap(PyArray_BYTES(a), (size_t)PyArray_NBYTES(a), PyArray_BYTES(b),
+                          (size_t)PyArray_NBYTES(b));
 }
 
 /* TypeError unless NumPy casts `from` to `to` under the 'same_kind' rule. */
@@ -105,75 +174,31 @@ static int check_same_kind(gs_dtype from, gs_dtype to)
     return -1;
 }
 
-/* ValueError for an `out` whose shape (dev_shape, or host's) is not the result's. */
-static void shape_error(const int64_t *dev_shape, PyArrayObject *host, int ond,
-                        const int64_t *rshape, int rnd)
-{
-    PyObject *have = PyTuple_New(ond), *want = PyTuple_New(rnd);
-
-    if (have == NULL || want == NULL)
-        goto finally;
-    for (int i = 0; i < ond; i++) {
-        PyObject *d = PyLong_FromLongLong(dev_shape ? dev_shape[i] : PyArray_DIM(host, i));
-        if (d == NULL)
-            goto finally;
-        PyTuple_SET_ITEM(have, i, d);
-    }
-    for (int i = 0; i < rnd; i++) {
-        PyObject *d = PyLong_FromLongLong(rshape[i]);
-        if (d == NULL)
-            goto finally;
-        PyTuple_SET_ITEM(want, i, d);
-    }
-    PyErr_Format(PyExc_ValueError, "out has shape %R but the result has shape %R", have, want);
-finally:
-    Py_XDECREF(have);
-    Py_XDECREF(want);
-}
-
-/* Run one scan of host buffers on the active backend. */
-static int run_backend(gs_backend backend, const gs_scan_desc *d)
-{
-    int rc;
-
-#ifdef GS_HAVE_CUDA
-    if (backend == GS_BACKEND_CUDA)
-        return gs_cuda_scan_host(d);
-#endif
-    Py_BEGIN_ALLOW_THREADS rc = gs_cpu_scan(d);
-    Py_END_ALLOW_THREADS if (rc == -ENOMEM)
-    {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "the CPU backend failed: %s", strerror(-rc));
-        return -1;
-    }
-    return PyErr_CheckSignals();
-}
-
 /* ---- host path ---------------------------------------------------------------------------- */
 
+/* The scan of NumPy arrays: `a` along plan->axis (or flattened), or flagged by `flags` (a's
+ * shape, any dtype, scanned flattened), into `out` or a new array of shape rshape. */
 static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArrayObject *a,
-                           PyArrayObject *out)
+                           PyArrayObject *flags, PyArrayObject *out, int rnd, const int64_t *rshape)
 {
     int ndim = PyArray_NDIM(a);
     int axis = plan->axis;
-    /* axis=None, 0-d and 1-d inputs are one scan over the C-order elements. */
+    /* axis=None, 0-d and 1-d inputs and segmented scans are one scan over the C-order
+     * elements. */
     int flat = axis < 0 || ndim <= 1;
     int moved = !flat && axis != ndim - 1;
     npy_intp n = PyArray_SIZE(a);
-    npy_intp perm_v[NPY_MAXDIMS], inv_v[NPY_MAXDIMS];
+    npy_intp perm_v[NPY_MAXDIMS], inv_v[NPY_MAXDIMS], rdims[NPY_MAXDIMS];
     PyArray_Dims perm = { perm_v, ndim }, inv = { inv_v, ndim };
-    PyArrayObject *work = NULL, *src = NULL, *dst = NULL, *back = NULL;
+    PyArrayObject *work = NULL, *src = NULL, *heads = NULL, *dst = NULL, *back = NULL;
     PyArray_Descr *descr;
     PyObject *ret = NULL;
-    gs_dtype out_type;
+    gs_dtype out_type, flag_type = GS_BOOL;
     gs_scan_desc d;
 
     /* 1. The scan input: the scanned axis moved last, then C-contiguous, aligned, native byte
-     *    order, of the dtype the backend reads (NumPy's unsafe cast, as for dtype=). */
+     *    order, of the dtype the backend reads (NumPy's unsafe cast, as for dtype=).  Flags
+     *    likewise, in their own dtype. */
     if (moved) {
         for (int i = 0, j = 0; i < ndim; i++)
             if (i != axis)
@@ -194,6 +219,15 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
                                            NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL);
     if (src == NULL)
         goto finally;
+    if (flags != NULL) {
+        if (gs_dtype_from_descr(PyArray_DESCR(flags), "flags", &flag_type) < 0 ||
+            (descr = gs_descr(flag_type)) == NULL)
+            goto finally;
+        heads = (PyArrayObject *)PyArray_FromAny((PyObject *)flags, descr, 0, 0,
+                                                 NPY_ARRAY_CARRAY_RO, NULL);
+        if (heads == NULL)
+            goto finally;
+    }
 
     /* 2. Where the backend writes: straight into `out` when it has the layout and dtype,
      *    else a new C-contiguous array. */
@@ -203,36 +237,44 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
         out_type == plan->acc_type) {
         Py_INCREF(out);
         dst = out;
-        /* In place is fine element for element; any other overlap needs a private input. */
-        if (ranges_overlap(PyArray_BYTES(src), PyArray_NBYTES(src), PyArray_BYTES(out),
-                           PyArray_NBYTES(out)) &&
+        /* In place is fine element for element; any other overlap needs a private input.  The
+         * flags are read ahead of the writes: any overlap with `out` needs a private copy. */
+        if (arrays_overlap(src, out) &&
             !(PyArray_DATA(src) == PyArray_DATA(out) && plan->scan_in_type == plan->acc_type)) {
             Py_SETREF(src, (PyArrayObject *)PyArray_NewCopy(src, NPY_CORDER));
             if (src == NULL)
                 goto finally;
         }
+        if (heads != NULL && arrays_overlap(heads, out)) {
+            Py_SETREF(heads, (PyArrayObject *)PyArray_NewCopy(heads, NPY_CORDER));
+            if (heads == NULL)
+                goto finally;
+        }
     } else {
         if ((descr = gs_descr(plan->acc_type)) == NULL)
             goto finally;
-        dst = (PyArrayObject *)(flat ? PyArray_Empty(1, &n, descr, 0)
+        for (int i = 0; i < rnd; i++)
+            rdims[i] = (npy_intp)rshape[i];
+        dst = (PyArrayObject *)(flat ? PyArray_Empty(rnd, rdims, descr, 0)
                                      : PyArray_Empty(ndim, PyArray_DIMS(src), descr, 0));
         if (dst == NULL)
             goto finally;
     }
 
-    /* 3. The scan: one, or one per row of the last axis. */
+    /* 3. The scan: one (flagged or not), or one per row of the last axis. */
     if (n > 0) {
         memset(&d, 0, sizeof(d));
         d.in = PyArray_DATA(src);
         d.out = PyArray_DATA(dst);
+        d.flags = heads != NULL ? PyArray_DATA(heads) : NULL;
         d.n = n;
         d.row_len = flat ? 0 : PyArray_DIM(src, ndim - 1);
         d.in_type = plan->scan_in_type;
         d.out_type = plan->acc_type;
-        d.flag_type = GS_BOOL;
+        d.flag_type = flag_type;
         d.op = plan->op;
         d.exclusive = plan->exclusive;
-        if (run_backend(backend, &d) < 0)
+        if (gs_run_host(backend, &d, NULL) < 0)
             goto finally;
     }
 
@@ -264,9 +306,122 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
 finally:
     Py_XDECREF(work);
     Py_XDECREF(src);
+    Py_XDECREF(heads);
     Py_XDECREF(dst);
     Py_XDECREF(back);
     return ret;
+}
+
+/* ---- settling, shared by scan() and segmented_scan() ---------------------------------------- */
+
+/* One scan-like call as it is settled step by step; zero it first, scan_call_release it last. */
+typedef struct scan_call {
+    gs_scan_plan plan;
+    gs_backend backend;
+    gs_operand in, flags, out; /* flags, out: zeroed when not given */
+    int ndim;                  /* the input's dimensions and shape */
+    int64_t shape[GS_MAX_NDIM];
+    int64_t n;
+} scan_call;
+
+static void scan_call_release(scan_call *c)
+{
+    gs_operand_release(&c->in);
+    gs_operand_release(&c->flags);
+    gs_operand_release(&c->out);
+}
+
+/* The operator, the backend, the input and `out` operands, and the input's dtype and shape. */
+static int scan_begin(scan_call *c, PyObject *a, PyObject *op_obj, int exclusive, PyObject *out_obj)
+{
+    int is_dev;
+
+    /* Names and the backend first: they fail the same way whatever the data. */
+    c->plan.op = GS_OP_ADD;
+    c->plan.exclusive = exclusive;
+    c->plan.axis = -1;
+    if (op_obj != NULL && gs_parse_op(op_obj, &c->plan.op) < 0)
+        return -1;
+    if (gs_backend_get(&c->backend) < 0)
+        return -1;
+    if (gs_operand_get(a, &c->in) < 0)
+        return -1;
+    if (out_obj != Py_None) {
+        if (!PyArray_Check(out_obj)) {
+            if ((is_dev = gs_is_device_object(out_obj)) < 0)
+                return -1;
+            if (!is_dev) {
+                PyErr_Format(PyExc_TypeError,
+                             "out must be a NumPy array or a device array, not %.100s",
+                             Py_TYPE(out_obj)->tp_name);
+                return -1;
+            }
+        }
+        if (gs_operand_get(out_obj, &c->out) < 0)
+            return -1;
+    }
+    if (gs_operand_info(&c->in, "input", &c->plan.in_type, &c->ndim, c->shape) < 0)
+        return -1;
+    c->n = 1;
+    for (int i = 0; i < c->ndim; i++)
+        c->n *= c->shape[i];
+    return 0;
+}
+
+/* The accumulation dtype (dtype=, else out's, else NumPy's accumulate rule) and the checks of
+ * `out` against the result's shape (rnd dimensions, rshape). */
+static int scan_settle(scan_call *c, PyArray_Descr *dtype, PyObject *out_obj, int rnd,
+                       const int64_t *rshape)
+{
+    gs_scan_plan *plan = &c->plan;
+    gs_dtype out_type;
+    int64_t oshape[GS_MAX_NDIM];
+    int ond, same;
+
+    if (dtype != NULL && gs_dtype_from_descr(dtype, "dtype", &plan->acc_type) < 0)
+        return -1;
+    if (out_obj != Py_None) {
+        if (gs_operand_info(&c->out, "out", &out_type, &ond, oshape) < 0)
+            return -1;
+        same = ond == rnd;
+        for (int i = 0; same && i < rnd; i++)
+            same = rshape[i] == oshape[i];
+        if (!same)
+            return gs_shape_error("out", ond, oshape, "the result", rnd, rshape);
+        if (c->out.readonly) {
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+            return -1;
+        }
+        if (dtype == NULL)
+            plan->acc_type = out_type;
+        if (check_same_kind(dtype == NULL ? plan->in_type : plan->acc_type, out_type) < 0)
+            return -1;
+    } else if (dtype == NULL) {
+        plan->acc_type = gs_default_acc_type(plan->in_type, plan->op);
+    }
+    if (gs_check_op_dtype(plan->op, plan->acc_type) < 0)
+        return -1;
+    plan->scan_in_type = gs_scan_pair_direct(plan->in_type, plan->acc_type, plan->op)
+                             ? plan->in_type
+                             : plan->acc_type;
+    return 0;
+}
+
+/* Run the settled call on the host or the device path. */
+static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rnd,
+                          const int64_t *rshape)
+{
+    if (c->in.on_device || c->flags.on_device || c->out.on_device) {
+#ifdef GS_HAVE_CUDA
+        return gs_scan_device(&c->plan, &c->in, segmented ? &c->flags : NULL, &c->out, out_obj, rnd,
+                              rshape);
+#else
+        PyErr_SetString(PyExc_SystemError, "gpuscan: device array in a CPU-only build");
+        return NULL;
+#endif
+    }
+    return scan_host(&c->plan, c->backend, c->in.host, segmented ? c->flags.host : NULL,
+                     c->out.host, rnd, rshape);
 }
 
 /* ---- scan() ------------------------------------------------------------------------------- */
@@ -277,126 +432,83 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *a, *op_obj = NULL, *axis_obj = Py_None, *out_obj = Py_None, *ret = NULL;
     PyArray_Descr *dtype = NULL;
     const char *algorithm = "auto";
-    int exclusive = 0, ndim, rnd, is_dev;
-    int64_t shape[GS_MAX_NDIM], rshape[GS_MAX_NDIM], n = 1;
-    gs_operand in, out;
-    gs_scan_plan plan;
+    int exclusive = 0, rnd;
+    int64_t rshape[GS_MAX_NDIM];
     gs_algorithm algo;
-    gs_backend backend;
-    gs_dtype out_type;
+    scan_call c;
 
-    memset(&in, 0, sizeof(in));
-    memset(&out, 0, sizeof(out));
+    memset(&c, 0, sizeof(c));
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$pOO&Os:scan", kwlist, &a, &op_obj,
                                      &exclusive, &axis_obj, PyArray_DescrConverter2, &dtype,
                                      &out_obj, &algorithm))
         return NULL;
-
-    /* Names and the backend first: they fail the same way whatever the data. */
-    plan.op = GS_OP_ADD;
-    plan.exclusive = exclusive;
-    if (op_obj != NULL && gs_parse_op(op_obj, &plan.op) < 0)
+    if (gs_parse_algorithm(algorithm, 0, &algo) < 0)
         goto finally;
-    if (gs_parse_algorithm(algorithm, &algo) < 0)
+    if (scan_begin(&c, a, op_obj, exclusive, out_obj) < 0)
         goto finally;
-    if (gs_backend_get(&backend) < 0)
-        goto finally;
-
-    /* The operands. */
-    if (gs_operand_get(a, &in) < 0)
-        goto finally;
-    if (out_obj != Py_None) {
-        if (!PyArray_Check(out_obj)) {
-            if ((is_dev = gs_is_device_object(out_obj)) < 0)
-                goto finally;
-            if (!is_dev) {
-                PyErr_Format(PyExc_TypeError,
-                             "out must be a NumPy array or a device array, not %.100s",
-                             Py_TYPE(out_obj)->tp_name);
-                goto finally;
-            }
-        }
-        if (gs_operand_get(out_obj, &out) < 0)
-            goto finally;
-    }
-
-    /* The input's dtype and shape. */
-    if (in.on_device) {
-        plan.in_type = in.dev.dtype;
-        ndim = in.dev.ndim;
-        for (int i = 0; i < ndim; i++)
-            shape[i] = in.dev.shape[i];
-    } else {
-        if (gs_dtype_from_descr(PyArray_DESCR(in.host), "input", &plan.in_type) < 0)
-            goto finally;
-        ndim = PyArray_NDIM(in.host);
-        if (ndim > GS_MAX_NDIM) {
-            PyErr_Format(PyExc_ValueError, "arrays may have at most %d dimensions", GS_MAX_NDIM);
-            goto finally;
-        }
-        for (int i = 0; i < ndim; i++)
-            shape[i] = PyArray_DIM(in.host, i);
-    }
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
 
     /* The axis and the result's shape: 1-D for axis=None and for 0-d input (as np.cumsum). */
-    plan.axis = -1;
-    if (axis_obj != Py_None && gs_normalize_axis(axis_obj, ndim > 0 ? ndim : 1, &plan.axis) < 0)
+    if (axis_obj != Py_None &&
+        gs_normalize_axis(axis_obj, c.ndim > 0 ? c.ndim : 1, &c.plan.axis) < 0)
         goto finally;
-    if (plan.axis < 0 || ndim == 0) {
+    if (c.plan.axis < 0 || c.ndim == 0) {
         rnd = 1;
-        rshape[0] = n;
+        rshape[0] = c.n;
     } else {
-        rnd = ndim;
-        memcpy(rshape, shape, sizeof(int64_t) * (size_t)ndim);
+        rnd = c.ndim;
+        memcpy(rshape, c.shape, sizeof(int64_t) * (size_t)c.ndim);
     }
-
-    /* The accumulation dtype: dtype=, else out's, else NumPy's accumulate rule. */
-    if (dtype != NULL && gs_dtype_from_descr(dtype, "dtype", &plan.acc_type) < 0)
+    if (scan_settle(&c, dtype, out_obj, rnd, rshape) < 0)
         goto finally;
-    if (out_obj != Py_None) {
-        int ond = out.on_device ? out.dev.ndim : PyArray_NDIM(out.host);
-        int same = ond == rnd;
-
-        if (out.on_device)
-            out_type = out.dev.dtype;
-        else if (gs_dtype_from_descr(PyArray_DESCR(out.host), "out", &out_type) < 0)
-            goto finally;
-        for (int i = 0; same && i < rnd; i++)
-            same = rshape[i] == (out.on_device ? out.dev.shape[i] : PyArray_DIM(out.host, i));
-        if (!same) {
-            shape_error(out.on_device ? out.dev.shape : NULL, out.host, ond, rshape, rnd);
-            goto finally;
-        }
-        if (out.readonly) {
-            PyErr_SetString(PyExc_ValueError, "output array is read-only");
-            goto finally;
-        }
-        if (dtype == NULL)
-            plan.acc_type = out_type;
-        if (check_same_kind(dtype == NULL ? plan.in_type : plan.acc_type, out_type) < 0)
-            goto finally;
-    } else if (dtype == NULL) {
-        plan.acc_type = gs_default_acc_type(plan.in_type, plan.op);
-    }
-    if (gs_check_op_dtype(plan.op, plan.acc_type) < 0)
-        goto finally;
-    plan.scan_in_type =
-        gs_scan_pair_direct(plan.in_type, plan.acc_type, plan.op) ? plan.in_type : plan.acc_type;
-
-    if (in.on_device || out.on_device) {
-#ifdef GS_HAVE_CUDA
-        ret = gs_scan_device(&plan, &in, &out, out_obj);
-#else
-        PyErr_SetString(PyExc_SystemError, "gpuscan: device array in a CPU-only build");
-#endif
-    } else {
-        ret = scan_host(&plan, backend, in.host, out.host);
-    }
+    ret = scan_run(&c, 0, out_obj, rnd, rshape);
 finally:
-    gs_operand_release(&in);
-    gs_operand_release(&out);
+    scan_call_release(&c);
+    Py_XDECREF(dtype);
+    return ret;
+}
+
+/* ---- segmented_scan() --------------------------------------------------------------------- */
+
+PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "a", "flags", "op", "exclusive", "dtype", "out", "algorithm", NULL };
+    PyObject *a, *flags_obj, *op_obj = NULL, *out_obj = Py_None, *ret = NULL;
+    PyArray_Descr *dtype = NULL;
+    const char *algorithm = "auto";
+    int exclusive = 0, fnd, same;
+    int64_t fshape[GS_MAX_NDIM];
+    gs_algorithm algo;
+    gs_dtype flag_type;
+    scan_call c;
+
+    memset(&c, 0, sizeof(c));
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$pO&Os:segmented_scan", kwlist, &a,
+                                     &flags_obj, &op_obj, &exclusive, PyArray_DescrConverter2,
+                                     &dtype, &out_obj, &algorithm))
+        return NULL;
+    if (gs_parse_algorithm(algorithm, 1, &algo) < 0)
+        goto finally;
+    if (scan_begin(&c, a, op_obj, exclusive, out_obj) < 0)
+        goto finally;
+
+    /* The flags: any supported dtype, exactly a's shape (no broadcasting). */
+    if (gs_operand_get(flags_obj, &c.flags) < 0 ||
+        gs_operand_info(&c.flags, "flags", &flag_type, &fnd, fshape) < 0)
+        goto finally;
+    same = fnd == c.ndim;
+    for (int i = 0; same && i < fnd; i++)
+        same = fshape[i] == c.shape[i];
+    if (!same) {
+        gs_shape_error("flags", fnd, fshape, "a", c.ndim, c.shape);
+        goto finally;
+    }
+
+    /* The result has a's shape; the scan runs over it in C order. */
+    if (scan_settle(&c, dtype, out_obj, c.ndim, c.shape) < 0)
+        goto finally;
+    ret = scan_run(&c, 1, out_obj, c.ndim, c.shape);
+finally:
+    scan_call_release(&c);
     Py_XDECREF(dtype);
     return ret;
 }

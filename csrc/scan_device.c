@@ -1,15 +1,16 @@
 /*
- * scan_device.c - gpuscan.scan() when the input or `out` lives in device memory.
+ * scan_device.c - gpuscan.scan() and segmented_scan() when the input, the flags or `out`
+ * lives in device memory.
  *
  * Level: host layer, CUDA build only.  Device memory is used in place: the input is copied
  * (gs_cuda_copy, on the device) only when it is strided, needs a cast, or overlaps `out`
- * badly; the scan writes straight into `out` or a new DeviceArray when they are contiguous
- * with the scanned axis last and of the accumulation dtype, else into a pool temporary that
- * gs_cuda_copy then scatters into place.  Everything is enqueued on gpuscan's stream and
- * nothing waits for it on the host.  Memory from another library may be reused or read on the
- * producer's stream as soon as we return, so that stream is made to wait for our work
- * (gs_cuda_release_foreign); only a producer that named no stream costs a host sync.
- * Every pool buffer goes back on every path.
+ * badly, the flags only when they are strided or overlap `out`; the scan writes straight into `out`
+ * or a new DeviceArray when they are contiguous with the scanned axis last and of the accumulation
+ * dtype, else into a pool temporary that gs_cuda_copy then scatters into place.  Everything is
+ * enqueued on gpuscan's stream and nothing waits for it on the host.  Memory from another library
+ * may be reused or read on the producer's stream as soon as we return, so that stream is made to
+ * wait for our work (gs_cuda_release_foreign); only a producer that named no stream costs a host
+ * sync. Every pool buffer goes back on every path.
  */
 #include "gpuscan.h"
 
@@ -61,17 +62,70 @@ static int views_overlap(const gs_devview *a, const gs_devview *b)
     return alo < bhi && blo < ahi;
 }
 
-PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *out,
-                         PyObject *out_obj)
+/* A NumPy operand uploaded: C order, native `dtype`, into *up (a pool buffer the caller frees);
+ * *v views it.  Raises on failure. */
+static int upload_view(PyArrayObject *host, gs_dtype dtype, gs_devview *v, void **up)
 {
     gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
-    gs_devview src, tmp, work, target, scan_in, scan_out;
+    PyArray_Descr *descr = gs_descr(dtype);
+    PyArrayObject *c;
+    int rc = -1;
+
+    if (descr == NULL)
+        return -1;
+    c = (PyArrayObject *)PyArray_FromAny((PyObject *)host, descr, 0, 0, NPY_ARRAY_CARRAY_RO, NULL);
+    if (c == NULL)
+        return -1;
+    v->ndim = PyArray_NDIM(c);
+    for (int i = 0; i < v->ndim; i++)
+        v->shape[i] = PyArray_DIM(c, i);
+    GS_CUDA_ALLOC(fail, *up, (size_t)PyArray_NBYTES(c));
+    contiguous_like(v, v, *up, dtype);
+    rc = gs_cuda_upload(*up, PyArray_DATA(c), (size_t)PyArray_NBYTES(c));
+error:
+    if (fail.err != cudaSuccess)
+        gs_cuda_raise(&fail);
+    Py_DECREF(c);
+    return rc;
+}
+
+/* View v as one dimension of its elements in C order, gathered into *tmp (a pool buffer the
+ * caller frees) when its layout is not already that: always when `contiguous` is set, else
+ * only when it has several dimensions (a strided 1-D view is left for a later converting
+ * copy). */
+static cudaError_t flatten(gs_devview *v, int contiguous, void **tmp, gs_cuda_fail *fail)
+{
+    int64_t n = gs_devview_size(v);
+    gs_devview c;
+
+    if (!gs_devview_is_c_contig(v) && (contiguous || v->ndim > 1)) {
+        GS_CUDA_ALLOC(*fail, *tmp, (size_t)n * gs_dtype_size(v->dtype));
+        contiguous_like(&c, v, *tmp, v->dtype);
+        GS_CUDA_CHECK(*fail, gs_cuda_copy_view(v, &c));
+        *v = c;
+    }
+    if (v->ndim != 1 || gs_devview_is_c_contig(v)) {
+        v->ndim = 1;
+        v->shape[0] = n;
+        v->strides[0] = (int64_t)gs_dtype_size(v->dtype);
+    }
+error:
+    return fail->err;
+}
+
+PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *flags,
+                         gs_operand *out, PyObject *out_obj, int rnd, const int64_t *rshape)
+{
+    gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
+    gs_devview src, heads, work, target, scan_in, scan_out, shaped;
     void *up = NULL, *flat = NULL, *tmp_in = NULL, *tmp_out = NULL;
-    PyArrayObject *host_in = NULL, *host_res = NULL, *back = NULL;
+    void *up_heads = NULL, *flat_heads = NULL, *tmp_heads = NULL;
+    PyArrayObject *host_res = NULL, *back = NULL;
     gs_DeviceArray *res = NULL;
     PyObject *ret = NULL;
     PyArray_Descr *descr;
-    int axis = plan->axis, on_device_target, need_in_copy, direct_out;
+    gs_dtype flag_type = GS_BOOL;
+    int axis = plan->axis, on_device_target, need_in_copy, direct_out, whole;
     npy_intp dims[GS_MAX_NDIM], perm_v[GS_MAX_NDIM];
     PyArray_Dims perm = { perm_v, 0 };
     gs_scan_desc d;
@@ -79,39 +133,31 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
 
     GS_CUDA_CHECK(fail, gs_cuda_enter());
 
-    /* 1. The input as a device view: in place, or uploaded from the host for a device out. */
-    if (in->on_device) {
+    /* 1. The input (and flags) as device views: in place, or uploaded from the host. */
+    if (in->on_device)
         src = in->dev;
-    } else {
-        if ((descr = gs_descr(plan->in_type)) == NULL)
-            goto error;
-        host_in = (PyArrayObject *)PyArray_FromAny((PyObject *)in->host, descr, 0, 0,
-                                                   NPY_ARRAY_CARRAY_RO, NULL);
-        if (host_in == NULL)
-            goto error;
-        src.ndim = PyArray_NDIM(host_in);
-        for (int i = 0; i < src.ndim; i++)
-            src.shape[i] = PyArray_DIM(host_in, i);
-        GS_CUDA_ALLOC(fail, up, (size_t)PyArray_NBYTES(host_in));
-        contiguous_like(&src, &src, up, plan->in_type);
-        if (gs_cuda_upload(up, PyArray_DATA(host_in), (size_t)PyArray_NBYTES(host_in)) < 0)
-            goto error;
-    }
+    else if (upload_view(in->host, plan->in_type, &src, &up) < 0)
+        goto error;
     n = gs_devview_size(&src);
+    if (flags != NULL) {
+        if (flags->on_device) {
+            heads = flags->dev;
+        } else {
+            if (gs_dtype_from_descr(PyArray_DESCR(flags->host), "flags", &flag_type) < 0 ||
+                upload_view(flags->host, flag_type, &heads, &up_heads) < 0)
+                goto error;
+        }
+        flag_type = heads.dtype;
+    }
 
-    /* 2. axis=None, 0-d and 1-d: one scan over the elements in C order. */
-    if (axis < 0 || src.ndim <= 1) {
-        if (src.ndim > 1 && !gs_devview_is_c_contig(&src)) {
-            GS_CUDA_ALLOC(fail, flat, (size_t)n * gs_dtype_size(src.dtype));
-            contiguous_like(&tmp, &src, flat, src.dtype);
-            GS_CUDA_CHECK(fail, gs_cuda_copy_view(&src, &tmp));
-            src = tmp;
-        }
-        if (src.ndim != 1) {
-            src.ndim = 1;
-            src.shape[0] = n;
-            src.strides[0] = (int64_t)gs_dtype_size(src.dtype);
-        }
+    /* 2. axis=None, 0-d, 1-d and segmented: one scan over the elements in C order, the flags
+     *    contiguous at their own width. */
+    whole = axis < 0 || src.ndim <= 1;
+    if (whole) {
+        if (flatten(&src, 0, &flat, &fail) != cudaSuccess)
+            goto error;
+        if (flags != NULL && flatten(&heads, 1, &flat_heads, &fail) != cudaSuccess)
+            goto error;
         axis = 0;
     }
 
@@ -119,26 +165,29 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
     work = src;
     move_axis_last(&work, axis);
 
-    /* 4. Where the result goes: `out` or a new DeviceArray, seen with the same axis order. */
+    /* 4. Where the result goes: `out` or a new DeviceArray of the result's shape, seen with the
+     *    same axis order as the input (whole: as one dimension, when contiguous). */
     on_device_target = 1;
     if (out->on_device) {
-        /* Shape-checked by the caller: the result's shape, never 0-d. */
+        /* Shape-checked by the caller: the result's shape. */
         target = out->dev;
     } else if (out->host != NULL) {
         on_device_target = 0;
     } else {
-        res = gs_devarray_new(src.ndim, src.shape, plan->acc_type);
+        res = gs_devarray_new(rnd, rshape, plan->acc_type);
         if (res == NULL)
             goto error;
         gs_devarray_view(res, &target);
     }
-    if (on_device_target)
-        move_axis_last(&target, axis);
-    direct_out =
-        on_device_target && gs_devview_is_c_contig(&target) && target.dtype == plan->acc_type;
+    direct_out = 0;
+    if (on_device_target) {
+        if (!whole)
+            move_axis_last(&target, axis);
+        direct_out = gs_devview_is_c_contig(&target) && target.dtype == plan->acc_type;
+    }
 
     /* 5. The scan input: contiguous, of the dtype the backend reads, and either apart from the
-     *    output or exactly the output (in place). */
+     *    output or exactly the output (in place).  The flags apart from the output. */
     need_in_copy = !gs_devview_is_c_contig(&work) || work.dtype != plan->scan_in_type;
     if (!need_in_copy && direct_out && views_overlap(&work, &target) &&
         !(work.ptr == target.ptr && plan->scan_in_type == plan->acc_type))
@@ -150,8 +199,17 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
     } else {
         scan_in = work;
     }
+    if (flags != NULL && direct_out && views_overlap(&heads, &target)) {
+        GS_CUDA_ALLOC(fail, tmp_heads, (size_t)n * gs_dtype_size(flag_type));
+        contiguous_like(&shaped, &heads, tmp_heads, flag_type);
+        GS_CUDA_CHECK(fail, gs_cuda_copy_view(&heads, &shaped));
+        heads = shaped;
+    }
     if (direct_out) {
-        scan_out = target;
+        scan_out = work;
+        scan_out.ptr = target.ptr;
+        scan_out.dtype = plan->acc_type;
+        gs_devview_set_c_strides(&scan_out);
     } else {
         GS_CUDA_ALLOC(fail, tmp_out, (size_t)n * gs_dtype_size(plan->acc_type));
         contiguous_like(&scan_out, &work, tmp_out, plan->acc_type);
@@ -162,40 +220,46 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
         memset(&d, 0, sizeof(d));
         d.in = scan_in.ptr;
         d.out = scan_out.ptr;
+        d.flags = flags != NULL ? heads.ptr : NULL;
         d.n = n;
         d.row_len = work.ndim > 1 ? work.shape[work.ndim - 1] : 0;
         d.in_type = plan->scan_in_type;
         d.out_type = plan->acc_type;
-        d.flag_type = GS_BOOL;
+        d.flag_type = flag_type;
         d.op = plan->op;
         d.exclusive = plan->exclusive;
-        Py_BEGIN_ALLOW_THREADS(void) gs_cuda_run_scan(&d, &fail);
+        Py_BEGIN_ALLOW_THREADS(void) gs_cuda_enqueue(&d, NULL, &fail);
         Py_END_ALLOW_THREADS if (fail.err != cudaSuccess) goto error;
     }
 
-    /* 7. Delivery: scatter into the device target, or download into a NumPy out. */
-    if (on_device_target && !direct_out)
-        GS_CUDA_CHECK(fail, gs_cuda_copy_view(&scan_out, &target));
+    /* 7. Delivery: scatter into the device target (whole: the contiguous result seen with the
+     *    target's shape), or download into a NumPy out. */
+    if (on_device_target && !direct_out) {
+        if (whole)
+            contiguous_like(&shaped, &target, scan_out.ptr, plan->acc_type);
+        GS_CUDA_CHECK(fail, gs_cuda_copy_view(whole ? &shaped : &scan_out, &target));
+    }
     if (!on_device_target) {
         if ((descr = gs_descr(plan->acc_type)) == NULL)
             goto error;
-        for (int i = 0; i < work.ndim; i++)
-            dims[i] = (npy_intp)work.shape[i];
-        host_res = (PyArrayObject *)PyArray_Empty(work.ndim, dims, descr, 0);
+        perm.len = whole ? rnd : work.ndim;
+        for (int i = 0; i < perm.len; i++) {
+            dims[i] = (npy_intp)(whole ? rshape[i] : work.shape[i]);
+            /* The inverse of move_axis_last (the identity for a whole scan). */
+            perm_v[i] = whole || i < axis ? i : (i == axis ? work.ndim - 1 : i - 1);
+        }
+        host_res = (PyArrayObject *)PyArray_Empty(perm.len, dims, descr, 0);
         if (host_res == NULL)
             goto error;
         if (gs_cuda_download(PyArray_DATA(host_res), scan_out.ptr,
                              (size_t)PyArray_NBYTES(host_res)) < 0)
             goto error;
-        /* The inverse of move_axis_last. */
-        perm.len = work.ndim;
-        for (int i = 0; i < work.ndim; i++)
-            perm_v[i] = i < axis ? i : (i == axis ? work.ndim - 1 : i - 1);
         back = (PyArrayObject *)PyArray_Transpose(host_res, &perm);
         if (back == NULL || PyArray_CopyInto(out->host, back) < 0)
             goto error;
     }
-    if (gs_cuda_release_foreign(in) < 0 || gs_cuda_release_foreign(out) < 0)
+    if (gs_cuda_release_foreign(in) < 0 || (flags != NULL && gs_cuda_release_foreign(flags) < 0) ||
+        gs_cuda_release_foreign(out) < 0)
         goto error;
     if (PyErr_CheckSignals() < 0)
         goto error;
@@ -209,12 +273,14 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *o
 error:
     if (fail.err != cudaSuccess)
         gs_cuda_raise(&fail);
+    gs_cuda_free(tmp_heads);
+    gs_cuda_free(flat_heads);
+    gs_cuda_free(up_heads);
     gs_cuda_free(tmp_out);
     gs_cuda_free(tmp_in);
     gs_cuda_free(flat);
     gs_cuda_free(up);
     Py_XDECREF(res);
-    Py_XDECREF(host_in);
     Py_XDECREF(host_res);
     Py_XDECREF(back);
     return ret;

@@ -11,6 +11,12 @@ Functions
 scan(a, op="add", *, exclusive=False, axis=None, dtype=None, out=None, algorithm="auto")
     Inclusive or exclusive prefix scan: ``scan(a)`` is ``np.cumsum(a)``, ``scan(a, "mul")`` is
     ``np.cumprod(a)``; ops ``"add" "mul" "min" "max" "and" "or" "xor"`` or the matching ufuncs.
+segmented_scan(a, flags, op="add", *, exclusive=False, dtype=None, out=None, algorithm="auto")
+    A scan that restarts at every nonzero flag (``flags`` has ``a``'s shape, any dtype): each
+    segment of ``a``, read in C order, is scanned on its own; the result has ``a``'s shape.
+reduce(a, op="add", *, axis=None, dtype=None, keepdims=False)
+    ``np.add.reduce(a)`` and friends for the same ops: ``axis`` None, an int or a tuple; a
+    NumPy scalar for a full reduction; min/max of nothing is a ``ValueError`` as in NumPy.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -39,7 +45,9 @@ try:
         GpuscanError,
         backend,
         device_info,
+        reduce,
         scan,
+        segmented_scan,
         to_device,
     )
 except ImportError as exc:
@@ -60,6 +68,8 @@ __all__ = [
     "__version__",
     "backend",
     "device_info",
+    "reduce",
     "scan",
+    "segmented_scan",
     "to_device",
 ]

@@ -1,10 +1,11 @@
 """``python -m gpuscan``: the backend, the device, and every available primitive against NumPy.
 
 For each primitive in ``PRIMITIVES`` that this build of gpuscan has, a few sample cases run on
-the active backend and on NumPy; each result is checked against NumPy's (integers and min/max:
-bit-identical; float add: within the contract's bound (log2(n)+2)*eps*sum|x[j]|, j <= i), and a
-table shows the best of ``--repeat`` wall-clock times.  Exits 1 if any check fails, 2 if the
-backend cannot be used.
+the active backend and on NumPy (a plain NumPy formulation where NumPy has no such function, as
+for segmented scans); each result is checked against NumPy's (integers and min/max:
+bit-identical; float add: within the contract's bound (log2(n)+2)*eps*sum|x[j]| over the values
+combined), and a table shows the best of ``--repeat`` wall-clock times.  Exits 1 if any check
+fails, 2 if the backend cannot be used.
 """
 
 import argparse
@@ -51,6 +52,10 @@ class Data:
     def _make_f32_cols(self):
         return self.get("f32")[: self.n // 1000 * 1000].reshape(-1, 1000)
 
+    def _make_i32_seg(self):
+        # Segments of 1000 elements on average: (values, bool flags).
+        return self.get("i32"), self.rng.random(self.n) < 1e-3
+
 
 # --------------------------------------------------------------------------------------------
 # Checks: each returns (ok, note).
@@ -88,6 +93,46 @@ def add_bound_ratio(result, x, axis):
         return math.inf
     nz = bound > 0
     return float(np.max(err[nz] / bound[nz])) if np.any(nz) else 0.0
+
+
+def check_sum_bound(axis):
+    """A float reduction: |result - exact| <= (log2(n)+2)*eps*sum|x| (n values reduced), the
+    exact sums taken in a wider type whose own error is added to the bound."""
+    def check(out, ref, x):
+        if out.dtype != ref.dtype or out.shape != ref.shape:
+            return check_equal(out, ref, x)
+        wide = np.float64 if x.dtype.itemsize < 8 else np.longdouble
+        xw = x.astype(wide)
+        n = x.size if axis is None else x.shape[axis]
+        mag = np.sum(np.abs(xw), axis=axis)
+        bound = (math.log2(max(n, 1)) + 2) * (np.finfo(x.dtype).eps + np.finfo(wide).eps) * mag
+        exact = np.sum(xw, axis=axis)
+        ratio = float(np.max(np.abs(out.astype(wide) - exact) / bound))
+        numpy_ratio = float(np.max(np.abs(ref.astype(wide) - exact) / bound))
+        return ratio <= 1.0, f"max error {ratio:.3g} of the bound (NumPy's: {numpy_ratio:.3g})"
+
+    return check
+
+
+def segmented_reference(x, flags, exclusive, op):
+    """A plain NumPy segmented scan of int32 values: add as the prefix sum less the sum before
+    each segment's head; max by lifting each segment above the previous ones."""
+    heads = flags.copy()
+    heads[0] = True
+    seg = np.cumsum(heads) - 1
+    if op == "add":
+        inc = np.cumsum(x, dtype=np.int64)
+        starts = np.flatnonzero(heads)
+        before = np.concatenate([[0], inc[starts[1:] - 1]])
+        inc = inc - before[seg]
+        if not exclusive:
+            return inc
+        out = np.empty_like(inc)
+        out[1:] = inc[:-1]
+        out[heads] = 0
+        return out
+    lift = seg.astype(np.int64) << 32
+    return (np.maximum.accumulate(x.astype(np.int64) + lift) - lift).astype(x.dtype)
 
 
 def check_add_bound(axis):
@@ -148,9 +193,49 @@ SCAN_CASES = [
      check_equal),
 ]
 
+SEGMENTED_CASES = [
+    ("int32 add, exclusive", "i32_seg",
+     lambda xf: gpuscan.segmented_scan(*xf, exclusive=True),
+     lambda xf: segmented_reference(*xf, True, "add"),
+     check_equal),
+    ("int32 max", "i32_seg",
+     lambda xf: gpuscan.segmented_scan(*xf, "max"),
+     lambda xf: segmented_reference(*xf, False, "max"),
+     check_equal),
+]
+
+REDUCE_CASES = [
+    ("float32 add", "f32",
+     lambda x: gpuscan.reduce(x),
+     lambda x: np.add.reduce(x),
+     check_sum_bound(None)),
+    ("int32 add -> int64", "i32",
+     lambda x: gpuscan.reduce(x),
+     lambda x: np.add.reduce(x, dtype=np.int64),
+     check_equal),
+    ("float32 max", "f32",
+     lambda x: gpuscan.reduce(x, "max"),
+     lambda x: np.maximum.reduce(x),
+     check_equal),
+    ("uint8 xor", "u8",
+     lambda x: gpuscan.reduce(x, "xor"),
+     lambda x: np.bitwise_xor.reduce(x),
+     check_equal),
+    ("float64 add, axis=1 (1000 rows)", "f64_rows",
+     lambda x: gpuscan.reduce(x, axis=1),
+     lambda x: np.add.reduce(x, axis=1),
+     check_sum_bound(1)),
+    ("float32 add, axis=0 (1000 cols)", "f32_cols",
+     lambda x: gpuscan.reduce(x, axis=0),
+     lambda x: np.add.reduce(x, axis=0),
+     check_sum_bound(0)),
+]
+
 # Every primitive the demo knows; those this build lacks are skipped.  Adding one is one entry.
 PRIMITIVES = {
     "scan": SCAN_CASES,
+    "segmented_scan": SEGMENTED_CASES,
+    "reduce": REDUCE_CASES,
 }
 
 
@@ -175,7 +260,7 @@ def run_case(data, label, data_name, run, reference, check, repeat):
     try:
         out, t_gs = best_time(run, x, repeat)
         ref, t_np = best_time(reference, x, repeat)
-        ok, note = check(np.asarray(out), ref, x)
+        ok, note = check(np.asarray(out), np.asarray(ref), x)
     except Exception as exc:  # a failing case is reported, and the others still run
         return False, math.inf, math.inf, f"{type(exc).__name__}: {exc}"
     return ok, t_gs, t_np, note

@@ -131,15 +131,23 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
                 }
             }
         } else if (p->flags != NULL) {
+            /* Flags at their own width: whole pieces of an aligned flag array in one access
+             * (a uint8 flag costs one byte per value). */
+            const int fbytes = C * (int)gs_dtype_size(p->flag_type);
+            const int vec_flags = whole && p->vec_flags && fbytes >= 4 && fbytes <= 16;
 #pragma unroll
             for (int k = 0; k < GS_ROWS_MAX; ++k) {
                 if (k < R) {
+                    uint32_t fw[4];
+                    if (vec_flags)
+                        gs_load_piece(p->flag_type, C, p->flags, first + k * row_stride, fw);
 #pragma unroll
                     for (int c = 0; c < C; ++c) {
                         const int64_t g = first + k * row_stride + c;
-                        if (g < p->n &&
-                            (g == 0 || gs_flag_set(p->flag_type,
-                                                   gs_load_bits(p->flag_type, p->flags, g))))
+                        const uint64_t fb =
+                            vec_flags ? gs_word_elem(p->flag_type, fw, c)
+                                      : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
+                        if (g < p->n && (g == 0 || gs_flag_set(p->flag_type, fb)))
                             heads |= 1u << (k * C + c);
                     }
                 }

@@ -42,6 +42,25 @@ typedef struct gs_scan_desc {
 } gs_scan_desc;
 
 /*
+ * One reduction: `rows` independent reductions of `row_len` contiguous values each (the
+ * reduced axes are last and contiguous; axis=None is rows = 1).  out receives `rows` values of
+ * out_type; (in_type, out_type, op) satisfies gs_scan_pair_direct() (the same widening rules as
+ * accumulate).  row_len >= 1: empty reductions are settled by the host (identity or
+ * ValueError) and never reach a backend.  Float results are deterministic (a fixed grouping
+ * that depends on rows and row_len only, never on the device or the thread count) and float
+ * add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ */
+typedef struct gs_reduce_desc {
+    const void *in;
+    void *out;
+    int64_t rows;
+    int64_t row_len;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_op op;
+} gs_reduce_desc;
+
+/*
  * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
  * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
  * negative or zero (broadcast source).
@@ -65,6 +84,11 @@ typedef struct gs_copy_desc {
  * error. */
 cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
                          cudaStream_t stream);
+
+/* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
+ * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes. */
+cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
+                           cudaStream_t stream);
 
 /* Enqueue the strided converting copy on `stream`. */
 cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);

@@ -263,7 +263,8 @@ typedef struct gs_scan_kparams {
     gs_dtype flag_type;
     int exclusive;
     int vec_in;  /* `in` is 16-byte aligned: whole runs load as vectors */
-    int vec_out; /* `out` is 16-byte aligned */
+    int vec_out;   /* `out` is 16-byte aligned */
+    int vec_flags; /* `flags` is 16-byte aligned */
 } gs_scan_kparams;
 
 #endif /* GS_COMMON_CUH */

@@ -60,4 +60,27 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
     return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles);
 }
 
+/* Values one block of a reduction consumes per chunk of a row: a fixed size, so the grouping
+ * of a float sum depends on the row length only (16 tiles: enough bytes per block to amortise
+ * its final combine). */
+#define GS_REDUCE_CHUNK (16 * GS_NV)
+
+static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
+{
+    return (row_len + GS_REDUCE_CHUNK - 1) / GS_REDUCE_CHUNK;
+}
+
+/*
+ * Scratch of one reduction: a partial (two 8-byte words: value and compensation) per chunk of
+ * every row of more than one chunk, and one counter per row (the chunk to finish last
+ * combines the row's partials, in chunk order).  Pure, so the tests can check it.
+ */
+static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
+{
+    int64_t chunks = gs_reduce_chunks(row_len);
+    if (rows == 0 || chunks <= 1)
+        return 0;
+    return (size_t)(gs_round_up(4 * rows, GS_SCRATCH_ALIGN) + 16 * rows * chunks);
+}
+
 #endif /* GS_CONFIG_H */

@@ -44,3 +44,18 @@ static __device__ __forceinline__ void GS_FN(warp_reduce_reversed)(gs_op op, int
         }
     }
 }
+
+/* Reduction of carries across the warp in a fixed tree (lane order = element order); lane 0
+ * receives the total. */
+static __device__ __forceinline__ void GS_FN(warp_reduce)(gs_op op, GS_FN(gs_carry) * c)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        GS_FN(gs_carry) o;
+        o.hi = __shfl_down_sync(GS_FULL_MASK, c->hi, d);
+        o.lo = __shfl_down_sync(GS_FULL_MASK, c->lo, d);
+        if (lane + d < GS_WARP)
+            *c = GS_FN(carry_combine)(op, *c, o);
+    }
+}

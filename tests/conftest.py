@@ -44,6 +44,12 @@ FLOAT_DTYPES = [np.float32, np.float64]
 DTYPES = [np.bool_] + INT_DTYPES + FLOAT_DTYPES
 DTYPE_IDS = [np.dtype(d).name for d in DTYPES]
 
+# (dtype, op) pairs that the axis tests of scan and reduce run: every op, narrow and wide, signed
+# and unsigned, widening and not.
+AXIS_CASES = [(np.int32, "add"), (np.uint8, "add"), (np.int64, "mul"), (np.float64, "add"),
+              (np.float32, "max"), (np.int16, "min"), (np.uint32, "xor"), (np.bool_, "and")]
+AXIS_CASE_IDS = [f"{np.dtype(d).name}-{o}" for d, o in AXIS_CASES]
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: large sizes (run by default and in CI)")
@@ -131,6 +137,30 @@ def random_array(rng, dtype, shape, op="add"):
         else:
             a = rng.uniform(-1.0, 1.0, n).astype(dtype)
     return np.asarray(a, dtype=dtype).reshape(shape)
+
+
+def make_layout(layout, base):
+    """A view or copy of `base` (1-D) in the given memory layout, equal in value."""
+    if layout == "stride_3":
+        big = np.empty(3 * base.size, base.dtype)
+        big[::3] = base
+        return big[::3]
+    if layout == "reversed":
+        return base[::-1].copy()[::-1]
+    if layout == "byteswapped":
+        return base.astype(base.dtype.newbyteorder())
+    if layout == "byteswapped_strided":
+        big = np.empty(2 * base.size, base.dtype.newbyteorder())
+        big[::2] = base
+        return big[::2]
+    if layout == "unaligned":
+        raw = np.zeros(base.nbytes + 1, np.uint8)
+        raw[1:] = np.ascontiguousarray(base).view(np.uint8)
+        return raw[1:].view(base.dtype)  # starts one byte past an aligned address
+    if layout == "fortran_column":
+        m = np.asfortranarray(np.stack([base, base]).T)
+        return m[:, 1]
+    raise ValueError(layout)
 
 
 def run_python(code, env=None, timeout=120):

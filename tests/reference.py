@@ -1,4 +1,4 @@
-"""NumPy twin of gpuscan.scan, and the exact error measure for float sums.
+"""NumPy twins of gpuscan.scan, segmented_scan and reduce, and the error measures for float sums.
 
 Level: test reference.  Everything here is plain NumPy, slow where it has to be exact, and
 independent of the package under test, so a test compares two computations that share nothing.
@@ -11,6 +11,13 @@ independent of the package under test, so a test compares two computations that 
   sum_error(x, out, exclusive)                   |out - exact prefix sum| per element, with the
                                                  magnitude sum and the bound of the contract
   check_scan(res, a, op, exclusive, axis, dtype) assert that res is what scan must return
+  segmented_scan_python(a, flags, op, exclusive)  the plain-Python segmented scan (one loop, slow)
+  segmented_scan_reference(a, flags, op, ...)     the same, vectorised: the flagged Hillis-Steele
+                                                 doubling in NumPy (exact where the op is)
+  check_segmented_scan(res, a, flags, op, ...)    assert that res is what segmented_scan must
+                                                 return (float add: the bound per segment)
+  reduce_reference(a, op, axis, dtype, keepdims)  np.<ufunc>.reduce with the contract's dtypes
+  check_reduce(res, a, op, axis, dtype, keepdims) assert that res is what reduce must return
 """
 import math
 
@@ -243,3 +250,187 @@ def check_scan(res, a, op="add", exclusive=False, axis=None, dtype=None):
         if rt.kind == "f":
             same |= (np.ascontiguousarray(res) == 0) & (expected == 0)
         assert same.all(), f"bits differ at {np.argwhere(~same)[:5].tolist()}"
+
+
+def _same_values(got, expected):
+    """Elementwise: the same bits, except that floats may differ in a NaN's bits (at the same
+    places) and in the sign of a zero (min/max ties of +0 and -0)."""
+    same = bits(got) == bits(expected)
+    if np.asarray(expected).dtype.kind == "f":
+        nan = np.isnan(expected)
+        assert np.array_equal(np.isnan(got), nan), "NaN positions differ"
+        same |= nan | ((got == 0) & (expected == 0))
+    return same
+
+
+# ------------------------------------------------------------------------------------------
+# Segmented scan.
+# ------------------------------------------------------------------------------------------
+def segment_heads(flags):
+    """flags (any dtype, any shape) -> 1-D bool heads in C order; element 0 is always a head."""
+    heads = np.asarray(flags).ravel() != 0
+    if heads.size:
+        heads[0] = True
+    return heads
+
+
+def segmented_scan_python(a, flags, op="add", exclusive=False, dtype=None):
+    """The definition, one element at a time in plain Python (for small inputs): a running value
+    that restarts at every head.  Returns a 1-D array of the result dtype."""
+    a = np.asarray(a).ravel()
+    rt = result_dtype(a.dtype, op, dtype)
+    x = a.astype(rt, casting="unsafe")
+    heads = segment_heads(flags)
+    ufunc = UFUNCS[op]
+    ident = identity(op, rt)[()]
+    out = np.empty(x.size, rt)
+    acc = ident
+    with np.errstate(all="ignore"):
+        for i in range(x.size):
+            if heads[i]:
+                acc = ident
+            if exclusive:
+                out[i] = acc
+                acc = ufunc(acc, x[i], dtype=rt)
+            else:
+                acc = ufunc(acc, x[i], dtype=rt)
+                out[i] = acc
+    return out
+
+
+def _segmented_inclusive(x, heads, ufunc):
+    """Inclusive segmented scan of 1-D x by doubling: after step k, v[i] combines the values of
+    (i - 2^k, i] that lie in i's segment, and f[i] says whether that window reaches a head."""
+    v, f = x.copy(), heads.copy()
+    d = 1
+    with np.errstate(all="ignore"):
+        while d < x.size:
+            grow = ~f[d:]
+            nv = v.copy()
+            nv[d:][grow] = ufunc(v[:-d][grow], v[d:][grow])
+            f[d:] |= f[:-d]
+            v = nv
+            d *= 2
+    return v
+
+
+def segmented_scan_reference(a, flags, op="add", exclusive=False, dtype=None, wide=None):
+    """What gpuscan.segmented_scan must return, 1-D in C order (floats: up to the rounding of add
+    and mul).  `wide`: accumulate in that dtype instead (for the exact float sums)."""
+    a = np.asarray(a).ravel()
+    rt = result_dtype(a.dtype, op, dtype)
+    x = a.astype(rt, casting="unsafe")
+    if wide is not None:
+        x = x.astype(wide)
+    heads = segment_heads(flags)
+    inc = _segmented_inclusive(x, heads, UFUNCS[op])
+    if not exclusive:
+        return inc
+    out = np.empty_like(inc)
+    out[1:] = inc[:-1]
+    out[heads] = identity(op, rt).astype(out.dtype)
+    return out
+
+
+def check_segmented_scan(res, a, flags, op="add", exclusive=False, dtype=None):
+    """Assert that res is what segmented_scan(a, flags, op, exclusive=, dtype=) must return:
+    a's shape, the contract's dtype; integers, bool and float min/max bit-identical (NaN: any
+    NaN); float add within (log2(n)+2)*eps*sum|x| over the segment up to i; float mul within
+    (i+1)*eps relative, i counted from the segment's head."""
+    a = np.asarray(a)
+    rt = result_dtype(a.dtype, op, dtype)
+    assert isinstance(res, np.ndarray)
+    assert res.shape == a.shape, (res.shape, a.shape)
+    assert res.dtype.type is rt.type, (res.dtype, rt)
+    got = np.ascontiguousarray(res).ravel()
+    heads = segment_heads(flags)
+    n = got.size
+    if rt.kind == "f" and op in ("add", "mul"):
+        x = a.ravel().astype(rt, casting="unsafe")
+        wide = np.longdouble if rt.itemsize == 8 else np.float64
+        if rt.itemsize == 8 and np.finfo(np.longdouble).nmant < 60:
+            raise RuntimeError("no extended long double on this platform")
+        exact = segmented_scan_reference(x, heads, op, exclusive, wide=wide)
+        eps, eps_w = float(np.finfo(rt).eps), float(np.finfo(wide).eps)
+        if op == "add":
+            mag = segmented_scan_reference(np.abs(x), heads, "add", exclusive, wide=wide)
+            bound = (math.log2(max(n, 1)) + 2) * eps * mag
+            bound += (math.log2(max(n, 1)) + 2) * eps_w * mag  # the reference's own rounding
+        else:
+            # Position within the segment, counted from its head.
+            idx = np.arange(n)
+            start = np.maximum.accumulate(np.where(heads, idx, 0))
+            k = (idx - start + 1).astype(wide)
+            bound = k * (eps + 2 * eps_w) * np.abs(exact)
+        with np.errstate(all="ignore"):
+            err = np.abs(got.astype(wide) - exact)
+        bad = ~(err <= bound) & ~((got == exact) | (np.isnan(got) & np.isnan(exact)))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise AssertionError(
+                f"float {op} bound violated at {int(bad.sum())} of {n} elements; first at {i}: "
+                f"out {got[i]!r}, exact {exact[i]!r}, bound {bound[i]!r}")
+        return
+    expected = segmented_scan_reference(a, heads, op, exclusive, dtype)
+    same = _same_values(got, expected)
+    if not same.all():
+        i = int(np.flatnonzero(~same)[0])
+        raise AssertionError(f"differs at {int((~same).sum())} of {n} elements; first at {i}: "
+                             f"{got[i]!r}, expected {expected[i]!r}")
+
+
+# ------------------------------------------------------------------------------------------
+# Reduce.
+# ------------------------------------------------------------------------------------------
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, tuple):
+        return tuple(ax % ndim for ax in axis)
+    return (axis % ndim,)
+
+
+def reduce_reference(a, op="add", axis=None, dtype=None, keepdims=False):
+    """What gpuscan.reduce must return (floats: up to the rounding of add and mul): NumPy's
+    ufunc.reduce of the input cast to the contract's accumulation dtype."""
+    a = np.asarray(a)
+    rt = result_dtype(a.dtype, op, dtype)
+    with np.errstate(all="ignore"):
+        return UFUNCS[op].reduce(a.astype(rt, casting="unsafe"), axis=axis, dtype=rt,
+                                 keepdims=keepdims)
+
+
+def check_reduce(res, a, op="add", axis=None, dtype=None, keepdims=False):
+    """Assert that res is what reduce(a, op, axis=, dtype=, keepdims=) must return: NumPy's type
+    of result (a NumPy scalar for a full reduction), shape and dtype; integers, bool and float
+    min/max bit-identical (NaN: any NaN); float add within (log2(n)+2)*eps*sum|x| of the exact
+    sum (n values reduced), float mul within (n-1)*eps relative."""
+    a = np.asarray(a)
+    expected = reduce_reference(a, op, axis, dtype, keepdims)
+    rt = np.dtype(expected.dtype)
+    assert type(res) is type(expected), (type(res), type(expected))
+    assert np.shape(res) == np.shape(expected), (np.shape(res), np.shape(expected))
+    assert np.asarray(res).dtype.type is rt.type, (np.asarray(res).dtype, rt)
+    got = np.asarray(res)
+    if rt.kind == "f" and op in ("add", "mul"):
+        axes = _axes(axis, a.ndim)
+        n = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
+        wide = np.longdouble if rt.itemsize == 8 else np.float64
+        x = a.astype(rt, casting="unsafe").astype(wide)
+        eps, eps_w = float(np.finfo(rt).eps), float(np.finfo(wide).eps)
+        with np.errstate(all="ignore"):
+            if op == "add":
+                exact = np.add.reduce(x, axis=axis, keepdims=keepdims)
+                mag = np.add.reduce(np.abs(x), axis=axis, keepdims=keepdims)
+                # NumPy's pairwise sum in the wide type: its own error is far below the bound.
+                bound = (math.log2(max(n, 1)) + 2) * (eps + eps_w) * mag
+            else:
+                exact = np.multiply.reduce(x, axis=axis, keepdims=keepdims)
+                bound = (max(n, 1) * (eps + 2 * eps_w)) * np.abs(exact)
+            err = np.abs(got.astype(wide) - exact)
+        ok = (err <= bound) | (got == exact) | (np.isnan(got) & np.isnan(exact))
+        assert np.all(ok), (f"float {op} bound violated at {int(np.sum(~ok))} results: "
+                            f"got {got[~ok][:3]!r}, exact {exact[~ok][:3]!r}")
+        return
+    exp = np.asarray(expected)
+    assert np.all(_same_values(got, exp)), f"differs: got {got!r}, expected {exp!r}"

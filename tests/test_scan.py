@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import gpuscan
-from conftest import (ALL_SIZES, DTYPE_IDS, DTYPES, NV, SMALL_SIZES, random_array,
-                      run_python)
+from conftest import (ALL_SIZES, AXIS_CASE_IDS, AXIS_CASES, DTYPE_IDS, DTYPES, NV, SMALL_SIZES,
+                      make_layout, random_array, run_python)
 from reference import (BITWISE_OPS, OPS, UFUNCS, assert_sum_within_bound, bits, check_scan,
                        identity, result_dtype, scan_reference, sum_error)
 
@@ -136,13 +136,10 @@ AXIS_SHAPES = [
     pytest.param((3, 0), id="2d_empty_axis"),
     pytest.param((2, 0, 4), id="3d_empty_middle"),
 ]
-AXIS_CASES = [(np.int32, "add"), (np.uint8, "add"), (np.int64, "mul"), (np.float64, "add"),
-              (np.float32, "max"), (np.int16, "min"), (np.uint32, "xor"), (np.bool_, "and")]
 
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
-@pytest.mark.parametrize("dtype,op", AXIS_CASES,
-                         ids=[f"{np.dtype(d).name}-{o}" for d, o in AXIS_CASES])
+@pytest.mark.parametrize("dtype,op", AXIS_CASES, ids=AXIS_CASE_IDS)
 @pytest.mark.parametrize("shape", AXIS_SHAPES)
 def test_axis(shape, dtype, op, exclusive, rng):
     a = random_array(rng, dtype, shape, op)
@@ -425,30 +422,6 @@ def test_out_and_dtype_agree(rng):
 # ------------------------------------------------------------------------------------------
 # Any input layout: strides, negative strides, byte order, alignment, broadcasts, array-likes.
 # ------------------------------------------------------------------------------------------
-def make_layout(layout, base):
-    """A view or copy of `base` (1-D) in the given memory layout, equal in value."""
-    if layout == "stride_3":
-        big = np.empty(3 * base.size, base.dtype)
-        big[::3] = base
-        return big[::3]
-    if layout == "reversed":
-        return base[::-1].copy()[::-1]
-    if layout == "byteswapped":
-        return base.astype(base.dtype.newbyteorder())
-    if layout == "byteswapped_strided":
-        big = np.empty(2 * base.size, base.dtype.newbyteorder())
-        big[::2] = base
-        return big[::2]
-    if layout == "unaligned":
-        raw = np.zeros(base.nbytes + 1, np.uint8)
-        raw[1:] = np.ascontiguousarray(base).view(np.uint8)
-        return raw[1:].view(base.dtype)  # starts one byte past an aligned address
-    if layout == "fortran_column":
-        m = np.asfortranarray(np.stack([base, base]).T)
-        return m[:, 1]
-    raise ValueError(layout)
-
-
 LAYOUTS = ["stride_3", "reversed", "byteswapped", "byteswapped_strided", "unaligned",
            "fortran_column"]
 

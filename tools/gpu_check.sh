@@ -11,8 +11,9 @@
 #   tests     pytest tests with GPUSCAN_BACKEND=cuda                      -> tests.log
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck over
 #             tools/sanitize_run.py (racecheck with --reduced)            -> sanitizer.log
-#   bench     benchmarks/bench_scan.py --out OUTDIR $BENCH_ARGS           -> bench.log and the
-#             result file <gpu>-<date>.txt (+ .json) for benchmarks/results/
+#   bench     benchmarks/bench_scan.py and bench_segreduce.py (BENCH_SCRIPTS) --out OUTDIR
+#             $BENCH_ARGS                                                 -> bench.log and the
+#             result files <gpu>-<date>[-tag].txt for benchmarks/results/
 #   summary.txt holds the final table.  At most 7 files land in OUTDIR (the device tool
 #   returns 8).
 #
@@ -205,23 +206,28 @@ fi
 
 # ---- benchmark ----------------------------------------------------------------------------
 if want bench; then
-    secs=$(budget 300)
-    log "bench: benchmarks/bench_scan.py --out $OUTDIR ${BENCH_ARGS:-} (limit ${secs}s) -> bench.log"
-    if (( secs == 0 )); then
-        fail bench "not run: deadline"
-    else
+    : >"$OUTDIR/bench.log"
+    for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce}; do
+        secs=$(budget 300)
+        log "bench: benchmarks/$script.py --out $OUTDIR ${BENCH_ARGS:-} (limit ${secs}s) -> bench.log"
+        if (( secs == 0 )); then
+            fail "$script" "not run: deadline"
+            continue
+        fi
         # shellcheck disable=SC2086  # BENCH_ARGS is split on purpose
-        GPUSCAN_BACKEND=cuda run_limited "$secs" "$PY" benchmarks/bench_scan.py --out "$OUTDIR" \
-            ${BENCH_ARGS:-} 2>&1 | tee "$OUTDIR/bench.log"
+        GPUSCAN_BACKEND=cuda run_limited "$secs" "$PY" "benchmarks/$script.py" --out "$OUTDIR" \
+            ${BENCH_ARGS:-} 2>&1 | tee "$SCRATCH/$script.log"
         rc=$?
-        result=$(grep -oE '^result files: .*\.txt' "$OUTDIR/bench.log" | sed 's/^result files: //')
+        cat "$SCRATCH/$script.log" >>"$OUTDIR/bench.log"
+        result=$(grep -oE '^result files: .*\.txt' "$SCRATCH/$script.log" | sed 's/^result files: //')
         if (( rc == 0 )); then
-            add bench ok "${result:-no result file}"
+            add "$script" ok "${result:-no result file}"
         else
             timed_out $rc && why="timed out after ${secs}s" || why="exit $rc"
-            fail bench "$why; ${result:-no result file}"
+            fail "$script" "$why; ${result:-no result file}"
         fi
-    fi
+    done
+    rm -f "$OUTDIR"/*.json   # the .txt files carry the same figures; the device returns 8 files
 fi
 
 # ---- summary (last) -----------------------------------------------------------------------
@@ -231,11 +237,14 @@ fi
     nvidia-smi -L 2>/dev/null | head -n 1
     for line in "${SUMMARY[@]}"; do
         IFS='|' read -r step status detail <<<"$line"
-        printf '%-10s %-5s %s\n' "$step" "$status" "$detail"
+        printf '%-16s %-5s %s\n' "$step" "$status" "$detail"
     done
-    if want bench && [[ -f "$OUTDIR/bench.log" ]]; then
-        echo
-        sed -n '/^=== gpuscan bench summary/,$p' "$OUTDIR/bench.log"
+    if want bench; then
+        for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce}; do
+            [[ -f "$SCRATCH/$script.log" ]] || continue
+            echo
+            sed -n '/^=== gpuscan bench summary/,$p' "$SCRATCH/$script.log"
+        done
     fi
     echo
     if (( FAILED )); then echo "gpu_check: FAILED (logs in $OUTDIR)"; else echo "gpu_check: all ok (logs in $OUTDIR)"; fi

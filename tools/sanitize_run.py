@@ -257,6 +257,53 @@ def algorithm_cases(run, nv):
                          reference(x, "add", exclusive), "add"))
 
 
+def segmented_and_reduce_cases(run, nv, reduced):
+    """The segmented scan (flags at their own width, heads at tile edges) and the reduction
+    (one chunk, several chunks with the last-chunk combine, many rows, unaligned rows)."""
+    rng = np.random.default_rng(7)
+    chunk = _gpuscan._reduce_chunk_items()
+    sizes = [1, nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
+    for n in sizes:
+        for fdt in (np.bool_, np.uint8, np.int32, np.float64):
+            x = rng.integers(-100, 100, n).astype(np.int32)
+            f = (rng.random(n) < 0.01)
+            f[[i for i in (nv - 1, nv, nv + 1) if i < n]] = True
+            f = f.astype(fdt)
+
+            def seg(x=x, f=f):
+                res = gpuscan.segmented_scan(gpuscan.to_device(x), gpuscan.to_device(f))
+                ref = np.empty(n, np.int64)
+                acc = 0
+                for i in range(n):
+                    acc = int(x[i]) if (i == 0 or f[i]) else acc + int(x[i])
+                    ref[i] = acc
+                return None if np.array_equal(res.get(), ref) else "segmented scan differs"
+
+            run.case(f"segmented_scan n={n} flags={np.dtype(fdt).name}", seg)
+    shapes = [(1, 1), (1, chunk + 1), (1, 3 * chunk + 5), (64, 700), (3, chunk)]
+    if reduced:
+        shapes = [(1, 3 * chunk + 5), (64, 700)]
+    for rows, cols in shapes:
+        for dt in (np.int32, np.float32, np.float64):
+            a = (rng.random((rows, cols)) * 100).astype(dt)
+
+            def red(a=a, dt=dt):
+                res = gpuscan.reduce(gpuscan.to_device(a), axis=1).get()
+                ref = np.add.reduce(a.astype(np.float64 if a.dtype.kind == "f" else np.int64),
+                                    axis=1)
+                ok = np.allclose(res, ref, rtol=1e-5) if a.dtype.kind == "f" else \
+                    np.array_equal(res, ref)
+                return None if ok else "reduce differs"
+
+            run.case(f"reduce {rows}x{cols} {np.dtype(dt).name}", red)
+            if rows == 1 and cols > 1:   # an unaligned row start
+                run.case(f"reduce unaligned {cols - 1} {np.dtype(dt).name}",
+                         lambda a=a: None if np.isclose(
+                             float(gpuscan.reduce(gpuscan.to_device(a[0, 1:])).get()),
+                             float(np.add.reduce(a[0, 1:].astype(np.float64))), rtol=1e-5)
+                         else "reduce differs")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
@@ -297,6 +344,7 @@ def main():
         matrix(run, every, dtypes, OPS, (False, True))
     layout_cases(run, nv, cp)
     algorithm_cases(run, nv)
+    segmented_and_reduce_cases(run, nv, args.reduced)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()
