@@ -92,93 +92,9 @@ typedef struct gs_reduce_kernels {
 
 /* ---- The loops, one body per dtype, in GS_DTYPES order ---------------------------------- */
 
-#define GS_T uint8_t
-#define GS_U unsigned int
-#define GS_SFX b1
-#define GS_KIND 'b'
-#define GS_MIN 0
-#define GS_MAX 1
-#include "cpu_reduce_body.h"
-
-#define GS_T int8_t
-#define GS_U unsigned int
-#define GS_SFX i8
-#define GS_KIND 'i'
-#define GS_MIN INT8_MIN
-#define GS_MAX INT8_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T int16_t
-#define GS_U unsigned int
-#define GS_SFX i16
-#define GS_KIND 'i'
-#define GS_MIN INT16_MIN
-#define GS_MAX INT16_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T int32_t
-#define GS_U uint32_t
-#define GS_SFX i32
-#define GS_KIND 'i'
-#define GS_MIN INT32_MIN
-#define GS_MAX INT32_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T int64_t
-#define GS_U uint64_t
-#define GS_SFX i64
-#define GS_KIND 'i'
-#define GS_MIN INT64_MIN
-#define GS_MAX INT64_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T uint8_t
-#define GS_U unsigned int
-#define GS_SFX u8
-#define GS_KIND 'u'
-#define GS_MIN 0
-#define GS_MAX UINT8_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T uint16_t
-#define GS_U unsigned int
-#define GS_SFX u16
-#define GS_KIND 'u'
-#define GS_MIN 0
-#define GS_MAX UINT16_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T uint32_t
-#define GS_U uint32_t
-#define GS_SFX u32
-#define GS_KIND 'u'
-#define GS_MIN 0
-#define GS_MAX UINT32_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T uint64_t
-#define GS_U uint64_t
-#define GS_SFX u64
-#define GS_KIND 'u'
-#define GS_MIN 0
-#define GS_MAX UINT64_MAX
-#include "cpu_reduce_body.h"
-
-#define GS_T float
-#define GS_U float
-#define GS_SFX f32
-#define GS_KIND 'f'
-#define GS_MIN (-INFINITY)
-#define GS_MAX INFINITY
-#include "cpu_reduce_body.h"
-
-#define GS_T double
-#define GS_U double
-#define GS_SFX f64
-#define GS_KIND 'f'
-#define GS_MIN (-INFINITY)
-#define GS_MAX INFINITY
-#include "cpu_reduce_body.h"
+#define GS_CPU_BODY "cpu_reduce_body.h"
+#include "cpu_stamp.h"
+#undef GS_CPU_BODY
 
 /* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
  * to compile here, and a body given the wrong kind letter fails the assertion. */
