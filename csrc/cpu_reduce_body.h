@@ -28,54 +28,7 @@
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)
 
-/* a op b, for every operator the dtype has (the bitwise ones only for bool and integers).  For
- * floats: mul, and min/max keeping a NaN `a`, taking a NaN `b` over a number and keeping `a`,
- * the earlier value, on ties; add goes through the compensated paths instead. */
-static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
-{
-#if GS_KIND == 'b'
-    switch (op) {
-    case GS_OP_ADD:
-    case GS_OP_MAX:
-    case GS_OP_OR:
-        return a | b;
-    case GS_OP_MUL:
-    case GS_OP_MIN:
-    case GS_OP_AND:
-        return a & b;
-    default:
-        return a ^ b;
-    }
-#elif GS_KIND == 'f'
-    switch (op) {
-    case GS_OP_MIN:
-        return (a <= b || isnan(a)) ? a : b;
-    case GS_OP_MAX:
-        return (a >= b || isnan(a)) ? a : b;
-    case GS_OP_MUL:
-        return a * b;
-    default:
-        return a + b;
-    }
-#else
-    switch (op) {
-    case GS_OP_ADD:
-        return (GS_T)((GS_U)a + (GS_U)b);
-    case GS_OP_MUL:
-        return (GS_T)((GS_U)a * (GS_U)b);
-    case GS_OP_MIN:
-        return b < a ? b : a;
-    case GS_OP_MAX:
-        return b > a ? b : a;
-    case GS_OP_AND:
-        return (GS_T)(a & b);
-    case GS_OP_OR:
-        return (GS_T)(a | b);
-    default:
-        return (GS_T)(a ^ b);
-    }
-#endif
-}
+#include "cpu_ops.h"
 
 /* The operator's identity. */
 static GS_ALWAYS_INLINE GS_T GS_FN(identity)(const gs_op op)
@@ -328,9 +281,3 @@ static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
 enum { GS_FN(kind_letter) = GS_KIND };
 
 #undef GS_FN
-#undef GS_T
-#undef GS_U
-#undef GS_SFX
-#undef GS_KIND
-#undef GS_MIN
-#undef GS_MAX

@@ -23,54 +23,7 @@
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)
 
-/* a op b, for every operator the dtype has (the bitwise ones only for bool and integers). */
-static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
-{
-#if GS_KIND == 'b'
-    switch (op) {
-    case GS_OP_ADD:
-    case GS_OP_MAX:
-    case GS_OP_OR:
-        return a | b;
-    case GS_OP_MUL:
-    case GS_OP_MIN:
-    case GS_OP_AND:
-        return a & b;
-    default:
-        return a ^ b;
-    }
-#elif GS_KIND == 'f'
-    switch (op) {
-    case GS_OP_MUL:
-        return a * b;
-    /* NumPy's np.minimum/np.maximum: a NaN `a` is kept, a NaN `b` wins over a number, and on
-     * ties (+0 against -0 included) `a`, the earlier value, is kept. */
-    case GS_OP_MIN:
-        return (a <= b || isnan(a)) ? a : b;
-    case GS_OP_MAX:
-        return (a >= b || isnan(a)) ? a : b;
-    default:
-        return a + b;
-    }
-#else
-    switch (op) {
-    case GS_OP_ADD:
-        return (GS_T)((GS_U)a + (GS_U)b);
-    case GS_OP_MUL:
-        return (GS_T)((GS_U)a * (GS_U)b);
-    case GS_OP_MIN:
-        return b < a ? b : a;
-    case GS_OP_MAX:
-        return b > a ? b : a;
-    case GS_OP_AND:
-        return (GS_T)(a & b);
-    case GS_OP_OR:
-        return (GS_T)(a | b);
-    default:
-        return (GS_T)(a ^ b);
-    }
-#endif
-}
+#include "cpu_ops.h"
 
 /* Fold x into the running state (hi, lo).  lo is float add's compensation term: the exact
  * rounding error of each addition (TwoSum, 6 flops, exact in round-to-nearest), summed. */
@@ -233,6 +186,11 @@ static void GS_FN(combine)(gs_op op, gs_carry *acc, const gs_carry *x)
         GS_T bp = s - ahi;
         GS_T e = (ahi - (s - bp)) + (xhi - bp);
         e += (isfinite(alo) ? alo : 0) + (isfinite(xlo) ? xlo : 0);
+        if (e == 0) { /* nothing to carry: keep s as it is (a sum of -0s stays -0) */
+            acc->hi.GS_SFX = s;
+            acc->lo.GS_SFX = 0;
+            return;
+        }
         GS_T hi = s + e;
         bp = hi - s;
         GS_T lo = (s - (hi - bp)) + (e - bp);
@@ -248,9 +206,3 @@ static void GS_FN(combine)(gs_op op, gs_carry *acc, const gs_carry *x)
 enum { GS_FN(kind_letter) = GS_KIND };
 
 #undef GS_FN
-#undef GS_T
-#undef GS_U
-#undef GS_SFX
-#undef GS_KIND
-#undef GS_MIN
-#undef GS_MAX
