@@ -49,8 +49,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     return GS_FN(carry_combine)(op, acc, GS_FN(carry_of)(x));
 }
 
-static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in_t,
-                                                           gs_dtype out_t,
+static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                            const gs_reduce_kparams *p)
 {
     __shared__ GS_FN(gs_reduce_smem) sm;
@@ -82,8 +81,8 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
 #pragma unroll
                 for (int c = 0; c < 16; ++c)
                     if (c < C)
-                        acc = GS_FN(accumulate)(op, acc,
-                                                GS_FN(from_bits)(in_t, gs_word_elem(in_t, w[u], c)));
+                        acc = GS_FN(accumulate)(
+                            op, acc, GS_FN(from_bits)(in_t, gs_word_elem(in_t, w[u], c)));
         }
         for (; off < whole; off += step) {
             uint32_t w[4];

@@ -38,14 +38,13 @@ static __device__ __forceinline__ void GS_FN(prefetch)(gs_dtype in_t, int c, int
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
             const int64_t at = (int64_t)k * GS_NT * c + (int64_t)threadIdx.x * c;
-            gs_cp_async((char *)buf + at * size,
-                        (const char *)in + (tile * GS_NV + at) * size, c * (int)size);
+            gs_cp_async((char *)buf + at * size, (const char *)in + (tile * GS_NV + at) * size,
+                        c * (int)size);
         }
     }
 }
 
-static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t,
-                                                         gs_dtype out_t,
+static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                          const gs_scan_kparams *p)
 {
     __shared__ GS_FN(gs_scan_smem) sm;
@@ -164,9 +163,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
                 pv[k] = id;
 #pragma unroll
                 for (int c = 0; c < C; ++c)
-                    pv[k] = (heads >> (k * C + c)) & 1u
-                                ? x[k * C + c]
-                                : GS_FN(combine)(op, pv[k], x[k * C + c]);
+                    pv[k] = (heads >> (k * C + c)) & 1u ? x[k * C + c]
+                                                        : GS_FN(combine)(op, pv[k], x[k * C + c]);
             }
         }
 
@@ -190,7 +188,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
         if (prefetched)
             GS_FN(prefetch)(in_t, C, R, p->in, next, sm.next);
 
-        /* ---- Publish the aggregate, look back for the tile's prefix, publish it. ---- */
+            /* ---- Publish the aggregate, look back for the tile's prefix, publish it. ---- */
 #ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
         if (threadIdx.x == 0) {
             sm.excl_hi = id;
@@ -216,8 +214,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
             } else if (threadIdx.x < GS_WARP) {
                 GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
                 if (threadIdx.x == 0) {
-                    GS_FN(publish)(p->ts, tile, GS_ST_PREFIX, tf,
-                                   tf ? tv : GS_FN(combine)(op, excl.hi, tv));
+                    GS_FN(publish)
+                    (p->ts, tile, GS_ST_PREFIX, tf, tf ? tv : GS_FN(combine)(op, excl.hi, tv));
                     sm.excl_hi = excl.hi;
                     sm.excl_lo = excl.lo;
                 }
@@ -271,8 +269,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
                     for (int c = 0; c < C; ++c) {
                         const int64_t g = first + k * row_stride + c;
                         if (g < p->n)
-                            gs_store_bits(out_t, p->out, g,
-                                          GS_FN(to_bits)(out_t, y[k * C + c]));
+                            gs_store_bits(out_t, p->out, g, GS_FN(to_bits)(out_t, y[k * C + c]));
                     }
                 }
             }

@@ -25,14 +25,14 @@ static __device__ __forceinline__ gs_value gs_value_load(gs_dtype t, const char 
     v.u = 0;
     v.f = 0.0;
     switch (t) {
-#define GS_X_LOAD(code, ctype, sfx, kind_, npy)                                                \
-    case code:                                                                                 \
-        if (kind_ == 'f')                                                                      \
-            v.f = (double)*(const ctype *)p;                                                   \
-        else if (kind_ == 'i')                                                                 \
-            v.i = (int64_t)*(const ctype *)p;                                                  \
-        else                                                                                   \
-            v.u = (uint64_t)*(const ctype *)p;                                                 \
+#define GS_X_LOAD(code, ctype, sfx, kind_, npy)  \
+    case code:                                   \
+        if (kind_ == 'f')                        \
+            v.f = (double)*(const ctype *)p;     \
+        else if (kind_ == 'i')                   \
+            v.i = (int64_t) * (const ctype *)p;  \
+        else                                     \
+            v.u = (uint64_t) * (const ctype *)p; \
         break;
         GS_DTYPES(GS_X_LOAD)
 #undef GS_X_LOAD
@@ -49,9 +49,9 @@ static __device__ __forceinline__ void gs_value_store(gs_dtype t, char *p, gs_va
         return;
     }
     switch (t) {
-#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                               \
-    case code:                                                                                 \
-        *(ctype *)p = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u;    \
+#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                            \
+    case code:                                                                              \
+        *(ctype *)p = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u; \
         break;
         GS_DTYPES(GS_X_STORE)
 #undef GS_X_STORE

@@ -17,10 +17,9 @@ typedef struct GS_FN(gs_block_scan_smem) {
  * this one (flag 0 and the identity of `op` for dtype t in thread 0), (af[k], av[k]) the
  * whole row.
  */
-static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows,
-                                                         int *f, GS_R *v, int *ef, GS_R *ev,
-                                                         int *af, GS_R *av,
-                                                         GS_FN(gs_block_scan_smem) * sm)
+static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int *f,
+                                                         GS_R *v, int *ef, GS_R *ev, int *af,
+                                                         GS_R *av, GS_FN(gs_block_scan_smem) * sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;

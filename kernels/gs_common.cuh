@@ -104,7 +104,7 @@ static __device__ __forceinline__ void gs_word_put(gs_dtype t, uint32_t *w, int 
  * bytes of the wider of two dtypes, so a piece of either dtype is one access of at most 16
  * bytes and a warp's pieces are one contiguous span.
  */
-#define GS_PIECE(a, b)                                                                         \
+#define GS_PIECE(a, b) \
     ((int)(16 / (gs_dtype_size(a) > gs_dtype_size(b) ? gs_dtype_size(a) : gs_dtype_size(b))))
 /* Most rows a thread holds: GS_VT values in pieces of at least two. */
 #define GS_ROWS_MAX (GS_VT / 2)
@@ -199,12 +199,12 @@ static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
 
 /*
  * Tile descriptors of the look-back (gs_lookback.cuh).  A tile publishes a value as one 16-byte
- * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits 0-31} and {status:32 | value bits
- * 32-63}.  PTX makes each aligned 8-byte access single-copy atomic but not the 16-byte pair, so
- * a reader accepts a word only when both halves show the same status: a tile's status only
- * moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean both halves come from the
- * same publication, and no fence is needed on either side.  A second word carries the compensation term of a float64
- * add, validated the same way.  Accesses use .cg (L2): a
+ * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits
+ * 0-31} and {status:32 | value bits 32-63}.  PTX makes each aligned 8-byte access single-copy
+ * atomic but not the 16-byte pair, so a reader accepts a word only when both halves show the same
+ * status: a tile's status only moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean
+ * both halves come from the same publication, and no fence is needed on either side.  A second word
+ * carries the compensation term of a float64 add, validated the same way.  Accesses use .cg (L2): a
  * word read early from a stale L1 line would never change.
  */
 #define GS_ST_INVALID 0u
@@ -262,7 +262,7 @@ typedef struct gs_scan_kparams {
     gs_tile_state ts;
     gs_dtype flag_type;
     int exclusive;
-    int vec_in;  /* `in` is 16-byte aligned: whole runs load as vectors */
+    int vec_in;    /* `in` is 16-byte aligned: whole runs load as vectors */
     int vec_out;   /* `out` is 16-byte aligned */
     int vec_flags; /* `flags` is 16-byte aligned */
 } gs_scan_kparams;

@@ -28,7 +28,8 @@
 #error "GS_NT must be a multiple of the warp size and at most 32 warps"
 #endif
 #if (GS_VT & (GS_VT - 1)) != 0 || GS_VT < 2 || GS_VT > 32
-#error "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
+#error \
+    "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
 /* 1: a persistent grid whose blocks stream their next tile in while they work on the current
@@ -40,10 +41,16 @@
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
 #define GS_SCRATCH_ALIGN 128
 
-static inline GS_HD int64_t gs_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static inline GS_HD int64_t gs_round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
 
 /* Tiles a device-wide pass over n values uses. */
-static inline GS_HD int64_t gs_scan_tiles(int64_t n) { return (n + GS_NV - 1) / GS_NV; }
+static inline GS_HD int64_t gs_scan_tiles(int64_t n)
+{
+    return (n + GS_NV - 1) / GS_NV;
+}
 
 /* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
 #define GS_TILE_DESC_BYTES 32

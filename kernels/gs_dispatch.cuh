@@ -20,43 +20,43 @@
  * bits (the input's signedness decides its extension); min/max: every dtype; bitwise: bool
  * and unsigned widths.  Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic).
  */
-#define GS_KT_ARITH(X, op)                                                                   \
-    X(op, GS_UINT8, GS_UINT8, u32)                                                             \
-    X(op, GS_UINT16, GS_UINT16, u32)                                                           \
-    X(op, GS_UINT32, GS_UINT32, u32)                                                           \
-    X(op, GS_UINT64, GS_UINT64, u64)                                                           \
-    X(op, GS_FLOAT32, GS_FLOAT32, f32)                                                         \
-    X(op, GS_FLOAT64, GS_FLOAT64, f64)                                                         \
-    X(op, GS_INT8, GS_UINT64, u64)                                                             \
-    X(op, GS_INT16, GS_UINT64, u64)                                                            \
-    X(op, GS_INT32, GS_UINT64, u64)                                                            \
-    X(op, GS_UINT8, GS_UINT64, u64)                                                            \
-    X(op, GS_UINT16, GS_UINT64, u64)                                                           \
+#define GS_KT_ARITH(X, op)             \
+    X(op, GS_UINT8, GS_UINT8, u32)     \
+    X(op, GS_UINT16, GS_UINT16, u32)   \
+    X(op, GS_UINT32, GS_UINT32, u32)   \
+    X(op, GS_UINT64, GS_UINT64, u64)   \
+    X(op, GS_FLOAT32, GS_FLOAT32, f32) \
+    X(op, GS_FLOAT64, GS_FLOAT64, f64) \
+    X(op, GS_INT8, GS_UINT64, u64)     \
+    X(op, GS_INT16, GS_UINT64, u64)    \
+    X(op, GS_INT32, GS_UINT64, u64)    \
+    X(op, GS_UINT8, GS_UINT64, u64)    \
+    X(op, GS_UINT16, GS_UINT64, u64)   \
     X(op, GS_UINT32, GS_UINT64, u64)
-#define GS_KT_ORDER(X, op)                                                                   \
-    X(op, GS_INT8, GS_INT8, i32)                                                               \
-    X(op, GS_INT16, GS_INT16, i32)                                                             \
-    X(op, GS_INT32, GS_INT32, i32)                                                             \
-    X(op, GS_INT64, GS_INT64, i64)                                                             \
-    X(op, GS_UINT8, GS_UINT8, u32)                                                             \
-    X(op, GS_UINT16, GS_UINT16, u32)                                                           \
-    X(op, GS_UINT32, GS_UINT32, u32)                                                           \
-    X(op, GS_UINT64, GS_UINT64, u64)                                                           \
-    X(op, GS_FLOAT32, GS_FLOAT32, f32)                                                         \
+#define GS_KT_ORDER(X, op)             \
+    X(op, GS_INT8, GS_INT8, i32)       \
+    X(op, GS_INT16, GS_INT16, i32)     \
+    X(op, GS_INT32, GS_INT32, i32)     \
+    X(op, GS_INT64, GS_INT64, i64)     \
+    X(op, GS_UINT8, GS_UINT8, u32)     \
+    X(op, GS_UINT16, GS_UINT16, u32)   \
+    X(op, GS_UINT32, GS_UINT32, u32)   \
+    X(op, GS_UINT64, GS_UINT64, u64)   \
+    X(op, GS_FLOAT32, GS_FLOAT32, f32) \
     X(op, GS_FLOAT64, GS_FLOAT64, f64)
-#define GS_KT_BITS(X, op)                                                                    \
-    X(op, GS_BOOL, GS_BOOL, u32)                                                               \
-    X(op, GS_UINT8, GS_UINT8, u32)                                                             \
-    X(op, GS_UINT16, GS_UINT16, u32)                                                           \
-    X(op, GS_UINT32, GS_UINT32, u32)                                                           \
+#define GS_KT_BITS(X, op)            \
+    X(op, GS_BOOL, GS_BOOL, u32)     \
+    X(op, GS_UINT8, GS_UINT8, u32)   \
+    X(op, GS_UINT16, GS_UINT16, u32) \
+    X(op, GS_UINT32, GS_UINT32, u32) \
     X(op, GS_UINT64, GS_UINT64, u64)
-#define GS_TYPED_KERNELS(X)                                                                     \
-    GS_KT_ARITH(X, GS_OP_ADD)                                                                \
-    GS_KT_ARITH(X, GS_OP_MUL)                                                                \
-    GS_KT_ORDER(X, GS_OP_MIN)                                                                \
-    GS_KT_ORDER(X, GS_OP_MAX)                                                                \
-    GS_KT_BITS(X, GS_OP_AND)                                                                 \
-    GS_KT_BITS(X, GS_OP_OR)                                                                  \
+#define GS_TYPED_KERNELS(X)   \
+    GS_KT_ARITH(X, GS_OP_ADD) \
+    GS_KT_ARITH(X, GS_OP_MUL) \
+    GS_KT_ORDER(X, GS_OP_MIN) \
+    GS_KT_ORDER(X, GS_OP_MAX) \
+    GS_KT_BITS(X, GS_OP_AND)  \
+    GS_KT_BITS(X, GS_OP_OR)   \
     GS_KT_BITS(X, GS_OP_XOR)
 
 /* Blocks per multiprocessor the register budget must allow, by register type: 4-byte
@@ -74,10 +74,10 @@
 #define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_f64 GS_MIN_BLOCKS_8
 
-
 /*
- * Blocks of `kernel` that fit on the current device at once (a persistent or grid-stride grid), computed
- * once per kernel and device: the occupancy query costs microseconds, a launch's own budget.
+ * Blocks of `kernel` that fit on the current device at once (a persistent or grid-stride grid),
+ * computed once per kernel and device: the occupancy query costs microseconds, a launch's own
+ * budget.
  */
 #define GS_MAX_DEVICES 64
 static cudaError_t gs_resident_blocks(const void *kernel, int *blocks)

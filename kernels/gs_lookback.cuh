@@ -96,7 +96,6 @@ static __device__ __forceinline__ GS_FN(gs_carry)
         if (last < GS_WARP)
             return excl;
     }
-
 }
 
 /*
@@ -162,8 +161,8 @@ static __device__ __forceinline__ GS_FN(gs_carry)
             int f = cf;
             GS_FN(warp_reduce_reversed)(op, &f, &c);
             if (lane == 0) {
-                GS_FN(gs_carry) n =
-                    agg_head ? GS_FN(carry_of)(agg)
+                GS_FN(gs_carry)
+                n = agg_head ? GS_FN(carry_of)(agg)
                              : GS_FN(carry_combine)(op, c, GS_FN(carry_of)(agg));
                 ulonglong2 *w = ts.words + 2 * tile;
                 if (GS_R_WIDE && GS_FN(compensated)(op))

@@ -26,7 +26,7 @@ static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
         return (GS_R)__int_as_float((int)0xff800000u); /* -inf */
 #else
     case GS_OP_AND:
-        return t == GS_BOOL ? (GS_R)1 : (GS_R)~(GS_R)0;
+        return t == GS_BOOL ? (GS_R)1 : (GS_R) ~(GS_R)0;
     case GS_OP_MIN:
         switch (t) {
         case GS_BOOL:

@@ -28,17 +28,17 @@
  *   npy    NumPy type number (a bare token: only csrc/, which includes NumPy, expands it)
  * The order is the order of gs_dtype and must not change without rebuilding everything.
  */
-#define GS_DTYPES(X)                                   \
-    X(GS_BOOL, uint8_t, b1, 'b', NPY_BOOL)             \
-    X(GS_INT8, int8_t, i8, 'i', NPY_INT8)              \
-    X(GS_INT16, int16_t, i16, 'i', NPY_INT16)          \
-    X(GS_INT32, int32_t, i32, 'i', NPY_INT32)          \
-    X(GS_INT64, int64_t, i64, 'i', NPY_INT64)          \
-    X(GS_UINT8, uint8_t, u8, 'u', NPY_UINT8)           \
-    X(GS_UINT16, uint16_t, u16, 'u', NPY_UINT16)       \
-    X(GS_UINT32, uint32_t, u32, 'u', NPY_UINT32)       \
-    X(GS_UINT64, uint64_t, u64, 'u', NPY_UINT64)       \
-    X(GS_FLOAT32, float, f32, 'f', NPY_FLOAT32)        \
+#define GS_DTYPES(X)                             \
+    X(GS_BOOL, uint8_t, b1, 'b', NPY_BOOL)       \
+    X(GS_INT8, int8_t, i8, 'i', NPY_INT8)        \
+    X(GS_INT16, int16_t, i16, 'i', NPY_INT16)    \
+    X(GS_INT32, int32_t, i32, 'i', NPY_INT32)    \
+    X(GS_INT64, int64_t, i64, 'i', NPY_INT64)    \
+    X(GS_UINT8, uint8_t, u8, 'u', NPY_UINT8)     \
+    X(GS_UINT16, uint16_t, u16, 'u', NPY_UINT16) \
+    X(GS_UINT32, uint32_t, u32, 'u', NPY_UINT32) \
+    X(GS_UINT64, uint64_t, u64, 'u', NPY_UINT64) \
+    X(GS_FLOAT32, float, f32, 'f', NPY_FLOAT32)  \
     X(GS_FLOAT64, double, f64, 'f', NPY_FLOAT64)
 
 typedef enum gs_dtype {
@@ -52,13 +52,13 @@ typedef enum gs_dtype {
  * X(CODE, name, ufunc) - the contract's operators, by their string name and the NumPy ufunc
  * that matches them.
  */
-#define GS_OPS(X)                           \
-    X(GS_OP_ADD, "add", "add")              \
-    X(GS_OP_MUL, "mul", "multiply")         \
-    X(GS_OP_MIN, "min", "minimum")          \
-    X(GS_OP_MAX, "max", "maximum")          \
-    X(GS_OP_AND, "and", "bitwise_and")      \
-    X(GS_OP_OR, "or", "bitwise_or")         \
+#define GS_OPS(X)                      \
+    X(GS_OP_ADD, "add", "add")         \
+    X(GS_OP_MUL, "mul", "multiply")    \
+    X(GS_OP_MIN, "min", "minimum")     \
+    X(GS_OP_MAX, "max", "maximum")     \
+    X(GS_OP_AND, "and", "bitwise_and") \
+    X(GS_OP_OR, "or", "bitwise_or")    \
     X(GS_OP_XOR, "xor", "bitwise_xor")
 
 typedef enum gs_op {
@@ -96,7 +96,10 @@ static inline GS_HD char gs_dtype_kind(gs_dtype t)
     }
 }
 
-static inline GS_HD int gs_dtype_is_float(gs_dtype t) { return gs_dtype_kind(t) == 'f'; }
+static inline GS_HD int gs_dtype_is_float(gs_dtype t)
+{
+    return gs_dtype_kind(t) == 'f';
+}
 
 /* Bitwise operators are defined on bool and integers only (NumPy raises TypeError on floats). */
 static inline GS_HD int gs_op_is_bitwise(gs_op op)

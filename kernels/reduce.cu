@@ -14,8 +14,8 @@ typedef struct gs_reduce_kparams {
     void *out;
     int64_t rows;
     int64_t row_len;
-    unsigned *counters;            /* chunks finished, per row */
-    unsigned long long *partials;  /* (value, compensation) per chunk of every row */
+    unsigned *counters;           /* chunks finished, per row */
+    unsigned long long *partials; /* (value, compensation) per chunk of every row */
 } gs_reduce_kparams;
 
 #define GS_AGENT "agent_reduce.cuh"
@@ -23,11 +23,11 @@ typedef struct gs_reduce_kparams {
 
 #define GS_REDUCE_KERNEL_NAME(op, in, out) gs_reduce_##op##_##in##_##out
 
-#define GS_X_KERNEL(op, in, out, rs)                                                           \
-    __global__ void __launch_bounds__(GS_NT)                                                   \
-        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p)                                \
-    {                                                                                          \
-        reduce_items_##rs(op, in, out, &p);                                                    \
+#define GS_X_KERNEL(op, in, out, rs)                            \
+    __global__ void __launch_bounds__(GS_NT)                    \
+        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p) \
+    {                                                           \
+        reduce_items_##rs(op, in, out, &p);                     \
     }
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
@@ -38,16 +38,16 @@ typedef void (*gs_reduce_kernel)(gs_reduce_kparams);
 static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op)
 {
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                                                         \
-    if (op == op_ && in == in_ && out == out_)                                                 \
+#define GS_X_MATCH(op_, in_, out_, rs)         \
+    if (op == op_ && in == in_ && out == out_) \
         return GS_REDUCE_KERNEL_NAME(op_, in_, out_);
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
     return NULL;
 }
 
-extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch,
-                                      size_t scratch_bytes, cudaStream_t stream)
+extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
+                                      cudaStream_t stream)
 {
     gs_reduce_kernel kernel = gs_reduce_kernel_for(d->in_type, d->out_type, d->op);
     const int64_t chunks = gs_reduce_chunks(d->row_len);
@@ -65,14 +65,15 @@ extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch,
     p.rows = d->rows;
     p.row_len = d->row_len;
     p.counters = (unsigned *)scratch;
-    p.partials = need == 0 ? NULL
-                           : (unsigned long long *)((char *)scratch +
-                                                    gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN));
+    p.partials =
+        need == 0
+            ? NULL
+            : (unsigned long long *)((char *)scratch + gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN));
 
     /* ---- Zero the per-row counters (rows of one chunk need none). ---- */
     if (need > 0) {
-        err = cudaMemsetAsync(scratch, 0, (size_t)gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN),
-                              stream);
+        err =
+            cudaMemsetAsync(scratch, 0, (size_t)gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN), stream);
         if (err != cudaSuccess)
             return err;
     }

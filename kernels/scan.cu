@@ -10,13 +10,13 @@
 #define GS_AGENT "agent_scan.cuh"
 #include "gs_stamp.cuh"
 
-
 #define GS_SCAN_KERNEL_NAME(op, in, out) gs_scan_##op##_##in##_##out
 
-#define GS_X_KERNEL(op, in, out, rs)                                                           \
-    __global__ void __launch_bounds__(GS_NT, GS_MIN_BLOCKS_##rs) GS_SCAN_KERNEL_NAME(op, in, out)(gs_scan_kparams p) \
-    {                                                                                          \
-        scan_tiles_##rs(op, in, out, &p);                                                       \
+#define GS_X_KERNEL(op, in, out, rs)                             \
+    __global__ void __launch_bounds__(GS_NT, GS_MIN_BLOCKS_##rs) \
+        GS_SCAN_KERNEL_NAME(op, in, out)(gs_scan_kparams p)      \
+    {                                                            \
+        scan_tiles_##rs(op, in, out, &p);                        \
     }
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
@@ -27,8 +27,8 @@ typedef void (*gs_scan_kernel)(gs_scan_kparams);
 static gs_scan_kernel gs_scan_kernel_for(gs_dtype in, gs_dtype out, gs_op op)
 {
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                                                         \
-    if (op == op_ && in == in_ && out == out_)                                                 \
+#define GS_X_MATCH(op_, in_, out_, rs)         \
+    if (op == op_ && in == in_ && out == out_) \
         return GS_SCAN_KERNEL_NAME(op_, in_, out_);
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH

@@ -5,7 +5,8 @@
  *
  * Build and run on a GPU machine:
  *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -arch=sm_90 tools/kernel_check.cu \
- *        kernels/scan.cu kernels/reduce.cu kernels/copy.cu -o /tmp/kernel_check && /tmp/kernel_check
+ *        kernels/scan.cu kernels/reduce.cu kernels/copy.cu -o /tmp/kernel_check &&
+ * /tmp/kernel_check
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,14 +19,13 @@
 int gs_cuda_debug_sync = 0;
 static int failures = 0;
 
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s failed: %s (line %d)\n", #call, cudaGetErrorString(e_),         \
-                    __LINE__);                                                                 \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static uint64_t rng_state = 88172645463325252ull;
@@ -337,10 +337,13 @@ static void bench(int lg)
         gs_op op;
         int excl;
     } cases[] = {
-        {"add i32", GS_INT32, GS_INT32, GS_OP_ADD, 0},  {"add f32", GS_FLOAT32, GS_FLOAT32, GS_OP_ADD, 0},
-        {"max i32", GS_INT32, GS_INT32, GS_OP_MAX, 0},  {"min f32", GS_FLOAT32, GS_FLOAT32, GS_OP_MIN, 0},
-        {"excl i32", GS_INT32, GS_INT32, GS_OP_ADD, 1}, {"add i32->i64", GS_INT32, GS_INT64, GS_OP_ADD, 0},
-        {"add i64", GS_INT64, GS_INT64, GS_OP_ADD, 0},
+        { "add i32", GS_INT32, GS_INT32, GS_OP_ADD, 0 },
+        { "add f32", GS_FLOAT32, GS_FLOAT32, GS_OP_ADD, 0 },
+        { "max i32", GS_INT32, GS_INT32, GS_OP_MAX, 0 },
+        { "min f32", GS_FLOAT32, GS_FLOAT32, GS_OP_MIN, 0 },
+        { "excl i32", GS_INT32, GS_INT32, GS_OP_ADD, 1 },
+        { "add i32->i64", GS_INT32, GS_INT64, GS_OP_ADD, 0 },
+        { "add i64", GS_INT64, GS_INT64, GS_OP_ADD, 0 },
     };
     printf("n=2^%d memcpy4 %.4f ms %.0f GB/s | memcpy8 %.4f ms %.0f GB/s\n", lg, mc4,
            2.0 * n * 4 / mc4 / 1e6, mc8, 2.0 * n * 8 / mc8 / 1e6);
@@ -388,8 +391,8 @@ static void bench(int lg)
         r.rows = 1;
         r.row_len = n;
         r.op = GS_OP_ADD;
-        const char *names[2] = {"reduce f32", "reduce i32"};
-        gs_dtype types[2] = {GS_FLOAT32, GS_INT32};
+        const char *names[2] = { "reduce f32", "reduce i32" };
+        gs_dtype types[2] = { GS_FLOAT32, GS_INT32 };
         for (int k = 0; k < 2; ++k) {
             r.in_type = r.out_type = types[k];
             float ms = time_reduce(&r, reps);
@@ -421,8 +424,9 @@ int main(int argc, char **argv)
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs, NT=%d VT=%d NV=%d\n", prop.name, prop.multiProcessorCount, GS_NT, GS_VT,
            GS_NV);
-    int64_t sizes[] = {1, 31, 33, GS_NV - 1, GS_NV, GS_NV + 1, 37 * GS_NV + 5, (1 << 20) + 17,
-                       (int64_t)1 << 24};
+    int64_t sizes[] = {
+        1, 31, 33, GS_NV - 1, GS_NV, GS_NV + 1, 37 * GS_NV + 5, (1 << 20) + 17, (int64_t)1 << 24
+    };
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0] && !bench_only; ++s) {
         int64_t n = sizes[s];
         check_int(n, GS_OP_ADD, 0, 0, 0, 0);
