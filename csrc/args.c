@@ -196,9 +196,12 @@ int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
     if (axis == Py_None)
         return 0;
     if (!PyTuple_Check(axis)) {
-        if (gs_normalize_axis(axis, ndim, &ax) < 0)
+        /* As NumPy's reductions: a 0-d array takes a plain axis of 0 or -1 and reduces nothing
+         * (a tuple such as (0,) is still out of bounds). */
+        if (gs_normalize_axis(axis, ndim == 0 ? 1 : ndim, &ax) < 0)
             return -1;
-        reduced[ax] = 1;
+        if (ndim > 0)
+            reduced[ax] = 1;
         return 0;
     }
     items = PySequence_Fast(axis, "axis must be None, an integer or a tuple of integers");

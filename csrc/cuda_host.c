@@ -127,6 +127,9 @@ int gs_cuda_init(char *why, size_t why_len)
             cudaSuccess) {
         snprintf(why, why_len, "the CUDA stream and memory pool could not be set up: %s (%s)",
                  cudaGetErrorString(err), cudaGetErrorName(err));
+        if (handoff_event != NULL)
+            (void)cudaEventDestroy(handoff_event);
+        handoff_event = NULL;
         (void)cudaStreamDestroy(gs_cuda_stream);
         gs_cuda_stream = NULL;
         goto error;

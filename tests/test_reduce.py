@@ -154,11 +154,31 @@ def test_duplicate_axes(axis):
 
 
 @pytest.mark.parametrize("shape,axis", [((5,), 1), ((5,), -2), ((2, 3), 2), ((2, 3), (0, 2)),
-                                         ((2, 3), (-3,)), ((), 0)],
-                         ids=["1d_1", "1d_-2", "2d_2", "2d_tuple_0_2", "2d_tuple_-3", "0d_0"])
+                                         ((2, 3), (-3,)), ((), (0,))],
+                         ids=["1d_1", "1d_-2", "2d_2", "2d_tuple_0_2", "2d_tuple_-3", "0d_tuple_0"])
 def test_axis_out_of_range(shape, axis):
     with pytest.raises(np.exceptions.AxisError):
         gpuscan.reduce(np.ones(shape), axis=axis)
+
+
+@pytest.mark.parametrize("keepdims", [False, True], ids=["", "keepdims"])
+@pytest.mark.parametrize("axis", [0, -1, (), None], ids=["0", "-1", "empty_tuple", "None"])
+def test_zero_dim_axis_like_numpy(axis, keepdims):
+    # NumPy's reductions take a plain axis of 0 or -1 on a 0-d array and reduce nothing.
+    a = np.array(5, dtype=np.int32)
+    res = gpuscan.reduce(a, axis=axis, keepdims=keepdims)
+    expected = np.add.reduce(a, axis=axis, keepdims=keepdims)
+    assert np.shape(res) == np.shape(expected)
+    assert np.asarray(res).dtype == np.asarray(expected).dtype
+    np.testing.assert_array_equal(res, expected)
+
+
+@pytest.mark.parametrize("axis", [(0,), 1, -2], ids=["tuple_0", "1", "-2"])
+def test_zero_dim_axis_out_of_range(axis):
+    with pytest.raises(np.exceptions.AxisError):
+        np.add.reduce(np.array(5), axis=axis)
+    with pytest.raises(np.exceptions.AxisError):
+        gpuscan.reduce(np.array(5), axis=axis)
 
 
 @pytest.mark.parametrize("axis", [1.0, "0", [0], (0.5,)],
