@@ -11,6 +11,17 @@
 
 #include "gs_api.h"
 
+/* ---- Shared by the backend's own files (cpu_*.c) ----------------------------------------- */
+
+#define GS_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* One value of any dtype. */
+typedef union gs_val {
+#define GS_X_FIELD(code, ctype, sfx, kind, npy) ctype sfx;
+    GS_DTYPES(GS_X_FIELD)
+#undef GS_X_FIELD
+} gs_val;
+
 /* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
 int gs_cpu_threads(void);
 

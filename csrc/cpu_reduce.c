@@ -63,14 +63,6 @@ _Static_assert(GS_REDUCE_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number o
 
 #define GS_PASTE(a, b) gs_cpu_reduce_##a##_##b
 #define GS_NAME(a, b) GS_PASTE(a, b)
-#define GS_ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* One value of any dtype. */
-typedef union gs_val {
-#define GS_X_FIELD(code, ctype, sfx, kind, npy) ctype sfx;
-    GS_DTYPES(GS_X_FIELD)
-#undef GS_X_FIELD
-} gs_val;
 
 /* The partial of a run of values: hi, plus float add's compensation term lo (zero for every
  * other op). */
@@ -97,18 +89,11 @@ typedef struct gs_reduce_kernels {
 #undef GS_CPU_BODY
 
 /* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
- * to compile here, and a body given the wrong kind letter fails the assertion. */
+ * to compile here (and cpu_stamp.h checks each body's kind letter and size). */
 #define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
     [code] = { GS_NAME(fold, sfx), GS_NAME(combine, sfx), GS_NAME(store, sfx), kind },
 static const gs_reduce_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
 #undef GS_X_KERNELS
-
-#define GS_X_CHECK(code, ctype, sfx, kind, npy)                      \
-    _Static_assert(GS_NAME(kind_letter, sfx) == kind,                \
-                   "cpu_reduce_body.h for " #sfx ": wrong GS_KIND"); \
-    _Static_assert(sizeof(((gs_val *)0)->sfx) == sizeof(ctype), #sfx);
-GS_DTYPES(GS_X_CHECK)
-#undef GS_X_CHECK
 
 /* ---- Widening: the only place that looks at the input dtype at run time ----------------- */
 

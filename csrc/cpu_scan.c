@@ -53,14 +53,6 @@
 
 #define GS_PASTE(a, b) gs_cpu_##a##_##b
 #define GS_NAME(a, b) GS_PASTE(a, b)
-#define GS_ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* One value of any dtype. */
-typedef union gs_val {
-#define GS_X_FIELD(code, ctype, sfx, kind, npy) ctype sfx;
-    GS_DTYPES(GS_X_FIELD)
-#undef GS_X_FIELD
-} gs_val;
 
 /* A running value: hi, plus float add's compensation term lo (zero for every other op). */
 typedef struct gs_carry {
@@ -84,18 +76,11 @@ typedef struct gs_kernels {
 #undef GS_CPU_BODY
 
 /* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
- * to compile here, and a body given the wrong kind letter fails the assertion. */
+ * to compile here (and cpu_stamp.h checks each body's kind letter and size). */
 #define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
     [code] = { GS_NAME(apply, sfx), GS_NAME(identity, sfx), GS_NAME(combine, sfx), kind },
 static const gs_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
 #undef GS_X_KERNELS
-
-#define GS_X_CHECK(code, ctype, sfx, kind, npy)                    \
-    _Static_assert(GS_NAME(kind_letter, sfx) == kind,              \
-                   "cpu_scan_body.h for " #sfx ": wrong GS_KIND"); \
-    _Static_assert(sizeof(((gs_val *)0)->sfx) == sizeof(ctype), #sfx);
-GS_DTYPES(GS_X_CHECK)
-#undef GS_X_CHECK
 
 /* ---- Flags and widening: the only places that look at a dtype at run time -------------- */
 

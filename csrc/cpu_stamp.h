@@ -165,3 +165,10 @@
 #undef GS_KIND
 #undef GS_MIN
 #undef GS_MAX
+
+/* Every body stamped above declares its kind letter and works on its dtype's storage size. */
+#define GS_X_CHECK(code, ctype, sfx, kind, npy)                                                    \
+    _Static_assert(GS_NAME(kind_letter, sfx) == kind, GS_CPU_BODY " for " #sfx ": wrong GS_KIND"); \
+    _Static_assert(sizeof(((gs_val *)0)->sfx) == sizeof(ctype), #sfx);
+GS_DTYPES(GS_X_CHECK)
+#undef GS_X_CHECK
