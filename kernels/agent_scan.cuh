@@ -2,17 +2,24 @@
  * agent_scan.cuh - a block's part in the single-pass scan.  Included once per register type
  * after gs_lookback.cuh.
  *
- * The grid is persistent (as many blocks as fit on the device at once).  Each block takes
- * tiles of GS_NV values in launch order from an atomic counter and, for each: reads it, scans
- * it in registers and shared memory, learns its exclusive prefix by decoupled look-back and
- * writes it out.  While it does so, the block's next tile streams into shared memory with
- * asynchronous copies, so the memory system stays busy while the block waits in its look-back.
- *
  * Layout: a tile is GS_VT / C rows of GS_NT * C consecutive values, C the values in 16 bytes
  * of the wider of the input and output dtypes.  Thread t holds values t*C .. t*C+C-1 of every
  * row, so each load and store instruction of a warp covers one contiguous span with whole
  * sectors.  The threads scan their rows' partials across the block all at once (the same two
  * barriers as one scan), and the rows' totals chain the rows together.
+ *
+ * A tile goes through three phases: aggregate (read it, scan it within the block, publish its
+ * aggregate), look back (learn its exclusive prefix from the tiles before it, gs_lookback.cuh)
+ * and emit (scan each piece from its prefix, write the tile).  Two drivers:
+ * - scan_tiles: one tile per block, the phases back to back.
+ * - scan_tiles_ahead (exact operators over many tiles; scan.cu decides): a persistent grid
+ *   whose blocks hold three tiles: they publish the aggregate of their current tile before
+ *   waiting on the look-back of their previous one, while the next streams into shared
+ *   memory (cp.async).  Every tile in flight
+ *   then has its aggregate out early and the memory system stays busy while blocks wait.
+ *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
+ *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
+ *   published their aggregates.
  *
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
@@ -20,11 +27,25 @@
  * not with the number of tiles.
  */
 
+/* What the aggregate phase leaves for the emit phase that all threads share. */
+typedef struct GS_FN(gs_tile_totals) {
+    int af[GS_ROWS_MAX];
+    GS_R av[GS_ROWS_MAX];
+    int tf;
+    GS_R tv;
+} GS_FN(gs_tile_totals);
+
+/* What a thread keeps of a tile between its aggregate and emit phases. */
+typedef struct GS_FN(gs_tile_mine) {
+    int ef[GS_ROWS_MAX];
+    GS_R ev[GS_ROWS_MAX];
+    unsigned heads;
+} GS_FN(gs_tile_mine);
+
 typedef struct GS_FN(gs_scan_smem) {
-    uint4 next[GS_NV * 8 / 16]; /* the next tile's input (up to 8-byte values) */
     GS_FN(gs_block_scan_smem) block;
-    unsigned after; /* the tile after the next one */
-    unsigned first[2];
+    GS_FN(gs_tile_totals) totals[3]; /* per buffer slot, written by thread 0 */
+    unsigned tiles[3];
     GS_R excl_hi;
     GS_R excl_lo;
 } GS_FN(gs_scan_smem);
@@ -44,240 +65,459 @@ static __device__ __forceinline__ void GS_FN(prefetch)(gs_dtype in_t, int c, int
     }
 }
 
-static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
-                                                         const gs_scan_kparams *p)
+/* This thread's values of `tile`: from its prefetched pieces in buf, else from memory (whole
+ * aligned tiles as pieces, the tail value by value, the identity past the end). */
+static __device__ __forceinline__ void GS_FN(gather)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                     const gs_scan_kparams *p, int64_t tile,
+                                                     const void *buf, GS_R *x)
 {
-    __shared__ GS_FN(gs_scan_smem) sm;
     const GS_R id = GS_FN(identity)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     const int64_t row_stride = (int64_t)GS_NT * C;
-    const int64_t ntiles = gs_scan_tiles(p->n);
-    const int64_t whole_tiles = p->n / GS_NV;
-    /* Pieces of the input smaller than 4 bytes (int8 widened to 64 bits) are read directly. */
-    const int can_prefetch = GS_PERSISTENT && p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
-
-    /* ---- The first tile of this block and, for a persistent grid, the next one, in launch
-     * order (a tile index past the end means none). ---- */
-    if (threadIdx.x == 0) {
-        sm.first[0] = atomicAdd(p->ts.counter, 1u);
-        sm.first[1] = GS_PERSISTENT ? atomicAdd(p->ts.counter, 1u) : 0xffffffffu;
-    }
-    __syncthreads();
-    int64_t tile = sm.first[0], next = sm.first[1];
-    if (tile >= ntiles)
-        return;
-    int prefetched = can_prefetch && tile < whole_tiles;
-    if (prefetched)
-        GS_FN(prefetch)(in_t, C, R, p->in, tile, sm.next);
-
-    for (;;) {
-        const int64_t tile_base = tile * GS_NV;
-        const int whole = tile < whole_tiles;
-        const int64_t first = tile_base + (int64_t)threadIdx.x * C; /* row 0 of this thread */
-        unsigned after = 0xffffffffu;
-        if (GS_PERSISTENT && threadIdx.x == 0)
-            after = atomicAdd(p->ts.counter, 1u); /* used at the end: its latency is hidden */
-
-        /* ---- Load: one C-value piece per row, from the prefetch or from memory. ---- */
-        GS_R x[GS_VT];
-        if (prefetched || (whole && p->vec_in)) {
-            if (prefetched)
-                gs_cp_async_wait();
-#pragma unroll
-            for (int k = 0; k < GS_ROWS_MAX; ++k) {
-                if (k < R) {
-                    uint32_t w[4];
-                    if (prefetched)
-                        gs_load_piece(in_t, C, sm.next, k * row_stride + threadIdx.x * C, w);
-                    else
-                        gs_load_piece(in_t, C, p->in, first + k * row_stride, w);
-#pragma unroll
-                    for (int c = 0; c < C; ++c)
-                        x[k * C + c] = GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c));
-                }
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k < GS_ROWS_MAX; ++k) {
-                if (k < R) {
-#pragma unroll
-                    for (int c = 0; c < C; ++c) {
-                        const int64_t g = first + k * row_stride + c;
-                        x[k * C + c] =
-                            g < p->n ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, p->in, g)) : id;
-                    }
-                }
-            }
-        }
-
-        /* ---- Segment heads, one bit per value held (a row start: one division per piece). */
-        unsigned heads = 0;
-        if (p->row_len > 0) {
-#pragma unroll
-            for (int k = 0; k < GS_ROWS_MAX; ++k) {
-                if (k < R) {
-                    const int64_t g = first + k * row_stride;
-                    const int64_t r = g % p->row_len;
-                    int64_t head = r ? g + (p->row_len - r) : g;
-#pragma unroll
-                    for (int c = 0; c < C; ++c) {
-                        if (g + c == head) {
-                            heads |= 1u << (k * C + c);
-                            head += p->row_len;
-                        }
-                    }
-                }
-            }
-        } else if (p->flags != NULL) {
-            /* Flags at their own width: whole pieces of an aligned flag array in one access
-             * (a uint8 flag costs one byte per value). */
-            const int fbytes = C * (int)gs_dtype_size(p->flag_type);
-            const int vec_flags = whole && p->vec_flags && fbytes >= 4 && fbytes <= 16;
-#pragma unroll
-            for (int k = 0; k < GS_ROWS_MAX; ++k) {
-                if (k < R) {
-                    uint32_t fw[4];
-                    if (vec_flags)
-                        gs_load_piece(p->flag_type, C, p->flags, first + k * row_stride, fw);
-#pragma unroll
-                    for (int c = 0; c < C; ++c) {
-                        const int64_t g = first + k * row_stride + c;
-                        const uint64_t fb =
-                            vec_flags ? gs_word_elem(p->flag_type, fw, c)
-                                      : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
-                        if (g < p->n && (g == 0 || gs_flag_set(p->flag_type, fb)))
-                            heads |= 1u << (k * C + c);
-                    }
-                }
-            }
-        }
-
-        /* ---- Reduce each piece: its value since its last head, and whether it has one. ---- */
-        int pf[GS_ROWS_MAX];
-        GS_R pv[GS_ROWS_MAX];
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    if (buf != NULL || (tile < p->n / GS_NV && p->vec_in)) {
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < R) {
-                pf[k] = (heads >> (k * C)) & ((1u << C) - 1u) ? 1 : 0;
-                pv[k] = id;
+                uint32_t w[4];
+                if (buf != NULL)
+                    gs_load_piece(in_t, C, buf, k * row_stride + threadIdx.x * C, w);
+                else
+                    gs_load_piece(in_t, C, p->in, first + k * row_stride, w);
 #pragma unroll
                 for (int c = 0; c < C; ++c)
-                    pv[k] = (heads >> (k * C + c)) & 1u ? x[k * C + c]
-                                                        : GS_FN(combine)(op, pv[k], x[k * C + c]);
+                    x[k * C + c] = GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c));
             }
         }
-
-        /* ---- Scan the pieces of every row across the block at once. ---- */
-        int ef[GS_ROWS_MAX], af[GS_ROWS_MAX];
-        GS_R ev[GS_ROWS_MAX], av[GS_ROWS_MAX];
-        GS_FN(block_scan)(op, out_t, R, pf, pv, ef, ev, af, av, &sm.block);
-
-        /* ---- The tile's aggregate: its rows in order. ---- */
-        int tf = af[0];
-        GS_R tv = av[0];
-#pragma unroll
-        for (int k = 1; k < GS_ROWS_MAX; ++k) {
-            if (k < R) {
-                tv = af[k] ? av[k] : GS_FN(combine)(op, tv, av[k]);
-                tf |= af[k];
-            }
-        }
-        /* ---- Start streaming in the next tile (this thread has consumed its pieces). ---- */
-        prefetched = can_prefetch && next < whole_tiles;
-        if (prefetched)
-            GS_FN(prefetch)(in_t, C, R, p->in, next, sm.next);
-
-            /* ---- Publish the aggregate, look back for the tile's prefix, publish it. ---- */
-#ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
-        if (threadIdx.x == 0) {
-            sm.excl_hi = id;
-            sm.excl_lo = (GS_R)0;
-        }
-#else
-        if (!GS_FN(exact)(op)) {
-            if (threadIdx.x < GS_WARP) {
-                GS_FN(gs_carry) excl = GS_FN(look_back_tree)(op, out_t, p->ts, tile, tf, tv);
-                if (threadIdx.x == 0) {
-                    sm.excl_hi = excl.hi;
-                    sm.excl_lo = excl.lo;
-                }
-            }
-        } else {
-            if (threadIdx.x == 0)
-                GS_FN(publish)(p->ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, tf, tv);
-            if (tile == 0) {
-                if (threadIdx.x == 0) {
-                    sm.excl_hi = id;
-                    sm.excl_lo = (GS_R)0;
-                }
-            } else if (threadIdx.x < GS_WARP) {
-                GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
-                if (threadIdx.x == 0) {
-                    GS_FN(publish)
-                    (p->ts, tile, GS_ST_PREFIX, tf, tf ? tv : GS_FN(combine)(op, excl.hi, tv));
-                    sm.excl_hi = excl.hi;
-                    sm.excl_lo = excl.lo;
-                }
-            }
-        }
-#endif
-        if (threadIdx.x == 0)
-            sm.after = after;
-        __syncthreads();
-
-        /* ---- Scan each piece from its prefix: the tile's carry, the rows before, the
-         * threads before in its row; a running value since the piece start or its last head. */
-        GS_FN(gs_carry) row_carry;
-        row_carry.hi = sm.excl_hi;
-        row_carry.lo = sm.excl_lo;
-        GS_R y[GS_VT];
+    } else {
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < R) {
-                GS_R base = ef[k] ? ev[k] : GS_FN(carry_apply)(op, row_carry, ev[k]);
-                GS_R run = id;
 #pragma unroll
                 for (int c = 0; c < C; ++c) {
-                    if ((heads >> (k * C + c)) & 1u) {
-                        base = id;
-                        run = id;
-                    }
-                    if (p->exclusive)
-                        y[k * C + c] = GS_FN(combine)(op, base, run);
-                    run = GS_FN(combine)(op, run, x[k * C + c]);
-                    if (!p->exclusive)
-                        y[k * C + c] = GS_FN(combine)(op, base, run);
+                    const int64_t g = first + k * row_stride + c;
+                    x[k * C + c] =
+                        g < p->n ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, p->in, g)) : id;
                 }
-                row_carry = af[k] ? GS_FN(carry_of)(av[k])
-                                  : GS_FN(carry_combine)(op, row_carry, GS_FN(carry_of)(av[k]));
             }
         }
+    }
+}
 
-        /* ---- Store: one piece per row. ---- */
+/* Segment heads among this thread's values of `tile`, one bit each: row starts (one division
+ * per piece) or flags read at their own width (whole pieces of an aligned flag array in one
+ * access: a uint8 flag costs one byte per value). */
+static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_dtype out_t,
+                                                             const gs_scan_kparams *p, int64_t tile)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    unsigned heads = 0;
+    if (p->row_len > 0) {
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < R) {
-                if (whole && p->vec_out) {
-                    uint32_t w[4];
+                const int64_t g = first + k * row_stride;
+                const int64_t r = g % p->row_len;
+                int64_t head = r ? g + (p->row_len - r) : g;
 #pragma unroll
-                    for (int c = 0; c < C; ++c)
-                        gs_word_put(out_t, w, c, GS_FN(to_bits)(out_t, y[k * C + c]));
-                    gs_store_piece(out_t, C, p->out, first + k * row_stride, w);
-                } else {
-#pragma unroll
-                    for (int c = 0; c < C; ++c) {
-                        const int64_t g = first + k * row_stride + c;
-                        if (g < p->n)
-                            gs_store_bits(out_t, p->out, g, GS_FN(to_bits)(out_t, y[k * C + c]));
+                for (int c = 0; c < C; ++c) {
+                    if (g + c == head) {
+                        heads |= 1u << (k * C + c);
+                        head += p->row_len;
                     }
                 }
             }
         }
+    } else if (p->flags != NULL) {
+        const int fbytes = C * (int)gs_dtype_size(p->flag_type);
+        const int vec_flags = tile < p->n / GS_NV && p->vec_flags && fbytes >= 4 && fbytes <= 16;
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                uint32_t fw[4];
+                if (vec_flags)
+                    gs_load_piece(p->flag_type, C, p->flags, first + k * row_stride, fw);
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int64_t g = first + k * row_stride + c;
+                    const uint64_t fb =
+                        vec_flags ? gs_word_elem(p->flag_type, fw, c)
+                                  : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
+                    if (g < p->n && (g == 0 || gs_flag_set(p->flag_type, fb)))
+                        heads |= 1u << (k * C + c);
+                }
+            }
+        }
+    }
+    return heads;
+}
 
-        tile = next;
-        next = sm.after;
-        if (tile >= ntiles)
+/* Aggregate phase: scan this thread's pieces across the block; this thread's prefixes into
+ * *mine, the rows' and the tile's totals into *tot (every thread gets them). */
+static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                        const GS_R *x, unsigned heads,
+                                                        GS_FN(gs_tile_mine) * mine,
+                                                        GS_FN(gs_tile_totals) * tot,
+                                                        GS_FN(gs_block_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    int pf[GS_ROWS_MAX];
+    GS_R pv[GS_ROWS_MAX];
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            pf[k] = (heads >> (k * C)) & ((1u << C) - 1u) ? 1 : 0;
+            pv[k] = id;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                pv[k] = (heads >> (k * C + c)) & 1u ? x[k * C + c]
+                                                    : GS_FN(combine)(op, pv[k], x[k * C + c]);
+        }
+    }
+    GS_FN(block_scan)(op, out_t, R, pf, pv, mine->ef, mine->ev, tot->af, tot->av, sm);
+    mine->heads = heads;
+    tot->tf = tot->af[0];
+    tot->tv = tot->av[0];
+#pragma unroll
+    for (int k = 1; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            tot->tv = tot->af[k] ? tot->av[k] : GS_FN(combine)(op, tot->tv, tot->av[k]);
+            tot->tf |= tot->af[k];
+        }
+    }
+}
+
+/* Exact operators publish a tile's aggregate as soon as they have it (tile 0: its prefix). */
+static __device__ __forceinline__ void
+GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(gs_tile_totals) * t)
+{
+    if (GS_FN(exact)(op) && threadIdx.x == 0)
+        GS_FN(publish)(ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, t->tv);
+}
+
+/* Look-back phase: the tile's exclusive prefix into sm->excl_*, published for the tiles after
+ * it.  Ends with a barrier. */
+static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype out_t,
+                                                           const gs_scan_kparams *p, int64_t tile,
+                                                           const GS_FN(gs_tile_totals) * t,
+                                                           GS_FN(gs_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    if (p->carries != NULL) { /* the three-pass scan: the carry is known */
+        if (threadIdx.x == 0) {
+            const GS_FN(gs_carry) c = ((const GS_FN(gs_carry) *)p->carries)[tile];
+            sm->excl_hi = c.hi;
+            sm->excl_lo = c.lo;
+        }
+        __syncthreads();
+        return;
+    }
+#ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
+    if (threadIdx.x == 0) {
+        sm->excl_hi = id;
+        sm->excl_lo = (GS_R)0;
+    }
+#else
+    if (!GS_FN(exact)(op)) {
+        if (threadIdx.x < GS_WARP) {
+            GS_FN(gs_carry) excl = GS_FN(look_back_tree)(op, out_t, p->ts, tile, t->tf, t->tv);
+            if (threadIdx.x == 0) {
+                sm->excl_hi = excl.hi;
+                sm->excl_lo = excl.lo;
+            }
+        }
+    } else if (tile == 0) {
+        if (threadIdx.x == 0) {
+            sm->excl_hi = id;
+            sm->excl_lo = (GS_R)0;
+        }
+    } else if (threadIdx.x < GS_WARP) {
+        GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
+        if (threadIdx.x == 0) {
+            GS_FN(publish)
+            (p->ts, tile, GS_ST_PREFIX, t->tf, t->tf ? t->tv : GS_FN(combine)(op, excl.hi, t->tv));
+            sm->excl_hi = excl.hi;
+            sm->excl_lo = excl.lo;
+        }
+    }
+#endif
+    __syncthreads();
+}
+
+/* Emit phase: scan each piece from its prefix (the tile's carry, the rows before, the threads
+ * before in its row; a running value since the piece start or its last head) and store it. */
+static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                   const gs_scan_kparams *p, int64_t tile,
+                                                   const GS_R *x, const GS_FN(gs_tile_mine) * mine,
+                                                   const GS_FN(gs_tile_totals) * t,
+                                                   const GS_FN(gs_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    const int whole = tile < p->n / GS_NV;
+    GS_FN(gs_carry) row_carry;
+    row_carry.hi = sm->excl_hi;
+    row_carry.lo = sm->excl_lo;
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            GS_R y[16];
+            GS_R base = mine->ef[k] ? mine->ev[k] : GS_FN(carry_apply)(op, row_carry, mine->ev[k]);
+            GS_R run = id;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if ((mine->heads >> (k * C + c)) & 1u) {
+                    base = id;
+                    run = id;
+                }
+                if (p->exclusive)
+                    y[c] = GS_FN(combine)(op, base, run);
+                run = GS_FN(combine)(op, run, x[k * C + c]);
+                if (!p->exclusive)
+                    y[c] = GS_FN(combine)(op, base, run);
+            }
+            row_carry = t->af[k] ? GS_FN(carry_of)(t->av[k])
+                                 : GS_FN(carry_combine)(op, row_carry, GS_FN(carry_of)(t->av[k]));
+            if (whole && p->vec_out) {
+                uint32_t w[4];
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    gs_word_put(out_t, w, c, GS_FN(to_bits)(out_t, y[c]));
+                gs_store_piece(out_t, C, p->out, first + k * row_stride, w);
+            } else {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int64_t g = first + k * row_stride + c;
+                    if (g < p->n)
+                        gs_store_bits(out_t, p->out, g, GS_FN(to_bits)(out_t, y[c]));
+                }
+            }
+        }
+    }
+}
+
+/* One tile per block, in launch order. */
+static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                         const gs_scan_kparams *p)
+{
+    __shared__ GS_FN(gs_scan_smem) sm;
+    /* Tiles in launch order for the look-back; with known carries, any order. */
+    if (threadIdx.x == 0)
+        sm.tiles[0] = p->carries != NULL ? blockIdx.x : atomicAdd(p->ts.counter, 1u);
+    __syncthreads();
+    const int64_t tile = sm.tiles[0];
+    GS_R x[GS_VT];
+    GS_FN(gs_tile_mine) mine;
+    GS_FN(gs_tile_totals) tot;
+    GS_FN(gather)(op, in_t, out_t, p, tile, NULL, x);
+    GS_FN(aggregate)
+    (op, in_t, out_t, x, GS_FN(tile_heads)(in_t, out_t, p, tile), &mine, &tot, &sm.block);
+    GS_FN(publish_aggregate)(op, p->ts, tile, &tot);
+    GS_FN(learn_prefix)(op, out_t, p, tile, &tot, &sm);
+    GS_FN(emit)(op, in_t, out_t, p, tile, x, &mine, &tot, &sm);
+}
+
+/*
+ * The three-pass scan of float add and mul (scan.cu): a deterministic alternative to the tree
+ * look-back, for many tiles.  Pass 1 (tile_aggregates): a block per tile computes the tile's
+ * aggregate exactly as the emit pass will (same values, same grouping) and stores it with its
+ * head bit.  Pass 2 (carry_scan): one block scans the aggregates into each tile's exclusive
+ * carry, a double-word number for add, in a fixed grouping (a sequential run per thread, a
+ * tree across the threads, the run again).  Pass 3 (scan_tiles with p->carries): a block per
+ * tile, the carry read instead of looked back.  The input is read twice, so the pass costs
+ * 1.5 copies instead of one, but no block ever waits.
+ */
+typedef struct GS_FN(gs_tile_agg) {
+    GS_R v;
+    int head;
+} GS_FN(gs_tile_agg);
+
+static __device__ __forceinline__ void
+GS_FN(tile_aggregates)(gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_scan_kparams *p)
+{
+    __shared__ GS_FN(gs_block_scan_smem) sm;
+    const int64_t tile = blockIdx.x;
+    GS_R x[GS_VT];
+    GS_FN(gs_tile_mine) mine;
+    GS_FN(gs_tile_totals) tot;
+    GS_FN(gather)(op, in_t, out_t, p, tile, NULL, x);
+    GS_FN(aggregate)
+    (op, in_t, out_t, x, GS_FN(tile_heads)(in_t, out_t, p, tile), &mine, &tot, &sm);
+    if (threadIdx.x == 0) {
+        GS_FN(gs_tile_agg) a;
+        a.v = tot.tv;
+        a.head = tot.tf;
+        ((GS_FN(gs_tile_agg) *)p->aggs)[tile] = a;
+    }
+}
+
+/* Threads of the carry scan's single block. */
+#define GS_CARRY_NT 1024
+
+/* The segmented carry operator: b (later) restarts at a head. */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(carry_seg)(gs_op op, GS_FN(gs_carry) a, int b_head, GS_FN(gs_carry) b)
+{
+    return b_head ? b : GS_FN(carry_combine)(op, a, b);
+}
+
+/* Pass 2: carries[k] = the tiles before k since their last head, for k < tiles (the last
+ * tile's aggregate is not read). */
+static __device__ __forceinline__ void GS_FN(carry_scan)(gs_op op, gs_dtype out_t,
+                                                         const GS_FN(gs_tile_agg) * aggs,
+                                                         GS_FN(gs_carry) * carries, int64_t tiles)
+{
+    __shared__ GS_R sh_hi[GS_CARRY_NT], sh_lo[GS_CARRY_NT];
+    __shared__ int sh_f[GS_CARRY_NT];
+    const GS_FN(gs_carry) none = GS_FN(carry_of)(GS_FN(identity)(op, out_t));
+    const int t = threadIdx.x;
+    const int64_t per = (tiles - 1 + GS_CARRY_NT - 1) / GS_CARRY_NT; /* aggregates read */
+    const int64_t lo = t * per;
+    const int64_t hi = lo + per < tiles - 1 ? lo + per : tiles - 1;
+
+    /* ---- This thread's run, folded in order. ---- */
+    GS_FN(gs_carry) run = none;
+    int f = 0;
+    for (int64_t k = lo; k < hi; ++k) {
+        const GS_FN(gs_tile_agg) a = aggs[k];
+        run = GS_FN(carry_seg)(op, run, a.head, GS_FN(carry_of)(a.v));
+        f |= a.head;
+    }
+
+    /* ---- Inclusive scan of the runs across the block (Hillis-Steele, fixed grouping). ---- */
+    sh_hi[t] = run.hi;
+    sh_lo[t] = run.lo;
+    sh_f[t] = f;
+    __syncthreads();
+    for (int d = 1; d < GS_CARRY_NT; d <<= 1) {
+        GS_FN(gs_carry) left = none;
+        int lf = 0;
+        if (t >= d) {
+            left.hi = sh_hi[t - d];
+            left.lo = sh_lo[t - d];
+            lf = sh_f[t - d];
+        }
+        __syncthreads();
+        if (t >= d) {
+            run = GS_FN(carry_seg)(op, left, f, run);
+            f |= lf;
+            sh_hi[t] = run.hi;
+            sh_lo[t] = run.lo;
+            sh_f[t] = f;
+        }
+        __syncthreads();
+    }
+
+    /* ---- The run again, from the runs before this thread's. ---- */
+    GS_FN(gs_carry) c = none;
+    if (t > 0) {
+        c.hi = sh_hi[t - 1];
+        c.lo = sh_lo[t - 1];
+    }
+    for (int64_t k = lo; k < hi; ++k) {
+        carries[k] = c;
+        const GS_FN(gs_tile_agg) a = aggs[k];
+        c = GS_FN(carry_seg)(op, c, a.head, GS_FN(carry_of)(a.v));
+    }
+    /* The last tile's carry: from the thread that read the last aggregate. */
+    if ((lo < hi && hi == tiles - 1) || (tiles == 1 && t == 0))
+        carries[tiles - 1] = c;
+}
+
+/* The lookahead driver (see the file's header); its dynamic shared memory holds three tiles
+ * of input (3 * GS_NV * sizeof(input)). */
+extern __shared__ uint4 gs_dynamic_smem[];
+
+static __device__ __forceinline__ void
+GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_scan_kparams *p)
+{
+    __shared__ GS_FN(gs_scan_smem) sm;
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t ntiles = gs_scan_tiles(p->n);
+    const int64_t whole_tiles = p->n / GS_NV;
+    const size_t buf_bytes = (size_t)GS_NV * gs_dtype_size(in_t);
+    /* Pieces of the input smaller than 4 bytes (int8 widened to 64 bits) are read directly. */
+    const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
+#define GS_BUF(i) ((void *)((char *)gs_dynamic_smem + (size_t)(i)*buf_bytes))
+
+    if (threadIdx.x == 0) {
+        sm.tiles[0] = atomicAdd(p->ts.counter, 1u);
+        sm.tiles[1] = atomicAdd(p->ts.counter, 1u);
+    }
+    __syncthreads();
+    int64_t cur = sm.tiles[0], next = sm.tiles[1], prev = -1;
+    if (cur >= ntiles)
+        return;
+    int bp = 2, bc = 0, bn = 1; /* buffer slots of prev, cur and next */
+    int pre_c = can_prefetch && cur < whole_tiles, pre_p = 0;
+    if (pre_c)
+        GS_FN(prefetch)(in_t, C, R, p->in, cur, GS_BUF(bc));
+    GS_FN(gs_tile_mine) mine_p;
+
+    for (;;) {
+        /* ---- The next tile streams in while this iteration works. ---- */
+        const int pre_n = can_prefetch && next < whole_tiles;
+        unsigned after = 0xffffffffu;
+        if (threadIdx.x == 0 && next < ntiles)
+            after = atomicAdd(p->ts.counter, 1u);
+        if (pre_c)
+            gs_cp_async_wait(); /* cur's copies, issued before next's */
+        if (pre_n)
+            GS_FN(prefetch)(in_t, C, R, p->in, next, GS_BUF(bn));
+
+        /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
+        GS_FN(gs_tile_mine) mine_c;
+        {
+            GS_R x[GS_VT];
+            GS_FN(gs_tile_totals) tot;
+            GS_FN(gather)(op, in_t, out_t, p, cur, pre_c ? GS_BUF(bc) : NULL, x);
+            GS_FN(aggregate)
+            (op, in_t, out_t, x, GS_FN(tile_heads)(in_t, out_t, p, cur), &mine_c, &tot, &sm.block);
+            GS_FN(publish_aggregate)(op, p->ts, cur, &tot);
+            if (threadIdx.x == 0) {
+                sm.totals[bc] = tot;
+                sm.tiles[2] = after;
+            }
+        }
+
+        /* ---- Look-back and emit phases of prev. ---- */
+        if (prev >= 0) {
+            GS_FN(learn_prefix)(op, out_t, p, prev, &sm.totals[bp], &sm);
+            GS_R x[GS_VT];
+            GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
+            GS_FN(emit)(op, in_t, out_t, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+        }
+        __syncthreads(); /* sm.tiles[2] is read below; totals[bp] is rewritten later */
+
+        /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
+        prev = cur;
+        mine_p = mine_c;
+        pre_p = pre_c;
+        cur = next;
+        pre_c = pre_n;
+        next = sm.tiles[2];
+        const int b = bp;
+        bp = bc;
+        bc = bn;
+        bn = b;
+        if (cur >= ntiles)
             break;
     }
+
+    /* ---- The last tile's look-back and emit. ---- */
+    GS_FN(learn_prefix)(op, out_t, p, prev, &sm.totals[bp], &sm);
+    GS_R x[GS_VT];
+    GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
+    GS_FN(emit)(op, in_t, out_t, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+#undef GS_BUF
 }

@@ -265,6 +265,10 @@ typedef struct gs_scan_kparams {
     int vec_in;    /* `in` is 16-byte aligned: whole runs load as vectors */
     int vec_out;   /* `out` is 16-byte aligned */
     int vec_flags; /* `flags` is 16-byte aligned */
+    /* The three-pass float scan (scan.cu): the aggregate pass writes each tile's aggregate to
+     * `aggs`, the emit pass reads each tile's exclusive carry from `carries` (else NULL). */
+    void *aggs;
+    const void *carries;
 } gs_scan_kparams;
 
 #endif /* GS_COMMON_CUH */

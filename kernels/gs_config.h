@@ -32,10 +32,17 @@
     "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
-/* 1: a persistent grid whose blocks stream their next tile in while they work on the current
- * one; 0: one block per tile. */
-#ifndef GS_PERSISTENT
-#define GS_PERSISTENT 0
+/* The scan runs one block per tile, or, for exact operators over many tiles, a persistent grid
+ * of lookahead blocks (agent_scan.cuh) once the tiles number at least this many times the
+ * blocks resident on the device (below that the two tie or one tile per block wins: H200). */
+#ifndef GS_AHEAD_MIN_WAVES
+#define GS_AHEAD_MIN_WAVES 4
+#endif
+
+/* Float add and mul scans over at least this many tiles run in three passes (aggregates,
+ * carries, emit: scan.cu), below it in one with the deterministic tree look-back. */
+#ifndef GS_THREE_PASS_MIN_TILES
+#define GS_THREE_PASS_MIN_TILES 16
 #endif
 
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */

@@ -20,19 +20,20 @@
  * bits (the input's signedness decides its extension); min/max: every dtype; bitwise: bool
  * and unsigned widths.  Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic).
  */
-#define GS_KT_ARITH(X, op)             \
-    X(op, GS_UINT8, GS_UINT8, u32)     \
-    X(op, GS_UINT16, GS_UINT16, u32)   \
-    X(op, GS_UINT32, GS_UINT32, u32)   \
-    X(op, GS_UINT64, GS_UINT64, u64)   \
-    X(op, GS_FLOAT32, GS_FLOAT32, f32) \
-    X(op, GS_FLOAT64, GS_FLOAT64, f64) \
-    X(op, GS_INT8, GS_UINT64, u64)     \
-    X(op, GS_INT16, GS_UINT64, u64)    \
-    X(op, GS_INT32, GS_UINT64, u64)    \
-    X(op, GS_UINT8, GS_UINT64, u64)    \
-    X(op, GS_UINT16, GS_UINT64, u64)   \
+#define GS_KT_ARITH_INT(X, op)       \
+    X(op, GS_UINT8, GS_UINT8, u32)   \
+    X(op, GS_UINT16, GS_UINT16, u32) \
+    X(op, GS_UINT32, GS_UINT32, u32) \
+    X(op, GS_UINT64, GS_UINT64, u64) \
+    X(op, GS_INT8, GS_UINT64, u64)   \
+    X(op, GS_INT16, GS_UINT64, u64)  \
+    X(op, GS_INT32, GS_UINT64, u64)  \
+    X(op, GS_UINT8, GS_UINT64, u64)  \
+    X(op, GS_UINT16, GS_UINT64, u64) \
     X(op, GS_UINT32, GS_UINT64, u64)
+#define GS_KT_ARITH_FLOAT(X, op)       \
+    X(op, GS_FLOAT32, GS_FLOAT32, f32) \
+    X(op, GS_FLOAT64, GS_FLOAT64, f64)
 #define GS_KT_ORDER(X, op)             \
     X(op, GS_INT8, GS_INT8, i32)       \
     X(op, GS_INT16, GS_INT16, i32)     \
@@ -50,14 +51,20 @@
     X(op, GS_UINT16, GS_UINT16, u32) \
     X(op, GS_UINT32, GS_UINT32, u32) \
     X(op, GS_UINT64, GS_UINT64, u64)
-#define GS_TYPED_KERNELS(X)   \
-    GS_KT_ARITH(X, GS_OP_ADD) \
-    GS_KT_ARITH(X, GS_OP_MUL) \
-    GS_KT_ORDER(X, GS_OP_MIN) \
-    GS_KT_ORDER(X, GS_OP_MAX) \
-    GS_KT_BITS(X, GS_OP_AND)  \
-    GS_KT_BITS(X, GS_OP_OR)   \
+/* The rows whose operator is exact (integers, min/max, bitwise): any grouping gives the same
+ * bits, so their scans may combine from the nearest published prefix (the lookahead driver). */
+#define GS_EXACT_KERNELS(X)       \
+    GS_KT_ARITH_INT(X, GS_OP_ADD) \
+    GS_KT_ARITH_INT(X, GS_OP_MUL) \
+    GS_KT_ORDER(X, GS_OP_MIN)     \
+    GS_KT_ORDER(X, GS_OP_MAX)     \
+    GS_KT_BITS(X, GS_OP_AND)      \
+    GS_KT_BITS(X, GS_OP_OR)       \
     GS_KT_BITS(X, GS_OP_XOR)
+#define GS_TYPED_KERNELS(X)         \
+    GS_EXACT_KERNELS(X)             \
+    GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
+    GS_KT_ARITH_FLOAT(X, GS_OP_MUL)
 
 /* Blocks per multiprocessor the register budget must allow, by register type: 4-byte
  * registers leave room for more resident blocks than 8-byte ones. */
@@ -74,34 +81,57 @@
 #define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_f64 GS_MIN_BLOCKS_8
 
+/* The lookahead driver holds three input tiles in shared memory: 4-byte inputs leave room for
+ * four blocks per multiprocessor (H100/H200), 8-byte ones for two. */
+#define GS_AHEAD_MIN_BLOCKS_u32 4
+#define GS_AHEAD_MIN_BLOCKS_i32 4
+#define GS_AHEAD_MIN_BLOCKS_f32 4
+#define GS_AHEAD_MIN_BLOCKS_u64 2
+#define GS_AHEAD_MIN_BLOCKS_i64 2
+#define GS_AHEAD_MIN_BLOCKS_f64 2
+
 /*
- * Blocks of `kernel` that fit on the current device at once (a persistent or grid-stride grid),
- * computed once per kernel and device: the occupancy query costs microseconds, a launch's own
- * budget.
+ * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
+ * same for one kernel) that fit on the current device at once (a persistent or grid-stride
+ * grid), computed once per kernel and device: the occupancy query costs microseconds, a
+ * launch's own budget.  Shared memory past 48 KiB needs an opt-in, set here once per kernel.
+ * Calls may race (the GIL is released around device work): a slot is cleared, then written
+ * blocks first and kernel last, and a reader re-checks the kernel after reading the blocks, so
+ * a racing reader queries again rather than take another kernel's count.  (Even a wrong count
+ * would only size a grid: every driver takes its tiles or chunks dynamically.)
  */
 #define GS_MAX_DEVICES 64
-static cudaError_t gs_resident_blocks(const void *kernel, int *blocks)
+#define GS_RESIDENT_SLOTS 256
+static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
 {
-    static const void *cached_kernel[GS_MAX_DEVICES][128];
-    static int cached_blocks[GS_MAX_DEVICES][128];
+    static const void *cached_kernel[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
+    static int cached_blocks[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
     int device, sms, per_sm;
     cudaError_t err = cudaGetDevice(&device);
     if (err != cudaSuccess)
         return err;
-    const unsigned slot = (unsigned)(((uintptr_t)kernel >> 4) % 128);
-    if (device < GS_MAX_DEVICES && cached_kernel[device][slot] == kernel) {
-        *blocks = cached_blocks[device][slot];
-        return cudaSuccess;
+    const unsigned slot = (unsigned)(((uintptr_t)kernel >> 4) % GS_RESIDENT_SLOTS);
+    if (device < GS_MAX_DEVICES &&
+        __atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
+        const int cached = __atomic_load_n(&cached_blocks[device][slot], __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
+            *blocks = cached;
+            return cudaSuccess;
+        }
     }
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess && dynamic_smem > 0)
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)dynamic_smem);
     if (err == cudaSuccess)
-        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GS_NT, 0);
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GS_NT, dynamic_smem);
     if (err != cudaSuccess)
         return err;
     *blocks = sms * (per_sm > 0 ? per_sm : 1);
     if (device < GS_MAX_DEVICES) {
-        cached_blocks[device][slot] = *blocks;
-        cached_kernel[device][slot] = kernel;
+        __atomic_store_n(&cached_kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&cached_blocks[device][slot], *blocks, __ATOMIC_RELEASE);
+        __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
     }
     return cudaSuccess;
 }

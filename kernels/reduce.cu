@@ -79,7 +79,7 @@ extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, si
     }
 
     /* ---- One launch: a grid-stride loop over the rows' chunks. ---- */
-    err = gs_resident_blocks((const void *)kernel, &resident);
+    err = gs_resident_blocks((const void *)kernel, 0, &resident);
     if (err != cudaSuccess)
         return err;
     int64_t blocks = d->rows * chunks;

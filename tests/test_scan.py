@@ -1018,3 +1018,38 @@ def test_more_than_2_31_elements():
     for lo, hi, level in zip(edges[:-1], edges[1:], levels):
         for start in range(lo, hi, step):
             assert (res[start:min(start + step, hi)] == level).all(), (lo, hi, level)
+
+
+# ---- Large scans: the drivers that only run over many tiles -------------------------------
+# Exact operators run agent_scan.cuh's lookahead driver once the tiles fill the device several
+# times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes); float add and mul
+# run the three-pass scan from 16 tiles.  These sizes reach both on any GPU.
+LOOKAHEAD_N = 2**23 + 2**22 + 7
+
+LOOKAHEAD_CASES = [(np.int32, np.int32, "add"), (np.int32, np.int32, "max"),
+                   (np.uint8, np.uint64, "add"), (np.int64, np.int64, "add"),
+                   (np.uint32, np.uint32, "xor"), (np.int16, np.int64, "add")]
+
+
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("dtype,acc,op", LOOKAHEAD_CASES,
+                         ids=[f"{np.dtype(d).name}-{np.dtype(a).name}-{o}"
+                              for d, a, o in LOOKAHEAD_CASES])
+def test_large_exact_scan(dtype, acc, op, exclusive, rng):
+    a = random_array(rng, dtype, (LOOKAHEAD_N,), op)
+    res = gpuscan.scan(a, op, exclusive=exclusive, dtype=acc)
+    np.testing.assert_array_equal(res, scan_reference(a, op, exclusive=exclusive, dtype=acc))
+
+
+def test_large_exact_scan_along_axis(rng):
+    a = rng.integers(-1000, 1000, size=(3, 2**22 + 5), dtype=np.int32)
+    np.testing.assert_array_equal(gpuscan.scan(a, axis=1), np.cumsum(a, axis=1))
+    np.testing.assert_array_equal(gpuscan.scan(a, "max", axis=1), np.maximum.accumulate(a, axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_large_float_add_deterministic_and_bounded(dtype, rng):
+    a = rng.uniform(-1, 1, LOOKAHEAD_N).astype(dtype)
+    first = gpuscan.scan(a)
+    assert_sum_within_bound(a, first)
+    assert np.array_equal(bits(first), bits(gpuscan.scan(a))), "different bits on the same input"

@@ -92,6 +92,19 @@ def test_large(dtype, op, exclusive, rng):
     check_segmented_scan(res, a, flags, op, exclusive=exclusive)
 
 
+@pytest.mark.parametrize("density", [1e-3, 1 / NV], ids=["every_1000th", "every_tile"])
+@pytest.mark.parametrize("dtype,op", [(np.int32, "add"), (np.int64, "min")],
+                         ids=["int32-add", "int64-min"])
+def test_large_lookahead(dtype, op, density, rng):
+    # Enough tiles for the lookahead driver of the exact operators (see test_scan.py).
+    n = 2**23 + 2**22 + 7
+    a = random_array(rng, dtype, (n,), op)
+    flags = random_flags(rng, n, density, np.uint8)
+    for exclusive in (False, True):
+        res = gpuscan.segmented_scan(a, flags, op, exclusive=exclusive)
+        check_segmented_scan(res, a, flags, op, exclusive=exclusive)
+
+
 # ------------------------------------------------------------------------------------------
 # Head densities, from one head per 2 elements to one per 10^6; all heads; a single head.
 # ------------------------------------------------------------------------------------------

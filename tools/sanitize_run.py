@@ -304,6 +304,45 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
+def driver_cases(run, nv, reduced):
+    """The scan drivers that only run over many tiles: float add/mul in three passes (from 16
+    tiles) and the lookahead driver of the exact operators (tiles >= 4x the resident blocks:
+    2^23 + 2^22 + 7 values reach it on any current GPU)."""
+    rng = np.random.default_rng(11)
+    n3 = 16 * nv + 5
+    for dt in ((np.float32,) if reduced else (np.float32, np.float64)):
+        for op in (("add",) if reduced else ("add", "mul")):
+            x = make_input(rng, dt, n3, op)
+            dx = gpuscan.to_device(x)
+            run.case(f"three-pass scan {op} {np.dtype(dt).name} n={n3}",
+                     lambda dx=dx, x=x, op=op: compare(host(gpuscan.scan(dx, op)),
+                                                       reference(x, op, False), op))
+    x = rng.random(n3).astype(np.float32)
+    f = rng.random(n3) < 1e-3
+    f[[nv - 1, nv, 5 * nv]] = True
+    run.case("three-pass segmented_scan float32",
+             lambda: compare(host(gpuscan.segmented_scan(gpuscan.to_device(x),
+                                                          gpuscan.to_device(f))),
+                             np.concatenate([np.cumsum(s, dtype=np.float64) for s in
+                                             np.split(x, np.flatnonzero(f[1:]) + 1)]
+                                            ).astype(np.float32), "add"))
+    big = 2**23 + 2**22 + 7
+    y = rng.integers(-100, 100, big).astype(np.int32)
+    dy = gpuscan.to_device(y)
+    run.case(f"lookahead scan add int32 n={big}",
+             lambda: compare(host(gpuscan.scan(dy)), np.cumsum(y), "add"))
+    if not reduced:
+        run.case(f"lookahead scan max int32 excl n={big}",
+                 lambda: compare(host(gpuscan.scan(dy, "max", exclusive=True)),
+                                 reference(y, "max", True), "max"))
+        g = (rng.random(big) < 1e-3).astype(np.uint8)
+        run.case(f"lookahead segmented_scan int32 uint8 flags n={big}",
+                 lambda: compare(host(gpuscan.segmented_scan(dy, gpuscan.to_device(g))),
+                                 np.concatenate([np.cumsum(s, dtype=np.int64) for s in
+                                                 np.split(y, np.flatnonzero(g[1:]) + 1)]),
+                                 "add"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
@@ -345,6 +384,7 @@ def main():
     layout_cases(run, nv, cp)
     algorithm_cases(run, nv)
     segmented_and_reduce_cases(run, nv, args.reduced)
+    driver_cases(run, nv, args.reduced)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()
