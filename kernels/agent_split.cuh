@@ -41,6 +41,9 @@ typedef struct gs_split_kparams {
 #if GS_NV % (GS_SPLIT_GROUP * GS_WARP) != 0
 #error "a tile must be a whole number of mask groups per lane"
 #endif
+#if GS_VT < 16
+#error "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"
+#endif
 
 /* The bits of the 16 flags of dtype ft from element `at` (bit c: element at + c is flagged; 0
  * past n).  vec: the 16 flags are in range and their 16 * size bytes are 16-byte aligned. */
