@@ -42,8 +42,19 @@ typedef struct gs_split_kparams {
 #error "a tile must be a whole number of mask groups per lane"
 #endif
 #if GS_VT < 16
-#error "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"
+#error \
+    "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"
 #endif
+
+/* The nonzero bytes of w as 4 bits (bit c: byte c): bit 7 of each byte is set when its low 7
+ * bits are nonzero (adding 0x7f cannot carry out of a byte) or its top bit is; the multiply
+ * gathers bits 0, 8, 16, 24 of (nz >> 7) into bits 28..31, every other product bit below 28
+ * and distinct, so nothing carries into them. */
+static __device__ __forceinline__ unsigned gs_split_nonzero_bytes(uint32_t w)
+{
+    const uint32_t nz = (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
+    return ((nz >> 7) * 0x10204080u) >> 28;
+}
 
 /* The bits of the 16 flags of dtype ft from element `at` (bit c: element at + c is flagged; 0
  * past n).  vec: the 16 flags are in range and their 16 * size bytes are 16-byte aligned. */
@@ -58,6 +69,12 @@ static __device__ __forceinline__ unsigned gs_split_group_bits(gs_dtype ft, cons
         for (int q = 0; q < GS_SPLIT_GROUP / 2; ++q)
             if (q * per < GS_SPLIT_GROUP)
                 gs_load_piece(ft, per, flags, at + q * per, w[q]);
+        if (per == GS_SPLIT_GROUP) { /* one-byte flags: four at a time */
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                bits |= gs_split_nonzero_bytes(w[0][i]) << (4 * i);
+            return bits;
+        }
 #pragma unroll
         for (int q = 0; q < GS_SPLIT_GROUP / 2; ++q)
             if (q * per < GS_SPLIT_GROUP) {

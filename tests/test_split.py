@@ -26,7 +26,7 @@ def random_flags(rng, n, density, dtype=np.uint8):
     where it has them, NaN and tiny values for floats), zero (-0.0 for floats) elsewhere."""
     on = rng.random(n) < density
     kind = np.dtype(dtype).kind
-    values = {"b": [True], "u": [1, 2, 255], "i": [1, -1, 100],
+    values = {"b": [True], "u": [1, 2, 255, 128], "i": [1, -1, 100, -128],
               "f": [1.0, -2.5, 1e-30, np.inf, np.nan]}[kind]
     flags = np.zeros(n, dtype)
     if kind == "f":
