@@ -382,3 +382,26 @@ def test_split_torch_input(rng):
     check_split((out, count), t.cpu().numpy(), m.cpu().numpy())
     comp = gpuscan.compact(t, m)
     np.testing.assert_array_equal(torch.from_dlpack(comp).cpu().numpy(), t[m].cpu().numpy())
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_device_counts_past_2_to_32():
+    # More than 2^32 values, more than 2^32 of them flagged: 64-bit tile offsets, and look-back
+    # prefixes whose high half is in use.  Three of every four values flagged, values i % 256.
+    cp = pytest.importorskip("cupy")
+    n = 256 * 22_400_000  # 5.7e9 values, 4.3e9 flagged
+    if gpuscan.device_info()["memory_bytes"] < 40 * 10**9:
+        pytest.skip("needs about 27 GB of device memory")
+    a = cp.tile(cp.arange(256, dtype=cp.uint8), n // 256)
+    flags = cp.tile(cp.array([1, 1, 1, 0], dtype=cp.uint8), n // 4)
+    out, count = gpuscan.split(a, flags)
+    del flags
+    assert count == 3 * n // 4 > 2**32
+    got = cp.asarray(out)
+    assert bool(cp.array_equal(got[count:], a[3::4]))
+    assert bool(cp.array_equal(got[:count], a.reshape(-1, 4)[:, :3].ravel()))
+    del got, out
+    comp = gpuscan.compact(a, cp.tile(cp.array([0, 1, 0, 0], dtype=cp.uint8), n // 4))
+    assert comp.shape == (n // 4,)
+    assert bool(cp.array_equal(cp.asarray(comp), a[1::4]))
