@@ -97,8 +97,12 @@ int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_de
         return gs_cuda_run_host(scan, reduce);
 #endif
     Py_BEGIN_ALLOW_THREADS rc = scan != NULL ? gs_cpu_scan(scan) : gs_cpu_reduce(reduce);
-    Py_END_ALLOW_THREADS if (rc == -ENOMEM)
-    {
+    Py_END_ALLOW_THREADS return gs_cpu_status(rc);
+}
+
+int gs_cpu_status(int rc)
+{
+    if (rc == -ENOMEM) {
         PyErr_NoMemory();
         return -1;
     }

@@ -39,4 +39,8 @@ int gs_cpu_scan(const gs_scan_desc *d);
  * add compensated, within the bound; the grouping depends on rows and row_len only. */
 int gs_cpu_reduce(const gs_reduce_desc *d);
 
+/* Split or compact as described by `d` (see gs_split_desc); *count receives the flagged count.
+ * With d->out == NULL it only counts.  Stable; the same bytes on any thread count. */
+int gs_cpu_split(const gs_split_desc *d, int64_t *count);
+
 #endif /* GS_CPU_H */

@@ -12,7 +12,9 @@
  *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
  *   scan.c         scan() and segmented_scan(), their host path; scan_device.c their device
  *                  path;
- *   reduce.c       reduce(): its host path and, in a CUDA build, its device path.
+ *   reduce.c       reduce(): its host path and, in a CUDA build, its device path;
+ *   split.c        split() and compact(): their CPU path and, in a CUDA build, their device
+ *                  path (NumPy operands uploaded).
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -60,6 +62,10 @@ int gs_require_cuda(void);
  * RuntimeError naming the errno); CUDA uploads, runs and downloads (gs_cuda_run_host).
  * Honours Ctrl-C when it returns. */
 int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce);
+
+/* A CPU backend's return code (cpu.h) as the call's outcome, with the GIL held: MemoryError for
+ * -ENOMEM, RuntimeError naming any other errno, else whatever Ctrl-C raised (or 0). */
+int gs_cpu_status(int rc);
 
 /* ---- args.c --------------------------------------------------------------------------- */
 
@@ -301,6 +307,16 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_segmented_scan_doc[];
 
 #ifdef GS_HAVE_CUDA
+/* A NumPy operand uploaded: C order, native `dtype`, into *up (a pool buffer the caller frees);
+ * *v views it.  Raises on failure. */
+int gs_devview_upload(PyArrayObject *host, gs_dtype dtype, gs_devview *v, void **up);
+
+/* View v as one dimension of its elements in C order, gathered into *tmp (a pool buffer the
+ * caller frees) when its layout is not already that: always when `contiguous` is set, else
+ * only when it has several dimensions (a strided 1-D view is left for a later converting
+ * copy). */
+cudaError_t gs_devview_flatten(gs_devview *v, int contiguous, void **tmp, gs_cuda_fail *fail);
+
 /* The scan when the input, the flags or `out` lives on the device (CUDA backend only).  `in`,
  * `flags` and `out` are operands (flags NULL: not segmented; out->host and out->on_device both
  * zero: no out=); the result has shape `rshape` (rnd dimensions).  Returns the result. */
@@ -312,5 +328,12 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
 
 PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_reduce_doc[];
+
+/* ---- split.c -------------------------------------------------------------------------- */
+
+PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_split_doc[];
+PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_compact_doc[];
 
 #endif /* GPUSCAN_H */

@@ -135,16 +135,30 @@ static PyObject *scan_tile_items(PyObject *self, PyObject *unused)
     return PyLong_FromLong(GS_NV);
 }
 
+/* A count of values, n >= 0, from a Python int. */
+static int size_arg(PyObject *arg, int64_t *n)
+{
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return -1;
+    }
+    *n = (int64_t)v;
+    return 0;
+}
+
 static PyObject *scan_scratch_bytes(PyObject *self, PyObject *arg)
 {
-    long long n = PyLong_AsLongLong(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
-        return NULL;
-    }
-    return PyLong_FromSize_t(gs_scan_scratch_bytes((int64_t)n));
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_scan_scratch_bytes(n));
+}
+
+static PyObject *split_scratch_bytes(PyObject *self, PyObject *arg)
+{
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_split_scratch_bytes(n));
 }
 
 static PyObject *reduce_chunk_items(PyObject *self, PyObject *unused)
@@ -181,6 +195,9 @@ static PyMethodDef methods[] = {
       METH_VARARGS | METH_KEYWORDS, gs_segmented_scan_doc },
     { "reduce", (PyCFunction)(void (*)(void))gs_reduce, METH_VARARGS | METH_KEYWORDS,
       gs_reduce_doc },
+    { "split", (PyCFunction)(void (*)(void))gs_split, METH_VARARGS | METH_KEYWORDS, gs_split_doc },
+    { "compact", (PyCFunction)(void (*)(void))gs_compact, METH_VARARGS | METH_KEYWORDS,
+      gs_compact_doc },
     { "backend", backend, METH_NOARGS, backend_doc },
     { "device_info", device_info, METH_NOARGS, device_info_doc },
     { "to_device", gs_to_device, METH_O, to_device_doc },
@@ -188,6 +205,8 @@ static PyMethodDef methods[] = {
       "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
     { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
+    { "_split_scratch_bytes", split_scratch_bytes, METH_O,
+      "_split_scratch_bytes(n)\n--\n\nScratch bytes of a device split over n values, for tests." },
     { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
       "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
       "for tests." },
@@ -199,8 +218,8 @@ static PyMethodDef methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
-PyDoc_STRVAR(module_doc, "gpuscan's C extension: parallel scan and reduction primitives on CUDA "
-                         "or the CPU.");
+PyDoc_STRVAR(module_doc, "gpuscan's C extension: parallel scan, reduction and split primitives "
+                         "on CUDA or the CPU.");
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_gpuscan", module_doc, -1, methods,

@@ -62,9 +62,7 @@ static int views_overlap(const gs_devview *a, const gs_devview *b)
     return alo < bhi && blo < ahi;
 }
 
-/* A NumPy operand uploaded: C order, native `dtype`, into *up (a pool buffer the caller frees);
- * *v views it.  Raises on failure. */
-static int upload_view(PyArrayObject *host, gs_dtype dtype, gs_devview *v, void **up)
+int gs_devview_upload(PyArrayObject *host, gs_dtype dtype, gs_devview *v, void **up)
 {
     gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
     PyArray_Descr *descr = gs_descr(dtype);
@@ -89,11 +87,7 @@ error:
     return rc;
 }
 
-/* View v as one dimension of its elements in C order, gathered into *tmp (a pool buffer the
- * caller frees) when its layout is not already that: always when `contiguous` is set, else
- * only when it has several dimensions (a strided 1-D view is left for a later converting
- * copy). */
-static cudaError_t flatten(gs_devview *v, int contiguous, void **tmp, gs_cuda_fail *fail)
+cudaError_t gs_devview_flatten(gs_devview *v, int contiguous, void **tmp, gs_cuda_fail *fail)
 {
     int64_t n = gs_devview_size(v);
     gs_devview c;
@@ -136,7 +130,7 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
     /* 1. The input (and flags) as device views: in place, or uploaded from the host. */
     if (in->on_device)
         src = in->dev;
-    else if (upload_view(in->host, plan->in_type, &src, &up) < 0)
+    else if (gs_devview_upload(in->host, plan->in_type, &src, &up) < 0)
         goto error;
     n = gs_devview_size(&src);
     if (flags != NULL) {
@@ -144,7 +138,7 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
             heads = flags->dev;
         } else {
             if (gs_dtype_from_descr(PyArray_DESCR(flags->host), "flags", &flag_type) < 0 ||
-                upload_view(flags->host, flag_type, &heads, &up_heads) < 0)
+                gs_devview_upload(flags->host, flag_type, &heads, &up_heads) < 0)
                 goto error;
         }
         flag_type = heads.dtype;
@@ -154,9 +148,9 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
      *    contiguous at their own width. */
     whole = axis < 0 || src.ndim <= 1;
     if (whole) {
-        if (flatten(&src, 0, &flat, &fail) != cudaSuccess)
+        if (gs_devview_flatten(&src, 0, &flat, &fail) != cudaSuccess)
             goto error;
-        if (flags != NULL && flatten(&heads, 1, &flat_heads, &fail) != cudaSuccess)
+        if (flags != NULL && gs_devview_flatten(&heads, 1, &flat_heads, &fail) != cudaSuccess)
             goto error;
         axis = 0;
     }

@@ -17,6 +17,12 @@ segmented_scan(a, flags, op="add", *, exclusive=False, dtype=None, out=None, alg
 reduce(a, op="add", *, axis=None, dtype=None, keepdims=False)
     ``np.add.reduce(a)`` and friends for the same ops: ``axis`` None, an int or a tuple; a
     NumPy scalar for a full reduction; min/max of nothing is a ``ValueError`` as in NumPy.
+split(a, flags)
+    Stable partition: ``(out, count)``, the elements of ``a`` whose flag is nonzero first, then
+    the others, each group in order (``a`` and ``flags`` the same shape, flattened in C order;
+    values moved bit for bit); ``count`` (a Python int) is the number flagged.
+compact(a, flags)
+    The flagged elements in order: ``a[flags != 0]`` flattened.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -44,10 +50,12 @@ try:
         DeviceArray,
         GpuscanError,
         backend,
+        compact,
         device_info,
         reduce,
         scan,
         segmented_scan,
+        split,
         to_device,
     )
 except ImportError as exc:
@@ -67,9 +75,11 @@ __all__ = [
     "GpuscanError",
     "__version__",
     "backend",
+    "compact",
     "device_info",
     "reduce",
     "scan",
     "segmented_scan",
+    "split",
     "to_device",
 ]

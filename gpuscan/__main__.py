@@ -52,6 +52,13 @@ class Data:
     def _make_f32_cols(self):
         return self.get("f32")[: self.n // 1000 * 1000].reshape(-1, 1000)
 
+    def _make_f32_half(self):
+        # Values with their flags, each set with probability 1/2: (values, bool flags).
+        return self.get("f32"), self.rng.random(self.n) < 0.5
+
+    def _make_i32_half(self):
+        return self.get("i32"), self.rng.random(self.n) < 0.5
+
     def _make_i32_seg(self):
         # Segments of 1000 elements on average: (values, bool flags).
         return self.get("i32"), self.rng.random(self.n) < 1e-3
@@ -231,11 +238,36 @@ REDUCE_CASES = [
      check_sum_bound(0)),
 ]
 
+def split_reference(x, flags):
+    """NumPy's stable partition: the flagged values, then the others, and their count."""
+    return np.concatenate([x[flags], x[~flags]]), int(flags.sum())
+
+
+def check_split(out, ref, x):
+    """split's (out, count) against NumPy's, bit for bit."""
+    ok, note = check_equal(np.asarray(out[0]), np.asarray(ref[0]), x)
+    if ok and out[1] != ref[1]:
+        return False, f"count {out[1]}, NumPy {ref[1]}"
+    return ok, note
+
+
+SPLIT_CASES = [
+    ("float32, bool flags (half set)", "f32_half",
+     lambda xf: gpuscan.split(*xf),
+     lambda xf: split_reference(*xf),
+     lambda out, ref, xf: check_split(out, ref, xf[0])),
+    ("int32 compact, bool flags", "i32_half",
+     lambda xf: gpuscan.compact(*xf),
+     lambda xf: xf[0][xf[1]],
+     lambda out, ref, xf: check_equal(out, ref, xf[0])),
+]
+
 # Every primitive the demo knows; those this build lacks are skipped.  Adding one is one entry.
 PRIMITIVES = {
     "scan": SCAN_CASES,
     "segmented_scan": SEGMENTED_CASES,
     "reduce": REDUCE_CASES,
+    "split": SPLIT_CASES,
 }
 
 
@@ -260,7 +292,8 @@ def run_case(data, label, data_name, run, reference, check, repeat):
     try:
         out, t_gs = best_time(run, x, repeat)
         ref, t_np = best_time(reference, x, repeat)
-        ok, note = check(np.asarray(out), np.asarray(ref), x)
+        # A tuple (split's (out, count)) goes to its check as it is.
+        ok, note = check(*(r if isinstance(r, tuple) else np.asarray(r) for r in (out, ref)), x)
     except Exception as exc:  # a failing case is reported, and the others still run
         return False, math.inf, math.inf, f"{type(exc).__name__}: {exc}"
     return ok, t_gs, t_np, note

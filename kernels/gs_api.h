@@ -76,6 +76,23 @@ typedef struct gs_copy_desc {
     int64_t dst_strides[GS_MAX_NDIM];
 } gs_copy_desc;
 
+/*
+ * One split (stable partition) or compact: the n values of `in` (moved as bits of in_type's
+ * width: any dtype, NaN payloads kept) whose flag is nonzero (flags[i] in flag_type: for floats
+ * -0.0 is zero and NaN nonzero) go first, in order, then (split only) the others, in order.
+ * `out` holds n values (split) or the flagged count (compact) and never overlaps `in` or
+ * `flags`.
+ */
+typedef struct gs_split_desc {
+    const void *in;
+    const void *flags;
+    void *out;
+    int64_t n;
+    gs_dtype in_type;
+    gs_dtype flag_type;
+    int compact;
+} gs_split_desc;
+
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -92,6 +109,16 @@ cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratc
 
 /* Enqueue the strided converting copy on `stream`. */
 cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
+
+/* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
+ * (gs_config.h) kept between them.  gs_cuda_split_count zeroes the descriptors and runs the
+ * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
+ * uint64, which a compact downloads to size its output.  gs_cuda_split_scatter then writes
+ * d->out.  Both return the first CUDA error. */
+cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                cudaStream_t stream);
+cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
 
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */

@@ -74,6 +74,25 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
     return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles);
 }
 
+/*
+ * Scratch of one split or compact over n values (kernels/split.cu): the total flagged count
+ * (8 bytes, padded to a line), one look-back descriptor per tile (zeroed before the launch),
+ * then the flags as one bit per value, GS_NV / 8 bytes per tile (written in full by the count
+ * pass, never zeroed).  Pure, so the tests can check it.
+ */
+static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
+{
+    return GS_SCRATCH_ALIGN + gs_round_up(GS_TILE_DESC_BYTES * gs_scan_tiles(n), GS_SCRATCH_ALIGN);
+}
+
+static inline size_t gs_split_scratch_bytes(int64_t n)
+{
+    int64_t tiles = gs_scan_tiles(n);
+    if (tiles == 0)
+        return 0;
+    return (size_t)(gs_split_mask_offset(n) + tiles * (GS_NV / 8));
+}
+
 /* Values one block of a reduction consumes per chunk of a row: a fixed size, so the grouping
  * of a float sum depends on the row length only (16 tiles: enough bytes per block to amortise
  * its final combine). */

@@ -51,6 +51,23 @@ AXIS_CASES = [(np.int32, "add"), (np.uint8, "add"), (np.int64, "mul"), (np.float
 AXIS_CASE_IDS = [f"{np.dtype(d).name}-{o}" for d, o in AXIS_CASES]
 
 
+# Memory layouts (make_layout) that the tests of two-operand functions cross for a and flags.
+LAYOUT_KINDS = ["contiguous", "stride_3", "reversed", "byteswapped", "unaligned"]
+
+# (a's shape, flags' shape) pairs that must be a ValueError: flags have exactly a's shape, with
+# no broadcasting.
+SHAPE_MISMATCHES = [
+    pytest.param((8,), (7,), id="short"),
+    pytest.param((8,), (9,), id="long"),
+    pytest.param((2, 4), (8,), id="flat_flags_for_2d"),
+    pytest.param((8,), (2, 4), id="2d_flags_for_flat"),
+    pytest.param((2, 4), (4, 2), id="transposed"),
+    pytest.param((8,), (), id="0d_flags"),
+    pytest.param((8,), (1,), id="broadcastable_1"),
+    pytest.param((2, 4), (1, 4), id="broadcastable_row"),
+]
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: large sizes (run by default and in CI)")
 

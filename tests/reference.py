@@ -1,4 +1,5 @@
-"""NumPy twins of gpuscan.scan, segmented_scan and reduce, and the error measures for float sums.
+"""NumPy twins of gpuscan.scan, segmented_scan, reduce and split, and the error measures for
+float sums.
 
 Level: test reference.  Everything here is plain NumPy, slow where it has to be exact, and
 independent of the package under test, so a test compares two computations that share nothing.
@@ -18,6 +19,10 @@ independent of the package under test, so a test compares two computations that 
                                                  return (float add: the bound per segment)
   reduce_reference(a, op, axis, dtype, keepdims)  np.<ufunc>.reduce with the contract's dtypes
   check_reduce(res, a, op, axis, dtype, keepdims) assert that res is what reduce must return
+  split_python(a, flags)                          the plain-Python split (one loop, slow)
+  split_reference(a, flags)                       the same from NumPy: concatenate(a[f], a[~f])
+  check_split(res, a, flags, compact)             assert that res is what split (or compact)
+                                                 must return, bit for bit
 """
 import math
 
@@ -434,3 +439,40 @@ def check_reduce(res, a, op="add", axis=None, dtype=None, keepdims=False):
         return
     exp = np.asarray(expected)
     assert np.all(_same_values(got, exp)), f"differs: got {got!r}, expected {exp!r}"
+
+
+def split_python(a, flags):
+    """The plain-Python split (one loop, slow): (out, count), flagged values first, in order."""
+    a, flags = np.asarray(a).ravel(), np.asarray(flags).ravel()
+    first, rest = [], []
+    for i in range(a.size):
+        (first if flags[i] != 0 else rest).append(a[i])
+    out = np.array(first + rest, dtype=a.dtype).reshape(a.size)
+    return out, len(first)
+
+
+def split_reference(a, flags):
+    """What gpuscan.split(a, flags) must return: np.concatenate([a[f], a[~f]]), f = flags != 0
+    (flattened; NumPy's truth value of a float flag: -0.0 false, NaN true)."""
+    a, f = np.asarray(a).ravel(), np.asarray(flags).ravel() != 0
+    return np.concatenate([a[f], a[~f]]), int(f.sum())
+
+
+def check_split(res, a, flags, compact=False):
+    """Assert that res is what split (or compact) must return: the same bits, dtype and count."""
+    want, count = split_reference(a, flags)
+    if compact:
+        out = res
+        want = want[:count]
+    else:
+        out, got_count = res
+        assert type(got_count) is int, f"count is {type(got_count).__name__}, not int"
+        assert got_count == count, f"count {got_count}, expected {count}"
+    out = np.asarray(out.get() if hasattr(out, "get") else out)
+    assert out.dtype == want.dtype.newbyteorder("="), f"dtype {out.dtype}, expected {want.dtype}"
+    assert out.shape == want.shape, f"shape {out.shape}, expected {want.shape}"
+    got_bits, want_bits = bits(out), bits(want.astype(out.dtype))
+    if not np.array_equal(got_bits, want_bits):
+        i = int(np.flatnonzero(got_bits != want_bits)[0])
+        raise AssertionError(f"first difference at {i} of {out.size}: {out[i]!r}, expected "
+                             f"{want[i]!r} (count {count})")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import gpuscan
-from conftest import DTYPE_IDS, DTYPES, NV, SMALL_SIZES, make_layout, random_array
+from conftest import (DTYPE_IDS, DTYPES, LAYOUT_KINDS, NV, SHAPE_MISMATCHES, SMALL_SIZES,
+                      make_layout, random_array)
 from reference import (BITWISE_OPS, OPS, bits, check_segmented_scan, identity, result_dtype,
                        segmented_scan_python, segmented_scan_reference)
 
@@ -263,11 +264,7 @@ def test_shapes(shape, rng):
         check_segmented_scan(res, a, flags, exclusive=exclusive)
 
 
-@pytest.mark.parametrize("a_shape,flags_shape", [
-    ((8,), (7,)), ((8,), (9,)), ((2, 4), (8,)), ((8,), (2, 4)), ((2, 4), (4, 2)), ((8,), ()),
-    ((8,), (1,)), ((2, 4), (1, 4)),
-], ids=["short", "long", "flat_flags_for_2d", "2d_flags_for_flat", "transposed", "0d_flags",
-        "broadcastable_1", "broadcastable_row"])
+@pytest.mark.parametrize("a_shape,flags_shape", SHAPE_MISMATCHES)
 def test_shape_mismatch(a_shape, flags_shape):
     with pytest.raises(ValueError):
         gpuscan.segmented_scan(np.zeros(a_shape), np.ones(flags_shape, bool))
@@ -280,11 +277,8 @@ def layout(kind, base):
     return base if kind == "contiguous" else make_layout(kind, base)
 
 
-KINDS = ["contiguous", "stride_3", "reversed", "byteswapped", "unaligned"]
-
-
-@pytest.mark.parametrize("flags_layout", KINDS)
-@pytest.mark.parametrize("a_layout", KINDS)
+@pytest.mark.parametrize("flags_layout", LAYOUT_KINDS)
+@pytest.mark.parametrize("a_layout", LAYOUT_KINDS)
 def test_layouts(a_layout, flags_layout, rng):
     n = 3 * NV + 7
     base = rng.integers(-2**40, 2**40, size=n, dtype=np.int64)

@@ -15,9 +15,10 @@ Paths: the decoupled look-back scan for every dtype x op, inclusive and exclusiv
 1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension); a row-wise scan (axis=1)
 and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); dtype casts
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
-other algorithms where the build has them.  Device buffers come from gpuscan.to_device and from
-CuPy with its memory pool off, so each array is its own allocation and memcheck sees
-out-of-bounds accesses at the array's end.
+other algorithms where the build has them; split and compact (every value and flag width, tile
+edges, all and none flagged, unaligned CuPy views, NumPy in/out).  Device buffers come from
+gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
+and memcheck sees out-of-bounds accesses at the array's end.
 """
 
 import argparse
@@ -341,6 +342,60 @@ def driver_cases(run, nv, reduced):
                                  np.concatenate([np.cumsum(s, dtype=np.int64) for s in
                                                  np.split(y, np.flatnonzero(g[1:]) + 1)]),
                                  "add"))
+def split_cases(run, nv, cp, reduced):
+    """split and compact: the count pass (every flag width, floats), the scatter pass (every
+    value width), partial tiles, flags at tile edges, all and none flagged, unaligned device
+    input and flags (the element-wise paths), NumPy in/out."""
+    rng = np.random.default_rng(11)
+    sizes = [nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv, nv + 1, 3 * nv + 7]
+    flag_types = (np.uint8, np.float64) if reduced else (np.bool_, np.uint8, np.int16, np.int32,
+                                                         np.uint64, np.float32, np.float64)
+
+    def check(res, x, f, compact):
+        m = np.asarray(f).ravel() != 0
+        want = x[m] if compact else np.concatenate([x[m], x[~m]])
+        out = host(res if compact else res[0])
+        u = f"u{x.dtype.itemsize}"
+        if out.shape != want.shape or not np.array_equal(out.view(u), want.view(u)):
+            return f"{'compact' if compact else 'split'} differs"
+        if not compact and res[1] != int(m.sum()):
+            return f"count {res[1]}, expected {int(m.sum())}"
+        return None
+
+    for n in sizes:
+        for dt in (np.int8, np.int16, np.int32, np.float64):
+            for fdt in flag_types:
+                x = rng.integers(-100, 100, n).astype(dt)
+                f = rng.random(n) < 0.5
+                f[[i for i in (nv - 1, nv, nv + 1) if i < n]] = True
+                f = f.astype(fdt)
+                dx, df = gpuscan.to_device(x), gpuscan.to_device(f)
+                for compact in (False, True):
+                    fn = gpuscan.compact if compact else gpuscan.split
+                    run.case(f"{fn.__name__} {np.dtype(dt).name} n={n} "
+                             f"flags={np.dtype(fdt).name}",
+                             lambda fn=fn, dx=dx, df=df, x=x, f=f, compact=compact:
+                             check(fn(dx, df), x, f, compact))
+    n = 3 * nv + 7
+    x = rng.standard_normal(n)
+    for name, f in (("all", np.ones(n, np.uint8)), ("none", np.zeros(n, np.uint8))):
+        for compact in (False, True):
+            fn = gpuscan.compact if compact else gpuscan.split
+            run.case(f"{fn.__name__} float64 {name} flagged",
+                     lambda fn=fn, f=f, compact=compact: check(
+                         fn(gpuscan.to_device(x), gpuscan.to_device(f)), x, f, compact))
+    f = rng.random(n) < 0.3
+    run.case("split float64 NumPy in/out", lambda: check(gpuscan.split(x, f), x, f, False))
+    run.case("compact float64 NumPy in/out", lambda: check(gpuscan.compact(x, f), x, f, True))
+    if cp is None:
+        return
+    # One element past a 16-byte boundary: the element-wise loads of values and flags.
+    cx = cp.asarray(rng.integers(-1000, 1000, n + 1).astype(np.int32))
+    cf = cp.asarray((rng.random(n + 1) < 0.5).astype(np.uint8))
+    for compact in (False, True):
+        fn = gpuscan.compact if compact else gpuscan.split
+        run.case(f"{fn.__name__} int32 CuPy unaligned", lambda fn=fn, compact=compact: check(
+            fn(cx[1:], cf[1:]), cp.asnumpy(cx[1:]), cp.asnumpy(cf[1:]), compact))
 
 
 def main():
@@ -385,6 +440,7 @@ def main():
     algorithm_cases(run, nv)
     segmented_and_reduce_cases(run, nv, args.reduced)
     driver_cases(run, nv, args.reduced)
+    split_cases(run, nv, cp, args.reduced)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()
