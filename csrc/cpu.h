@@ -39,4 +39,16 @@ int gs_cpu_scan(const gs_scan_desc *d);
  * add compensated, within the bound; the grouping depends on rows and row_len only. */
 int gs_cpu_reduce(const gs_reduce_desc *d);
 
+/* ---- The teaching scans (cpu_teach.c) --------------------------------------------------- */
+
+/* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its
+ * CUDA version (gs_cpu_scan hands these over). */
+int gs_cpu_teach_scan(const gs_scan_desc *d);
+
+/* One parallel step of a teaching algorithm (gs_step_desc), counting into d->work. */
+int gs_cpu_step(const gs_step_desc *d);
+
+/* The identity of `op` for dtype t, written to dst (one value of t). */
+void gs_cpu_identity(gs_op op, gs_dtype t, void *dst);
+
 #endif /* GS_CPU_H */

@@ -63,8 +63,6 @@ int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_de
 
 /* ---- args.c --------------------------------------------------------------------------- */
 
-typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
-
 /* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
 int gs_parse_op(PyObject *obj, gs_op *op);
 
@@ -243,7 +241,8 @@ cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
 void gs_cuda_free(void *ptr);
 
 /* Enqueue one scan (`scan`), or else one reduction (`reduce`): scratch from the pool (its pure
- * size function), gs_cuda_scan or gs_cuda_reduce, scratch back; synchronizes when
+ * size function), gs_cuda_scan (gs_cuda_teach_scan for a teaching algorithm) or
+ * gs_cuda_reduce, scratch back; synchronizes when
  * gs_cuda_debug_sync is set.  No GIL needed. */
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
                             gs_cuda_fail *fail);
@@ -293,6 +292,7 @@ typedef struct gs_scan_plan {
     gs_dtype in_type;      /* the input's dtype */
     gs_dtype acc_type;     /* accumulation and result dtype */
     gs_dtype scan_in_type; /* what the backend reads: in_type when the pair is direct */
+    gs_algorithm algorithm;
 } gs_scan_plan;
 
 PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
