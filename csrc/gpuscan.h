@@ -12,7 +12,8 @@
  *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
  *   scan.c         scan() and segmented_scan(), their host path; scan_device.c their device
  *                  path;
- *   reduce.c       reduce(): its host path and, in a CUDA build, its device path.
+ *   reduce.c       reduce(): its host path and, in a CUDA build, its device path;
+ *   teach.c        _trace(): the teaching scans one step at a time (gpuscan.trace).
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -307,6 +308,13 @@ extern const char gs_segmented_scan_doc[];
 PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *flags,
                          gs_operand *out, PyObject *out_obj, int rnd, const int64_t *rshape);
 #endif
+
+/* ---- teach.c -------------------------------------------------------------------------- */
+
+/* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
+ * one step at a time on the active backend -> (steps, result, work, span), steps a list of
+ * (kind, stride, values, flags or None, work of the step). */
+PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- reduce.c ------------------------------------------------------------------------- */
 

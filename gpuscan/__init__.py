@@ -17,6 +17,13 @@ segmented_scan(a, flags, op="add", *, exclusive=False, dtype=None, out=None, alg
 reduce(a, op="add", *, axis=None, dtype=None, keepdims=False)
     ``np.add.reduce(a)`` and friends for the same ops: ``axis`` None, an int or a tuple; a
     NumPy scalar for a full reduction; min/max of nothing is a ``ValueError`` as in NumPy.
+trace.scan(a, algorithm="blelloch", op="add", *, exclusive=False), trace.segmented_scan(a,
+flags, op="add", *, exclusive=False), trace.split(a, flags)
+    The teaching algorithms (Hillis-Steele, Blelloch, flagged Blelloch, split) one parallel step
+    at a time on the active backend: a ``Trace`` with ``.steps``, ``.result``, ``.work``
+    (operator applications, counted), ``.span`` (steps) and ``.plot()`` (matplotlib).  The same
+    algorithms at full size: ``scan(..., algorithm="hillis_steele" | "blelloch")`` and
+    ``segmented_scan(..., algorithm="blelloch")``.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -62,6 +69,8 @@ except ImportError as exc:
         "the repository root."
     ) from exc
 
+from gpuscan import trace  # noqa: E402  (after the extension, which it needs)
+
 __all__ = [
     "DeviceArray",
     "GpuscanError",
@@ -72,4 +81,5 @@ __all__ = [
     "scan",
     "segmented_scan",
     "to_device",
+    "trace",
 ]
