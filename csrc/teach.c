@@ -163,6 +163,12 @@ static int trace_algorithm(trace_run *r, gs_algorithm algo, int exclusive, int64
     for (r->d.s = 1; r->d.s < m; r->d.s *= 2)
         if (trace_step(r, "up") < 0)
             return -1;
+    if (m == 1) { /* a tree of one leaf: the root is cleared with no down-sweep step */
+        gs_val id;
+        gs_cpu_identity(r->d.op, r->d.type, &id);
+        if (trace_copy(r, r->buf[0], &id, gs_dtype_size(r->d.type), 0) < 0)
+            return -1;
+    }
     r->d.kind = GS_STEP_DOWN;
     for (r->d.s = m / 2; r->d.s >= 1; r->d.s /= 2) {
         r->d.clear_root = r->d.s == m / 2;
@@ -308,8 +314,6 @@ PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs)
         PyObject *res = trace_snapshot(&r, r.buf[0], m, r.d.type);
         if (res == NULL)
             goto finally;
-        if (algo == GS_ALGO_BLELLOCH && m == 1 && exclusive) /* no tree: the identity */
-            gs_cpu_identity(r.d.op, r.d.type, PyArray_DATA((PyArrayObject *)res));
         ret = Py_BuildValue("(NNKi)", r.steps, res, r.total, r.span);
         r.steps = NULL;
     }

@@ -265,7 +265,7 @@ def split(a, flags):
     out[addr] = a
     arrays = {"e": e, "f": f, "NF": nf, "t": t, "addr": addr, "out": out}
     steps = [("e", e), ("f = exclusive scan of e", f), ("NF = f[-1] + e[-1]", np.array([nf])),
-             ("t = i - f + NF", t), ("addr = e ? f : t", addr), ("out[addr] = a", out)]
+             ("t = i - f + NF", t), ("addr = e ? f : t", addr), ("out: out[addr] = a", out)]
     work = f_trace.work + (1 if a.size else 0)
     return Trace("split", "add", steps, (out, nf), work, f_trace.span + 4, arrays=arrays,
                  n=a.size)
