@@ -52,6 +52,8 @@ class Trace:
         The scan (the first n values of the last array), or ``(out, count)`` for ``split``.
     work : int
         Operator applications performed, counted while the steps ran.
+    step_work : list of int
+        The same count for each entry of ``steps`` (0 for the start).
     span : int
         Parallel steps (kernel launches on CUDA).
     arrays : dict
@@ -69,6 +71,7 @@ class Trace:
         self.flag_steps = flag_steps
         self.arrays = arrays if arrays is not None else {}
         self.n = n
+        self.step_work = []
         self._kinds = list(kinds)  # (kind, stride) per entry of steps, for plot()
 
     def __repr__(self):
@@ -188,9 +191,10 @@ def _run(algorithm, a, flags, op, exclusive):
     raw, result, work, span = _gpuscan._trace(algorithm, a, flags, op, exclusive)
     n = np.asarray(a).size
     name = _op_name(op)
-    steps, kinds, flag_steps = [], [], []
+    steps, kinds, flag_steps, step_work = [], [], [], []
     first_down = True
-    for kind, s, vals, fl, _ in raw:
+    for kind, s, vals, fl, w in raw:
+        step_work.append(int(w))
         steps.append((_label(kind, s, name, kind == "down" and first_down,
                              algorithm == "hillis_steele" and exclusive, len(vals) > n), vals))
         if kind == "down":
@@ -198,8 +202,10 @@ def _run(algorithm, a, flags, op, exclusive):
         kinds.append((kind, s))
         flag_steps.append(fl)
     algo = "segmented_blelloch" if flags is not None else algorithm
-    return Trace(algo, name, steps, result[:n], work, span, kinds,
-                 flag_steps if flags is not None else None, n=n)
+    t = Trace(algo, name, steps, result[:n], work, span, kinds,
+              flag_steps if flags is not None else None, n=n)
+    t.step_work = step_work
+    return t
 
 
 def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
