@@ -75,12 +75,13 @@ int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
         *algo = GS_ALGO_AUTO;
         return 0;
     }
-    if ((!segmented && strcmp(name, "hillis_steele") == 0) || strcmp(name, "blelloch") == 0) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "algorithm='%s' is a valid choice but is not implemented yet; "
-                     "use algorithm='auto'",
-                     name);
-        return -1;
+    if (strcmp(name, "blelloch") == 0) {
+        *algo = GS_ALGO_BLELLOCH;
+        return 0;
+    }
+    if (!segmented && strcmp(name, "hillis_steele") == 0) {
+        *algo = GS_ALGO_HILLIS_STEELE;
+        return 0;
     }
     if (segmented)
         PyErr_Format(PyExc_ValueError, "algorithm must be 'auto' or 'blelloch', got '%s'", name);

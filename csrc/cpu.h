@@ -42,5 +42,16 @@ int gs_cpu_reduce(const gs_reduce_desc *d);
 /* Split or compact as described by `d` (see gs_split_desc); *count receives the flagged count.
  * With d->out == NULL it only counts.  Stable; the same bytes on any thread count. */
 int gs_cpu_split(const gs_split_desc *d, int64_t *count);
+/* ---- The teaching scans (cpu_teach.c) --------------------------------------------------- */
+
+/* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its
+ * CUDA version (gs_cpu_scan hands these over). */
+int gs_cpu_teach_scan(const gs_scan_desc *d);
+
+/* One parallel step of a teaching algorithm (gs_step_desc), counting into d->work. */
+int gs_cpu_step(const gs_step_desc *d);
+
+/* The identity of `op` for dtype t, written to dst (one value of t). */
+void gs_cpu_identity(gs_op op, gs_dtype t, void *dst);
 
 #endif /* GS_CPU_H */

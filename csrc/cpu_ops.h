@@ -1,8 +1,8 @@
 /*
  * cpu_ops.h - the operators of the CPU backend for one dtype: a op b, for every operator the
- * dtype has (the bitwise ones only for bool and integers).  Included once per dtype by each
- * body (cpu_scan_body.h, cpu_reduce_body.h), inside cpu_stamp.h's parameters and the body's
- * GS_FN; no include guard.
+ * dtype has (the bitwise ones only for bool and integers), and their identities.  Included once
+ * per dtype by each body (cpu_scan_body.h, cpu_reduce_body.h, cpu_teach_body.h), inside
+ * cpu_stamp.h's parameters and the body's GS_FN; no include guard.
  *
  * Integers wrap in GS_U (unsigned: no undefined overflow); bool add/max/or are logical or,
  * mul/min/and logical and (NumPy's bool arithmetic); float min/max follow np.minimum and
@@ -56,4 +56,28 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
         return (GS_T)(a ^ b);
     }
 #endif
+}
+
+/* The operator's identity (-0 for float add: -0 + x == x for every x, -0 included). */
+static GS_ALWAYS_INLINE GS_T GS_FN(op_identity)(const gs_op op)
+{
+    switch (op) {
+    case GS_OP_ADD:
+        return (GS_T)-0.0;
+    case GS_OP_MUL:
+        return 1;
+    case GS_OP_MIN:
+        return GS_MAX;
+    case GS_OP_MAX:
+        return GS_MIN;
+#if GS_KIND == 'b'
+    case GS_OP_AND:
+        return 1;
+#elif GS_KIND != 'f'
+    case GS_OP_AND:
+        return (GS_T) ~(GS_U)0; /* all ones */
+#endif
+    default:
+        return 0;
+    }
 }

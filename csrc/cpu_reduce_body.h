@@ -30,32 +30,6 @@
 
 #include "cpu_ops.h"
 
-/* The operator's identity. */
-static GS_ALWAYS_INLINE GS_T GS_FN(identity)(const gs_op op)
-{
-    switch (op) {
-    case GS_OP_ADD:
-        /* -0 for floats: -0 + x == x for every x, -0 included, so lanes add nothing of their
-         * own; the sign NumPy gives an all -0 sum is settled in `value`. */
-        return (GS_T)-0.0;
-    case GS_OP_MUL:
-        return 1;
-    case GS_OP_MIN:
-        return GS_MAX;
-    case GS_OP_MAX:
-        return GS_MIN;
-#if GS_KIND == 'b'
-    case GS_OP_AND:
-        return 1;
-#elif GS_KIND != 'f'
-    case GS_OP_AND:
-        return (GS_T) ~(GS_U)0; /* all ones */
-#endif
-    default:
-        return 0;
-    }
-}
-
 #if GS_KIND == 'f'
 #define GS_L (GS_CPU_LANE_BYTES / (int)sizeof(GS_T))
 
@@ -147,7 +121,7 @@ static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, i
         int k;
 
         for (k = 0; k < GS_L; k++) {
-            hi[k] = GS_FN(identity)(op);
+            hi[k] = GS_FN(op_identity)(op);
             lo[k] = 0;
             nan[k] = 0;
         }
@@ -159,7 +133,7 @@ static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, i
              * it is; the lanes are only ever indexed by constants, so they stay in registers. */
             GS_T t[GS_L];
             for (k = 0; k < GS_L; k++)
-                t[k] = i + k < blen ? p[i + k] : GS_FN(identity)(op);
+                t[k] = i + k < blen ? p[i + k] : GS_FN(op_identity)(op);
             for (k = 0; k < GS_L; k++)
                 GS_FN(lane_step)(op, &hi[k], &lo[k], &nan[k], t[k]);
         }
@@ -213,7 +187,7 @@ static GS_ALWAYS_INLINE void GS_FN(fold_int)(const gs_op op, const GS_T *in, int
 /* The partial of in[0, len) (gs_reduce_kernels.fold): *p starts at the identity. */
 static void GS_FN(fold)(gs_op op, const void *in, int64_t len, gs_part *p)
 {
-    p->hi.GS_SFX = GS_FN(identity)(op);
+    p->hi.GS_SFX = GS_FN(op_identity)(op);
     p->lo.GS_SFX = 0;
 #if GS_KIND == 'f'
 #define GS_FOLD(o) GS_FN(fold_float)(o, in, len, p)

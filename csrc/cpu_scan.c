@@ -286,6 +286,8 @@ int gs_cpu_scan(const gs_scan_desc *d)
         return -EINVAL;
     if (d->n == 0)
         return 0;
+    if (d->algorithm != GS_ALGO_AUTO)
+        return gs_cpu_teach_scan(d);
 
     j.d = d;
     j.k = &gs_kernels_of[d->out_type];

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "gs_config.h"
+#include "gs_teach.h"
 
 cudaStream_t gs_cuda_stream;
 int gs_cuda_device;
@@ -172,12 +173,16 @@ void gs_cuda_free(void *ptr)
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
                             gs_cuda_fail *fail)
 {
-    size_t scratch_bytes = scan != NULL ? gs_scan_scratch_bytes(scan->n)
-                                        : gs_reduce_scratch_bytes(reduce->rows, reduce->row_len);
+    const int teach = scan != NULL && scan->algorithm != GS_ALGO_AUTO;
+    size_t scratch_bytes =
+        scan != NULL ? (teach ? gs_teach_scratch_bytes(scan) : gs_scan_scratch_bytes(scan->n))
+                     : gs_reduce_scratch_bytes(reduce->rows, reduce->row_len);
     void *scratch = NULL;
 
     GS_CUDA_ALLOC(*fail, scratch, scratch_bytes);
-    if (scan != NULL)
+    if (teach)
+        GS_CUDA_CHECK(*fail, gs_cuda_teach_scan(scan, scratch, scratch_bytes, gs_cuda_stream));
+    else if (scan != NULL)
         GS_CUDA_CHECK(*fail, gs_cuda_scan(scan, scratch, scratch_bytes, gs_cuda_stream));
     else
         GS_CUDA_CHECK(*fail, gs_cuda_reduce(reduce, scratch, scratch_bytes, gs_cuda_stream));

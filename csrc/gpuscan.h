@@ -15,6 +15,7 @@
  *   reduce.c       reduce(): its host path and, in a CUDA build, its device path;
  *   split.c        split() and compact(): their CPU path and, in a CUDA build, their device
  *                  path (NumPy operands uploaded).
+ *   teach.c        _trace(): the teaching scans one step at a time (gpuscan.trace).
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -68,8 +69,6 @@ int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_de
 int gs_cpu_status(int rc);
 
 /* ---- args.c --------------------------------------------------------------------------- */
-
-typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
 
 /* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
 int gs_parse_op(PyObject *obj, gs_op *op);
@@ -249,7 +248,8 @@ cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
 void gs_cuda_free(void *ptr);
 
 /* Enqueue one scan (`scan`), or else one reduction (`reduce`): scratch from the pool (its pure
- * size function), gs_cuda_scan or gs_cuda_reduce, scratch back; synchronizes when
+ * size function), gs_cuda_scan (gs_cuda_teach_scan for a teaching algorithm) or
+ * gs_cuda_reduce, scratch back; synchronizes when
  * gs_cuda_debug_sync is set.  No GIL needed. */
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
                             gs_cuda_fail *fail);
@@ -299,6 +299,7 @@ typedef struct gs_scan_plan {
     gs_dtype in_type;      /* the input's dtype */
     gs_dtype acc_type;     /* accumulation and result dtype */
     gs_dtype scan_in_type; /* what the backend reads: in_type when the pair is direct */
+    gs_algorithm algorithm;
 } gs_scan_plan;
 
 PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
@@ -323,6 +324,13 @@ cudaError_t gs_devview_flatten(gs_devview *v, int contiguous, void **tmp, gs_cud
 PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *flags,
                          gs_operand *out, PyObject *out_obj, int rnd, const int64_t *rshape);
 #endif
+
+/* ---- teach.c -------------------------------------------------------------------------- */
+
+/* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
+ * one step at a time on the active backend -> (steps, result, work, span), steps a list of
+ * (kind, stride, values, flags or None, work of the step). */
+PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- reduce.c ------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 
 #include "cpu.h"
 #include "gs_config.h"
+#include "gs_teach.h"
 
 PyObject *gs_GpuscanError;
 PyObject *gs_AxisError;
@@ -178,6 +179,51 @@ static PyObject *reduce_scratch_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(gs_reduce_scratch_bytes((int64_t)rows, (int64_t)row_len));
 }
 
+static PyObject *teach_tile_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_TEACH_TILE);
+}
+
+static PyObject *teach_scratch_bytes(PyObject *self, PyObject *args)
+{
+    const char *algorithm;
+    long long n, row_len;
+    int itemsize, segmented, in_place;
+    gs_scan_desc d;
+    gs_algorithm algo;
+    if (!PyArg_ParseTuple(args, "sLLipp:_teach_scratch_bytes", &algorithm, &n, &row_len, &itemsize,
+                          &segmented, &in_place))
+        return NULL;
+    if (gs_parse_algorithm(algorithm, segmented, &algo) < 0)
+        return NULL;
+    if (n < 0 || row_len < 0 || gs_dtype_from_kind('u', itemsize, &d.out_type) < 0) {
+        PyErr_SetString(PyExc_ValueError, "n, row_len >= 0 and an item size of 1, 2, 4 or 8");
+        return NULL;
+    }
+    d.n = n;
+    d.row_len = row_len;
+    d.algorithm = algo;
+    d.flags = segmented ? &d : NULL; /* only whether there are flags counts */
+    d.in = &d;
+    d.out = in_place ? (void *)&d : (void *)&d.n;
+    return PyLong_FromSize_t(gs_teach_scratch_bytes(&d));
+}
+
+static PyObject *teach_set_unpadded(PyObject *self, PyObject *flag)
+{
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+#ifdef GS_HAVE_CUDA
+    int was = gs_teach_unpadded;
+    gs_teach_unpadded = on;
+    return PyBool_FromLong(was);
+#else
+    PyErr_SetString(PyExc_RuntimeError, "the Blelloch tiles exist in CUDA builds only");
+    return NULL;
+#endif
+}
+
 static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
 {
 #ifdef GS_HAVE_CUDA
@@ -213,6 +259,20 @@ static PyMethodDef methods[] = {
     { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
       "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
       "tests." },
+    { "_trace", (PyCFunction)(void (*)(void))gs_trace, METH_VARARGS | METH_KEYWORDS,
+      "_trace(algorithm, a, flags=None, op='add', exclusive=False)\n--\n\n"
+      "A teaching scan one parallel step at a time on the active backend, for gpuscan.trace: "
+      "(steps, result, work, span), each step (kind, stride, values, flags or None, work)." },
+    { "_teach_tile_items", teach_tile_items, METH_NOARGS,
+      "_teach_tile_items()\n--\n\nValues per tile of the Blelloch scan on CUDA "
+      "(GS_TEACH_TILE), for tests." },
+    { "_teach_scratch_bytes", teach_scratch_bytes, METH_VARARGS,
+      "_teach_scratch_bytes(algorithm, n, row_len, out_itemsize, segmented, in_place)\n--\n\n"
+      "Scratch bytes of a teaching scan on CUDA, for tests." },
+    { "_teach_set_unpadded", teach_set_unpadded, METH_O,
+      "_teach_set_unpadded(flag)\n--\n\nRun the Blelloch tiles without bank-conflict padding "
+      "(True) or with it (False, the default); returns the previous setting.  CUDA builds "
+      "only: the tests run both shared-memory layouts." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { NULL, NULL, 0, NULL },

@@ -46,7 +46,14 @@ const char gs_scan_doc[] =
     "    accumulation dtype unless ``dtype`` is given.  It is returned.\n"
     "algorithm : str, optional\n"
     "    'auto' (a single-pass scan with decoupled look-back on CUDA, multi-threaded on the\n"
-    "    CPU); 'hillis_steele' and 'blelloch' are reserved for the teaching algorithms.\n\n"
+    "    CPU, the fastest), or a teaching algorithm, run as the textbook runs it on either\n"
+    "    backend: 'hillis_steele' (ceil(log2 n) steps, one kernel launch each, step d\n"
+    "    making next[i] = prev[i - 2**d] op prev[i] between two buffers that swap roles; an\n"
+    "    exclusive scan reads the input shifted right by one with the identity in front) or\n"
+    "    'blelloch' (the work-efficient up-sweep / down-sweep, a tile per CUDA block in\n"
+    "    shared memory, the tiles' totals scanned recursively and added back).  All give the\n"
+    "    same integers; float sums differ from 'auto' in the last bits (other trees).  See\n"
+    "    gpuscan.trace for the steps.\n\n"
     "Returns\n"
     "-------\n"
     "numpy.ndarray or DeviceArray\n"
@@ -61,8 +68,7 @@ const char gs_scan_doc[] =
     "    on the CPU backend.\n"
     "numpy.exceptions.AxisError\n"
     "    ``axis`` out of range.\n"
-    "NotImplementedError\n"
-    "    algorithm='hillis_steele' or 'blelloch' (not implemented yet).\n"
+
     "GpuscanError\n"
     "    A CUDA call failed (the message names it); MemoryError when device memory runs out.\n\n"
     "Examples\n"
@@ -109,8 +115,11 @@ const char gs_segmented_scan_doc[] =
     "    Where to put the result: ``a``'s shape, any strides; it may be ``a`` itself.  Its\n"
     "    dtype is the accumulation dtype unless ``dtype`` is given.  It is returned.\n"
     "algorithm : str, optional\n"
-    "    'auto' (the single-pass scan with segment heads carried through its look-back);\n"
-    "    'blelloch' (the flagged up-sweep/down-sweep) is reserved for the teaching version.\n\n"
+    "    'auto' (the single-pass scan with segment heads carried through its look-back,\n"
+    "    the fastest) or 'blelloch' (the flagged up-sweep / down-sweep of the textbook: the\n"
+    "    right child is reset to the identity where the original flag right after the left\n"
+    "    child is set; a tile per CUDA block, tiles' totals scanned recursively with their\n"
+    "    heads).  Both give the same integers.\n\n"
     "Returns\n"
     "-------\n"
     "numpy.ndarray or DeviceArray\n"
@@ -124,8 +133,7 @@ const char gs_segmented_scan_doc[] =
     "TypeError\n"
     "    Unsupported dtype of ``a`` or ``flags``, a bitwise op on floats, an ``out`` the\n"
     "    input cannot be cast to under 'same_kind', or a device array on the CPU backend.\n"
-    "NotImplementedError\n"
-    "    algorithm='blelloch' (not implemented yet).\n"
+
     "GpuscanError\n"
     "    A CUDA call failed (the message names it); MemoryError when device memory runs out.\n\n"
     "See Also\n"
@@ -274,6 +282,7 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
         d.flag_type = flag_type;
         d.op = plan->op;
         d.exclusive = plan->exclusive;
+        d.algorithm = plan->algorithm;
         if (gs_run_host(backend, &d, NULL) < 0)
             goto finally;
     }
@@ -446,6 +455,7 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
         goto finally;
     if (scan_begin(&c, a, op_obj, exclusive, out_obj) < 0)
         goto finally;
+    c.plan.algorithm = algo;
 
     /* The axis and the result's shape: 1-D for axis=None and for 0-d input (as np.cumsum). */
     if (axis_obj != Py_None &&
@@ -490,6 +500,7 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
         goto finally;
     if (scan_begin(&c, a, op_obj, exclusive, out_obj) < 0)
         goto finally;
+    c.plan.algorithm = algo;
 
     /* The flags: any supported dtype, exactly a's shape (no broadcasting). */
     if (gs_operand_get(flags_obj, &c.flags) < 0 ||

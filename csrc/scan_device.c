@@ -222,6 +222,7 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
         d.flag_type = flag_type;
         d.op = plan->op;
         d.exclusive = plan->exclusive;
+        d.algorithm = plan->algorithm;
         Py_BEGIN_ALLOW_THREADS(void) gs_cuda_enqueue(&d, NULL, &fail);
         Py_END_ALLOW_THREADS if (fail.err != cudaSuccess) goto error;
     }

@@ -23,6 +23,13 @@ split(a, flags)
     values moved bit for bit); ``count`` (a Python int) is the number flagged.
 compact(a, flags)
     The flagged elements in order: ``a[flags != 0]`` flattened.
+trace.scan(a, algorithm="blelloch", op="add", *, exclusive=False), trace.segmented_scan(a,
+flags, op="add", *, exclusive=False), trace.split(a, flags)
+    The teaching algorithms (Hillis-Steele, Blelloch, flagged Blelloch, split) one parallel step
+    at a time on the active backend: a ``Trace`` with ``.steps``, ``.result``, ``.work``
+    (operator applications, counted), ``.span`` (steps) and ``.plot()`` (matplotlib).  The same
+    algorithms at full size: ``scan(..., algorithm="hillis_steele" | "blelloch")`` and
+    ``segmented_scan(..., algorithm="blelloch")``.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -70,6 +77,8 @@ except ImportError as exc:
         "the repository root."
     ) from exc
 
+from gpuscan import trace  # noqa: E402  (after the extension, which it needs)
+
 __all__ = [
     "DeviceArray",
     "GpuscanError",
@@ -82,4 +91,5 @@ __all__ = [
     "segmented_scan",
     "split",
     "to_device",
+    "trace",
 ]

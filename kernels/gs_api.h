@@ -19,6 +19,10 @@ extern "C" {
 /* Most dimensions a strided device copy handles (NumPy 2's NPY_MAXDIMS). */
 #define GS_MAX_NDIM 64
 
+/* Which scan algorithm a call runs: the production single-pass scan, or one of the teaching
+ * variants (kernels/teach.cu, csrc/cpu_teach.c). */
+typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
+
 /*
  * One scan call.  `in` and `out` hold n contiguous elements; `out` may equal `in` (in place)
  * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
@@ -27,6 +31,7 @@ extern "C" {
  *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
  *                  element 0 always starts a segment.  Not combined with row_len.
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
+ *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
  */
 typedef struct gs_scan_desc {
     const void *in;
@@ -39,6 +44,7 @@ typedef struct gs_scan_desc {
     gs_dtype flag_type;
     gs_op op;
     int exclusive;
+    gs_algorithm algorithm;
 } gs_scan_desc;
 
 /*
@@ -93,8 +99,56 @@ typedef struct gs_split_desc {
     int compact;
 } gs_split_desc;
 
+/*
+ * One parallel step of a teaching algorithm over a working array (kernels/teach.cu runs it as one
+ * kernel launch, csrc/cpu_teach.c as one parallel loop).  The array is `rows` rows of `m` values
+ * of `type`, row r at buf + r*m; each step below acts on every row.
+ *   GS_STEP_HS    Hillis-Steele: buf[i] = src[i - s] op src[i] where i's place in its row is
+ *                 >= s, else src[i] (buf and src distinct: double buffering);
+ *   GS_STEP_UP    up-sweep at stride s (m a power of two): for each node, x[k+2s-1] =
+ *                 x[k+s-1] op x[k+2s-1]; flagged (fup != NULL): only where fup[k+2s-1] is
+ *                 clear, and fup[k+2s-1] |= fup[k+s-1];
+ *   GS_STEP_DOWN  down-sweep at stride s: t = x[k+s-1]; x[k+s-1] = x[k+2s-1]; x[k+2s-1] = x[k+2s-1]
+ *                 op t (the parent's value first: it comes earlier).  With clear_root the parent's
+ *                 value is taken as the identity (the root reset).  Flagged: the right child is
+ *                 the identity where forig[k+s] is set, else t where fup[k+s-1] is set, else as
+ *                 above; then fup[k+s-1] is cleared;
+ *   GS_STEP_INCL  buf[i] = buf[i] op src[i] (the exclusive scan made inclusive) for the first
+ *                 `len` values of each row (the rest is padding and is left alone).
+ * `work` (may be NULL) is increased by the operator applications performed, counted as they
+ * happen.
+ */
+typedef enum gs_step_kind { GS_STEP_HS, GS_STEP_UP, GS_STEP_DOWN, GS_STEP_INCL } gs_step_kind;
+
+typedef struct gs_step_desc {
+    void *buf;
+    const void *src;
+    unsigned char *fup;
+    const unsigned char *forig;
+    int64_t rows;
+    int64_t m;
+    int64_t s;
+    int64_t len;
+    gs_dtype type;
+    gs_op op;
+    gs_step_kind kind;
+    int clear_root;
+    unsigned long long *work;
+} gs_step_desc;
+
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+/* A teaching scan (d->algorithm != GS_ALGO_AUTO) on `stream`; `scratch` holds at least
+ * gs_teach_scratch_bytes(d) bytes (gs_teach.h). */
+cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                               cudaStream_t stream);
+
+/* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
+cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream);
+
+/* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
+extern int gs_teach_unpadded;
 
 /* Enqueue the scan on `stream`: one memset of the scratch and one kernel launch.  `scratch`
  * holds at least gs_scan_scratch_bytes(d->n) bytes (gs_config.h).  Returns the first CUDA

@@ -732,10 +732,7 @@ def test_float16_optional(rng):
                               "float64-min"])
 def test_algorithm_variants_identical(algorithm, dtype, op, rng):
     a = random_array(rng, dtype, (7 * NV + 5,), op)
-    try:
-        res = gpuscan.scan(a, op, algorithm=algorithm)
-    except NotImplementedError:
-        pytest.xfail(f"issue 6: algorithm={algorithm!r} is not implemented yet")
+    res = gpuscan.scan(a, op, algorithm=algorithm)
     auto = gpuscan.scan(a, op, algorithm="auto")
     assert np.array_equal(bits(res), bits(auto))
     excl = gpuscan.scan(a, op, exclusive=True, algorithm=algorithm)

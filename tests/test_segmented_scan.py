@@ -401,12 +401,8 @@ def test_algorithm():
     a, flags = np.arange(8), np.array(CLASSIC_FLAGS)
     np.testing.assert_array_equal(gpuscan.segmented_scan(a, flags, algorithm="auto"),
                                   segmented_scan_reference(a, flags))
-    try:
-        res = gpuscan.segmented_scan(a, flags, algorithm="blelloch")
-    except NotImplementedError:
-        pass  # issue 6
-    else:
-        np.testing.assert_array_equal(res, segmented_scan_reference(a, flags))
+    res = gpuscan.segmented_scan(a, flags, algorithm="blelloch")
+    np.testing.assert_array_equal(res, segmented_scan_reference(a, flags))
     for bad in ("hillis_steele", "bogus", "", "Auto"):
         with pytest.raises(ValueError):
             gpuscan.segmented_scan(a, flags, algorithm=bad)

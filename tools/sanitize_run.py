@@ -242,20 +242,44 @@ def layout_cases(run, nv, cp):
 
 
 def algorithm_cases(run, nv):
-    x = run.rng.integers(-100, 100, 3 * nv + 7).astype(np.int32)
-    dx = gpuscan.to_device(x)
+    """The teaching variants: Hillis-Steele (double buffering, in place), the Blelloch tiles
+    (one tile, one recursion level, two levels; padded and unpadded shared memory), the flagged
+    Blelloch, and the trace steps (one launch each, with the atomic work counter)."""
+    tile = _gpuscan._teach_tile_items()
+    for n in (1, 2, tile - 1, tile + 1, 3 * nv + 7, tile * tile + 5):
+        x = run.rng.integers(-100, 100, n).astype(np.int32)
+        dx = gpuscan.to_device(x)
+        f = run.rng.random(n) < 0.01
+        for algo in ("hillis_steele", "blelloch"):
+            for exclusive in (False, True):
+                run.case(f"scan add int32 n={n} algorithm={algo}" + (" excl" if exclusive else ""),
+                         lambda algo=algo, exclusive=exclusive, x=x, dx=dx: compare(
+                             host(gpuscan.scan(dx, exclusive=exclusive, algorithm=algo)),
+                             reference(x, "add", exclusive), "add"))
+        def in_place(x=x):
+            d = gpuscan.to_device(x.astype(np.int64))
+            return compare(host(gpuscan.scan(d, out=d, algorithm="hillis_steele")),
+                           reference(x.astype(np.int64), "add", False), "add")
+        run.case(f"scan add int64 in place n={n} hillis_steele", in_place)
+        for unpadded in (False, True):
+            def seg(x=x, f=f, unpadded=unpadded):
+                was = _gpuscan._teach_set_unpadded(unpadded)
+                try:
+                    got = gpuscan.segmented_scan(x, f, exclusive=True, algorithm="blelloch")
+                finally:
+                    _gpuscan._teach_set_unpadded(was)
+                want = gpuscan.segmented_scan(x, f, exclusive=True)
+                if not np.array_equal(got, want):
+                    raise AssertionError("segmented blelloch differs from auto")
+            run.case(f"segmented_scan blelloch n={n}" + (" unpadded" if unpadded else ""), seg)
     for algo in ("hillis_steele", "blelloch"):
-        try:
-            gpuscan.scan(gpuscan.to_device(x[:2]), algorithm=algo)
-        except (TypeError, ValueError, NotImplementedError) as exc:
-            print(f"SKIP algorithm={algo!r}: this build's scan does not take it "
-                  f"({type(exc).__name__}: {exc})", flush=True)
-            continue
-        for exclusive in (False, True):
-            run.case(f"scan add int32 algorithm={algo}" + (" excl" if exclusive else ""),
-                     lambda algo=algo, exclusive=exclusive: compare(
-                         host(gpuscan.scan(dx, exclusive=exclusive, algorithm=algo)),
-                         reference(x, "add", exclusive), "add"))
+        def tr(algo=algo):
+            t = gpuscan.trace.scan(np.arange(1000), algo)
+            if not np.array_equal(t.result, np.cumsum(np.arange(1000))):
+                raise AssertionError("trace result")
+        run.case(f"trace.scan {algo}", tr)
+    run.case("trace.segmented_scan", lambda: gpuscan.trace.segmented_scan(
+        np.arange(100), np.arange(100) % 7 == 0, exclusive=True))
 
 
 def segmented_and_reduce_cases(run, nv, reduced):

@@ -1,0 +1,277 @@
+"""gpuscan.trace: the teaching scans, one parallel step at a time, for reading and drawing.
+
+Each function runs its algorithm on the active backend (``gpuscan.backend()``): on CUDA every
+step is one kernel launch, on the CPU one parallel loop, exactly the steps the algorithm names.
+After each step the working array is copied out, and the operator applications the step made
+are counted as they happen (an atomic counter in the kernel, a counter in the CPU loop).  The
+steps themselves run in the C extension (``gpuscan._gpuscan._trace``); this module only labels
+and draws them.  Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
+
+Functions
+---------
+scan(a, algorithm="blelloch", op="add", *, exclusive=False)
+    Hillis-Steele (``"hillis_steele"``: ceil(log2 n) steps, step d combining each element with
+    the one 2**d before it) or Blelloch (``"blelloch"``: up-sweep, down-sweep from a cleared
+    root, and for an inclusive scan one more step combining the input back in; the input is
+    padded with the identity to the next power of two).
+segmented_scan(a, flags, op="add", *, exclusive=False)
+    Blelloch's flagged sweeps: the up-sweep combines only into nodes with no head below them
+    and ORs the flags; the down-sweep resets the right child to the identity where the original
+    flag just right of the left child is set.
+split(a, flags)
+    The classic split: e (the flags), f (exclusive scan of e, traced with Blelloch), NF (the
+    number of flagged elements), t = i - f + NF, addr = e ? f : t, out[addr] = a.
+
+Each returns a ``Trace``.
+"""
+
+import numpy as np
+
+from gpuscan import _gpuscan
+
+__all__ = ["Trace", "scan", "segmented_scan", "split"]
+
+_SYMBOL = {"add": "+", "mul": "×", "min": "min", "max": "max", "and": "&", "or": "|",
+           "xor": "^"}
+
+
+class Trace:
+    """The steps of one traced algorithm.
+
+    Attributes
+    ----------
+    algorithm : str
+        ``"hillis_steele"``, ``"blelloch"``, ``"segmented_blelloch"`` or ``"split"``.
+    steps : list of (str, numpy.ndarray)
+        ``steps[0]`` is the working array the algorithm starts from (the input, padded or
+        shifted as the algorithm needs it); each later entry is the array after one parallel
+        step, with a label naming the step.  For ``split`` the entries are the named arrays.
+    flag_steps : list of numpy.ndarray or None
+        For the flagged sweeps, the up-swept flags after each step (beside ``steps``).
+    result : numpy.ndarray or tuple
+        The scan (the first n values of the last array), or ``(out, count)`` for ``split``.
+    work : int
+        Operator applications performed, counted while the steps ran.
+    step_work : list of int
+        The same count for each entry of ``steps`` (0 for the start).
+    span : int
+        Parallel steps (kernel launches on CUDA).
+    arrays : dict
+        ``split`` only: ``e``, ``f``, ``NF``, ``t``, ``addr``, ``out``.
+    """
+
+    def __init__(self, algorithm, op, steps, result, work, span, kinds=(), flag_steps=None,
+                 arrays=None, n=None):
+        self.algorithm = algorithm
+        self.op = op
+        self.steps = steps
+        self.result = result
+        self.work = int(work)
+        self.span = int(span)
+        self.flag_steps = flag_steps
+        self.arrays = arrays if arrays is not None else {}
+        self.n = n
+        self.step_work = []
+        self._kinds = list(kinds)  # (kind, stride) per entry of steps, for plot()
+
+    def __repr__(self):
+        return (f"Trace({self.algorithm!r}, op={self.op!r}, {len(self.steps)} arrays, "
+                f"work={self.work}, span={self.span})")
+
+    def plot(self, ax=None, values=True):
+        """Draw the steps as a grid of cells, one row per step, with an arrow from each input of
+        every combine to its result (the textbook picture).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure sized to the grid when omitted.
+        values : bool, optional
+            Write each cell's value in it (default True).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed (``pip install matplotlib``).
+        """
+        try:
+            import matplotlib.pyplot as plt
+            from matplotlib.patches import Rectangle
+        except ImportError as exc:
+            raise ImportError("Trace.plot() needs matplotlib: pip install matplotlib") from exc
+        rows = len(self.steps)
+        cols = max((len(v) for _, v in self.steps), default=1) or 1
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(4.0, 0.75 * cols + 2.5), 0.75 * rows + 0.6))
+        ax.set_xlim(-0.6, cols)
+        ax.set_ylim(rows - 0.4, -0.7)
+        ax.set_axis_off()
+        prev = None
+        for r, (label, vals) in enumerate(self.steps):
+            changed = None
+            if prev is not None and len(prev) == len(vals):
+                changed = np.asarray(prev) != np.asarray(vals)
+            for c, v in enumerate(vals):
+                hot = changed is not None and bool(changed[c])
+                ax.add_patch(Rectangle((c, r - 0.3), 0.8, 0.6, facecolor="#ffe39b" if hot
+                                       else "#e8eef7", edgecolor="#44546a", lw=0.8))
+                if values:
+                    ax.text(c + 0.4, r, _fmt(v), ha="center", va="center", fontsize=9)
+            ax.text(-0.15, r, label, ha="right", va="center", fontsize=9)
+            for src_c, dst_c in self._arrows(r):
+                ax.annotate("", xy=(dst_c + 0.4, r - 0.3), xytext=(src_c + 0.4, r - 0.7),
+                            arrowprops=dict(arrowstyle="->", color="#c0504d", lw=0.9,
+                                            shrinkA=0, shrinkB=0))
+            prev = vals
+        ax.set_title(f"{self.algorithm}  (op {self.op}: work {self.work}, span {self.span})",
+                     fontsize=10)
+        return ax
+
+    def _arrows(self, r):
+        """(source column in row r-1, destination column in row r) of the combines of step r."""
+        if r == 0 or r >= len(self._kinds):
+            return []
+        kind, s = self._kinds[r]
+        m = len(self.steps[r][1])
+        flags = self.flag_steps[r - 1] if self.flag_steps else None
+        out = []
+        if kind == "hs":
+            for i in range(s, m):
+                out += [(i - s, i), (i, i)]
+        elif kind == "up":
+            for k in range(0, m, 2 * s):
+                ai, bi = k + s - 1, k + 2 * s - 1
+                if flags is None or not flags[bi]:
+                    out += [(ai, bi), (bi, bi)]
+        elif kind == "down":
+            for k in range(0, m, 2 * s):
+                ai, bi = k + s - 1, k + 2 * s - 1
+                out.append((bi, ai))
+                out += [(ai, bi), (bi, bi)]
+        elif kind == "inclusive":
+            out = [(i, i) for i in range(self.n or m)]
+        return out
+
+
+def _fmt(v):
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.3g}"
+    return str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v)
+
+
+def _label(kind, s, op, first_down, shifted, padded):
+    sym = _SYMBOL.get(op, op)
+    if kind == "input":
+        if shifted:
+            return "input, shifted right (identity first)"
+        return "input, padded with the identity" if padded else "input"
+    d = int(s).bit_length() - 1
+    if kind == "hs":
+        return f"d={d}: x[i-{s}] {sym} x[i]"
+    if kind == "up":
+        return f"up-sweep d={d}"
+    if kind == "down":
+        return f"down-sweep d={d}" + (" (root cleared)" if first_down else "")
+    return f"inclusive: x[i] {sym} input[i]"
+
+
+def _op_name(op):
+    if isinstance(op, str):
+        return op
+    names = {"add": "add", "multiply": "mul", "minimum": "min", "maximum": "max",
+             "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
+    return names.get(getattr(op, "__name__", ""), str(op))
+
+
+def _run(algorithm, a, flags, op, exclusive):
+    raw, result, work, span = _gpuscan._trace(algorithm, a, flags, op, exclusive)
+    n = np.asarray(a).size
+    name = _op_name(op)
+    steps, kinds, flag_steps, step_work = [], [], [], []
+    first_down = True
+    for kind, s, vals, fl, w in raw:
+        step_work.append(int(w))
+        steps.append((_label(kind, s, name, kind == "down" and first_down,
+                             algorithm == "hillis_steele" and exclusive, len(vals) > n), vals))
+        if kind == "down":
+            first_down = False
+        kinds.append((kind, s))
+        flag_steps.append(fl)
+    algo = "segmented_blelloch" if flags is not None else algorithm
+    t = Trace(algo, name, steps, result[:n], work, span, kinds,
+              flag_steps if flags is not None else None, n=n)
+    t.step_work = step_work
+    return t
+
+
+def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
+    """Trace a scan step by step on the active backend.
+
+    Parameters
+    ----------
+    a : array_like
+        At most 2**16 values (flattened); cast to the scan's accumulation dtype (NumPy's rule:
+        add and mul take bool and narrow integers to 64 bits).
+    algorithm : {"blelloch", "hillis_steele"}
+    op : str or numpy.ufunc
+        As for :func:`gpuscan.scan`.
+    exclusive : bool
+        Exclusive scan (Hillis-Steele shifts the input right with the identity first; Blelloch
+        skips its final inclusive step).
+
+    Returns
+    -------
+    Trace
+        Hillis-Steele: span ceil(log2 n), work sum over steps d of (n - 2**d), which is
+        n*log2(n) - n + 1 for n a power of two.  Blelloch, exclusive: span 2*log2(m) and work
+        2*(m - 1) for the padded length m; inclusive adds one step and n applications.
+
+    Raises
+    ------
+    ValueError
+        More than 2**16 elements, an unknown algorithm or op.
+    """
+    return _run(algorithm, a, None, op, exclusive)
+
+
+def segmented_scan(a, flags, op="add", *, exclusive=False):
+    """Trace the flagged Blelloch scan (``segmented_scan(..., algorithm="blelloch")``).
+
+    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``Trace.flag_steps`` holds
+    the up-swept flags after each step.  Raises ``ValueError`` beyond 2**16 elements or when
+    the sizes differ.
+    """
+    return _run("blelloch", a, flags, op, exclusive)
+
+
+def split(a, flags):
+    """Trace the classic split: flagged elements first, each group in order.
+
+    The arrays of the formulation are in ``Trace.arrays`` and, in this order, ``Trace.steps``:
+    ``e`` (the flags as 0/1), ``f`` (the exclusive scan of e, run as a traced Blelloch scan),
+    ``NF`` (the number of flagged elements: the last f plus the last e), ``t`` (i - f + NF: where
+    an unflagged element goes), ``addr`` (e ? f : t) and ``out`` (out[addr] = a).  ``result`` is
+    ``(out, NF)``.  ``work`` counts the scan's operator applications and NF's one addition;
+    ``span`` is the scan's steps plus one step each for NF, t, addr and the scatter.
+    """
+    a = np.asarray(a).ravel()
+    e = (np.asarray(flags).ravel() != 0).astype(np.int64)
+    if e.size != a.size:
+        raise ValueError(f"flags has {e.size} elements but a has {a.size}")
+    f_trace = scan(e, "blelloch", "add", exclusive=True)
+    f = f_trace.result
+    nf = int(f[-1] + e[-1]) if a.size else 0
+    t = np.arange(a.size, dtype=np.int64) - f + nf
+    addr = np.where(e != 0, f, t)
+    out = np.empty_like(a)
+    out[addr] = a
+    arrays = {"e": e, "f": f, "NF": nf, "t": t, "addr": addr, "out": out}
+    steps = [("e", e), ("f = exclusive scan of e", f), ("NF = f[-1] + e[-1]", np.array([nf])),
+             ("t = i - f + NF", t), ("addr = e ? f : t", addr), ("out: out[addr] = a", out)]
+    work = f_trace.work + (1 if a.size else 0)
+    return Trace("split", "add", steps, (out, nf), work, f_trace.span + 4, arrays=arrays,
+                 n=a.size)
