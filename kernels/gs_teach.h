@@ -18,7 +18,9 @@
 #define GS_TEACH_TILE (2 * GS_TEACH_NT)
 /* Shared-memory padding against bank conflicts: one extra slot every 2^GS_TEACH_LOG_BANKS
  * slots (32 banks of 4 bytes).  GS_TEACH_PAD(i) is evaluated with a compile-time `padded`. */
+#ifndef GS_TEACH_LOG_BANKS /* overridable: the padding for another bank geometry (tests) */
 #define GS_TEACH_LOG_BANKS 5
+#endif
 #define GS_TEACH_PAD(i, padded) ((padded) ? (i) + ((i) >> GS_TEACH_LOG_BANKS) : (i))
 #define GS_TEACH_SMEM_SLOTS (GS_TEACH_TILE + (GS_TEACH_TILE >> GS_TEACH_LOG_BANKS))
 

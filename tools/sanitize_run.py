@@ -278,8 +278,12 @@ def algorithm_cases(run, nv):
             if not np.array_equal(t.result, np.cumsum(np.arange(1000))):
                 raise AssertionError("trace result")
         run.case(f"trace.scan {algo}", tr)
-    run.case("trace.segmented_scan", lambda: gpuscan.trace.segmented_scan(
-        np.arange(100), np.arange(100) % 7 == 0, exclusive=True))
+    def trseg():
+        a = np.arange(100)
+        tr = gpuscan.trace.segmented_scan(a, a % 7 == 0, exclusive=True)
+        want = np.concatenate([np.cumsum(s) - s for s in np.split(a, np.arange(7, 100, 7))])
+        return None if np.array_equal(np.asarray(tr.result), want) else "trace result differs"
+    run.case("trace.segmented_scan", trseg)
 
 
 def segmented_and_reduce_cases(run, nv, reduced):
