@@ -39,4 +39,9 @@ int gs_cpu_scan(const gs_scan_desc *d);
  * add compensated, within the bound; the grouping depends on rows and row_len only. */
 int gs_cpu_reduce(const gs_reduce_desc *d);
 
+/* Histogram or bincount as described by `d` (see gs_hist_desc): counts and integer sums exact,
+ * float sums in double; per-thread histograms, then merged.  -ENOMEM when they cannot be
+ * allocated. */
+int gs_cpu_hist(const gs_hist_desc *d);
+
 #endif /* GS_CPU_H */

@@ -12,7 +12,8 @@
  *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
  *   scan.c         scan() and segmented_scan(), their host path; scan_device.c their device
  *                  path;
- *   reduce.c       reduce(): its host path and, in a CUDA build, its device path.
+ *   reduce.c       reduce(): its host path and, in a CUDA build, its device path;
+ *   hist.c         histogram() and bincount(), on either backend.
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -312,5 +313,12 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
 
 PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_reduce_doc[];
+
+/* ---- hist.c --------------------------------------------------------------------------- */
+
+PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_histogram_doc[];
+PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_bincount_doc[];
 
 #endif /* GPUSCAN_H */

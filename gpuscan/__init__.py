@@ -17,6 +17,14 @@ segmented_scan(a, flags, op="add", *, exclusive=False, dtype=None, out=None, alg
 reduce(a, op="add", *, axis=None, dtype=None, keepdims=False)
     ``np.add.reduce(a)`` and friends for the same ops: ``axis`` None, an int or a tuple; a
     NumPy scalar for a full reduction; min/max of nothing is a ``ValueError`` as in NumPy.
+histogram(a, bins=10, range=None, density=None, weights=None, *, method="auto")
+    ``np.histogram``: the same counts (int64, equal to NumPy's to the count, values on or one
+    ulp beside an edge included), edges (always NumPy), errors, weights and density;
+    ``method`` ``"auto" "global" "shared"`` picks how CUDA counts.  A device input gives a
+    ``DeviceArray`` of counts.
+bincount(x, weights=None, minlength=0)
+    ``np.bincount``: counts of non-negative integers (float64 sums with weights), the length
+    and the negative check found on the device for a device input.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -44,7 +52,9 @@ try:
         DeviceArray,
         GpuscanError,
         backend,
+        bincount,
         device_info,
+        histogram,
         reduce,
         scan,
         segmented_scan,
@@ -67,7 +77,9 @@ __all__ = [
     "GpuscanError",
     "__version__",
     "backend",
+    "bincount",
     "device_info",
+    "histogram",
     "reduce",
     "scan",
     "segmented_scan",
