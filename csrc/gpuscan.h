@@ -320,5 +320,9 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_histogram_doc[];
 PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_bincount_doc[];
+/* Test hooks: how the last CUDA histogram launch counted (a dict; None in a CPU-only build),
+ * and gs_hist_plan(nbins, acc_bytes, budget) -> (slices, slice_bins, replicas). */
+PyObject *gs_hist_last_launch(PyObject *self, PyObject *unused);
+PyObject *gs_hist_plan_py(PyObject *self, PyObject *args);
 
 #endif /* GPUSCAN_H */

@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "cpu.h"
+#include "gs_config.h"
 
 const char gs_histogram_doc[] =
     "histogram(a, bins=10, range=None, density=None, weights=None, *, method='auto')\n"
@@ -1244,4 +1245,38 @@ finally:
     input_release(&w);
     (void)self;
     return ret;
+}
+
+/* ---- test hooks ----------------------------------------------------------------------------- */
+
+PyObject *gs_hist_last_launch(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+#ifdef GS_HAVE_CUDA
+    gs_hist_launch l;
+    gs_cuda_hist_last(&l);
+    return Py_BuildValue("{sisisLsLsLsL}", "shared", l.shared, "replicas", l.replicas, "slices",
+                         (long long)l.slices, "slice_bins", (long long)l.slice_bins, "blocks",
+                         (long long)l.blocks, "smem_bytes", (long long)l.smem_bytes);
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
+PyObject *gs_hist_plan_py(PyObject *self, PyObject *args)
+{
+    long long nbins, budget;
+    int acc_bytes, replicas;
+    int64_t slices, slice_bins;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LiL:_hist_plan", &nbins, &acc_bytes, &budget))
+        return NULL;
+    if (nbins < 1 || (acc_bytes != 4 && acc_bytes != 8) || budget < 1) {
+        PyErr_SetString(PyExc_ValueError, "_hist_plan: nbins >= 1, acc_bytes 4 or 8, budget >= 1");
+        return NULL;
+    }
+    gs_hist_plan(nbins, acc_bytes, budget, &slices, &slice_bins, &replicas);
+    return Py_BuildValue("(LLi)", (long long)slices, (long long)slice_bins, replicas);
 }

@@ -195,6 +195,12 @@ static PyMethodDef methods[] = {
     { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
       "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
       "for tests." },
+    { "_hist_last_launch", gs_hist_last_launch, METH_NOARGS,
+      "_hist_last_launch()\n--\n\nHow the last CUDA histogram launch counted (shared, replicas, "
+      "slices, slice_bins, blocks, smem_bytes), for tests; None without CUDA." },
+    { "_hist_plan", gs_hist_plan_py, METH_VARARGS,
+      "_hist_plan(nbins, acc_bytes, budget)\n--\n\nThe shared-memory split of a histogram "
+      "(slices, slice_bins, replicas), for tests." },
     { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
       "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
       "tests." },

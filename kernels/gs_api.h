@@ -76,7 +76,6 @@ typedef struct gs_copy_desc {
     int64_t dst_strides[GS_MAX_NDIM];
 } gs_copy_desc;
 
-
 /* How a histogram finds the bin of a value (see gs_hist.h). */
 typedef enum gs_hist_mode {
     GS_HIST_UNIFORM, /* equal-width bins: arithmetic, then a check against `edges` near an edge */
@@ -155,6 +154,17 @@ cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
 /* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
  * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */
 cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream);
+
+/* How the last gs_cuda_hist launch of the process counted (for the tests). */
+typedef struct gs_hist_launch {
+    int shared;         /* shared-memory histograms (else global atomics) */
+    int replicas;       /* copies of a slice per block */
+    int64_t slices;     /* blocks that split the bin range */
+    int64_t slice_bins; /* bins per slice */
+    int64_t blocks;     /* grid size */
+    int64_t smem_bytes; /* dynamic shared memory per block */
+} gs_hist_launch;
+void gs_cuda_hist_last(gs_hist_launch *out);
 
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */

@@ -22,6 +22,13 @@
 
 #include "gs_api.h"
 
+/* Inlined everywhere: on the device a call would spill the unrolled loop's registers. */
+#ifdef __CUDACC__
+#define GS_HIST_FN static __forceinline__ GS_HD
+#else
+#define GS_HIST_FN static inline
+#endif
+
 /* Largest i < nb with e[i] <= x, given e[lo] <= x (lo < nb): binary search of e[lo+1..nb-1]. */
 #define GS_HIST_SEARCH_FROM(e, nb, x, lo)           \
     do {                                            \
@@ -39,27 +46,27 @@
  * gs_hist_uniform_<sfx>(e, nb, scale, fast_lo, fast_hi, xe): the bin of xe, which the caller
  * kept (e[0] <= xe <= e[nb]), for edges of type T (float or double).
  */
-#define GS_HIST_UNIFORM_DEF(sfx, T)                                                               \
-    static inline GS_HD int64_t gs_hist_uniform_##sfx(const T *e, int64_t nb, T scale, T fast_lo, \
-                                                      T fast_hi, T xe)                            \
-    {                                                                                             \
-        const T p = (xe - e[0]) * scale;                                                          \
-        int64_t j;                                                                                \
-        if (!(p >= (T)0 && p < (T)nb)) { /* not finite, or beside the range: search */            \
-            j = 0;                                                                                \
-            GS_HIST_SEARCH_FROM(e, nb, xe, j);                                                    \
-            return j;                                                                             \
-        }                                                                                         \
-        j = (int64_t)p;                                                                           \
-        const T frac = p - (T)j;                                                                  \
-        if (frac > fast_lo && frac < fast_hi)                                                     \
-            return j;                                                                             \
-        /* Near an edge: walk to the bin (a step or none, as p is within D of its place). */      \
-        while (j > 0 && xe < e[j])                                                                \
-            j--;                                                                                  \
-        while (j < nb - 1 && xe >= e[j + 1])                                                      \
-            j++;                                                                                  \
-        return j;                                                                                 \
+#define GS_HIST_UNIFORM_DEF(sfx, T)                                                          \
+    GS_HIST_FN int64_t gs_hist_uniform_##sfx(const T *e, int64_t nb, T scale, T fast_lo,     \
+                                             T fast_hi, T xe)                                \
+    {                                                                                        \
+        const T p = (xe - e[0]) * scale;                                                     \
+        int64_t j;                                                                           \
+        if (!(p >= (T)0 && p < (T)nb)) { /* not finite, or beside the range: search */       \
+            j = 0;                                                                           \
+            GS_HIST_SEARCH_FROM(e, nb, xe, j);                                               \
+            return j;                                                                        \
+        }                                                                                    \
+        j = (int64_t)p;                                                                      \
+        const T frac = p - (T)j;                                                             \
+        if (frac > fast_lo && frac < fast_hi)                                                \
+            return j;                                                                        \
+        /* Near an edge: walk to the bin (a step or none, as p is within D of its place). */ \
+        while (j > 0 && xe < e[j])                                                           \
+            j--;                                                                             \
+        while (j < nb - 1 && xe >= e[j + 1])                                                 \
+            j++;                                                                             \
+        return j;                                                                            \
     }
 GS_HIST_UNIFORM_DEF(f32, float)
 GS_HIST_UNIFORM_DEF(f64, double)
@@ -70,14 +77,14 @@ GS_HIST_UNIFORM_DEF(f64, double)
  * when x is outside [e[0], e[nb]] (NaN too).  Repeated edges give empty bins, as NumPy's
  * searchsorted formulation does.
  */
-#define GS_HIST_SEARCH_DEF(sfx, T)                                                \
-    static inline GS_HD int64_t gs_hist_search_##sfx(const T *e, int64_t nb, T x) \
-    {                                                                             \
-        int64_t lo = 0;                                                           \
-        if (!(e[0] <= x && x <= e[nb]))                                           \
-            return -1;                                                            \
-        GS_HIST_SEARCH_FROM(e, nb, x, lo);                                        \
-        return lo;                                                                \
+#define GS_HIST_SEARCH_DEF(sfx, T)                                       \
+    GS_HIST_FN int64_t gs_hist_search_##sfx(const T *e, int64_t nb, T x) \
+    {                                                                    \
+        int64_t lo = 0;                                                  \
+        if (!(e[0] <= x && x <= e[nb]))                                  \
+            return -1;                                                   \
+        GS_HIST_SEARCH_FROM(e, nb, x, lo);                               \
+        return lo;                                                       \
     }
 GS_HIST_SEARCH_DEF(i64, int64_t)
 GS_HIST_SEARCH_DEF(u64, uint64_t)
@@ -90,8 +97,8 @@ GS_HIST_SEARCH_DEF(f64, double)
  * 'i' in xi, 'u' in xu, 'f' in xf; bool is 'u'); `kind`, `mode` and `et` (the edge type) are
  * compile-time constants at the device call sites, so the switches fold away there.
  */
-static inline GS_HD int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mode,
-                                        gs_dtype et, int64_t xi, uint64_t xu, double xf)
+GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mode, gs_dtype et,
+                               int64_t xi, uint64_t xu, double xf)
 {
     const int64_t nb = d->nbins;
     if (mode == GS_HIST_INDEX) {
