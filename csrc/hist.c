@@ -93,14 +93,15 @@ const char gs_histogram_doc[] =
     "(array([0.25, 0.25, 0.25, 0.25]), array([0, 1, 2, 3, 4]))\n";
 
 const char gs_bincount_doc[] =
-    "bincount(x, weights=None, minlength=0)\n"
+    "bincount(x, /, weights=None, minlength=0)\n"
     "--\n\n"
     "Count the occurrences of each value of a 1-D array of non-negative integers, like\n"
     "``np.bincount``.\n\n"
     "Parameters\n"
     "----------\n"
     "x : array_like or device array, 1-D\n"
-    "    bool or integers that cast safely to int64 (uint64 and floats do not: TypeError).\n"
+    "    bool or integers (uint64 values of 2**63 and more count as negative, as NumPy's\n"
+    "    intp cast makes them); floats: TypeError.\n"
     "weights : array_like or device array, optional\n"
     "    One weight per value (same length), summed in float64.\n"
     "minlength : int, optional\n"
@@ -1105,7 +1106,8 @@ static int bincount_check(PyObject *obj, gs_operand *op, int to_typenum, gs_dtyp
         Py_XDECREF(want);
         return -1;
     }
-    ok = PyArray_CanCastTypeTo(have, want, NPY_SAFE_CASTING);
+    /* NumPy 2 takes uint64 too (values from 2**63 up then read as negative). */
+    ok = *t == GS_UINT64 || PyArray_CanCastTypeTo(have, want, NPY_SAFE_CASTING);
     if (!ok)
         PyErr_Format(PyExc_TypeError,
                      "Cannot cast array data from %R to %R according to the rule 'safe'",
@@ -1151,7 +1153,7 @@ static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
 
 PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "x", "weights", "minlength", NULL };
+    static char *kwlist[] = { "", "weights", "minlength", NULL }; /* x positional-only */
     PyObject *x, *weights = Py_None, *mlen = NULL, *ret = NULL;
     hist_input in, w;
     gs_backend backend;
@@ -1219,7 +1221,7 @@ PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
         bound_of_key(in.type, key_of_bits(in.type, bits[k]), &b);
         *(k == 0 ? &mn : &mx) = read_kind(in.type) == 'i' ? b.i : (int64_t)b.u;
     }
-    if (mn < 0) {
+    if (mn < 0 || mx < 0) { /* mx < 0: a uint64 from 2**63 up, negative as NumPy's intp */
         PyErr_SetString(PyExc_ValueError, "'list' argument must have no negative elements");
         goto finally;
     }
