@@ -57,7 +57,8 @@
             GS_HIST_SEARCH_FROM(e, nb, xe, j);                                               \
             return j;                                                                        \
         }                                                                                    \
-        j = (int64_t)p;                                                                      \
+        /* 32-bit conversion when it fits (p < nb <= 2^31 - 1): the cheaper one on GPUs. */  \
+        j = nb <= 0x7fffffff ? (int64_t)(int32_t)p : (int64_t)p;                             \
         const T frac = p - (T)j;                                                             \
         if (frac > fast_lo && frac < fast_hi)                                                \
             return j;                                                                        \
@@ -105,6 +106,15 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
         if (kind == 'i')
             return xi >= 0 && xi < nb ? xi : -1;
         return xu < (uint64_t)nb ? (int64_t)xu : -1;
+    }
+    if (mode == GS_HIST_UNIFORM && kind == 'f' && et == GS_FLOAT32) {
+        /* float32 values with float32 edges: kept and binned in float (lo and hi are float32
+         * values then, exact in either type). */
+        const float xe = (float)xf;
+        if (!((float)d->lo.f <= xe && xe <= (float)d->hi.f))
+            return -1;
+        return gs_hist_uniform_f32((const float *)d->edges, nb, (float)d->scale, (float)d->fast_lo,
+                                   (float)d->fast_hi, xe);
     }
     if (mode == GS_HIST_UNIFORM) {
         int keep = kind == 'i'   ? d->lo.i <= xi && xi <= d->hi.i
