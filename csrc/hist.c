@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "cpu.h"
 #include "gs_config.h"
@@ -448,6 +449,62 @@ UNIFORM_SETUP_DEF(f32, float, FLT_EPSILON, nextafterf)
 UNIFORM_SETUP_DEF(f64, double, DBL_EPSILON, nextafter)
 #undef UNIFORM_SETUP_DEF
 
+/*
+ * The edges of the last call, kept so that a repeated histogram (the same bins and range, the
+ * usual case) neither recomputes the tolerance over every edge nor uploads the edges again: an
+ * upload from pageable memory waits for the work already enqueued, which would serialise the
+ * host's preparation of a call with the device's work on the previous one.  Touched with the
+ * GIL held; a device copy replaced while a kernel may still read it is freed stream-ordered.
+ */
+static struct edge_cache {
+    void *host; /* a copy of the edges (NULL: empty) */
+    size_t bytes;
+    gs_dtype type;
+    int uniform;
+    double scale, fast_lo, fast_hi;
+    void *dev; /* their device copy, or NULL */
+} cache;
+
+static int cache_hit(const void *edges, size_t bytes, gs_dtype type, int uniform)
+{
+    return cache.host != NULL && cache.bytes == bytes && cache.type == type &&
+           cache.uniform == uniform && memcmp(cache.host, edges, bytes) == 0;
+}
+
+/* The tolerance of gs_hist.h for edges e (nb + 1 values of d->edge_type), from the cache when
+ * the same edges came last, else computed and cached. */
+static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
+{
+    size_t bytes = (size_t)(nb + 1) * gs_dtype_size(d->edge_type);
+    void *copy;
+
+    if (cache_hit(e, bytes, d->edge_type, 1)) {
+        d->scale = cache.scale;
+        d->fast_lo = cache.fast_lo;
+        d->fast_hi = cache.fast_hi;
+        return;
+    }
+    if (d->edge_type == GS_FLOAT32)
+        uniform_setup_f32(e, nb, d);
+    else
+        uniform_setup_f64(e, nb, d);
+    if ((copy = malloc(bytes)) == NULL)
+        return; /* no cache: nothing lost but speed */
+    memcpy(copy, e, bytes);
+    free(cache.host);
+#ifdef GS_HAVE_CUDA
+    gs_cuda_free(cache.dev);
+#endif
+    cache.host = copy;
+    cache.bytes = bytes;
+    cache.type = d->edge_type;
+    cache.uniform = 1;
+    cache.scale = d->scale;
+    cache.fast_lo = d->fast_lo;
+    cache.fast_hi = d->fast_hi;
+    cache.dev = NULL;
+}
+
 /* ---- Operands as the backend reads them ----------------------------------------------------- */
 
 /* One input (a, weights, x) as the backend reads it: `ptr` to n contiguous values of `type`
@@ -599,11 +656,20 @@ static PyObject *hist_run(gs_backend backend, gs_hist_desc *d, PyArrayObject *ho
     } else {
         GS_CUDA_ALLOC(fail, dev_out, out_bytes);
     }
-    if (edge_bytes > 0) {
+    if (edge_bytes > 0 && d->mode == GS_HIST_UNIFORM &&
+        cache_hit(PyArray_DATA(host_edges), edge_bytes, d->edge_type, 1) && cache.dev != NULL) {
+        d->edges = cache.dev; /* the same edges as the last call: already on the device */
+    } else if (edge_bytes > 0) {
         GS_CUDA_ALLOC(fail, dev_edges, edge_bytes);
         if (gs_cuda_upload(dev_edges, PyArray_DATA(host_edges), edge_bytes) < 0)
             goto error;
         d->edges = dev_edges;
+        if (d->mode == GS_HIST_UNIFORM &&
+            cache_hit(PyArray_DATA(host_edges), edge_bytes, d->edge_type, 1)) {
+            gs_cuda_free(cache.dev); /* stream-ordered: after any kernel that reads it */
+            cache.dev = dev_edges;   /* the cache owns it now */
+            dev_edges = NULL;
+        }
     }
     d->out = dev_out;
     Py_BEGIN_ALLOW_THREADS(void) hist_enqueue(d, &fail);
@@ -955,10 +1021,8 @@ static int plan_bins(hist_state *s, gs_hist_desc *d, int uniform, PyObject *give
                                                  NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL);
     if (s->kedges == NULL)
         return -1;
-    if (uniform && et == GS_FLOAT32)
-        uniform_setup_f32(PyArray_DATA(s->kedges), d->nbins, d);
-    else if (uniform)
-        uniform_setup_f64(PyArray_DATA(s->kedges), d->nbins, d);
+    if (uniform)
+        uniform_setup(PyArray_DATA(s->kedges), d->nbins, d);
     return 0;
 }
 
