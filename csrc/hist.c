@@ -1021,8 +1021,17 @@ static int plan_bins(hist_state *s, gs_hist_desc *d, int uniform, PyObject *give
                                                  NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL);
     if (s->kedges == NULL)
         return -1;
-    if (uniform)
+    if (uniform) {
         uniform_setup(PyArray_DATA(s->kedges), d->nbins, d);
+        d->first = et == GS_FLOAT32 ? ((const float *)PyArray_DATA(s->kedges))[0]
+                                    : ((const double *)PyArray_DATA(s->kedges))[0];
+        d->first_f = (float)d->first;
+        d->scale_f = (float)d->scale;
+        d->fast_lo_f = (float)d->fast_lo;
+        d->fast_hi_f = (float)d->fast_hi;
+        d->lo_f = (float)d->lo.f; /* float32 input: float32 values */
+        d->hi_f = (float)d->hi.f;
+    }
     return 0;
 }
 

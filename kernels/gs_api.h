@@ -105,7 +105,7 @@ typedef struct gs_hist_bound {
  *            edge_type, GS_FLOAT32 or GS_FLOAT64): the i with edges[i] <= xe < edges[i + 1],
  *            the last bin closed.  p = (xe - edges[0]) * scale, computed in edge_type, gives it
  *            as floor(p) directly when frac(p) lies in (fast_lo, fast_hi) (the host settles
- *            these so that this never differs from the edge comparisons).
+ *            these so that this never differs from the edge comparisons); first = edges[0].
  *   SEARCH:  edges (nbins + 1 values of edge_type: GS_INT64, GS_UINT64, GS_FLOAT32 or
  *            GS_FLOAT64, the type both are compared in) increasing; x is kept when
  *            edges[0] <= x <= edges[nbins], its bin the largest i < nbins with edges[i] <= x.
@@ -123,7 +123,10 @@ typedef struct gs_hist_desc {
     gs_dtype edge_type;
     const void *edges;
     gs_hist_bound lo, hi;
-    double scale, fast_lo, fast_hi;
+    double first, scale, fast_lo, fast_hi;
+    /* UNIFORM with float32 edges: first (edges[0]), scale, fast_lo, fast_hi and, for float32
+     * input, lo.f and hi.f as float (all exact), so that nothing is converted per value. */
+    float first_f, scale_f, fast_lo_f, fast_hi_f, lo_f, hi_f;
     gs_hist_method method;
 } gs_hist_desc;
 

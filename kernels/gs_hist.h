@@ -46,28 +46,35 @@
  * gs_hist_uniform_<sfx>(e, nb, scale, fast_lo, fast_hi, xe): the bin of xe, which the caller
  * kept (e[0] <= xe <= e[nb]), for edges of type T (float or double).
  */
-#define GS_HIST_UNIFORM_DEF(sfx, T)                                                          \
-    GS_HIST_FN int64_t gs_hist_uniform_##sfx(const T *e, int64_t nb, T scale, T fast_lo,     \
-                                             T fast_hi, T xe)                                \
-    {                                                                                        \
-        const T p = (xe - e[0]) * scale;                                                     \
-        int64_t j;                                                                           \
-        if (!(p >= (T)0 && p < (T)nb)) { /* not finite, or beside the range: search */       \
-            j = 0;                                                                           \
-            GS_HIST_SEARCH_FROM(e, nb, xe, j);                                               \
-            return j;                                                                        \
-        }                                                                                    \
-        /* 32-bit conversion when it fits (p < nb <= 2^31 - 1): the cheaper one on GPUs. */  \
-        j = nb <= 0x7fffffff ? (int64_t)(int32_t)p : (int64_t)p;                             \
-        const T frac = p - (T)j;                                                             \
-        if (frac > fast_lo && frac < fast_hi)                                                \
-            return j;                                                                        \
-        /* Near an edge: walk to the bin (a step or none, as p is within D of its place). */ \
-        while (j > 0 && xe < e[j])                                                           \
-            j--;                                                                             \
-        while (j < nb - 1 && xe >= e[j + 1])                                                 \
-            j++;                                                                             \
-        return j;                                                                            \
+#define GS_HIST_UNIFORM_DEF(sfx, T)                                                               \
+    GS_HIST_FN int64_t gs_hist_uniform_##sfx(const T *e, int64_t nb, T first, T scale, T fast_lo, \
+                                             T fast_hi, T xe)                                     \
+    {                                                                                             \
+        const T p = (xe - first) * scale;                                                         \
+        int64_t j;                                                                                \
+        if (!(p >= (T)0 && p < (T)nb)) { /* not finite, or beside the range: search */            \
+            j = 0;                                                                                \
+            GS_HIST_SEARCH_FROM(e, nb, xe, j);                                                    \
+            return j;                                                                             \
+        }                                                                                         \
+        if (nb <= 0x7fffffff) { /* 32-bit conversions when they fit (p < nb): cheaper */          \
+            const int32_t j32 = (int32_t)p;                                                       \
+            const T frac = p - (T)j32;                                                            \
+            if (frac > fast_lo && frac < fast_hi)                                                 \
+                return j32;                                                                       \
+            j = j32;                                                                              \
+        } else {                                                                                  \
+            j = (int64_t)p;                                                                       \
+            const T frac = p - (T)j;                                                              \
+            if (frac > fast_lo && frac < fast_hi)                                                 \
+                return j;                                                                         \
+        }                                                                                         \
+        /* Near an edge: walk to the bin (a step or none, as p is within D of its place). */      \
+        while (j > 0 && xe < e[j])                                                                \
+            j--;                                                                                  \
+        while (j < nb - 1 && xe >= e[j + 1])                                                      \
+            j++;                                                                                  \
+        return j;                                                                                 \
     }
 GS_HIST_UNIFORM_DEF(f32, float)
 GS_HIST_UNIFORM_DEF(f64, double)
@@ -111,10 +118,10 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
         /* float32 values with float32 edges: kept and binned in float (lo and hi are float32
          * values then, exact in either type). */
         const float xe = (float)xf;
-        if (!((float)d->lo.f <= xe && xe <= (float)d->hi.f))
+        if (!(d->lo_f <= xe && xe <= d->hi_f))
             return -1;
-        return gs_hist_uniform_f32((const float *)d->edges, nb, (float)d->scale, (float)d->fast_lo,
-                                   (float)d->fast_hi, xe);
+        return gs_hist_uniform_f32((const float *)d->edges, nb, d->first_f, d->scale_f,
+                                   d->fast_lo_f, d->fast_hi_f, xe);
     }
     if (mode == GS_HIST_UNIFORM) {
         int keep = kind == 'i'   ? d->lo.i <= xi && xi <= d->hi.i
@@ -123,13 +130,13 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
         if (!keep)
             return -1;
         if (et == GS_FLOAT32) {
-            float xe = kind == 'i' ? (float)xi : kind == 'u' ? (float)xu : (float)xf;
-            return gs_hist_uniform_f32((const float *)d->edges, nb, (float)d->scale,
-                                       (float)d->fast_lo, (float)d->fast_hi, xe);
+            float xe = kind == 'i' ? (float)xi : (float)xu;
+            return gs_hist_uniform_f32((const float *)d->edges, nb, d->first_f, d->scale_f,
+                                       d->fast_lo_f, d->fast_hi_f, xe);
         }
         double xe = kind == 'i' ? (double)xi : kind == 'u' ? (double)xu : xf;
-        return gs_hist_uniform_f64((const double *)d->edges, nb, d->scale, d->fast_lo, d->fast_hi,
-                                   xe);
+        return gs_hist_uniform_f64((const double *)d->edges, nb, d->first, d->scale, d->fast_lo,
+                                   d->fast_hi, xe);
     }
     switch (et) {
     case GS_INT64:
