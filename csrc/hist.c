@@ -27,6 +27,7 @@
 
 #include "cpu.h"
 #include "gs_config.h"
+#include "gs_hist.h"
 
 const char gs_histogram_doc[] =
     "histogram(a, bins=10, range=None, density=None, weights=None, *, method='auto')\n"
@@ -450,26 +451,27 @@ UNIFORM_SETUP_DEF(f64, double, DBL_EPSILON, nextafter)
 #undef UNIFORM_SETUP_DEF
 
 /*
- * The edges of the last call, kept so that a repeated histogram (the same bins and range, the
- * usual case) neither recomputes the tolerance over every edge nor uploads the edges again: an
- * upload from pageable memory waits for the work already enqueued, which would serialise the
- * host's preparation of a call with the device's work on the previous one.  Touched with the
- * GIL held; a device copy replaced while a kernel may still read it is freed stream-ordered.
+ * The last call's edges, kept so that a repeated histogram (the same bins and range, the usual
+ * case) neither recomputes the tolerance over every edge (setup_cache) nor uploads its edges or
+ * table again (dev_cache): an upload from pageable memory waits for the work already enqueued,
+ * which would serialise the host's preparation of a call with the device's work on the
+ * previous one.  Touched with the GIL held; a device copy replaced while a kernel may still
+ * read it is freed stream-ordered, after that kernel.
  */
-static struct edge_cache {
+static struct setup_cache {
     void *host; /* a copy of the edges (NULL: empty) */
     size_t bytes;
     gs_dtype type;
-    int uniform;
     double scale, fast_lo, fast_hi;
-    void *dev; /* their device copy, or NULL */
-} cache;
+} setup_cache;
 
-static int cache_hit(const void *edges, size_t bytes, gs_dtype type, int uniform)
-{
-    return cache.host != NULL && cache.bytes == bytes && cache.type == type &&
-           cache.uniform == uniform && memcmp(cache.host, edges, bytes) == 0;
-}
+#ifdef GS_HAVE_CUDA
+static struct dev_cache {
+    void *host; /* a copy of what `dev` holds (NULL: empty) */
+    size_t bytes;
+    void *dev;
+} dev_cache;
+#endif
 
 /* The tolerance of gs_hist.h for edges e (nb + 1 values of d->edge_type), from the cache when
  * the same edges came last, else computed and cached. */
@@ -478,10 +480,11 @@ static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
     size_t bytes = (size_t)(nb + 1) * gs_dtype_size(d->edge_type);
     void *copy;
 
-    if (cache_hit(e, bytes, d->edge_type, 1)) {
-        d->scale = cache.scale;
-        d->fast_lo = cache.fast_lo;
-        d->fast_hi = cache.fast_hi;
+    if (setup_cache.host != NULL && setup_cache.bytes == bytes &&
+        setup_cache.type == d->edge_type && memcmp(setup_cache.host, e, bytes) == 0) {
+        d->scale = setup_cache.scale;
+        d->fast_lo = setup_cache.fast_lo;
+        d->fast_hi = setup_cache.fast_hi;
         return;
     }
     if (d->edge_type == GS_FLOAT32)
@@ -491,18 +494,42 @@ static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
     if ((copy = malloc(bytes)) == NULL)
         return; /* no cache: nothing lost but speed */
     memcpy(copy, e, bytes);
-    free(cache.host);
-#ifdef GS_HAVE_CUDA
-    gs_cuda_free(cache.dev);
-#endif
-    cache.host = copy;
-    cache.bytes = bytes;
-    cache.type = d->edge_type;
-    cache.uniform = 1;
-    cache.scale = d->scale;
-    cache.fast_lo = d->fast_lo;
-    cache.fast_hi = d->fast_hi;
-    cache.dev = NULL;
+    free(setup_cache.host);
+    setup_cache.host = copy;
+    setup_cache.bytes = bytes;
+    setup_cache.type = d->edge_type;
+    setup_cache.scale = d->scale;
+    setup_cache.fast_lo = d->fast_lo;
+    setup_cache.fast_hi = d->fast_hi;
+}
+
+/*
+ * 1-byte input: the bin of each of the 256 values, computed here by gs_hist_bin itself, so
+ * that the backends look each value up (GS_HIST_TABLE) instead of converting and multiplying.
+ * Replaces d's mode and edges; `table` (256 int32) must outlive the call.  Not for more bins
+ * than an int32 holds.
+ */
+static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObject **table)
+{
+    npy_intp dims = 256;
+    char kind = gs_dtype_kind(t) == 'i' ? 'i' : 'u';
+    int32_t *bins;
+
+    if (gs_dtype_size(t) != 1 || d->nbins > INT32_MAX ||
+        (d->mode != GS_HIST_UNIFORM && d->mode != GS_HIST_SEARCH))
+        return 0;
+    *table = (PyArrayObject *)PyArray_SimpleNew(1, &dims, NPY_INT32);
+    if (*table == NULL)
+        return -1;
+    bins = PyArray_DATA(*table);
+    d->edges = edges;
+    for (int b = 0; b < 256; b++)
+        bins[b] = (int32_t)gs_hist_bin(d, kind, d->mode, d->edge_type, (int8_t)(uint8_t)b,
+                                       (uint64_t)b, 0.0);
+    d->mode = GS_HIST_TABLE;
+    d->edge_type = GS_INT32;
+    d->edges = NULL;
+    return 0;
 }
 
 /* ---- Operands as the backend reads them ----------------------------------------------------- */
@@ -656,18 +683,22 @@ static PyObject *hist_run(gs_backend backend, gs_hist_desc *d, PyArrayObject *ho
     } else {
         GS_CUDA_ALLOC(fail, dev_out, out_bytes);
     }
-    if (edge_bytes > 0 && d->mode == GS_HIST_UNIFORM &&
-        cache_hit(PyArray_DATA(host_edges), edge_bytes, d->edge_type, 1) && cache.dev != NULL) {
-        d->edges = cache.dev; /* the same edges as the last call: already on the device */
+    if (edge_bytes > 0 && dev_cache.host != NULL && dev_cache.bytes == edge_bytes &&
+        memcmp(dev_cache.host, PyArray_DATA(host_edges), edge_bytes) == 0) {
+        d->edges = dev_cache.dev; /* the same as the last call's: already on the device */
     } else if (edge_bytes > 0) {
+        void *copy;
         GS_CUDA_ALLOC(fail, dev_edges, edge_bytes);
         if (gs_cuda_upload(dev_edges, PyArray_DATA(host_edges), edge_bytes) < 0)
             goto error;
         d->edges = dev_edges;
-        if (d->mode == GS_HIST_UNIFORM &&
-            cache_hit(PyArray_DATA(host_edges), edge_bytes, d->edge_type, 1)) {
-            gs_cuda_free(cache.dev); /* stream-ordered: after any kernel that reads it */
-            cache.dev = dev_edges;   /* the cache owns it now */
+        if ((copy = malloc(edge_bytes)) != NULL) { /* the cache owns them from now on */
+            memcpy(copy, PyArray_DATA(host_edges), edge_bytes);
+            free(dev_cache.host);
+            gs_cuda_free(dev_cache.dev); /* stream-ordered: after any kernel reading it */
+            dev_cache.host = copy;
+            dev_cache.bytes = edge_bytes;
+            dev_cache.dev = dev_edges;
             dev_edges = NULL;
         }
     }
@@ -840,6 +871,7 @@ typedef struct hist_state {
     PyObject *a_np;        /* the array NumPy's edge functions see */
     PyObject *edges;       /* the edges returned */
     PyArrayObject *kedges; /* the edges as the backend reads them */
+    PyArrayObject *table;  /* or, for 1-byte input, the bins of the 256 values */
     PyObject *first, *last;
 } hist_state;
 
@@ -851,6 +883,7 @@ static void hist_state_release(hist_state *s)
     Py_CLEAR(s->a_np);
     Py_CLEAR(s->edges);
     Py_CLEAR(s->kedges);
+    Py_CLEAR(s->table);
     Py_CLEAR(s->first);
     Py_CLEAR(s->last);
 }
@@ -1032,6 +1065,9 @@ static int plan_bins(hist_state *s, gs_hist_desc *d, int uniform, PyObject *give
         d->lo_f = (float)d->lo.f; /* float32 input: float32 values */
         d->hi_f = (float)d->hi.f;
     }
+    /* 1-byte input: a table of the 256 values' bins replaces the arithmetic. */
+    if (make_table(d, s->a.type, PyArray_DATA(s->kedges), &s->table) < 0)
+        return -1;
     return 0;
 }
 
@@ -1128,7 +1164,7 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     d.in_type = s.a.type;
     d.weights = weights != Py_None ? s.w.ptr : NULL;
     d.w_type = s.w.type;
-    res = hist_run(backend, &d, s.kedges, s.a.op.on_device);
+    res = hist_run(backend, &d, s.table != NULL ? s.table : s.kedges, s.a.op.on_device);
     if (res == NULL)
         goto finally;
     if (d.weights != NULL && s.w.type != gs_hist_acc_type(&d))

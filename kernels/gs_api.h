@@ -80,7 +80,8 @@ typedef struct gs_copy_desc {
 typedef enum gs_hist_mode {
     GS_HIST_UNIFORM, /* equal-width bins: arithmetic, then a check against `edges` near an edge */
     GS_HIST_SEARCH,  /* any increasing edges: binary search */
-    GS_HIST_INDEX    /* bincount: the (integer) value is its bin */
+    GS_HIST_INDEX,   /* bincount: the (integer) value is its bin */
+    GS_HIST_TABLE    /* 1-byte input: edges holds the bin (or -1) of each of the 256 values */
 } gs_hist_mode;
 
 /* Where a CUDA histogram accumulates: auto picks; global: one device-memory atomic per value;
@@ -110,6 +111,8 @@ typedef struct gs_hist_bound {
  *            GS_FLOAT64, the type both are compared in) increasing; x is kept when
  *            edges[0] <= x <= edges[nbins], its bin the largest i < nbins with edges[i] <= x.
  *   INDEX:   integer input; x is kept when 0 <= x < nbins, and x is its bin.
+ *   TABLE:   1-byte input; edges holds 256 int32: the bin of each byte value (its bits), -1
+ *            for one that is dropped (the host fills it with UNIFORM's or SEARCH's rule).
  */
 typedef struct gs_hist_desc {
     const void *in;

@@ -109,6 +109,8 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
                                int64_t xi, uint64_t xu, double xf)
 {
     const int64_t nb = d->nbins;
+    if (mode == GS_HIST_TABLE)
+        return ((const int32_t *)d->edges)[kind == 'i' ? (uint8_t)xi : (uint8_t)xu];
     if (mode == GS_HIST_INDEX) {
         if (kind == 'i')
             return xi >= 0 && xi < nb ? xi : -1;

@@ -2,10 +2,11 @@
  * hist.cu - histograms and bincount: their __global__ kernels and the extern "C" launcher.
  *
  * Level: device-wide algorithm (kernels + dispatch).  One kernel per input dtype and bin
- * variant (equal-width bins with float32 or float64 edges, searched edges, bincount), each
- * running either method (shared-memory histograms or global atomics, a run-time flag, as is
- * the presence of weights).  The launcher zeroes the result, sizes the shared histograms
- * (gs_hist_plan, gs_config.h) to the device's shared memory and launches one persistent grid.
+ * variant (equal-width bins with float32 or float64 edges, searched edges, bincount, and for
+ * 1-byte input a table of the 256 values' bins), each running either method (shared-memory
+ * histograms or global atomics, a run-time flag, as is the presence of weights).  The launcher
+ * zeroes the result, sizes the shared histograms (gs_hist_plan, gs_config.h) to the device's
+ * shared memory and launches one persistent grid.
  */
 #include "agent_hist.cuh"
 
@@ -29,6 +30,10 @@ GS_DTYPES(GS_X_UNI32)
 GS_DTYPES(GS_X_UNI64)
 GS_DTYPES(GS_X_SEARCH)
 GS_DTYPES(GS_X_INDEX)
+/* The table kernels, for the 1-byte dtypes only (the host makes tables for no others). */
+GS_X_DTYPE_KERNEL(GS_BOOL, uint8_t, b1, 'b', NPY_BOOL, table, GS_HIST_TABLE, GS_INT32)
+GS_X_DTYPE_KERNEL(GS_INT8, int8_t, i8, 'i', NPY_INT8, table, GS_HIST_TABLE, GS_INT32)
+GS_X_DTYPE_KERNEL(GS_UINT8, uint8_t, u8, 'u', NPY_UINT8, table, GS_HIST_TABLE, GS_INT32)
 #undef GS_X_UNI32
 #undef GS_X_UNI64
 #undef GS_X_SEARCH
@@ -48,6 +53,11 @@ static gs_hist_kernel gs_hist_kernel_for(const gs_hist_desc *d)
             return GS_HIST_KERNEL_NAME(search, sfx);                        \
         return d->edge_type == GS_FLOAT32 ? GS_HIST_KERNEL_NAME(uni32, sfx) \
                                           : GS_HIST_KERNEL_NAME(uni64, sfx);
+    if (d->mode == GS_HIST_TABLE)
+        return d->in_type == GS_BOOL    ? GS_HIST_KERNEL_NAME(table, b1)
+               : d->in_type == GS_INT8  ? GS_HIST_KERNEL_NAME(table, i8)
+               : d->in_type == GS_UINT8 ? GS_HIST_KERNEL_NAME(table, u8)
+                                        : NULL;
     switch (d->in_type) {
         GS_DTYPES(GS_X_PICK)
     default:
