@@ -9,11 +9,12 @@
  *             two values (a string estimator needs the data: it is copied to the host);
  *   keeping   which values an explicit range keeps is NumPy's comparison of the input dtype
  *             with the outer edges, found once per call by asking NumPy about a few values of
- *             that dtype around the bounds (keep_bound), so that every value on, or one ulp
+ *             that dtype around the bounds (keep_bounds), so that every value on, or one ulp
  *             beside, a bound is kept or dropped as NumPy keeps or drops it;
  *   bins      equal-width bins: arithmetic checked against the edges near an edge (gs_hist.h,
  *             with its tolerance settled here by uniform_setup); array edges: binary search in
- *             the type NumPy's searchsorted compares in; bincount: the value itself;
+ *             the type NumPy's searchsorted compares in; 1-byte input: a table of its 256
+ *             values' bins made by those rules (make_table); bincount: the value itself;
  *   backends  the CPU backend counts NumPy buffers (cpu_hist.c); CUDA counts device memory
  *             (hist.cu): device inputs in place, NumPy inputs uploaded and the result brought
  *             back.  Device inputs give a DeviceArray of counts (the edges are NumPy).
