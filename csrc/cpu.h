@@ -54,4 +54,9 @@ int gs_cpu_step(const gs_step_desc *d);
 /* The identity of `op` for dtype t, written to dst (one value of t). */
 void gs_cpu_identity(gs_op op, gs_dtype t, void *dst);
 
+/* Histogram or bincount as described by `d` (see gs_hist_desc): counts and integer sums exact,
+ * float sums in double; per-thread histograms, then merged.  -ENOMEM when they cannot be
+ * allocated. */
+int gs_cpu_hist(const gs_hist_desc *d);
+
 #endif /* GS_CPU_H */

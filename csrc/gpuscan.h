@@ -16,6 +16,7 @@
  *   split.c        split() and compact(): their CPU path and, in a CUDA build, their device
  *                  path (NumPy operands uploaded).
  *   teach.c        _trace(): the teaching scans one step at a time (gpuscan.trace).
+ *   hist.c         histogram() and bincount(), on either backend.
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -343,5 +344,16 @@ PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_split_doc[];
 PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_compact_doc[];
+
+/* ---- hist.c --------------------------------------------------------------------------- */
+
+PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_histogram_doc[];
+PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
+extern const char gs_bincount_doc[];
+/* Test hooks: how the last CUDA histogram launch counted (a dict; None in a CPU-only build),
+ * and gs_hist_plan(nbins, acc_bytes, budget) -> (slices, slice_bins, replicas). */
+PyObject *gs_hist_last_launch(PyObject *self, PyObject *unused);
+PyObject *gs_hist_plan_py(PyObject *self, PyObject *args);
 
 #endif /* GPUSCAN_H */

@@ -244,6 +244,10 @@ static PyMethodDef methods[] = {
     { "split", (PyCFunction)(void (*)(void))gs_split, METH_VARARGS | METH_KEYWORDS, gs_split_doc },
     { "compact", (PyCFunction)(void (*)(void))gs_compact, METH_VARARGS | METH_KEYWORDS,
       gs_compact_doc },
+    { "histogram", (PyCFunction)(void (*)(void))gs_histogram, METH_VARARGS | METH_KEYWORDS,
+      gs_histogram_doc },
+    { "bincount", (PyCFunction)(void (*)(void))gs_bincount, METH_VARARGS | METH_KEYWORDS,
+      gs_bincount_doc },
     { "backend", backend, METH_NOARGS, backend_doc },
     { "device_info", device_info, METH_NOARGS, device_info_doc },
     { "to_device", gs_to_device, METH_O, to_device_doc },
@@ -256,6 +260,12 @@ static PyMethodDef methods[] = {
     { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
       "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
       "for tests." },
+    { "_hist_last_launch", gs_hist_last_launch, METH_NOARGS,
+      "_hist_last_launch()\n--\n\nHow the last CUDA histogram launch counted (shared, replicas, "
+      "slices, slice_bins, blocks, smem_bytes), for tests; None without CUDA." },
+    { "_hist_plan", gs_hist_plan_py, METH_VARARGS,
+      "_hist_plan(nbins, acc_bytes, budget)\n--\n\nThe shared-memory split of a histogram "
+      "(slices, slice_bins, replicas), for tests." },
     { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
       "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
       "tests." },

@@ -30,6 +30,14 @@ flags, op="add", *, exclusive=False), trace.split(a, flags)
     (operator applications, counted), ``.span`` (steps) and ``.plot()`` (matplotlib).  The same
     algorithms at full size: ``scan(..., algorithm="hillis_steele" | "blelloch")`` and
     ``segmented_scan(..., algorithm="blelloch")``.
+histogram(a, bins=10, range=None, density=None, weights=None, *, method="auto")
+    ``np.histogram``: the same counts (int64, equal to NumPy's to the count, values on or one
+    ulp beside an edge included), edges (always NumPy), errors, weights and density;
+    ``method`` ``"auto" "global" "shared"`` picks how CUDA counts.  A device input gives a
+    ``DeviceArray`` of counts.
+bincount(x, weights=None, minlength=0)
+    ``np.bincount``: counts of non-negative integers (float64 sums with weights), the length
+    and the negative check found on the device for a device input.
 backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
@@ -58,7 +66,9 @@ try:
         GpuscanError,
         backend,
         compact,
+        bincount,
         device_info,
+        histogram,
         reduce,
         scan,
         segmented_scan,
@@ -85,7 +95,9 @@ __all__ = [
     "__version__",
     "backend",
     "compact",
+    "bincount",
     "device_info",
+    "histogram",
     "reduce",
     "scan",
     "segmented_scan",

@@ -238,6 +238,7 @@ REDUCE_CASES = [
      check_sum_bound(0)),
 ]
 
+
 def split_reference(x, flags):
     """NumPy's stable partition: the flagged values, then the others, and their count."""
     return np.concatenate([x[flags], x[~flags]]), int(flags.sum())
@@ -262,12 +263,36 @@ SPLIT_CASES = [
      lambda out, ref, xf: check_equal(out, ref, xf[0])),
 ]
 
+HISTOGRAM_CASES = [
+    ("float32, 256 bins", "f32",
+     lambda x: gpuscan.histogram(x, bins=256, range=(-1, 1))[0],
+     lambda x: np.histogram(x, bins=256, range=(-1, 1))[0],
+     check_equal),
+    ("float32, 65536 bins, autodetected", "f32",
+     lambda x: gpuscan.histogram(x, bins=65536)[0],
+     lambda x: np.histogram(x, bins=65536)[0],
+     check_equal),
+    ("uint8, 256 bins", "u8",
+     lambda x: gpuscan.histogram(x, bins=256, range=(0, 256))[0],
+     lambda x: np.histogram(x, bins=256, range=(0, 256))[0],
+     check_equal),
+]
+
+BINCOUNT_CASES = [
+    ("uint8", "u8",
+     lambda x: gpuscan.bincount(x),
+     lambda x: np.bincount(x),
+     check_equal),
+]
+
 # Every primitive the demo knows; those this build lacks are skipped.  Adding one is one entry.
 PRIMITIVES = {
     "scan": SCAN_CASES,
     "segmented_scan": SEGMENTED_CASES,
     "reduce": REDUCE_CASES,
     "split": SPLIT_CASES,
+    "histogram": HISTOGRAM_CASES,
+    "bincount": BINCOUNT_CASES,
 }
 
 

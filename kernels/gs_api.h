@@ -136,6 +136,70 @@ typedef struct gs_step_desc {
     unsigned long long *work;
 } gs_step_desc;
 
+/* How a histogram finds the bin of a value (see gs_hist.h). */
+typedef enum gs_hist_mode {
+    GS_HIST_UNIFORM, /* equal-width bins: arithmetic, then a check against `edges` near an edge */
+    GS_HIST_SEARCH,  /* any increasing edges: binary search */
+    GS_HIST_INDEX,   /* bincount: the (integer) value is its bin */
+    GS_HIST_TABLE    /* 1-byte input: edges holds the bin (or -1) of each of the 256 values */
+} gs_hist_mode;
+
+/* Where a CUDA histogram accumulates: auto picks; global: one device-memory atomic per value;
+ * shared: per-block histograms in shared memory, merged at the end.  The CPU backend takes all
+ * three and does the same (per-thread histograms, merged). */
+typedef enum gs_hist_method { GS_HIST_AUTO, GS_HIST_GLOBAL, GS_HIST_SHARED } gs_hist_method;
+
+/* A value of the input's kind, widened: `i` for signed integers, `u` for bool and unsigned
+ * integers, `f` for floats (every value of those types is exact in the wide one). */
+typedef struct gs_hist_bound {
+    int64_t i;
+    uint64_t u;
+    double f;
+} gs_hist_bound;
+
+/*
+ * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
+ * zeroed by the backend first: int64 counts, or with `weights` (n values of w_type) their sums,
+ * in double for float weights and in int64 (wrapping) for bool and integer weights.
+ *   UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
+ *            its bin is that of xe = (edge_type) x among `edges` (nbins + 1 values of
+ *            edge_type, GS_FLOAT32 or GS_FLOAT64): the i with edges[i] <= xe < edges[i + 1],
+ *            the last bin closed.  p = (xe - edges[0]) * scale, computed in edge_type, gives it
+ *            as floor(p) directly when frac(p) lies in (fast_lo, fast_hi) (the host settles
+ *            these so that this never differs from the edge comparisons); first = edges[0].
+ *   SEARCH:  edges (nbins + 1 values of edge_type: GS_INT64, GS_UINT64, GS_FLOAT32 or
+ *            GS_FLOAT64, the type both are compared in) increasing; x is kept when
+ *            edges[0] <= x <= edges[nbins], its bin the largest i < nbins with edges[i] <= x.
+ *   INDEX:   integer input; x is kept when 0 <= x < nbins, and x is its bin.
+ *   TABLE:   1-byte input; edges holds 256 int32: the bin of each byte value (its bits), -1
+ *            for one that is dropped (the host fills it with UNIFORM's or SEARCH's rule).
+ */
+typedef struct gs_hist_desc {
+    const void *in;
+    int64_t n;
+    gs_dtype in_type;
+    const void *weights;
+    gs_dtype w_type;
+    void *out;
+    int64_t nbins;
+    gs_hist_mode mode;
+    gs_dtype edge_type;
+    const void *edges;
+    gs_hist_bound lo, hi;
+    double first, scale, fast_lo, fast_hi;
+    /* UNIFORM with float32 edges: first (edges[0]), scale, fast_lo, fast_hi and, for float32
+     * input, lo.f and hi.f as float (all exact), so that nothing is converted per value. */
+    float first_f, scale_f, fast_lo_f, fast_hi_f, lo_f, hi_f;
+    gs_hist_method method;
+} gs_hist_desc;
+
+/* The accumulator dtype of a histogram: int64 counts, double sums of float weights, int64
+ * sums of bool and integer weights. */
+static inline GS_HD gs_dtype gs_hist_acc_type(const gs_hist_desc *d)
+{
+    return d->weights != NULL && gs_dtype_is_float(d->w_type) ? GS_FLOAT64 : GS_INT64;
+}
+
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -173,6 +237,21 @@ cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch, size_t sc
                                 cudaStream_t stream);
 cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
+
+/* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
+ * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */
+cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream);
+
+/* How the last gs_cuda_hist launch of the process counted (for the tests). */
+typedef struct gs_hist_launch {
+    int shared;         /* shared-memory histograms (else global atomics) */
+    int replicas;       /* copies of a slice per block */
+    int64_t slices;     /* blocks that split the bin range */
+    int64_t slice_bins; /* bins per slice */
+    int64_t blocks;     /* grid size */
+    int64_t smem_bytes; /* dynamic shared memory per block */
+} gs_hist_launch;
+void gs_cuda_hist_last(gs_hist_launch *out);
 
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */

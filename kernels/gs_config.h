@@ -116,4 +116,50 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
     return (size_t)(gs_round_up(4 * rows, GS_SCRATCH_ALIGN) + 16 * rows * chunks);
 }
 
+/* ---- histogram kernels (hist.cu) ---- */
+
+/* Threads per histogram block: 16 warps, so one or two blocks fill a multiprocessor's 2048
+ * threads while their per-warp shared histograms still fit (16 x 256 bins x 4 bytes = 16 KiB). */
+#define GS_HIST_NT 512
+/* 16-byte loads in flight per thread: 512 threads x 4 x 16 B = 32 KiB per block per step, two
+ * blocks per SM keep ~64 KiB in flight, above what HBM3's latency x bandwidth per SM asks
+ * (~25 KiB). */
+#define GS_HIST_UNROLL 4
+/* Blocks per multiprocessor the kernels are compiled for (__launch_bounds__): two, as the
+ * shared-memory budget plans; it lets ptxas use up to 64 registers, which the unrolled loads
+ * need (left to its default it stops at 40 and spills). */
+#define GS_HIST_MIN_BLOCKS 2
+/* Most bin slices (blocks that each count a part of the bin range over the same values) the
+ * "auto" method takes before global atomics are faster: each slice reads the values again
+ * (from L2 when the slices of one part run together). */
+#define GS_HIST_MAX_SLICES 8
+
+#if (GS_HIST_NT % GS_WARP) != 0
+#error "GS_HIST_NT must be a multiple of the warp size"
+#endif
+
+/*
+ * How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
+ * `budget` bytes of shared memory per block: `slices` blocks each take slice_bins bins (the
+ * last one fewer), with `replicas` copies of the slice (one per group of warps, cutting
+ * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it.
+ */
+static inline GS_HD void gs_hist_plan(int64_t nbins, int acc_bytes, int64_t budget, int64_t *slices,
+                                      int64_t *slice_bins, int *replicas)
+{
+    int64_t per_slice = budget / acc_bytes;
+    if (per_slice < 1)
+        per_slice = 1;
+    *slices = (nbins + per_slice - 1) / per_slice;
+    if (*slices < 1)
+        *slices = 1;
+    *slice_bins = (nbins + *slices - 1) / *slices;
+    *slices = (nbins + *slice_bins - 1) / *slice_bins; /* no empty slice */
+    *replicas = 1;
+    if (acc_bytes == 4) {
+        int64_t r = budget / (*slice_bins * 4);
+        *replicas = r >= GS_HIST_NT / GS_WARP ? GS_HIST_NT / GS_WARP : r < 1 ? 1 : (int)r;
+    }
+}
+
 #endif /* GS_CONFIG_H */

@@ -11,10 +11,10 @@
 #   tests     pytest tests with GPUSCAN_BACKEND=cuda                      -> tests.log
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck over
 #             tools/sanitize_run.py (racecheck with --reduced)            -> sanitizer.log
-#   bench     benchmarks/bench_scan.py, bench_segreduce.py, bench_split.py (BENCH_SCRIPTS) --out OUTDIR
+#   bench     benchmarks/bench_scan.py, bench_segreduce.py, bench_split.py, bench_hist.py (BENCH_SCRIPTS) --out OUTDIR
 #             $BENCH_ARGS                                                 -> bench.log and the
 #             result files <gpu>-<date>[-tag].txt for benchmarks/results/
-#   summary.txt holds the final table.  At most 7 files land in OUTDIR (the device tool
+#   summary.txt holds the final table.  At most 8 files land in OUTDIR (the device tool
 #   returns 8).
 #
 # A failed step does not stop the later ones (a failing test still lets the sanitizers and the
@@ -207,7 +207,7 @@ fi
 # ---- benchmark ----------------------------------------------------------------------------
 if want bench; then
     : >"$OUTDIR/bench.log"
-    for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split}; do
+    for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split bench_hist}; do
         secs=$(budget 300)
         log "bench: benchmarks/$script.py --out $OUTDIR ${BENCH_ARGS:-} (limit ${secs}s) -> bench.log"
         if (( secs == 0 )); then
@@ -240,7 +240,7 @@ fi
         printf '%-16s %-5s %s\n' "$step" "$status" "$detail"
     done
     if want bench; then
-        for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split}; do
+        for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split bench_hist}; do
             [[ -f "$SCRATCH/$script.log" ]] || continue
             echo
             sed -n '/^=== gpuscan bench summary/,$p' "$SCRATCH/$script.log"

@@ -16,7 +16,8 @@ Paths: the decoupled look-back scan for every dtype x op, inclusive and exclusiv
 and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); dtype casts
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
 other algorithms where the build has them; split and compact (every value and flag width, tile
-edges, all and none flagged, unaligned CuPy views, NumPy in/out).  Device buffers come from
+edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
+bins, weights, searched edges, uneven and unaligned n) and bincount.  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -370,6 +371,8 @@ def driver_cases(run, nv, reduced):
                                  np.concatenate([np.cumsum(s, dtype=np.int64) for s in
                                                  np.split(y, np.flatnonzero(g[1:]) + 1)]),
                                  "add"))
+
+
 def split_cases(run, nv, cp, reduced):
     """split and compact: the count pass (every flag width, floats), the scatter pass (every
     value width), partial tiles, flags at tile edges, all and none flagged, unaligned device
@@ -426,6 +429,59 @@ def split_cases(run, nv, cp, reduced):
             fn(cx[1:], cf[1:]), cp.asnumpy(cx[1:]), cp.asnumpy(cf[1:]), compact))
 
 
+def histogram_cases(run, cp):
+    """histogram: every method at 256 / 4096 / 65536 bins (65536: the bin range split across
+    blocks), uneven n and unaligned starts (vector head and tail), weights (float and int),
+    searched edges, autodetected range (device min/max); bincount with and without weights."""
+    rng = np.random.default_rng(11)
+    n = 3 * 4096 + 7
+    x = (rng.random(n) * 4 - 1).astype(np.float32)
+    x[::97] = np.nan
+    w = rng.random(n).astype(np.float32)
+    wi = rng.integers(-5, 5, n).astype(np.int16)
+    dx, dw, dwi = gpuscan.to_device(x), gpuscan.to_device(w), gpuscan.to_device(wi)
+
+    def hist_case(dev, ref, **kw):
+        h, e = gpuscan.histogram(dev, **kw)
+        kw.pop("method", None)
+        if "weights" in kw:
+            kw["weights"] = host(kw["weights"])
+        want_h, want_e = np.histogram(ref, **kw)
+        if not np.array_equal(e, want_e):
+            return "edges differ"
+        return compare(host(h), want_h, "max" if want_h.dtype.kind != "f" else "add")
+
+    for method in ("auto", "global", "shared"):
+        for bins in (256, 4096, 65536):
+            run.case(f"histogram float32 n={n} bins={bins} {method}",
+                     lambda m=method, b=bins: hist_case(dx, x, bins=b, range=(-1, 3), method=m))
+            run.case(f"histogram float32 weights bins={bins} {method}",
+                     lambda m=method, b=bins: hist_case(dx, x, bins=b, range=(-1, 3), method=m,
+                                                        weights=dw))
+        run.case(f"histogram int16-weights {method}",
+                 lambda m=method: hist_case(dx, x, bins=100, range=(0, 1), method=m,
+                                            weights=dwi))
+        u8 = rng.integers(0, 256, n + 5).astype(np.uint8)
+        run.case(f"histogram uint8 bins=256 {method}", lambda m=method: hist_case(
+            gpuscan.to_device(u8), u8, bins=256, range=(0, 256), method=m))
+        i64 = rng.integers(-1000, 1000, 2 * 4096 + 3)
+        run.case(f"histogram int64 autodetected {method}", lambda m=method: hist_case(
+            gpuscan.to_device(i64), i64, bins=77, method=m))
+        run.case(f"histogram float32 searched edges {method}", lambda m=method: hist_case(
+            dx, x, bins=np.array([-1, -0.5, 0, 0.1, 2.5]), method=m))
+    xi = rng.integers(0, 1000, n).astype(np.int32)
+    run.case("bincount int32", lambda: compare(
+        host(gpuscan.bincount(gpuscan.to_device(xi))), np.bincount(xi), "max"))
+    run.case("bincount int32 weights minlength", lambda: compare(
+        host(gpuscan.bincount(gpuscan.to_device(xi), weights=dw, minlength=2000)),
+        np.bincount(xi, weights=w, minlength=2000), "add"))
+    if cp is not None:   # unaligned starts: the vector loop's head and tail
+        cx = cp.asarray(x)
+        for off in (1, 3):
+            run.case(f"histogram float32 CuPy offset {off}", lambda o=off: hist_case(
+                cx[o:], x[o:], bins=4096, range=(-1, 3)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
@@ -469,6 +525,10 @@ def main():
     segmented_and_reduce_cases(run, nv, args.reduced)
     driver_cases(run, nv, args.reduced)
     split_cases(run, nv, cp, args.reduced)
+
+
+    if hasattr(gpuscan, "histogram"):
+        histogram_cases(run, cp)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()
