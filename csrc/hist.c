@@ -891,11 +891,12 @@ static void hist_state_release(hist_state *s)
 
 /* The array NumPy's edge function sees: the host input itself, or for a device input an empty
  * array of its dtype (int and array bins need no data), or the data copied back (estimators),
- * and for device input with no range, the device's (min, max) as the range. */
+ * and for device input with no range and a number of bins (need_range), the device's (min,
+ * max) as the range (array edges need none: NaN in the data is then fine, as in NumPy). */
 static int numpy_side_device(hist_state *s, gs_backend backend, int64_t n, int is_str,
-                             PyArray_Descr *descr);
+                             int need_range, PyArray_Descr *descr);
 
-static int numpy_side(hist_state *s, gs_backend backend, int64_t n, int is_str)
+static int numpy_side(hist_state *s, gs_backend backend, int64_t n, int is_str, int need_range)
 {
     PyArray_Descr *descr = gs_descr(s->a.type);
     npy_intp dims = is_str ? (npy_intp)n : 0;
@@ -909,13 +910,13 @@ static int numpy_side(hist_state *s, gs_backend backend, int64_t n, int is_str)
     }
     Py_INCREF(descr); /* PyArray_Empty takes one reference; the scalars below use it too */
     s->a_np = PyArray_Empty(1, &dims, descr, 0);
-    int rc = numpy_side_device(s, backend, n, is_str, descr);
+    int rc = numpy_side_device(s, backend, n, is_str, need_range, descr);
     Py_DECREF(descr);
     return rc;
 }
 
 static int numpy_side_device(hist_state *s, gs_backend backend, int64_t n, int is_str,
-                             PyArray_Descr *descr)
+                             int need_range, PyArray_Descr *descr)
 {
     if (s->a_np == NULL)
         return -1;
@@ -923,7 +924,7 @@ static int numpy_side_device(hist_state *s, gs_backend backend, int64_t n, int i
     if (is_str)
         return gs_cuda_download(PyArray_DATA((PyArrayObject *)s->a_np), s->a.ptr,
                                 (size_t)PyArray_NBYTES((PyArrayObject *)s->a_np));
-    if (s->range == Py_None && n > 0) {
+    if (s->range == Py_None && need_range && n > 0) {
         uint64_t bits[2];
         PyObject *mm;
         if (backend_min_max(backend, s->a.ptr, n, s->a.type, bits) < 0)
@@ -1128,7 +1129,17 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 
     /* 2. The edges, by NumPy (device input: the device's min and max as the range). */
     is_str = PyUnicode_Check(bins);
-    if (numpy_side(&s, backend, n, is_str) < 0)
+    if (is_str) {
+        uniform = 1;
+    } else {
+        PyObject *one = PyTuple_Pack(1, bins), *nd = one ? np_call("ndim", one, NULL) : NULL;
+        Py_XDECREF(one);
+        if (nd == NULL)
+            goto finally;
+        uniform = PyLong_AsLong(nd) == 0;
+        Py_DECREF(nd);
+    }
+    if (numpy_side(&s, backend, n, is_str, uniform) < 0)
         goto finally;
     if (is_str && weights != Py_None) {
         /* NumPy's own checks of the estimator name, then its TypeError for weights. */
@@ -1142,16 +1153,6 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     if (bargs == NULL || bkw == NULL ||
         (s.edges = np_call("histogram_bin_edges", bargs, bkw)) == NULL)
         goto finally;
-    if (is_str) {
-        uniform = 1;
-    } else {
-        PyObject *one = PyTuple_Pack(1, bins), *nd = one ? np_call("ndim", one, NULL) : NULL;
-        Py_XDECREF(one);
-        if (nd == NULL)
-            goto finally;
-        uniform = PyLong_AsLong(nd) == 0;
-        Py_DECREF(nd);
-    }
 
     /* 3. The bins: mode, edges as the backend reads them, which values are kept. */
     if (plan_bins(&s, &d, uniform, range) < 0)
@@ -1168,7 +1169,8 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     res = hist_run(backend, &d, s.table != NULL ? s.table : s.kedges, s.a.op.on_device);
     if (res == NULL)
         goto finally;
-    if (d.weights != NULL && s.w.type != gs_hist_acc_type(&d))
+    /* (An empty input has no weights to read: it counted zeros, int64, as the others.) */
+    if (weights != Py_None && s.w.type != (d.weights != NULL ? gs_hist_acc_type(&d) : GS_INT64))
         Py_SETREF(res, cast_result(res, s.w.type));
     if (res == NULL || (dens = PyObject_IsTrue(density)) < 0)
         goto finally;
