@@ -3,10 +3,8 @@
  * (GS_AGENT, a header name) once for every register type.  The one list of register types.
  *
  * Usage, in a primitive's .cu:  #define GS_AGENT "agent_scan.cuh"  #include "gs_stamp.cuh"
+ * (without GS_AGENT: the layers alone, for an agent that is not per register type).
  */
-#ifndef GS_AGENT
-#error "define GS_AGENT to the agent header before including gs_stamp.cuh"
-#endif
 
 #define GS_R uint32_t
 #define GS_RS u32
@@ -15,7 +13,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
@@ -27,7 +27,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
@@ -39,7 +41,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
@@ -51,7 +55,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
@@ -63,7 +69,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
@@ -75,7 +83,9 @@
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
 #include "gs_lookback.cuh"
+#ifdef GS_AGENT
 #include GS_AGENT
+#endif
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND

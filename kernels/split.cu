@@ -26,27 +26,9 @@
  */
 #include "gs_dispatch.cuh"
 
-/* ---- The two register types the split needs: u32 for the block scan of per-piece counts,
- * u64 for the look-back over flagged counts (counts past 2^32 values). ---- */
-#define GS_R uint32_t
-#define GS_RS u32
-#define GS_R_KIND 'u'
-#include "gs_thread.cuh"
-#include "gs_warp.cuh"
-#include "gs_block.cuh"
-#undef GS_R
-#undef GS_RS
-#undef GS_R_KIND
-
-#define GS_R uint64_t
-#define GS_RS u64
-#define GS_R_KIND 'u'
-#include "gs_thread.cuh"
-#include "gs_warp.cuh"
-#include "gs_lookback.cuh"
-#undef GS_R
-#undef GS_RS
-#undef GS_R_KIND
+/* The layers of every register type; the split uses u32 (the block scan of per-piece counts)
+ * and u64 (the look-back over flagged counts, past 2^32 values). */
+#include "gs_stamp.cuh"
 
 #include "agent_split.cuh"
 
