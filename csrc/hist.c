@@ -416,8 +416,9 @@ none:
 /*
  * scale = nb / (E[nb] - E[0]) and the fraction window (fast_lo, fast_hi) of gs_hist.h, in the
  * edges' type T: D = max |p(E[k]) - k| over the edges, with p computed exactly as the backends
- * compute it, widened by a few ulps of nb for safety; no window at all when D >= 1/2 or when
- * p is not finite at some edge.
+ * compute it (so the window is exact: a wider one sends more values to the edges, and at 65536
+ * bins a window of a few ulps of nb sent every warp there), widened by two ulps of 1; no window
+ * at all when D >= 1/2 or when p is not finite at some edge.
  */
 #define UNIFORM_SETUP_DEF(sfx, T, EPS, NEXT)                                 \
     static void uniform_setup_##sfx(const T *e, int64_t nb, gs_hist_desc *d) \
@@ -432,7 +433,7 @@ none:
             else if (off > dev)                                              \
                 dev = off;                                                   \
         }                                                                    \
-        dev += 4.0 * (double)nb * (EPS);                                     \
+        dev += 2.0 * (EPS);                                                  \
         d->scale = (double)scale;                                            \
         if (!(dev < 0.5) || !isfinite((double)scale)) {                      \
             d->fast_lo = 1.0;                                                \

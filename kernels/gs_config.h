@@ -118,21 +118,31 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
 
 /* ---- histogram kernels (hist.cu) ---- */
 
-/* Threads per histogram block: 16 warps, so one or two blocks fill a multiprocessor's 2048
- * threads while their per-warp shared histograms still fit (16 x 256 bins x 4 bytes = 16 KiB). */
-#define GS_HIST_NT 512
-/* 16-byte loads in flight per thread: 512 threads x 4 x 16 B = 32 KiB per block per step, two
- * blocks per SM keep ~64 KiB in flight, above what HBM3's latency x bandwidth per SM asks
- * (~25 KiB). */
+/* Threads per histogram block: 32 warps, one block per multiprocessor (H200, 2^28 float32
+ * values, tools/hist_check.cu: 256 bins 0.252 ms with 1024 threads against 0.258 ms with two
+ * blocks of 512 and 0.272 ms with three; 4096 bins 0.260 against 0.278 ms): a single block per
+ * multiprocessor may take all its shared memory, so 65536 bins split in two slices, not three,
+ * and half as many blocks merge into the device result. */
+#ifndef GS_HIST_NT
+#define GS_HIST_NT 1024
+#endif
+/* 16-byte loads in flight per thread: 1024 threads x 4 x 16 B = 64 KiB per multiprocessor per
+ * step, above what HBM3's latency x bandwidth per SM asks (~25 KiB). */
+#ifndef GS_HIST_UNROLL
 #define GS_HIST_UNROLL 4
-/* Blocks per multiprocessor the kernels are compiled for (__launch_bounds__): two, as the
- * shared-memory budget plans; it lets ptxas use up to 64 registers, which the unrolled loads
- * need (left to its default it stops at 40 and spills). */
-#define GS_HIST_MIN_BLOCKS 2
+#endif
+/* Blocks per multiprocessor the kernels are compiled for (__launch_bounds__) and the shared
+ * memory is planned for (hist.cu gives each block 1/GS_HIST_MIN_BLOCKS of a multiprocessor's):
+ * one lets ptxas use the registers the unrolled loads need (47-53, no spills). */
+#ifndef GS_HIST_MIN_BLOCKS
+#define GS_HIST_MIN_BLOCKS 1
+#endif
 /* Most bin slices (blocks that each count a part of the bin range over the same values) the
  * "auto" method takes before global atomics are faster: each slice reads the values again
  * (from L2 when the slices of one part run together). */
 #define GS_HIST_MAX_SLICES 8
+/* Shared memory of a block's copy of a 1-byte dtype's table of bins (256 int32). */
+#define GS_HIST_TABLE_BYTES 1024
 
 #if (GS_HIST_NT % GS_WARP) != 0
 #error "GS_HIST_NT must be a multiple of the warp size"

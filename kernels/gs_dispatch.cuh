@@ -53,6 +53,14 @@
     X(op, GS_UINT64, GS_UINT64, u64)
 /* The rows whose operator is exact (integers, min/max, bitwise): any grouping gives the same
  * bits, so their scans may combine from the nearest published prefix (the lookahead driver). */
+#ifdef GS_TUNING_SUBSET /* tools/kernel_check.cu: only the rows it times, a quicker build */
+#define GS_EXACT_KERNELS(X)                   \
+    X(GS_OP_ADD, GS_UINT32, GS_UINT32, u32)   \
+    X(GS_OP_ADD, GS_INT32, GS_UINT64, u64)    \
+    X(GS_OP_ADD, GS_UINT64, GS_UINT64, u64)   \
+    X(GS_OP_MAX, GS_INT32, GS_INT32, i32)     \
+    X(GS_OP_MIN, GS_FLOAT32, GS_FLOAT32, f32)
+#else
 #define GS_EXACT_KERNELS(X)       \
     GS_KT_ARITH_INT(X, GS_OP_ADD) \
     GS_KT_ARITH_INT(X, GS_OP_MUL) \
@@ -61,6 +69,7 @@
     GS_KT_BITS(X, GS_OP_AND)      \
     GS_KT_BITS(X, GS_OP_OR)       \
     GS_KT_BITS(X, GS_OP_XOR)
+#endif
 #define GS_TYPED_KERNELS(X)         \
     GS_EXACT_KERNELS(X)             \
     GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
@@ -88,12 +97,18 @@
 
 /* The lookahead driver holds three input tiles in shared memory: 4-byte inputs leave room for
  * four blocks per multiprocessor (H100/H200), 8-byte ones for two. */
-#define GS_AHEAD_MIN_BLOCKS_u32 4
-#define GS_AHEAD_MIN_BLOCKS_i32 4
-#define GS_AHEAD_MIN_BLOCKS_f32 4
-#define GS_AHEAD_MIN_BLOCKS_u64 2
-#define GS_AHEAD_MIN_BLOCKS_i64 2
-#define GS_AHEAD_MIN_BLOCKS_f64 2
+#ifndef GS_AHEAD_MIN_BLOCKS_4 /* overridable for tuning (tools/kernel_check.cu) */
+#define GS_AHEAD_MIN_BLOCKS_4 4
+#endif
+#ifndef GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_8 2
+#endif
+#define GS_AHEAD_MIN_BLOCKS_u32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_i32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_f32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_u64 GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
 
 /*
  * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the

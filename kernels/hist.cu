@@ -74,8 +74,9 @@ extern "C" void gs_cuda_hist_last(gs_hist_launch *out)
     *out = gs_hist_last;
 }
 
-/* Shared memory a block may take: all a block may opt into, but no more than half of a
- * multiprocessor's (less the 1 KiB the runtime reserves per block), so two blocks share one. */
+/* Shared memory a block may take: all a block may opt into, but no more than its share of a
+ * multiprocessor's when GS_HIST_MIN_BLOCKS blocks share one (less the 1 KiB the runtime
+ * reserves per block). */
 static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
 {
     int device, optin, per_sm;
@@ -88,7 +89,8 @@ static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
         err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
     if (err != cudaSuccess)
         return err;
-    *budget = per_sm / 2 - 1024 < optin ? per_sm / 2 - 1024 : optin;
+    const int share = per_sm / GS_HIST_MIN_BLOCKS - 1024;
+    *budget = share < optin ? share : optin;
     return cudaSuccess;
 }
 
@@ -112,11 +114,14 @@ extern "C" cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream)
     if (err != cudaSuccess)
         return err;
     const int acc_bytes = d->weights != NULL ? 8 : 4;
-    gs_hist_plan(d->nbins, acc_bytes, budget, &slices, &slice_bins, &replicas);
-    shared =
-        d->method == GS_HIST_SHARED || (d->method == GS_HIST_AUTO && slices <= GS_HIST_MAX_SLICES);
+    const int table_bytes =
+        d->mode == GS_HIST_TABLE && d->weights == NULL ? GS_HIST_TABLE_BYTES : 0;
+    gs_hist_plan(d->nbins, acc_bytes, budget - table_bytes, &slices, &slice_bins, &replicas);
+    /* Shared histograms count in 32-bit bin numbers: never for more than INT32_MAX bins. */
+    shared = d->nbins <= INT32_MAX && (d->method == GS_HIST_SHARED ||
+                                       (d->method == GS_HIST_AUTO && slices <= GS_HIST_MAX_SLICES));
     if (shared) {
-        smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes;
+        smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
         if (smem > 48 * 1024) {
             err = cudaFuncSetAttribute((const void *)kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

@@ -325,9 +325,11 @@ def test_plan_splits_large_bin_counts():
             slices, slice_bins, replicas = _gpuscan._hist_plan(nbins, acc, budget)
             assert slices * slice_bins >= nbins > (slices - 1) * slice_bins
             assert replicas * slice_bins * acc <= budget or slices == slice_bins == nbins == 1
-            assert 1 <= replicas <= 16 and (acc == 4 or replicas == 1)
+            assert 1 <= replicas <= 32 and (acc == 4 or replicas == 1)   # a warp each at most
     assert _gpuscan._hist_plan(65536, 4, budget)[0] > 1     # 256 KiB does not fit one block
-    assert _gpuscan._hist_plan(256, 4, budget) == (1, 256, 16)
+    assert _gpuscan._hist_plan(65536, 4, 227 * 1024)[0] == 2
+    assert _gpuscan._hist_plan(256, 4, budget) == (1, 256, 32)
+    assert _gpuscan._hist_plan(4096, 4, budget) == (1, 4096, 7)
 
 
 # ---- bincount ------------------------------------------------------------------------------------

@@ -15,27 +15,9 @@
 
 #include "gs_api.h"
 #include "gs_config.h"
+#include "check_common.h"
 
-int gs_cuda_debug_sync = 0;
 static int failures = 0;
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
 
 static void *scratch;
 static size_t scratch_cap;
