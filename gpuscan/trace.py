@@ -130,6 +130,9 @@ class Trace:
             prev = vals
         ax.set_title(f"{self.algorithm}  (op {self.op}: work {self.work}, span {self.span})",
                      fontsize=10)
+        ax.text(cols / 2, rows - 0.45, "one row per step, top to bottom; arrows: the inputs each"
+                " cell read; yellow: the cells the step changed", ha="center", va="top",
+                fontsize=8, color="#44546a")
         return ax
 
     def _arrows(self, r):
@@ -149,10 +152,15 @@ class Trace:
                 if flags is None or not flags[bi]:
                     out += [(ai, bi), (bi, bi)]
         elif kind == "down":
+            heads = self.flag_steps[0] if self.flag_steps else None
             for k in range(0, m, 2 * s):
                 ai, bi = k + s - 1, k + 2 * s - 1
-                out.append((bi, ai))
-                out += [(ai, bi), (bi, bi)]
+                out.append((bi, ai))  # the left child takes the parent's value
+                if flags is None or not (heads[ai + 1] or flags[ai]):
+                    out += [(ai, bi), (bi, bi)]  # the right child: parent op left sum
+                elif not heads[ai + 1]:
+                    out.append((ai, bi))  # a head in the left child: its sum alone
+                # a head just right of the left child: the identity, no input
         elif kind == "inclusive":
             out = [(i, i) for i in range(self.n or m)]
         return out
