@@ -12,9 +12,21 @@
 
 #include "cpu_ops.h"
 
+/* The identity the teaching scans use: cpu_ops.h's, except +0 (not -0) for float add, as the
+ * CUDA kernels have it, so an exclusive scan starts with +0.0 on both backends (the contract's
+ * identity of add is 0; -0 would show as -0.0 in the result). */
+static GS_ALWAYS_INLINE GS_T GS_FN(teach_identity)(gs_op op)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD)
+        return (GS_T)0.0;
+#endif
+    return GS_FN(op_identity)(op);
+}
+
 static void GS_FN(identity_into)(gs_op op, void *dst)
 {
-    *(GS_T *)dst = GS_FN(op_identity)(op);
+    *(GS_T *)dst = GS_FN(teach_identity)(op);
 }
 
 /*
@@ -24,7 +36,7 @@ static void GS_FN(identity_into)(gs_op op, void *dst)
  */
 static void GS_FN(load)(const gs_scan_desc *d, int64_t row_len, void *dst, int64_t m, int shift)
 {
-    const GS_T id = GS_FN(op_identity)(d->op);
+    const GS_T id = GS_FN(teach_identity)(d->op);
     const int64_t rows = d->n / row_len;
     GS_T *w = dst;
     for (int64_t r = 0; r < rows; r++) {
@@ -47,7 +59,7 @@ static void GS_FN(step_range)(const gs_step_desc *d, int64_t from, int64_t to,
                               unsigned long long *count)
 {
     const gs_op op = d->op;
-    const GS_T id = GS_FN(op_identity)(op);
+    const GS_T id = GS_FN(teach_identity)(op);
     GS_T *x = d->buf;
     const GS_T *src = d->src;
     unsigned long long c = 0;

@@ -2,10 +2,11 @@
 
 For each primitive in ``PRIMITIVES`` that this build of gpuscan has, a few sample cases run on
 the active backend and on NumPy (a plain NumPy formulation where NumPy has no such function, as
-for segmented scans); each result is checked against NumPy's (integers and min/max:
-bit-identical; float add: within the contract's bound (log2(n)+2)*eps*sum|x[j]| over the values
-combined), and a table shows the best of ``--repeat`` wall-clock times.  Exits 1 if any check
-fails, 2 if the backend cannot be used.
+for segmented scans); scan and segmented_scan also run with their teaching variants
+(``algorithm="hillis_steele"``, ``"blelloch"``).  Each result is checked against NumPy's
+(integers and min/max: bit-identical; float add: within the contract's bound
+(log2(n)+2)*eps*sum|x[j]| over the values combined), and a table shows the best of ``--repeat``
+wall-clock times.  Exits 1 if any check fails, 2 if the backend cannot be used.
 """
 
 import argparse
@@ -198,6 +199,23 @@ SCAN_CASES = [
      lambda x: gpuscan.scan(x, "min", axis=0),
      lambda x: np.minimum.accumulate(x, axis=0),
      check_equal),
+    # The teaching variants (algorithm=): the same answers, by the textbook algorithms.
+    ("int32 add, hillis_steele", "i32",
+     lambda x: gpuscan.scan(x, algorithm="hillis_steele"),
+     lambda x: np.cumsum(x),
+     check_equal),
+    ("float32 add, hillis_steele", "f32",
+     lambda x: gpuscan.scan(x, algorithm="hillis_steele"),
+     lambda x: np.cumsum(x),
+     check_add_bound(None)),
+    ("int32 add, exclusive, blelloch", "i32",
+     lambda x: gpuscan.scan(x, exclusive=True, algorithm="blelloch"),
+     lambda x: exclusive(np.cumsum(x), 0),
+     check_equal),
+    ("float32 add, blelloch", "f32",
+     lambda x: gpuscan.scan(x, algorithm="blelloch"),
+     lambda x: np.cumsum(x),
+     check_add_bound(None)),
 ]
 
 SEGMENTED_CASES = [
@@ -207,6 +225,14 @@ SEGMENTED_CASES = [
      check_equal),
     ("int32 max", "i32_seg",
      lambda xf: gpuscan.segmented_scan(*xf, "max"),
+     lambda xf: segmented_reference(*xf, False, "max"),
+     check_equal),
+    ("int32 add, exclusive, blelloch", "i32_seg",
+     lambda xf: gpuscan.segmented_scan(*xf, exclusive=True, algorithm="blelloch"),
+     lambda xf: segmented_reference(*xf, True, "add"),
+     check_equal),
+    ("int32 max, blelloch", "i32_seg",
+     lambda xf: gpuscan.segmented_scan(*xf, "max", algorithm="blelloch"),
      lambda xf: segmented_reference(*xf, False, "max"),
      check_equal),
 ]

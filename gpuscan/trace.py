@@ -5,7 +5,7 @@ step is one kernel launch, on the CPU one parallel loop, exactly the steps the a
 After each step the working array is copied out, and the operator applications the step made
 are counted as they happen (an atomic counter in the kernel, a counter in the CPU loop).  The
 steps themselves run in the C extension (``gpuscan._gpuscan._trace``); this module only labels
-and draws them.  Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
+and draws them (``split`` puts a traced scan together with gpuscan's own scan and split).  Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
 
 Functions
 ---------
@@ -20,7 +20,8 @@ segmented_scan(a, flags, op="add", *, exclusive=False)
     flag just right of the left child is set.
 split(a, flags)
     The classic split: e (the flags), f (exclusive scan of e, traced with Blelloch), NF (the
-    number of flagged elements), t = i - f + NF, addr = e ? f : t, out[addr] = a.
+    number of flagged elements), t = i - f + NF (NF plus an exclusive scan of 1 - e),
+    addr = e ? f : t, out[addr] = a (gpuscan.split on the active backend).
 
 Each returns a ``Trace``.
 """
@@ -129,6 +130,9 @@ class Trace:
             prev = vals
         ax.set_title(f"{self.algorithm}  (op {self.op}: work {self.work}, span {self.span})",
                      fontsize=10)
+        ax.text(cols / 2, rows - 0.45, "one row per step, top to bottom; arrows: the inputs each"
+                " cell read; yellow: the cells the step changed", ha="center", va="top",
+                fontsize=8, color="#44546a")
         return ax
 
     def _arrows(self, r):
@@ -148,10 +152,15 @@ class Trace:
                 if flags is None or not flags[bi]:
                     out += [(ai, bi), (bi, bi)]
         elif kind == "down":
+            heads = self.flag_steps[0] if self.flag_steps else None
             for k in range(0, m, 2 * s):
                 ai, bi = k + s - 1, k + 2 * s - 1
-                out.append((bi, ai))
-                out += [(ai, bi), (bi, bi)]
+                out.append((bi, ai))  # the left child takes the parent's value
+                if flags is None or not (heads[ai + 1] or flags[ai]):
+                    out += [(ai, bi), (bi, bi)]  # the right child: parent op left sum
+                elif not heads[ai + 1]:
+                    out.append((ai, bi))  # a head in the left child: its sum alone
+                # a head just right of the left child: the identity, no input
         elif kind == "inclusive":
             out = [(i, i) for i in range(self.n or m)]
         return out
@@ -255,9 +264,15 @@ def split(a, flags):
     ``e`` (the flags as 0/1), ``f`` (the exclusive scan of e, run as a traced Blelloch scan),
     ``NF`` (the number of flagged elements: the last f plus the last e), ``t`` (i - f + NF: where
     an unflagged element goes), ``addr`` (e ? f : t) and ``out`` (out[addr] = a).  ``result`` is
-    ``(out, NF)``.  ``work`` counts the scan's operator applications and NF's one addition;
-    ``span`` is the scan's steps plus one step each for NF, t, addr and the scatter.
+    ``(out, NF)``.  The parallel steps run on the active backend through gpuscan's own
+    primitives: f is the traced scan, t is NF plus the exclusive scan of 1 - e (i - f counts the
+    unflagged elements before i), and the scatter out[addr] = a is :func:`gpuscan.split`; the
+    element-wise maps (1 - e, + NF, the select e ? f : t) and NF's one addition are NumPy.
+    ``work`` counts the scan's operator applications and NF's one addition; ``span`` is the
+    scan's steps plus one step each for NF, t, addr and the scatter.
     """
+    import gpuscan  # the package's primitives (gpuscan imports this module)
+
     a = np.asarray(a).ravel()
     e = (np.asarray(flags).ravel() != 0).astype(np.int64)
     if e.size != a.size:
@@ -265,10 +280,11 @@ def split(a, flags):
     f_trace = scan(e, "blelloch", "add", exclusive=True)
     f = f_trace.result
     nf = int(f[-1] + e[-1]) if a.size else 0
-    t = np.arange(a.size, dtype=np.int64) - f + nf
+    t = gpuscan.scan(1 - e, exclusive=True) + nf
     addr = np.where(e != 0, f, t)
-    out = np.empty_like(a)
-    out[addr] = a
+    out, count = gpuscan.split(a, e)
+    if count != nf:  # two computations of one number on the backend: a disagreement is a bug
+        raise RuntimeError(f"gpuscan.split counted {count} flags, the scan {nf}")
     arrays = {"e": e, "f": f, "NF": nf, "t": t, "addr": addr, "out": out}
     steps = [("e", e), ("f = exclusive scan of e", f), ("NF = f[-1] + e[-1]", np.array([nf])),
              ("t = i - f + NF", t), ("addr = e ? f : t", addr), ("out: out[addr] = a", out)]

@@ -139,6 +139,96 @@ def _fsum_prefix(a):
         yield math.fsum(parts)
 
 
+def _adversarial_float32(rng, n):
+    """Float32 inputs that make tree sums round as much as they can: no cancellation (the
+    bound's sum|x| is the sum itself), values whose partial sums are never exact, equal values
+    (whole subtrees exact, the chains not), a large value followed by values below its half ulp,
+    magnitudes spread over 40 binades, and alternating signs."""
+    u = np.finfo(np.float32).eps
+    tiny = np.full(n, 0.75 * u, np.float32)
+    tiny[0] = 1
+    signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    return {
+        "uniform[0,1)": rng.random(n, dtype=np.float32),
+        "uniform[1,2)": (1 + rng.random(n)).astype(np.float32),
+        "equal 0.1": np.full(n, 0.1, np.float32),
+        "equal 1+3eps": np.full(n, 1 + 3 * u, np.float32),
+        "1 then 0.75 eps": tiny,
+        "binades": (2.0 ** rng.integers(-20, 20, n) * (1 + rng.random(n))).astype(np.float32),
+        "alternating": (signs * (1 + rng.random(n)) + 1e-3).astype(np.float32),
+    }
+
+
+def _bound_ratio(got, a, exclusive):
+    """Largest |got - exact| / ((log2 n + 2) eps sum|x|) of a float32 scan along the last axis (the
+    float64 prefix sums of float32 values are exact to far below float32's bound)."""
+    a64 = a.astype(np.float64)
+    exact, mag = np.cumsum(a64, axis=-1), np.cumsum(np.abs(a64), axis=-1)
+    if exclusive:  # shifted right by one, 0 in front
+        pad = [(0, 0)] * (a.ndim - 1) + [(1, 0)]
+        exact, mag = np.pad(exact, pad)[..., :-1], np.pad(mag, pad)[..., :-1]
+    n = a.shape[-1]
+    bound = (math.log2(n) + 2) * np.finfo(np.float32).eps * mag
+    err = np.abs(got.astype(np.float64) - exact)
+    assert np.all(err[bound == 0] == 0)
+    return float(np.max(err[bound > 0] / bound[bound > 0], initial=0.0))
+
+
+@pytest.mark.parametrize("algorithm", ALGOS)
+@pytest.mark.parametrize("n", [2**16, 2**16 + 1, BIG])
+def test_float_add_bound_adversarial(algorithm, n, rng):
+    # Each output of Hillis-Steele goes through at most ceil(log2 n) roundings of at most eps/2
+    # (relative to a partial sum of |x|), each of Blelloch at most 2*ceil(log2 n) + 2 (a path
+    # up its tree, the chain of subtree sums down, the tiles' carry, the inclusive step): both
+    # within the contract's (log2 n + 2) * eps * sum|x|.  These inputs push the trees hardest.
+    for name, a in _adversarial_float32(rng, n).items():
+        for exclusive in (False, True):
+            got = gpuscan.scan(a, exclusive=exclusive, algorithm=algorithm)
+            assert _bound_ratio(got, a, exclusive) <= 1.0, (name, exclusive)
+
+
+@pytest.mark.parametrize("algorithm", ALGOS)
+def test_float_add_bound_small_n_search(algorithm, rng):
+    # Many short random rows (one scan along axis 1): where log2 n is small the bound has the
+    # least room, and a worst case would be found by chance here first.
+    for n in (2, 3, 4, 5, 7, 8, 9, 16, 33):
+        rows = 20000
+        scale = 2.0 ** rng.integers(-4, 5, (rows, n))
+        sign = np.where(rng.random((rows, n)) < 0.2, -1.0, 1.0)
+        a = (sign * scale * (1 + rng.random((rows, n)))).astype(np.float32)
+        for exclusive in (False, True):
+            got = gpuscan.scan(a, axis=1, exclusive=exclusive, algorithm=algorithm)
+            assert _bound_ratio(got, a, exclusive) <= 1.0, (n, exclusive)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("algorithm", ["auto"] + ALGOS)
+def test_exclusive_float_add_starts_with_plus_zero(algorithm, dtype, rng):
+    # The identity of add is 0: +0.0 as NumPy writes it, on both backends (np.signbit: -0.0
+    # compares equal to 0.0, so equality alone would not see it).
+    for n in (1, 5, T + 3):
+        a = -rng.random(n).astype(dtype) - 1  # all negative, so no sum is +0 by chance
+        out = gpuscan.scan(a, exclusive=True, algorithm=algorithm)
+        assert out[0] == 0 and not np.signbit(out[0]), n
+        rows = gpuscan.scan(np.tile(a, (3, 1)), exclusive=True, axis=1, algorithm=algorithm)
+        assert not np.any(np.signbit(rows[:, 0])), n
+        cols = gpuscan.scan(np.tile(a, (3, 1)), exclusive=True, axis=0, algorithm=algorithm)
+        assert not np.any(np.signbit(cols[0])), n
+        heads = rng.random(n) < 0.1
+        heads[0] = True
+        if algorithm != "hillis_steele":  # segmented: "auto" and "blelloch"
+            seg = gpuscan.segmented_scan(a, heads, exclusive=True, algorithm=algorithm)
+            assert np.all(seg[heads] == 0) and not np.any(np.signbit(seg[heads])), n
+    if algorithm == "hillis_steele":  # the traces: the identity shifted in front, the root
+        t = gpuscan.trace.scan(a[:9], algorithm, exclusive=True)
+        assert not np.signbit(t.steps[0][1][0]) and not np.signbit(t.result[0])
+    elif algorithm == "blelloch":  # cleared to it, the heads reset to it
+        t = gpuscan.trace.scan(a[:9], algorithm, exclusive=True)
+        assert not np.signbit(t.result[0])
+        t = gpuscan.trace.segmented_scan(a[:9], heads[:9], exclusive=True)
+        assert not np.any(np.signbit(t.result[heads[:9]]))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("algorithm", ALGOS)
 def test_float_min_max_mul(algorithm, dtype, rng):
@@ -322,6 +412,29 @@ def test_trace_split_example():
     assert [label.split(" ")[0].rstrip(":") for label, _ in t.steps] == ["e", "f", "NF", "t", "addr",
                                                                         "out"]
     assert t.work == 2 * (8 - 1) + 1 and t.span == 2 * 3 + 4
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 37, 1000, T + 5])
+def test_trace_split_random(n, rng, monkeypatch):
+    a = rng.integers(-99, 99, n).astype(np.int32)
+    flags = rng.integers(0, 3, n)  # any nonzero value is a flag
+    calls = []
+    for name in ("scan", "split"):  # the steps run through gpuscan's primitives
+        real = getattr(gpuscan, name)
+        monkeypatch.setattr(gpuscan, name, lambda *x, _r=real, _n=name, **k: (
+            calls.append(_n), _r(*x, **k))[1])
+    t = gpuscan.trace.split(a, flags)
+    assert sorted(set(calls)) == ["scan", "split"]
+    ar = t.arrays
+    e = (flags != 0).astype(np.int64)
+    assert np.array_equal(ar["e"], e)
+    assert np.array_equal(ar["f"], np.cumsum(e) - e)
+    assert ar["NF"] == e.sum() == t.result[1]
+    assert np.array_equal(ar["t"], np.arange(n) - ar["f"] + ar["NF"])
+    assert np.array_equal(np.sort(ar["addr"]), np.arange(n))  # a permutation
+    assert np.array_equal(ar["out"][ar["addr"]], a)  # out[addr] = a
+    assert ar["out"].dtype == a.dtype
+    assert np.array_equal(ar["out"], np.concatenate([a[flags != 0], a[flags == 0]]))
 
 
 def test_trace_errors():
