@@ -107,8 +107,9 @@ static __device__ __forceinline__ int gs_xsum_canonical(int d)
     return low ? (int)((unsigned)s & GS_XSUM_MASK) : s;
 }
 
-/* x * 2^k for k in [-212, 117]: rounded once for x in [2^63, 2^64] (the first step is exact),
- * at most twice for a smaller x (only a carry's lo part, far below hi's last bit). */
+/* x * 2^k for k in [-212, 117]: x in [2^63, 2^64] is rounded once (the first step is exact);
+ * so is a carry's lo part (x below 2^40), which is a multiple of 2^-149 wherever it falls
+ * below 2^-126. */
 static __device__ __forceinline__ float gs_xsum_scale(float x, int k)
 {
     const int k1 = k / 2, k2 = k - k1;
@@ -118,9 +119,10 @@ static __device__ __forceinline__ float gs_xsum_scale(float x, int k)
 
 /*
  * The sum held in digits d (any 32-bit digits of gs_xsum_carry) and `flags`, as a float32
- * carry: *hi the sum rounded to nearest, *lo the rest (the sum's top 64 bits less hi) rounded,
- * so |hi + lo - sum| <= 2^-47 |sum|.  Called by the whole warp; every lane gets the same
- * carry.
+ * carry: *hi the sum rounded to nearest, *lo the rest (the sum's top 64 bits less hi) rounded
+ * toward zero, so |hi + lo - sum| <= 2^-47 |sum| and hi + lo rounds back to hi (an element
+ * that adds nothing to its carry gets the sum correctly rounded).  Called by the whole warp;
+ * every lane gets the same carry.
  */
 static __device__ __forceinline__ void gs_xsum_to_carry(int d, unsigned flags, float *hi, float *lo)
 {
@@ -146,9 +148,10 @@ static __device__ __forceinline__ void gs_xsum_to_carry(int d, unsigned flags, f
         const int k = GS_XSUM_RADIX * (t - 1) - sh - 149;
         const float f = __ull2float_rn(u | (unsigned long long)sticky);
         h = gs_xsum_scale(f, k);
-        if (!isinf(h)) {
+        if (!isinf(h)) { /* the rest, u - f plus the bits below u, toward zero */
             const unsigned long long fi = f >= 0x1p64f ? 0ull : __float2ull_rn(f);
-            l = gs_xsum_scale(__ll2float_rn((long long)(u - fi)), k);
+            const long long rest = (long long)(u - fi);
+            l = gs_xsum_scale(__ll2float_rz(rest + (rest < 0 && sticky)), k);
         }
         if (neg) {
             h = -h;
