@@ -1076,6 +1076,14 @@ def assert_twice_same_bits(fn):
     return first
 
 
+def check_segments_twice(a, flags):
+    """segmented_scan, inclusive and exclusive: within the bound per segment, same bits twice."""
+    for exclusive in (False, True):
+        res = assert_twice_same_bits(
+            lambda: gpuscan.segmented_scan(a, flags, exclusive=exclusive))
+        check_segmented_scan(res, a, flags, exclusive=exclusive)
+
+
 @pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
 @pytest.mark.parametrize("tiles", F32_TILES)
 def test_float32_add_wide_exponents(tiles, exclusive, rng):
@@ -1151,10 +1159,7 @@ def test_float32_add_non_finite_in_tiles(tiles, rng):
     assert_sum_within_bound(a[:q * NV + 5], res[:q * NV + 5])
     flags = np.zeros(n, np.uint8)
     flags[[q * NV + 2, q * NV + 6, 2 * q * NV, 3 * q * NV + 2, 3 * q * NV + NV]] = 1
-    for exclusive in (False, True):
-        seg = assert_twice_same_bits(
-            lambda: gpuscan.segmented_scan(a, flags, exclusive=exclusive))
-        check_segmented_scan(seg, a, flags, exclusive=exclusive)
+    check_segments_twice(a, flags)
 
 
 @pytest.mark.parametrize("tiles", F32_TILES)
@@ -1178,10 +1183,7 @@ def test_float32_add_segmented_many_tiles(tiles, density, rng):
     flags = (rng.random(n) < density).astype(np.uint8)
     flags[NV - 1:n:7 * NV] = 1  # heads on tile edges too
     flags[NV:n:5 * NV] = 1
-    for exclusive in (False, True):
-        res = assert_twice_same_bits(
-            lambda: gpuscan.segmented_scan(a, flags, exclusive=exclusive))
-        check_segmented_scan(res, a, flags, exclusive=exclusive)
+    check_segments_twice(a, flags)
 
 
 @pytest.mark.parametrize("tiles", F32_TILES)
