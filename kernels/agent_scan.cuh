@@ -12,11 +12,11 @@
  * aggregate), look back (learn its exclusive prefix from the tiles before it, gs_lookback.cuh)
  * and emit (scan each piece from its prefix, write the tile).  Two drivers:
  * - scan_tiles: one tile per block, the phases back to back.
- * - scan_tiles_ahead (exact operators and float32 add over many tiles; scan.cu decides): a
- *   persistent grid whose blocks hold three tiles: they publish the aggregate of their current
- *   tile before waiting on the look-back of their previous one, while the next streams into
- *   shared memory (cp.async).  Every tile in flight then has its aggregate out early and the
- *   memory system stays busy while blocks wait.
+ * - scan_tiles_ahead (exact operators over many tiles; scan.cu decides): a persistent grid
+ *   whose blocks hold three tiles: they publish the aggregate of their current tile before
+ *   waiting on the look-back of their previous one, while the next streams into shared
+ *   memory (cp.async).  Every tile in flight
+ *   then has its aggregate out early and the memory system stays busy while blocks wait.
  *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
  *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
  *   published their aggregates.
@@ -24,8 +24,7 @@
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
  * earlier tiles kept as a double-word number, so the error grows with log2 of the tile size and
- * not with the number of tiles.  Float32 add's carry is the exact sum of the earlier tiles'
- * aggregates rounded (gs_xsum.cuh), so it adds no error of its own.
+ * not with the number of tiles.
  */
 
 /* What the aggregate phase leaves for the emit phase that all threads share. */
@@ -194,14 +193,11 @@ static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t,
     }
 }
 
-/* Exact operators publish a tile's aggregate as soon as they have it (tile 0: its prefix);
- * so does float32 add, whose tile 0 publishes its prefix with its look-back (a payload). */
+/* Exact operators publish a tile's aggregate as soon as they have it (tile 0: its prefix). */
 static __device__ __forceinline__ void
 GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(gs_tile_totals) * t)
 {
-    if (GS_FN(xsum)(op) && threadIdx.x == 0)
-        GS_FN(publish)(ts, tile, GS_ST_AGGREGATE, t->tf, t->tv);
-    else if (GS_FN(exact)(op) && threadIdx.x == 0)
+    if (GS_FN(exact)(op) && threadIdx.x == 0)
         GS_FN(publish)(ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, t->tv);
 }
 
@@ -228,17 +224,7 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
         sm->excl_lo = (GS_R)0;
     }
 #else
-    if (GS_FN(xsum)(op)) {
-#ifdef GS_R_XSUM
-        if (threadIdx.x < GS_WARP) {
-            GS_FN(gs_carry) excl = GS_FN(look_back_xsum)(p->ts, tile, t->tf, t->tv);
-            if (threadIdx.x == 0) {
-                sm->excl_hi = excl.hi;
-                sm->excl_lo = excl.lo;
-            }
-        }
-#endif
-    } else if (!GS_FN(exact)(op)) {
+    if (!GS_FN(exact)(op)) {
         if (threadIdx.x < GS_WARP) {
             GS_FN(gs_carry) excl = GS_FN(look_back_tree)(op, out_t, p->ts, tile, t->tf, t->tv);
             if (threadIdx.x == 0) {
@@ -341,10 +327,10 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
 }
 
 /*
- * The three-pass scan of float64 add and float mul (scan.cu): a deterministic alternative to
- * the tree look-back, for many tiles.  Pass 1 (tile_aggregates): a block per tile computes the
- * tile's aggregate exactly as the emit pass will (same values, same grouping) and stores it with
- * its head bit.  Pass 2 (carry_scan): one block scans the aggregates into each tile's exclusive
+ * The three-pass scan of float add and mul (scan.cu): a deterministic alternative to the tree
+ * look-back, for many tiles.  Pass 1 (tile_aggregates): a block per tile computes the tile's
+ * aggregate exactly as the emit pass will (same values, same grouping) and stores it with its
+ * head bit.  Pass 2 (carry_scan): one block scans the aggregates into each tile's exclusive
  * carry, a double-word number for add, in a fixed grouping (a sequential run per thread, a
  * tree across the threads, the run again).  Pass 3 (scan_tiles with p->carries): a block per
  * tile, the carry read instead of looked back.  The input is read twice, so the pass costs

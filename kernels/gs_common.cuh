@@ -238,12 +238,10 @@ static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned sta
 }
 
 /* The scratch of one scan, carved as gs_scan_scratch_bytes() sized it: the tile counter, then
- * two descriptor words per tile (value, compensation), then (a scan's, not a split's) one
- * payload per tile. */
+ * two descriptor words per tile (value, compensation). */
 typedef struct gs_tile_state {
     unsigned *counter; /* next tile to hand out: tiles start in launch order */
     ulonglong2 *words; /* 2 per tile */
-    unsigned *payload; /* GS_TILE_PAYLOAD_BYTES / 4 words per tile (gs_xsum.cuh), or NULL */
 } gs_tile_state;
 
 static inline gs_tile_state gs_tile_state_carve(void *scratch)
@@ -251,7 +249,6 @@ static inline gs_tile_state gs_tile_state_carve(void *scratch)
     gs_tile_state s;
     s.counter = (unsigned *)scratch;
     s.words = (ulonglong2 *)((char *)scratch + GS_SCRATCH_ALIGN);
-    s.payload = NULL;
     return s;
 }
 

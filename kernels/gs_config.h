@@ -39,10 +39,8 @@
 #define GS_AHEAD_MIN_WAVES 4
 #endif
 
-/* Float64 add and float mul scans over at least this many tiles run in three passes
- * (aggregates, carries, emit: scan.cu), below it in one with the deterministic tree look-back.
- * Float32 add needs neither: its carries are exact sums (gs_xsum.cuh), so it looks back like
- * the exact operators. */
+/* Float add and mul scans over at least this many tiles run in three passes (aggregates,
+ * carries, emit: scan.cu), below it in one with the deterministic tree look-back. */
 #ifndef GS_THREE_PASS_MIN_TILES
 #define GS_THREE_PASS_MIN_TILES 16
 #endif
@@ -63,28 +61,17 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 
 /* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
 #define GS_TILE_DESC_BYTES 32
-/* Bytes of one tile's payload: the exact inclusive prefix of a float32 add scan (gs_xsum.cuh:
- * 11 digits and a flags word, three 16-byte words). */
-#define GS_TILE_PAYLOAD_BYTES 48
-
-/* Where the payloads start in the scratch of a scan over n values: after the tile counter
- * (padded to a line) and the descriptors, which are all that is zeroed before a launch. */
-static inline GS_HD int64_t gs_scan_payload_offset(int64_t n)
-{
-    return GS_SCRATCH_ALIGN + gs_round_up(GS_TILE_DESC_BYTES * gs_scan_tiles(n), GS_SCRATCH_ALIGN);
-}
 
 /*
- * Scratch of one decoupled look-back scan over n values: the tile counter and one descriptor
- * per tile (zeroed before the launch), then one payload per tile (written before it is read,
- * never zeroed).  Pure, so the tests can check it.
+ * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line)
+ * and one descriptor per tile, all zeroed before the launch.  Pure, so the tests can check it.
  */
 static inline size_t gs_scan_scratch_bytes(int64_t n)
 {
     int64_t tiles = gs_scan_tiles(n);
     if (tiles == 0)
         return 0;
-    return (size_t)(gs_scan_payload_offset(n) + GS_TILE_PAYLOAD_BYTES * tiles);
+    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles);
 }
 
 /*
@@ -95,7 +82,7 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
  */
 static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
 {
-    return gs_scan_payload_offset(n); /* the same counter and descriptors, then the mask */
+    return GS_SCRATCH_ALIGN + gs_round_up(GS_TILE_DESC_BYTES * gs_scan_tiles(n), GS_SCRATCH_ALIGN);
 }
 
 static inline size_t gs_split_scratch_bytes(int64_t n)

@@ -70,11 +70,6 @@
     GS_KT_BITS(X, GS_OP_OR)       \
     GS_KT_BITS(X, GS_OP_XOR)
 #endif
-/* The rows whose scans combine from the nearest published prefix: the exact operators, and
- * float32 add, whose carries are exact sums (gs_xsum.cuh). */
-#define GS_AHEAD_KERNELS(X) \
-    GS_EXACT_KERNELS(X)     \
-    X(GS_OP_ADD, GS_FLOAT32, GS_FLOAT32, f32)
 #define GS_TYPED_KERNELS(X)         \
     GS_EXACT_KERNELS(X)             \
     GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
@@ -92,7 +87,7 @@
 #define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
 /* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
  * kernel spills (ptxas: 120 bytes), and 4 blocks measured faster (H200, three-pass float32 add:
- * 46% of memcpy at 2^28 against 40%; float32 add now looks back with exact carries). */
+ * 46% of memcpy at 2^28 against 40%). */
 #ifndef GS_MIN_BLOCKS_f32
 #define GS_MIN_BLOCKS_f32 4
 #endif

@@ -13,15 +13,12 @@
  * - Deterministic: integers wrap exactly, min and max select and bitwise ops are exact, so
  *   the result does not depend on which stop a tile found.  Float add and mul round, and a
  *   grouping that depends on which tiles published first would round differently from run to
- *   run (as CUB's and PyTorch's float scans do).  Float32 add sums its carries exactly instead
- *   (look_back_xsum(), gs_xsum.cuh): the same windows and stops, any grouping, the same bits.
- *   Float64 add and float mul use look_back_tree(), whose grouping is fixed.  A head is an
- *   exact stop: the segmented operator discards what precedes it.
+ *   run (as CUB's and PyTorch's float scans do): they use look_back_tree() instead, whose
+ *   grouping is fixed.  A head is an exact stop: the segmented operator discards what precedes
+ *   it.
  * - Deadlock-free: tiles are handed out in launch order by an atomic counter, so every tile a
  *   block waits for belongs to a block that is already running.
  */
-
-#include "gs_xsum.cuh"
 
 #ifndef GS_LOOKBACK_NS
 #define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
@@ -40,17 +37,6 @@ static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t 
 static __device__ __forceinline__ int GS_FN(exact)(gs_op op)
 {
     return GS_R_KIND != 'f' || (op != GS_OP_ADD && op != GS_OP_MUL);
-}
-
-/* Float32 add (the register type stamped with GS_R_XSUM): carries summed exactly. */
-static __device__ __forceinline__ int GS_FN(xsum)(gs_op op)
-{
-#ifdef GS_R_XSUM
-    return op == GS_OP_ADD;
-#else
-    (void)op;
-    return 0;
-#endif
 }
 
 /* Wait until the window of 32 tiles ending at tile `window` (lane l reads window - l) is
@@ -112,80 +98,8 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     }
 }
 
-#ifdef GS_R_XSUM
 /*
- * Float32 add: the exclusive prefix of `tile` (any tile, 0 included) as an exact sum, rounded
- * to a carry.  Called by all 32 lanes of one warp after the tile's aggregate is published; it
- * publishes the tile's inclusive prefix (gs_xsum_publish) and returns the exclusive one on
- * every lane.  The windows and stops of look_back(): the aggregates before the stop and a head
- * stop's own are added exactly into shared digits (integer atomics: any order, the same sum),
- * a carry step per window keeps the digits small; a published prefix adds its payload.
- */
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(look_back_xsum)(gs_tile_state ts, int64_t tile, int agg_head, GS_R agg)
-{
-    __shared__ long long sum[GS_XSUM_DIGITS];
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    long long acc = 0; /* lane k: digit k of what the windows so far hold */
-    unsigned flags = 0;
-    int64_t window = tile - 1;
-    gs_tile_word d;
-    int last;
-
-    if (lane < GS_XSUM_DIGITS)
-        sum[lane] = 0;
-    __syncwarp();
-    for (;; window -= GS_WARP) {
-        last = GS_FN(await_window)(ts, window, &d);
-        if (window - lane >= 0 && (lane < last || (lane == last && (d.status & GS_ST_HEAD)))) {
-            int k;
-            long long term;
-            flags |= gs_xsum_split((unsigned)d.value, &k, &term);
-            if (term != 0)
-                atomicAdd((unsigned long long *)&sum[k], (unsigned long long)term);
-        }
-        __syncwarp();
-        if (lane < GS_XSUM_DIGITS) {
-            acc += sum[lane];
-            sum[lane] = 0;
-        }
-        __syncwarp(); /* before the next window's atomics */
-        acc = gs_xsum_carry(acc);
-        if (last < GS_WARP)
-            break;
-    }
-    /* ---- A stop with a published prefix (not a head, not before tile 0): its payload. ---- */
-    const unsigned stop = __shfl_sync(GS_FULL_MASK, d.status, last);
-    if ((stop & (GS_ST_PREFIX | GS_ST_HEAD)) == GS_ST_PREFIX && window - last >= 0) {
-        unsigned pf;
-        acc += gs_xsum_payload(ts, window - last, &pf);
-        flags |= pf;
-    }
-    flags = __reduce_or_sync(GS_FULL_MASK, flags);
-    const int excl = gs_xsum_carry(acc);
-
-    /* ---- Publish the inclusive prefix: the exclusive one plus the aggregate, or the
-     * aggregate alone when it holds a head. ---- */
-    const unsigned bits = __float_as_uint((float)agg);
-    int k;
-    long long term;
-    const unsigned own = gs_xsum_split(bits, &k, &term);
-    long long inc = agg_head ? 0 : excl;
-    if (lane == k)
-        inc += term;
-    gs_xsum_publish(ts, tile, agg_head, bits, gs_xsum_carry(inc), (agg_head ? 0u : flags) | own);
-
-    float hi, lo;
-    gs_xsum_to_carry(excl, flags, &hi, &lo);
-    GS_FN(gs_carry) c;
-    c.hi = hi;
-    c.lo = lo;
-    return c;
-}
-#endif
-
-/*
- * Rounding operators (float64 add, float mul): a look-back over a Fenwick tree of tile
+ * Rounding operators (float add, float mul): a look-back over a Fenwick tree of tile
  * aggregates, whose every value is combined in the same fixed tree on every run.  With tiles
  * numbered from 1 (node i is tile i-1), tile i publishes node N_i, the combination of the
  * aggregates of tiles (i - lowbit(i), i]: its children's nodes i - lowbit(i)/2, ..., i-2, i-1,

@@ -65,7 +65,6 @@
 #define GS_R float
 #define GS_RS f32
 #define GS_R_KIND 'f'
-#define GS_R_XSUM /* add: exact carries (gs_xsum.cuh) */
 #include "gs_thread.cuh"
 #include "gs_warp.cuh"
 #include "gs_block.cuh"
@@ -76,7 +75,6 @@
 #undef GS_R
 #undef GS_RS
 #undef GS_R_KIND
-#undef GS_R_XSUM
 
 #define GS_R double
 #define GS_RS f64

@@ -2,7 +2,7 @@
  * scan.cu - the single-pass scan: its __global__ kernels and the extern "C" launcher.
  *
  * Level: device-wide algorithm (kernels + dispatch).  One kernel per row of GS_TYPED_KERNELS
- * (gs_dispatch.cuh), which runs a block per tile, and one per row of GS_AHEAD_KERNELS, which
+ * (gs_dispatch.cuh), which runs a block per tile, and one per row of GS_EXACT_KERNELS, which
  * runs agent_scan.cuh's lookahead driver on a persistent grid: the operator and the
  * input/output dtypes are compile-time constants; inclusive/exclusive, row length and segment
  * flags are run-time parameters, and the launcher picks the driver from the operator and n.
@@ -25,22 +25,21 @@
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
 
-/* The lookahead driver, for the exact operators and float32 add (exact carries) only: float64
- * add and float mul keep their deterministic tree look-back, which a persistent block's
- * chained waits would serialise, or run in three passes. */
+/* The lookahead driver, for the exact operators only: float add and mul keep their
+ * deterministic tree look-back, which a persistent block's chained waits would serialise. */
 #define GS_X_KERNEL(op, in, out, rs)                                   \
     __global__ void __launch_bounds__(GS_NT, GS_AHEAD_MIN_BLOCKS_##rs) \
         GS_AHEAD_KERNEL_NAME(op, in, out)(gs_scan_kparams p)           \
     {                                                                  \
         scan_tiles_ahead_##rs(op, in, out, &p);                        \
     }
-GS_AHEAD_KERNELS(GS_X_KERNEL)
+GS_EXACT_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
 
-/* The three-pass scan of float64 add and float mul (agent_scan.cuh): its aggregate and carry
- * passes (the emit pass is the one-tile kernel). */
-#define GS_FLOAT_KERNELS(X)                   \
-    X(GS_OP_ADD, GS_FLOAT64, GS_FLOAT64, f64) \
+/* The three-pass scan of float add and mul (agent_scan.cuh): its aggregate and carry passes
+ * (the emit pass is the one-tile kernel). */
+#define GS_FLOAT_KERNELS(X)         \
+    GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
     GS_KT_ARITH_FLOAT(X, GS_OP_MUL)
 #define GS_AGG_KERNEL_NAME(op, in, out) gs_scan_aggs_##op##_##in##_##out
 #define GS_CARRY_KERNEL_NAME(op, in, out) gs_scan_carries_##op##_##in##_##out
@@ -61,7 +60,7 @@ GS_FLOAT_KERNELS(GS_X_KERNEL)
 typedef void (*gs_scan_kernel)(gs_scan_kparams);
 
 /* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts: one tile per
- * block (NULL if none) and the lookahead one (NULL for float64 add and float mul). */
+ * block (NULL if none) and the lookahead one (NULL for float add and mul). */
 static void gs_scan_kernels_for(gs_dtype in, gs_dtype out, gs_op op, gs_scan_kernel *one,
                                 gs_scan_kernel *ahead)
 {
@@ -75,7 +74,7 @@ static void gs_scan_kernels_for(gs_dtype in, gs_dtype out, gs_op op, gs_scan_ker
 #define GS_X_MATCH(op_, in_, out_, rs)         \
     if (op == op_ && in == in_ && out == out_) \
         *ahead = GS_AHEAD_KERNEL_NAME(op_, in_, out_);
-    GS_AHEAD_KERNELS(GS_X_MATCH)
+    GS_EXACT_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
 }
 
@@ -150,25 +149,23 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
     p.n = d->n;
     p.row_len = d->row_len;
     p.ts = gs_tile_state_carve(scratch);
-    p.ts.payload = (unsigned *)((char *)scratch + gs_scan_payload_offset(d->n));
     p.flag_type = d->flag_type;
     p.exclusive = d->exclusive;
     p.vec_in = ((uintptr_t)d->in % 16) == 0;
     p.vec_out = ((uintptr_t)d->out % 16) == 0;
     p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
 
-    /* ---- Float64 add and float mul over many tiles: the three-pass scan. ---- */
+    /* ---- Float add and mul over many tiles: the three-pass scan. ---- */
     if (ahead == NULL && tiles >= GS_THREE_PASS_MIN_TILES)
         return gs_scan_three_pass(d, &p, kernel, scratch, tiles, stream);
 
-    /* ---- The tiny init: zero the tile counter and descriptors (not the payloads). ---- */
-    err = cudaMemsetAsync(scratch, 0, (size_t)gs_scan_payload_offset(d->n), stream);
+    /* ---- The tiny init: zero the tile counter and descriptors. ---- */
+    err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream);
     if (err != cudaSuccess)
         return err;
 
-    /* ---- The one scan launch: the lookahead driver's persistent grid when it has one (exact
-     * operators, float32 add) and the tiles fill the device several times over, else a block
-     * per tile. ---- */
+    /* ---- The one scan launch: the lookahead driver's persistent grid when its operator is
+     * exact and the tiles fill the device several times over, else a block per tile. ---- */
     int64_t blocks = tiles;
     size_t smem = 0;
     if (ahead != NULL) {

@@ -5,7 +5,6 @@ must meet the contract's bound (log2(n)+2)*eps*sum|x| against the exact prefix s
 (i+1)*eps relative.  Sizes are named after the path they reach (see conftest.py).  The same tests
 run on whichever backend is active; the GPU-only ones are marked `gpu`.
 """
-import math
 import sys
 import threading
 
@@ -16,7 +15,7 @@ import gpuscan
 from conftest import (ALL_SIZES, AXIS_CASE_IDS, AXIS_CASES, DTYPE_IDS, DTYPES, NV, SMALL_SIZES,
                       make_layout, random_array, run_python)
 from reference import (BITWISE_OPS, OPS, UFUNCS, assert_sum_within_bound, bits, check_scan,
-                       check_segmented_scan, identity, result_dtype, scan_reference, sum_error)
+                       identity, result_dtype, scan_reference, sum_error)
 
 
 def frozen_copy(a):
@@ -1019,10 +1018,9 @@ def test_more_than_2_31_elements():
 
 
 # ---- Large scans: the drivers that only run over many tiles -------------------------------
-# Exact operators and float32 add run agent_scan.cuh's lookahead driver once the tiles fill the
-# device several times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes);
-# float64 add and float mul run the three-pass scan from 16 tiles.  These sizes reach both on
-# any GPU.
+# Exact operators run agent_scan.cuh's lookahead driver once the tiles fill the device several
+# times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes); float add and mul
+# run the three-pass scan from 16 tiles.  These sizes reach both on any GPU.
 LOOKAHEAD_N = 2**23 + 2**22 + 7
 
 LOOKAHEAD_CASES = [(np.int32, np.int32, "add"), (np.int32, np.int32, "max"),
@@ -1052,144 +1050,3 @@ def test_large_float_add_deterministic_and_bounded(dtype, rng):
     first = gpuscan.scan(a)
     assert_sum_within_bound(a, first)
     assert np.array_equal(bits(first), bits(gpuscan.scan(a))), "different bits on the same input"
-
-
-# ---- float32 add: exact carries (kernels/gs_xsum.cuh) -------------------------------------
-# A float32 add scan carries the exact sum of the tiles before each tile, rounded once, so its
-# look-back may combine from any published prefix (as the exact operators do) and still give
-# the same bits on every run.  Tile counts reach both of its drivers on any GPU: one tile per
-# block (300 tiles) and the lookahead driver (as many tiles as LOOKAHEAD_N).
-F32_TILES = [pytest.param(300, id="300_tiles_one_per_block"),
-             pytest.param(-(-LOOKAHEAD_N // NV), id=f"{-(-LOOKAHEAD_N // NV)}_tiles_lookahead")]
-
-
-def wide_float32(rng, n, lo=-30, hi=30):
-    """Mixed-sign float32 values 10^u, u uniform in [lo, hi]: many exponents in every tile."""
-    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    return (sign * 10.0 ** rng.uniform(lo, hi, n)).astype(np.float32)
-
-
-def assert_twice_same_bits(fn):
-    """Run fn twice; the results must have the same bits (determinism); returns the first."""
-    first = fn()
-    assert np.array_equal(bits(first), bits(fn())), "different bits on the same input"
-    return first
-
-
-def check_segments_twice(a, flags):
-    """segmented_scan, inclusive and exclusive: within the bound per segment, same bits twice."""
-    for exclusive in (False, True):
-        res = assert_twice_same_bits(
-            lambda: gpuscan.segmented_scan(a, flags, exclusive=exclusive))
-        check_segmented_scan(res, a, flags, exclusive=exclusive)
-
-
-@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_wide_exponents(tiles, exclusive, rng):
-    a = wide_float32(rng, tiles * NV - 3)
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a, exclusive=exclusive))
-    assert_sum_within_bound(a, res, exclusive=exclusive)
-
-
-def float32_of_exact(units):
-    """The float32 nearest to units * 2^-149 (ties to even; +-inf past the range)."""
-    m = abs(units)
-    shift = max(m.bit_length() - 24, 0)
-    q, r = divmod(m, 1 << shift)
-    if shift > 0 and (2 * r > (1 << shift) or (2 * r == (1 << shift) and q & 1)):
-        q += 1
-    v = math.ldexp(float(q), shift - 149)
-    v = math.inf if v >= 2.0**128 else v
-    return np.float32(v if units >= 0 else -v)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_carries_are_the_exact_sums_rounded(tiles, rng):
-    # One value per tile, at its last element, of exponents from 2^-140 to 2^100: every other
-    # element of a tile is its carry (the tiles before it, summed exactly) plus zeros, so it
-    # must be that sum rounded to nearest, bit for bit.  The first tiles make sums next to a
-    # tie (1 + 2^-24 +- 2^-60), which a carry of two floats rounds the wrong way.
-    a = np.zeros(tiles * NV, np.float32)
-    m = rng.integers(1, 2**24, tiles) * np.where(rng.random(tiles) < 0.5, -1, 1)
-    e = rng.integers(-140 - 23, 100 - 23, tiles)
-    a[NV - 1::NV] = np.ldexp(m.astype(np.float64), e).astype(np.float32)
-    a[NV - 1:5 * NV:NV] = [1.0, 2.0**-24, 2.0**-60, -2.0**-59, 2.0**-23]
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a))
-    units = 0
-    for t in range(1, tiles):
-        units += int(np.float64(a[t * NV - 1]) * 2.0**149)  # exact: a float32 scaled
-        want = float32_of_exact(units)
-        got = res[t * NV:(t + 1) * NV - 1]
-        assert np.array_equal(bits(got), np.full(got.shape, want).view(np.uint32)), (
-            f"tile {t}: carry {got[0]!r}, the exact sum rounded is {want!r}")
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_cancellation_across_tiles(tiles, rng):
-    # Huge values, then their negatives (x and -x in different tiles, shuffled), then small
-    # ones: the exact carry into the small part is the small part's own sum, so its error is
-    # bounded by the small values alone (a float carry would keep an error of ~eps * 1e30).
-    big = tiles // 3
-    x = wide_float32(rng, big * NV, 25, 30)
-    y = -x[rng.permutation(x.size)]
-    small = rng.uniform(-1, 1, (tiles - 2 * big) * NV - 5).astype(np.float32)
-    a = np.concatenate([x, y, small])
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a))
-    assert_sum_within_bound(a, res)
-    assert_sum_within_bound(small, res[2 * big * NV:])
-
-
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_non_finite_in_tiles(tiles, rng):
-    # +inf, -inf and NaN in different tiles, as whole segments of a segmented scan too: an
-    # infinity carries on, both infinities or a NaN give NaN, a head starts afresh.
-    n = tiles * NV - 7
-    a = rng.uniform(-1, 1, n).astype(np.float32)
-    q = tiles // 4
-    a[q * NV + 5], a[2 * q * NV + 3], a[3 * q * NV + 1] = np.inf, -np.inf, np.nan
-    with np.errstate(invalid="ignore"):
-        want = np.cumsum(a.astype(np.float64))
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a))
-    np.testing.assert_array_equal(np.isnan(res), np.isnan(want))
-    np.testing.assert_array_equal(np.isposinf(res), np.isposinf(want))
-    np.testing.assert_array_equal(np.isneginf(res), np.isneginf(want))
-    assert_sum_within_bound(a[:q * NV + 5], res[:q * NV + 5])
-    flags = np.zeros(n, np.uint8)
-    flags[[q * NV + 2, q * NV + 6, 2 * q * NV, 3 * q * NV + 2, 3 * q * NV + NV]] = 1
-    check_segments_twice(a, flags)
-
-
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_subnormals(tiles, rng):
-    # Multiples of 2^-149 whose sums stay below 2^-125: every sum is exact in float32, so any
-    # correct scan equals NumPy's bit for bit; then subnormals among normal values.
-    n = tiles * NV - 1
-    a = (rng.integers(-8, 9, n) * 2.0**-149).astype(np.float32)
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a))
-    np.testing.assert_array_equal(bits(res), bits(np.cumsum(a)))
-    mixed = np.where(rng.random(n) < 0.5, a, wide_float32(rng, n, -45, -30))
-    res = assert_twice_same_bits(lambda: gpuscan.scan(mixed, exclusive=True))
-    assert_sum_within_bound(mixed, res, exclusive=True)
-
-
-@pytest.mark.parametrize("density", [1e-3, 1 / NV], ids=["every_1000th", "every_tile"])
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_segmented_many_tiles(tiles, density, rng):
-    n = tiles * NV + 11
-    a = wide_float32(rng, n, -10, 10)
-    flags = (rng.random(n) < density).astype(np.uint8)
-    flags[NV - 1:n:7 * NV] = 1  # heads on tile edges too
-    flags[NV:n:5 * NV] = 1
-    check_segments_twice(a, flags)
-
-
-@pytest.mark.parametrize("tiles", F32_TILES)
-def test_float32_add_rows_over_many_tiles(tiles, rng):
-    # axis=1: each row starts a segment, rows of a few tiles and a partial one.
-    rows = tiles * NV // (3 * NV + 5)
-    a = wide_float32(rng, rows * (3 * NV + 5), -5, 5).reshape(rows, 3 * NV + 5)
-    res = assert_twice_same_bits(lambda: gpuscan.scan(a, axis=1))
-    assert_sum_within_bound(a, res, axis=1)

@@ -12,8 +12,7 @@ CUDA backend is not usable.
 the exclusive form, the other sizes and the layout cases for add only.
 
 Paths: the decoupled look-back scan for every dtype x op, inclusive and exclusive, at sizes
-1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension); the drivers of many tiles
-(three passes, lookahead, float32 add's exact carries: driver_cases); a row-wise scan (axis=1)
+1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension); a row-wise scan (axis=1)
 and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); dtype casts
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
 other algorithms where the build has them; split and compact (every value and flag width, tile
@@ -335,51 +334,29 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
-def segment_sums(x, f):
-    """Float add per segment (heads where f is set), in float64, rounded to x's dtype."""
-    return np.concatenate([np.cumsum(s, dtype=np.float64) for s in
-                           np.split(x, np.flatnonzero(f[1:]) + 1)]).astype(x.dtype)
-
-
 def driver_cases(run, nv, reduced):
-    """The scan drivers that only run over many tiles: float64 add and float mul in three
-    passes (from 16 tiles), and the lookahead driver of the exact operators and of float32 add
-    (exact carries, gs_xsum.cuh) once the tiles number 4x the resident blocks: 2^23 + 2^22 + 7
-    values reach it on any current GPU; below that float32 add's exact look-back runs one tile
-    per block."""
+    """The scan drivers that only run over many tiles: float add/mul in three passes (from 16
+    tiles) and the lookahead driver of the exact operators (tiles >= 4x the resident blocks:
+    2^23 + 2^22 + 7 values reach it on any current GPU)."""
     rng = np.random.default_rng(11)
     n3 = 16 * nv + 5
-    for dt, op in (((np.float64, "add"),) if reduced else
-                   ((np.float64, "add"), (np.float32, "mul"), (np.float64, "mul"))):
-        x = make_input(rng, dt, n3, op)
-        dx = gpuscan.to_device(x)
-        run.case(f"three-pass scan {op} {np.dtype(dt).name} n={n3}",
-                 lambda dx=dx, x=x, op=op: compare(host(gpuscan.scan(dx, op)),
-                                                   reference(x, op, False), op))
-    x = rng.random(n3).astype(np.float64)
+    for dt in ((np.float32,) if reduced else (np.float32, np.float64)):
+        for op in (("add",) if reduced else ("add", "mul")):
+            x = make_input(rng, dt, n3, op)
+            dx = gpuscan.to_device(x)
+            run.case(f"three-pass scan {op} {np.dtype(dt).name} n={n3}",
+                     lambda dx=dx, x=x, op=op: compare(host(gpuscan.scan(dx, op)),
+                                                       reference(x, op, False), op))
+    x = rng.random(n3).astype(np.float32)
     f = rng.random(n3) < 1e-3
     f[[nv - 1, nv, 5 * nv]] = True
-    run.case("three-pass segmented_scan float64",
+    run.case("three-pass segmented_scan float32",
              lambda: compare(host(gpuscan.segmented_scan(gpuscan.to_device(x),
                                                           gpuscan.to_device(f))),
-                             segment_sums(x, f), "add"))
-    # ---- float32 add, exact carries: one tile per block (n3), the lookahead driver (big),
-    # heads in many tiles (a head stop's aggregate, a prefix stop's payload). ----
+                             np.concatenate([np.cumsum(s, dtype=np.float64) for s in
+                                             np.split(x, np.flatnonzero(f[1:]) + 1)]
+                                            ).astype(np.float32), "add"))
     big = 2**23 + 2**22 + 7
-    for n in (n3, big):
-        x32 = rng.random(n).astype(np.float32)
-        dx32 = gpuscan.to_device(x32)
-        f32 = rng.random(n) < 1e-3
-        f32[[nv - 1, nv, 5 * nv]] = True
-        df32 = gpuscan.to_device(f32)
-        for exclusive in ((False,) if reduced and n == big else (False, True)):
-            run.case(f"exact-carry scan add float32 n={n}" + (" excl" if exclusive else ""),
-                     lambda dx=dx32, x=x32, e=exclusive: compare(
-                         host(gpuscan.scan(dx, exclusive=e)), reference(x, "add", e), "add"))
-        if not (reduced and n == big):
-            run.case(f"exact-carry segmented_scan float32 n={n}",
-                     lambda dx=dx32, x=x32, df=df32, f=f32: compare(
-                         host(gpuscan.segmented_scan(dx, df)), segment_sums(x, f), "add"))
     y = rng.integers(-100, 100, big).astype(np.int32)
     dy = gpuscan.to_device(y)
     run.case(f"lookahead scan add int32 n={big}",
