@@ -414,45 +414,6 @@ none:
 /* ---- Equal-width bins: the arithmetic's tolerance (gs_hist.h) ------------------------------- */
 
 /*
- * scale = nb / (E[nb] - E[0]) and the fraction window (fast_lo, fast_hi) of gs_hist.h, in the
- * edges' type T: D = max |p(E[k]) - k| over the edges, with p computed exactly as the backends
- * compute it (so the window is exact: a wider one sends more values to the edges, and at 65536
- * bins a window of a few ulps of nb sent every warp there), widened by two ulps of 1; no window
- * at all when D >= 1/2 or when p is not finite at some edge.
- */
-#define UNIFORM_SETUP_DEF(sfx, T, EPS, NEXT)                                 \
-    static void uniform_setup_##sfx(const T *e, int64_t nb, gs_hist_desc *d) \
-    {                                                                        \
-        const T scale = (T)nb / (e[nb] - e[0]);                              \
-        double dev = 0.0;                                                    \
-        for (int64_t k = 0; k <= nb; k++) {                                  \
-            const T p = (e[k] - e[0]) * scale;                               \
-            double off = fabs((double)p - (double)k);                        \
-            if (!isfinite(off))                                              \
-                dev = INFINITY;                                              \
-            else if (off > dev)                                              \
-                dev = off;                                                   \
-        }                                                                    \
-        dev += 2.0 * (EPS);                                                  \
-        d->scale = (double)scale;                                            \
-        if (!(dev < 0.5) || !isfinite((double)scale)) {                      \
-            d->fast_lo = 1.0;                                                \
-            d->fast_hi = 0.0;                                                \
-            return;                                                          \
-        }                                                                    \
-        T lo = (T)dev, hi = (T)(1.0 - dev);                                  \
-        if ((double)lo < dev)                                                \
-            lo = NEXT(lo, (T)1);                                             \
-        if ((double)hi > 1.0 - dev)                                          \
-            hi = NEXT(hi, (T)0);                                             \
-        d->fast_lo = (double)lo;                                             \
-        d->fast_hi = (double)hi;                                             \
-    }
-UNIFORM_SETUP_DEF(f32, float, FLT_EPSILON, nextafterf)
-UNIFORM_SETUP_DEF(f64, double, DBL_EPSILON, nextafter)
-#undef UNIFORM_SETUP_DEF
-
-/*
  * The last call's edges, kept so that a repeated histogram (the same bins and range, the usual
  * case) neither recomputes the tolerance over every edge (setup_cache) nor uploads its edges or
  * table again (dev_cache): an upload from pageable memory waits for the work already enqueued,
@@ -490,9 +451,9 @@ static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
         return;
     }
     if (d->edge_type == GS_FLOAT32)
-        uniform_setup_f32(e, nb, d);
+        gs_hist_uniform_setup_f32(e, nb, d);
     else
-        uniform_setup_f64(e, nb, d);
+        gs_hist_uniform_setup_f64(e, nb, d);
     if ((copy = malloc(bytes)) == NULL)
         return; /* no cache: nothing lost but speed */
     memcpy(copy, e, bytes);

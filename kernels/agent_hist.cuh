@@ -304,7 +304,7 @@ static __device__ __forceinline__ void gs_hist_agent(const gs_hist_kparams *p, g
         gs_hist_consume(p, table, (unsigned)__cvta_generic_to_shared(rep), (int)s_lo, (unsigned)s_n,
                         1, part, parts, t, mode, et);
     } else {
-        gs_hist_consume(p, (const int *)d->edges, 0u, 0, 0u, 0, part, parts, t, mode, et);
+        gs_hist_consume(p, NULL, 0u, 0, 0u, 0, part, parts, t, mode, et);
     }
 
     /* ---- Merge: one device atomic per nonzero bin of the slice. ---- */

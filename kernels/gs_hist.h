@@ -20,6 +20,9 @@
 #ifndef GS_HIST_H
 #define GS_HIST_H
 
+#include <float.h>
+#include <math.h>
+
 #include "gs_api.h"
 
 /* Inlined everywhere: on the device a call would spill the unrolled loop's registers. */
@@ -157,5 +160,45 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
                                                 : xf);
     }
 }
+
+/*
+ * scale = nb / (E[nb] - E[0]) and the fraction window (fast_lo, fast_hi) of gs_hist.h, in the
+ * edges' type T: D = max |p(E[k]) - k| over the edges, with p computed exactly as the backends
+ * compute it (so the window is exact: a wider one sends more values to the edges, and at 65536
+ * bins a window of a few ulps of nb sent every warp there), widened by two ulps of 1; no window
+ * at all when D >= 1/2 or when p is not finite at some edge.  Host code (csrc/hist.c sets up
+ * every call with it; tools/hist_check.cu too).
+ */
+#define GS_HIST_UNIFORM_SETUP_DEF(sfx, T, EPS, NEXT)                                        \
+    static inline void gs_hist_uniform_setup_##sfx(const T *e, int64_t nb, gs_hist_desc *d) \
+    {                                                                                       \
+        const T scale = (T)nb / (e[nb] - e[0]);                                             \
+        double dev = 0.0;                                                                   \
+        for (int64_t k = 0; k <= nb; k++) {                                                 \
+            const T p = (e[k] - e[0]) * scale;                                              \
+            double off = fabs((double)p - (double)k);                                       \
+            if (!isfinite(off))                                                             \
+                dev = INFINITY;                                                             \
+            else if (off > dev)                                                             \
+                dev = off;                                                                  \
+        }                                                                                   \
+        dev += 2.0 * (EPS);                                                                 \
+        d->scale = (double)scale;                                                           \
+        if (!(dev < 0.5) || !isfinite((double)scale)) {                                     \
+            d->fast_lo = 1.0;                                                               \
+            d->fast_hi = 0.0;                                                               \
+            return;                                                                         \
+        }                                                                                   \
+        T lo = (T)dev, hi = (T)(1.0 - dev);                                                 \
+        if ((double)lo < dev)                                                               \
+            lo = NEXT(lo, (T)1);                                                            \
+        if ((double)hi > 1.0 - dev)                                                         \
+            hi = NEXT(hi, (T)0);                                                            \
+        d->fast_lo = (double)lo;                                                            \
+        d->fast_hi = (double)hi;                                                            \
+    }
+GS_HIST_UNIFORM_SETUP_DEF(f32, float, FLT_EPSILON, nextafterf)
+GS_HIST_UNIFORM_SETUP_DEF(f64, double, DBL_EPSILON, nextafter)
+#undef GS_HIST_UNIFORM_SETUP_DEF
 
 #endif /* GS_HIST_H */

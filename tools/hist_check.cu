@@ -10,7 +10,6 @@
  *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -arch=sm_90 tools/hist_check.cu \
  *        kernels/hist.cu -o /tmp/hist_check && /tmp/hist_check [log2 n, default 28]
  */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,34 +52,25 @@ static float time_ms(const gs_hist_desc *d, void *dst, const void *src, size_t b
     return t[REPS / 2];
 }
 
-/* Equal-width float32 edges over [0, 1) and gs_hist.h's fraction window for them (as the host
- * code computes it, without its caches). */
+/* Equal-width float32 edges over [0, 1), with the fraction window gs_hist.h's setup gives them
+ * and the float32 fields set as csrc/hist.c sets them. */
 static float *uniform_f32(gs_hist_desc *d, int64_t nb)
 {
     float *e = (float *)malloc((size_t)(nb + 1) * sizeof(float));
     for (int64_t k = 0; k <= nb; k++)
         e[k] = (float)((double)k / (double)nb);
-    const float scale = (float)nb / (e[nb] - e[0]);
-    double dev = 0.0;
-    for (int64_t k = 0; k <= nb; k++) {
-        const double off = fabs((double)((e[k] - e[0]) * scale) - (double)k);
-        dev = off > dev ? off : dev;
-    }
-    dev += 2.0 * FLT_EPSILON;
     d->mode = GS_HIST_UNIFORM;
     d->edge_type = GS_FLOAT32;
-    d->first_f = e[0];
-    d->scale_f = scale;
-    d->fast_lo_f = nextafterf((float)dev, 1.0f);
-    d->fast_hi_f = nextafterf((float)(1.0 - dev), 0.0f);
-    d->lo_f = e[0];
-    d->hi_f = e[nb];
+    gs_hist_uniform_setup_f32(e, nb, d);
     d->first = e[0];
-    d->scale = scale;
-    d->fast_lo = d->fast_lo_f;
-    d->fast_hi = d->fast_hi_f;
+    d->first_f = e[0];
+    d->scale_f = (float)d->scale;
+    d->fast_lo_f = (float)d->fast_lo;
+    d->fast_hi_f = (float)d->fast_hi;
     d->lo.f = e[0];
     d->hi.f = e[nb];
+    d->lo_f = e[0];
+    d->hi_f = e[nb];
     return e;
 }
 
