@@ -12,7 +12,7 @@
  * aggregate), look back (learn its exclusive prefix from the tiles before it, gs_lookback.cuh)
  * and emit (scan each piece from its prefix, write the tile).  Two drivers:
  * - scan_tiles: one tile per block, the phases back to back.
- * - scan_tiles_ahead (exact operators over many tiles; scan.cu decides): a persistent grid
+ * - scan_tiles_ahead (many tiles; scan.cu decides): a persistent grid
  *   whose blocks hold three tiles: they publish the aggregate of their current tile before
  *   waiting on the look-back of their previous one, while the next streams into shared
  *   memory (cp.async).  Every tile in flight
@@ -48,6 +48,7 @@ typedef struct GS_FN(gs_scan_smem) {
     unsigned tiles[3];
     GS_R excl_hi;
     GS_R excl_lo;
+    GS_FN(gs_lookback_smem) lookback;
 } GS_FN(gs_scan_smem);
 
 /* Start copying this thread's pieces of a whole tile into shared memory. */
@@ -193,11 +194,11 @@ static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t,
     }
 }
 
-/* Exact operators publish a tile's aggregate as soon as they have it (tile 0: its prefix). */
+/* A tile publishes its aggregate as soon as it has it (tile 0: its prefix). */
 static __device__ __forceinline__ void
 GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(gs_tile_totals) * t)
 {
-    if (GS_FN(exact)(op) && threadIdx.x == 0)
+    if (threadIdx.x == 0)
         GS_FN(publish)(ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, t->tv);
 }
 
@@ -209,15 +210,6 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
                                                            GS_FN(gs_scan_smem) * sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
-    if (p->carries != NULL) { /* the three-pass scan: the carry is known */
-        if (threadIdx.x == 0) {
-            const GS_FN(gs_carry) c = ((const GS_FN(gs_carry) *)p->carries)[tile];
-            sm->excl_hi = c.hi;
-            sm->excl_lo = c.lo;
-        }
-        __syncthreads();
-        return;
-    }
 #ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
     if (threadIdx.x == 0) {
         sm->excl_hi = id;
@@ -225,12 +217,10 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
     }
 #else
     if (!GS_FN(exact)(op)) {
-        if (threadIdx.x < GS_WARP) {
-            GS_FN(gs_carry) excl = GS_FN(look_back_tree)(op, out_t, p->ts, tile, t->tf, t->tv);
-            if (threadIdx.x == 0) {
-                sm->excl_hi = excl.hi;
-                sm->excl_lo = excl.lo;
-            }
+        GS_FN(gs_carry) excl = GS_FN(look_back_anchored)(op, out_t, p->ts, tile, &sm->lookback);
+        if (threadIdx.x == 0) {
+            sm->excl_hi = excl.hi;
+            sm->excl_lo = excl.lo;
         }
     } else if (tile == 0) {
         if (threadIdx.x == 0) {
@@ -310,9 +300,9 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
                                                          const gs_scan_kparams *p)
 {
     __shared__ GS_FN(gs_scan_smem) sm;
-    /* Tiles in launch order for the look-back; with known carries, any order. */
+    /* Tiles in launch order for the look-back. */
     if (threadIdx.x == 0)
-        sm.tiles[0] = p->carries != NULL ? blockIdx.x : atomicAdd(p->ts.counter, 1u);
+        sm.tiles[0] = atomicAdd(p->ts.counter, 1u);
     __syncthreads();
     const int64_t tile = sm.tiles[0];
     GS_R x[GS_VT];
@@ -324,113 +314,6 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     GS_FN(publish_aggregate)(op, p->ts, tile, &tot);
     GS_FN(learn_prefix)(op, out_t, p, tile, &tot, &sm);
     GS_FN(emit)(op, in_t, out_t, p, tile, x, &mine, &tot, &sm);
-}
-
-/*
- * The three-pass scan of float add and mul (scan.cu): a deterministic alternative to the tree
- * look-back, for many tiles.  Pass 1 (tile_aggregates): a block per tile computes the tile's
- * aggregate exactly as the emit pass will (same values, same grouping) and stores it with its
- * head bit.  Pass 2 (carry_scan): one block scans the aggregates into each tile's exclusive
- * carry, a double-word number for add, in a fixed grouping (a sequential run per thread, a
- * tree across the threads, the run again).  Pass 3 (scan_tiles with p->carries): a block per
- * tile, the carry read instead of looked back.  The input is read twice, so the pass costs
- * 1.5 copies instead of one, but no block ever waits.
- */
-typedef struct GS_FN(gs_tile_agg) {
-    GS_R v;
-    int head;
-} GS_FN(gs_tile_agg);
-
-static __device__ __forceinline__ void
-GS_FN(tile_aggregates)(gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_scan_kparams *p)
-{
-    __shared__ GS_FN(gs_block_scan_smem) sm;
-    const int64_t tile = blockIdx.x;
-    GS_R x[GS_VT];
-    GS_FN(gs_tile_mine) mine;
-    GS_FN(gs_tile_totals) tot;
-    GS_FN(gather)(op, in_t, out_t, p, tile, NULL, x);
-    GS_FN(aggregate)
-    (op, in_t, out_t, x, GS_FN(tile_heads)(in_t, out_t, p, tile), &mine, &tot, &sm);
-    if (threadIdx.x == 0) {
-        GS_FN(gs_tile_agg) a;
-        a.v = tot.tv;
-        a.head = tot.tf;
-        ((GS_FN(gs_tile_agg) *)p->aggs)[tile] = a;
-    }
-}
-
-/* Threads of the carry scan's single block. */
-#define GS_CARRY_NT 1024
-
-/* The segmented carry operator: b (later) restarts at a head. */
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(carry_seg)(gs_op op, GS_FN(gs_carry) a, int b_head, GS_FN(gs_carry) b)
-{
-    return b_head ? b : GS_FN(carry_combine)(op, a, b);
-}
-
-/* Pass 2: carries[k] = the tiles before k since their last head, for k < tiles (the last
- * tile's aggregate is not read). */
-static __device__ __forceinline__ void GS_FN(carry_scan)(gs_op op, gs_dtype out_t,
-                                                         const GS_FN(gs_tile_agg) * aggs,
-                                                         GS_FN(gs_carry) * carries, int64_t tiles)
-{
-    __shared__ GS_R sh_hi[GS_CARRY_NT], sh_lo[GS_CARRY_NT];
-    __shared__ int sh_f[GS_CARRY_NT];
-    const GS_FN(gs_carry) none = GS_FN(carry_of)(GS_FN(identity)(op, out_t));
-    const int t = threadIdx.x;
-    const int64_t per = (tiles - 1 + GS_CARRY_NT - 1) / GS_CARRY_NT; /* aggregates read */
-    const int64_t lo = t * per;
-    const int64_t hi = lo + per < tiles - 1 ? lo + per : tiles - 1;
-
-    /* ---- This thread's run, folded in order. ---- */
-    GS_FN(gs_carry) run = none;
-    int f = 0;
-    for (int64_t k = lo; k < hi; ++k) {
-        const GS_FN(gs_tile_agg) a = aggs[k];
-        run = GS_FN(carry_seg)(op, run, a.head, GS_FN(carry_of)(a.v));
-        f |= a.head;
-    }
-
-    /* ---- Inclusive scan of the runs across the block (Hillis-Steele, fixed grouping). ---- */
-    sh_hi[t] = run.hi;
-    sh_lo[t] = run.lo;
-    sh_f[t] = f;
-    __syncthreads();
-    for (int d = 1; d < GS_CARRY_NT; d <<= 1) {
-        GS_FN(gs_carry) left = none;
-        int lf = 0;
-        if (t >= d) {
-            left.hi = sh_hi[t - d];
-            left.lo = sh_lo[t - d];
-            lf = sh_f[t - d];
-        }
-        __syncthreads();
-        if (t >= d) {
-            run = GS_FN(carry_seg)(op, left, f, run);
-            f |= lf;
-            sh_hi[t] = run.hi;
-            sh_lo[t] = run.lo;
-            sh_f[t] = f;
-        }
-        __syncthreads();
-    }
-
-    /* ---- The run again, from the runs before this thread's. ---- */
-    GS_FN(gs_carry) c = none;
-    if (t > 0) {
-        c.hi = sh_hi[t - 1];
-        c.lo = sh_lo[t - 1];
-    }
-    for (int64_t k = lo; k < hi; ++k) {
-        carries[k] = c;
-        const GS_FN(gs_tile_agg) a = aggs[k];
-        c = GS_FN(carry_seg)(op, c, a.head, GS_FN(carry_of)(a.v));
-    }
-    /* The last tile's carry: from the thread that read the last aggregate. */
-    if ((lo < hi && hi == tiles - 1) || (tiles == 1 && t == 0))
-        carries[tiles - 1] = c;
 }
 
 /* The lookahead driver (see the file's header); its dynamic shared memory holds three tiles

@@ -237,19 +237,29 @@ static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned sta
                  : "memory");
 }
 
-/* The scratch of one scan, carved as gs_scan_scratch_bytes() sized it: the tile counter, then
- * two descriptor words per tile (value, compensation). */
+/* The scratch of one look-back over `tiles` tiles, carved as gs_scan_scratch_bytes() sized it:
+ * the tile counter, two descriptor words per tile (value, compensation), then two per anchor
+ * (every GS_ANCHOR_EVERY-th tile: its exclusive prefix, value and compensation) for the
+ * anchored look-back of float add and mul (gs_lookback.cuh). */
 typedef struct gs_tile_state {
-    unsigned *counter; /* next tile to hand out: tiles start in launch order */
-    ulonglong2 *words; /* 2 per tile */
+    unsigned *counter;   /* next tile to hand out: tiles start in launch order */
+    ulonglong2 *words;   /* 2 per tile */
+    ulonglong2 *anchors; /* 2 per anchor */
 } gs_tile_state;
 
-static inline gs_tile_state gs_tile_state_carve(void *scratch)
+static inline gs_tile_state gs_tile_state_carve(void *scratch, int64_t tiles)
 {
     gs_tile_state s;
     s.counter = (unsigned *)scratch;
     s.words = (ulonglong2 *)((char *)scratch + GS_SCRATCH_ALIGN);
+    s.anchors = s.words + 2 * tiles;
     return s;
+}
+
+/* An anchor tile's prefix words (value, compensation). */
+static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, int64_t anchor)
+{
+    return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
 }
 
 /* Kernel parameters of every scan kernel (passed by value). */
@@ -265,10 +275,6 @@ typedef struct gs_scan_kparams {
     int vec_in;    /* `in` is 16-byte aligned: whole runs load as vectors */
     int vec_out;   /* `out` is 16-byte aligned */
     int vec_flags; /* `flags` is 16-byte aligned */
-    /* The three-pass float scan (scan.cu): the aggregate pass writes each tile's aggregate to
-     * `aggs`, the emit pass reads each tile's exclusive carry from `carries` (else NULL). */
-    void *aggs;
-    const void *carries;
 } gs_scan_kparams;
 
 #endif /* GS_COMMON_CUH */

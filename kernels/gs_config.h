@@ -39,12 +39,6 @@
 #define GS_AHEAD_MIN_WAVES 4
 #endif
 
-/* Float add and mul scans over at least this many tiles run in three passes (aggregates,
- * carries, emit: scan.cu), below it in one with the deterministic tree look-back. */
-#ifndef GS_THREE_PASS_MIN_TILES
-#define GS_THREE_PASS_MIN_TILES 16
-#endif
-
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
 #define GS_SCRATCH_ALIGN 128
 
@@ -61,17 +55,32 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 
 /* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
 #define GS_TILE_DESC_BYTES 32
+/* The anchored look-back of float add and mul (gs_lookback.cuh): every GS_ANCHOR_EVERY-th tile
+ * publishes its exclusive prefix in two more 16-byte words (value, compensation), and a tile
+ * starts from the last anchor at least GS_ANCHOR_LAG tiles before it: more tiles than start
+ * during one look-back, so that anchor's prefix is out (H200, float32 add at 2^28: 68% of
+ * memcpy with 256, 49% with 128, 58% with 512: each tile reads LAG to LAG + EVERY - 1
+ * aggregates). */
+#ifndef GS_ANCHOR_EVERY
+#define GS_ANCHOR_EVERY 32
+#endif
+#ifndef GS_ANCHOR_LAG
+#define GS_ANCHOR_LAG 256
+#endif
+#define GS_ANCHOR_DESC_BYTES 32
 
 /*
- * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line)
- * and one descriptor per tile, all zeroed before the launch.  Pure, so the tests can check it.
+ * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line),
+ * one descriptor per tile and one per anchor, all zeroed before the launch.  Pure, so the tests
+ * can check it.
  */
 static inline size_t gs_scan_scratch_bytes(int64_t n)
 {
     int64_t tiles = gs_scan_tiles(n);
     if (tiles == 0)
         return 0;
-    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles);
+    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles +
+                    GS_ANCHOR_DESC_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
 }
 
 /*

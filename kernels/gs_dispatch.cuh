@@ -52,7 +52,8 @@
     X(op, GS_UINT32, GS_UINT32, u32) \
     X(op, GS_UINT64, GS_UINT64, u64)
 /* The rows whose operator is exact (integers, min/max, bitwise): any grouping gives the same
- * bits, so their scans may combine from the nearest published prefix (the lookahead driver). */
+ * bits, so their scans may combine from the nearest published prefix (gs_lookback.cuh); float
+ * add and mul take the grouped look-back. */
 #ifdef GS_TUNING_SUBSET /* tools/kernel_check.cu: only the rows it times, a quicker build */
 #define GS_EXACT_KERNELS(X)                   \
     X(GS_OP_ADD, GS_UINT32, GS_UINT32, u32)   \
@@ -86,8 +87,8 @@
 #define GS_MIN_BLOCKS_u32 GS_MIN_BLOCKS_4
 #define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
 /* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
- * kernel spills (ptxas: 120 bytes), and 4 blocks measured faster (H200, three-pass float32 add:
- * 46% of memcpy at 2^28 against 40%). */
+ * kernel spilled (ptxas: 120 bytes), and 4 blocks measured faster (H200, float32 add in the
+ * three passes that preceded the anchored look-back: 46% of memcpy at 2^28 against 40%). */
 #ifndef GS_MIN_BLOCKS_f32
 #define GS_MIN_BLOCKS_f32 4
 #endif

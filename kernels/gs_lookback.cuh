@@ -13,7 +13,7 @@
  * - Deterministic: integers wrap exactly, min and max select and bitwise ops are exact, so
  *   the result does not depend on which stop a tile found.  Float add and mul round, and a
  *   grouping that depends on which tiles published first would round differently from run to
- *   run (as CUB's and PyTorch's float scans do): they use look_back_tree() instead, whose
+ *   run (as CUB's and PyTorch's float scans do): they use look_back_anchored() instead, whose
  *   grouping is fixed.  A head is an exact stop: the segmented operator discards what precedes
  *   it.
  * - Deadlock-free: tiles are handed out in launch order by an atomic counter, so every tile a
@@ -99,28 +99,37 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 }
 
 /*
- * Rounding operators (float add, float mul): a look-back over a Fenwick tree of tile
- * aggregates, whose every value is combined in the same fixed tree on every run.  With tiles
- * numbered from 1 (node i is tile i-1), tile i publishes node N_i, the combination of the
- * aggregates of tiles (i - lowbit(i), i]: its children's nodes i - lowbit(i)/2, ..., i-2, i-1,
- * then its own aggregate; its exclusive prefix combines the nodes of i-1's Fenwick
- * decomposition (i-1, then i-1 without its lowest set bit, ...).  A node depends only on
- * aggregates, never on a prefix, so there is no chain of prefixes to wait along, and a tile
- * publishes its node before it waits for its prefix, so the earliest unpublished node always
- * belongs to a block that can progress (tiles start in launch order).  One warp reads up to
- * 32 children and 32 prefix nodes per poll (one of each per lane): enough for 2^32 tiles.
- * Returns the tile's exclusive prefix on every lane.
+ * Rounding operators (float add, float mul): an anchored look-back whose every value is
+ * combined in the same fixed grouping on every run.  Every tile publishes its aggregate as soon
+ * as it has it; every GS_ANCHOR_EVERY-th tile (an anchor) also publishes its exclusive prefix.
+ * The exclusive prefix of tile T is the prefix of its anchor a(T) combined with the aggregates
+ * of tiles a(T) .. T-1, a(T) being the last anchor at least GS_ANCHOR_LAG tiles before T (0
+ * while there is none).  The block reads those aggregates (at most LAG + EVERY - 1, one or
+ * two per thread) and combines them in a tree fixed by T - a(T): the result is a function of the
+ * aggregates alone.  An anchor's prefix comes from its own anchor, LAG tiles further back, so
+ * the chain of prefixes advances LAG tiles per link, and a tile waits for nothing younger than
+ * the aggregate of T-1 (out before its block waits on anything) and the prefix of a tile LAG
+ * tiles back (its look-back long done when LAG exceeds the tiles started during one look-back).
+ * Deadlock-free as above: everything waited for belongs to an earlier tile.  Every combination
+ * is a double-word (compensated) one, so the grouping costs no accuracy.
  */
-static __device__ __forceinline__ int GS_FN(read_node)(gs_op op, gs_tile_state ts, int64_t node,
-                                                       GS_FN(gs_carry) * c, int *head)
+/* Aggregates each thread reads: enough for LAG + EVERY - 1. */
+#define GS_ANCHOR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
+#if GS_ANCHOR_PER_THREAD > 31
+#error "GS_ANCHOR_LAG too large: a thread's pending reads are bits of one word"
+#endif
+
+/* A carry from one descriptor word (two when `split` holds a float64 add's compensation in the
+ * next word); 0 while unpublished. */
+static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, const ulonglong2 *w, int split,
+                                                        GS_FN(gs_carry) * c, int *head)
 {
-    const ulonglong2 *w = ts.words + 2 * (node - 1);
     gs_tile_word d = gs_tile_load(w);
     if (d.status == GS_ST_INVALID)
         return 0;
     *c = GS_FN(unpack_carry)(d.value);
     *head = (d.status & GS_ST_HEAD) != 0;
-    if (GS_R_WIDE && GS_FN(compensated)(op)) {
+    if (split && GS_R_WIDE && GS_FN(compensated)(op)) {
         gs_tile_word lo = gs_tile_load(w + 1);
         if (lo.status == GS_ST_INVALID)
             return 0;
@@ -129,58 +138,158 @@ static __device__ __forceinline__ int GS_FN(read_node)(gs_op op, gs_tile_state t
     return 1;
 }
 
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(look_back_tree)(gs_op op, gs_dtype t, gs_tile_state ts, int64_t tile, int agg_head,
-                          GS_R agg)
+/*
+ * A partial sum of the anchored look-back's tree.  Float32 add sums in double: one DADD per
+ * combination (53 bits, more than the double-float carry keeps), where a double-float
+ * combination is a chain of eleven dependent float operations; every other rounding operator
+ * combines carries.  Either way the grouping alone decides the bits.
+ */
+typedef struct GS_FN(gs_part) {
+    double d;
+    GS_FN(gs_carry) c;
+} GS_FN(gs_part);
+
+static __device__ __forceinline__ int GS_FN(part_double)(gs_op op)
+{
+    return GS_FN(compensated)(op) && !GS_R_WIDE;
+}
+
+static __device__ __forceinline__ GS_FN(gs_part) GS_FN(part_of)(gs_op op, GS_FN(gs_carry) c)
+{
+    GS_FN(gs_part) p;
+    p.d = GS_FN(part_double)(op) ? (double)c.hi + (double)c.lo : 0.0;
+    p.c = c;
+    return p;
+}
+
+/* The part's value as a carry: for float32 add the double rounded to a double-float (an
+ * infinite or NaN high part carries no low part). */
+static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(part_carry)(gs_op op, GS_FN(gs_part) p)
+{
+    if (!GS_FN(part_double)(op))
+        return p.c;
+    GS_FN(gs_carry) c;
+    c.hi = (GS_R)p.d;
+    c.lo = (GS_R)(p.d - (double)c.hi);
+    if (c.hi - c.hi != (GS_R)0)
+        c.lo = (GS_R)0;
+    return c;
+}
+
+/* The segmented combination of an earlier part (fa, a) with a later one (*f, *b), into the
+ * later. */
+static __device__ __forceinline__ void GS_FN(part_prepend)(gs_op op, int fa, GS_FN(gs_part) a,
+                                                           int *f, GS_FN(gs_part) * b)
+{
+    if (!*f) {
+        if (GS_FN(part_double)(op))
+            b->d = a.d + b->d;
+        else
+            b->c = GS_FN(carry_combine)(op, a.c, b->c);
+    }
+    *f |= fa;
+}
+
+/* Reduction across the warp where lane l holds an earlier part than lane l-1; lane 0 gets the
+ * total. */
+static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int *f,
+                                                                   GS_FN(gs_part) * p)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
-    const GS_FN(gs_carry) none = GS_FN(carry_of)(GS_FN(identity)(op, t));
-    const int64_t node = tile + 1;
-    const int64_t low = node & -node;
-
-    /* ---- This lane's child: node - 2^lane, while 2^lane < lowbit(node). ---- */
-    const int64_t child = ((int64_t)1 << lane) < low ? node - ((int64_t)1 << lane) : 0;
-    /* ---- This lane's prefix node: tile with its `lane` lowest set bits cleared. ---- */
-    int64_t pre = tile;
-    for (int k = 0; k < lane && pre != 0; ++k)
-        pre &= pre - 1;
-
-    GS_FN(gs_carry) cc = none, pc = none;
-    int cf = 0, pf = 0;
-    int have_child = child == 0, have_pre = pre == 0, published = 0;
-    for (;;) {
-        if (!have_child)
-            have_child = GS_FN(read_node)(op, ts, child, &cc, &cf);
-        if (!have_pre)
-            have_pre = GS_FN(read_node)(op, ts, pre, &pc, &pf);
-
-        /* ---- Every child in: combine them (lane k+1 is the earlier node), add the
-         * aggregate, publish the node. ---- */
-        if (!published && __all_sync(GS_FULL_MASK, have_child)) {
-            GS_FN(gs_carry) c = cc;
-            int f = cf;
-            GS_FN(warp_reduce_reversed)(op, &f, &c);
-            if (lane == 0) {
-                GS_FN(gs_carry)
-                n = agg_head ? GS_FN(carry_of)(agg)
-                             : GS_FN(carry_combine)(op, c, GS_FN(carry_of)(agg));
-                ulonglong2 *w = ts.words + 2 * tile;
-                if (GS_R_WIDE && GS_FN(compensated)(op))
-                    gs_tile_store(w + 1, GS_ST_AGGREGATE, GS_FN(bits_of)(n.lo));
-                gs_tile_store(w, GS_ST_AGGREGATE | ((f | agg_head) ? GS_ST_HEAD : 0u),
-                              GS_FN(pack_carry)(n));
-            }
-            published = 1;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        GS_FN(gs_part) o;
+        if (GS_FN(part_double)(op)) {
+            o.d = __shfl_down_sync(GS_FULL_MASK, p->d, d);
+        } else {
+            o.c.hi = __shfl_down_sync(GS_FULL_MASK, p->c.hi, d);
+            o.c.lo = __shfl_down_sync(GS_FULL_MASK, p->c.lo, d);
         }
-        if (published && __all_sync(GS_FULL_MASK, have_pre))
+        int of = __shfl_down_sync(GS_FULL_MASK, *f, d);
+        if (lane + d < GS_WARP)
+            GS_FN(part_prepend)(op, of, o, f, p);
+    }
+}
+
+/* Shared memory of the look-back's cross-warp step. */
+typedef struct GS_FN(gs_lookback_smem) {
+    GS_FN(gs_part) part[GS_NWARPS];
+    int f[GS_NWARPS];
+} GS_FN(gs_lookback_smem);
+
+/*
+ * The exclusive prefix of `tile` for a rounding operator, called by every thread of the block
+ * after the tile's aggregate is published; valid in thread 0.  An anchor publishes it.
+ */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(look_back_anchored)(gs_op op, gs_dtype t, gs_tile_state ts, int64_t tile,
+                              GS_FN(gs_lookback_smem) * sm)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int warp = threadIdx.x / GS_WARP;
+    const GS_FN(gs_part) none = GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, t)));
+    const int64_t anchor =
+        tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
+
+    /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
+     * once and folded latest first; thread 0 also reads the anchor's prefix. ---- */
+    GS_FN(gs_carry) x[GS_ANCHOR_PER_THREAD], a = GS_FN(carry_of)(GS_FN(identity)(op, t));
+    int xf[GS_ANCHOR_PER_THREAD], af = 0;
+    const ulonglong2 *aw = gs_anchor_words(ts, anchor);
+    unsigned pending = threadIdx.x == 0 && anchor > 0 ? 1u << GS_ANCHOR_PER_THREAD : 0u;
+#pragma unroll
+    for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
+        const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
+        xf[k] = 0;
+        x[k] = a;
+        if (q >= anchor)
+            pending |= 1u << k;
+    }
+    for (;;) {
+#pragma unroll
+        for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
+            const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
+            if (((pending >> k) & 1u) && GS_FN(read_carry)(op, ts.words + 2 * q, 0, &x[k], &xf[k]))
+                pending &= ~(1u << k);
+        }
+        if (((pending >> GS_ANCHOR_PER_THREAD) & 1u) && GS_FN(read_carry)(op, aw, 1, &a, &af))
+            pending &= ~(1u << GS_ANCHOR_PER_THREAD);
+        if (!pending)
             break;
         __nanosleep(GS_LOOKBACK_NS);
     }
+    GS_FN(gs_part) c = GS_FN(part_of)(op, x[0]);
+    int f = xf[0];
+#pragma unroll
+    for (int k = 1; k < GS_ANCHOR_PER_THREAD; ++k)
+        GS_FN(part_prepend)(op, xf[k], GS_FN(part_of)(op, x[k]), &f, &c);
 
-    /* ---- The prefix: the decomposition's nodes (lane k+1 is the earlier node). ---- */
-    GS_FN(warp_reduce_reversed)(op, &pf, &pc);
-    GS_FN(gs_carry) w;
-    w.hi = __shfl_sync(GS_FULL_MASK, pc.hi, 0);
-    w.lo = __shfl_sync(GS_FULL_MASK, pc.lo, 0);
-    return w;
+    /* ---- The tree: each warp (lane 0 latest), then the warps (warp 0 latest). ---- */
+    GS_FN(part_reduce_reversed)(op, &f, &c);
+    if (lane == 0) {
+        sm->part[warp] = c;
+        sm->f[warp] = f;
+    }
+    __syncthreads();
+    GS_FN(gs_carry) excl = a;
+    if (warp == 0) {
+        c = none;
+        f = 0;
+        if (lane < GS_NWARPS) {
+            c = sm->part[lane];
+            f = sm->f[lane];
+        }
+        GS_FN(part_reduce_reversed)(op, &f, &c);
+        if (lane == 0) {
+            GS_FN(part_prepend)(op, af, GS_FN(part_of)(op, a), &f, &c);
+            excl = GS_FN(part_carry)(op, c);
+            if (tile % GS_ANCHOR_EVERY == 0) {
+                ulonglong2 *w = gs_anchor_words(ts, tile);
+                if (GS_R_WIDE && GS_FN(compensated)(op))
+                    gs_tile_store(w + 1, GS_ST_PREFIX, GS_FN(bits_of)(excl.lo));
+                gs_tile_store(w, GS_ST_PREFIX | (f ? GS_ST_HEAD : 0u), GS_FN(pack_carry)(excl));
+            }
+        }
+    }
+    return excl;
 }

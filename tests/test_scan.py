@@ -1018,10 +1018,13 @@ def test_more_than_2_31_elements():
 
 
 # ---- Large scans: the drivers that only run over many tiles -------------------------------
-# Exact operators run agent_scan.cuh's lookahead driver once the tiles fill the device several
-# times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes); float add and mul
-# run the three-pass scan from 16 tiles.  These sizes reach both on any GPU.
+# Every scan runs agent_scan.cuh's lookahead driver once the tiles fill the device several
+# times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes on an H200), one tile
+# per block below; float add and mul look back from anchors 256 to 287 tiles back
+# (gs_lookback.cuh).  LOOKAHEAD_N reaches the lookahead driver on any current GPU, ANCHORED_N
+# the anchors with one tile per block on the larger ones.
 LOOKAHEAD_N = 2**23 + 2**22 + 7
+ANCHORED_N = 700 * NV + 3
 
 LOOKAHEAD_CASES = [(np.int32, np.int32, "add"), (np.int32, np.int32, "max"),
                    (np.uint8, np.uint64, "add"), (np.int64, np.int64, "add"),
@@ -1044,9 +1047,41 @@ def test_large_exact_scan_along_axis(rng):
     np.testing.assert_array_equal(gpuscan.scan(a, "max", axis=1), np.maximum.accumulate(a, axis=1))
 
 
+@pytest.mark.parametrize("n", [ANCHORED_N, LOOKAHEAD_N], ids=["anchored", "lookahead"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-def test_large_float_add_deterministic_and_bounded(dtype, rng):
-    a = rng.uniform(-1, 1, LOOKAHEAD_N).astype(dtype)
+def test_large_float_add_deterministic_and_bounded(dtype, n, rng):
+    a = rng.uniform(-1, 1, n).astype(dtype)
     first = gpuscan.scan(a)
     assert_sum_within_bound(a, first)
     assert np.array_equal(bits(first), bits(gpuscan.scan(a))), "different bits on the same input"
+    excl = gpuscan.scan(a, exclusive=True)
+    assert excl[0] == 0 and not np.signbit(excl[0])
+    assert_sum_within_bound(a, excl, exclusive=True)
+
+
+@pytest.mark.parametrize("n", [ANCHORED_N, LOOKAHEAD_N], ids=["anchored", "lookahead"])
+def test_large_float_mul_within_relative_bound(n, rng):
+    # Factors near 1 keep the product finite; mul's bound is (i+1) eps relative, as NumPy's.
+    a = (1 + rng.uniform(-1, 1, n) * 2.0**-12).astype(np.float32)
+    res = gpuscan.scan(a, "mul")
+    exact = np.exp(np.cumsum(np.log(a.astype(np.float64))))
+    rel = np.abs(res.astype(np.float64) - exact) / exact
+    eps = np.finfo(np.float32).eps
+    assert (rel <= (np.arange(n) + 1) * eps + 1e-12).all()
+    assert np.array_equal(bits(res), bits(gpuscan.scan(a, "mul")))
+
+
+@pytest.mark.parametrize("n", [ANCHORED_N, LOOKAHEAD_N], ids=["anchored", "lookahead"])
+def test_large_float_segmented_and_rows(n, rng):
+    # Heads anywhere, at tile starts and at anchor tiles: the look-back must cut the prefix there.
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    f = rng.random(n) < 1e-4
+    f[[NV - 1, NV, 32 * NV, 288 * NV, 289 * NV - 1, 600 * NV + 1]] = True
+    res = gpuscan.segmented_scan(x, f)
+    starts = np.flatnonzero(f[1:]) + 1
+    want = np.concatenate([np.cumsum(s, dtype=np.float64) for s in np.split(x, starts)])
+    absum = np.concatenate([np.cumsum(np.abs(s), dtype=np.float64) for s in np.split(x, starts)])
+    eps = np.finfo(np.float32).eps
+    assert (np.abs(res - want) <= (np.log2(n) + 2) * eps * absum).all()
+    rows = x[: (n // 3) * 3].reshape(3, -1)
+    assert_sum_within_bound(rows, gpuscan.scan(rows, axis=1), axis=1)

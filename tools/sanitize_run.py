@@ -334,23 +334,34 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
+def mul_within_bound(res, x):
+    """The contract's float mul bound, |out[i] - exact[i]| <= (i+1) eps |exact[i]| (over
+    hundreds of tiles a product of factors near 1 drifts past compare()'s fixed tolerance, as
+    NumPy's own sequential one does)."""
+    exact = np.multiply.accumulate(x.astype(np.float64))
+    eps = np.finfo(x.dtype).eps
+    bad = np.flatnonzero(~(np.abs(res - exact) <= (np.arange(x.size) + 1) * eps * np.abs(exact)))
+    return f"{bad.size} past the mul bound, first at {bad[0]}" if bad.size else None
+
+
 def driver_cases(run, nv, reduced):
-    """The scan drivers that only run over many tiles: float add/mul in three passes (from 16
-    tiles) and the lookahead driver of the exact operators (tiles >= 4x the resident blocks:
-    2^23 + 2^22 + 7 values reach it on any current GPU)."""
+    """The scan paths that only run over many tiles: float add/mul looking back from anchors
+    (from 256 tiles) and the lookahead driver (tiles >= 4x the resident blocks: 2^23 + 2^22 + 7
+    values reach it on any current GPU)."""
     rng = np.random.default_rng(11)
-    n3 = 16 * nv + 5
+    n3 = 300 * nv + 5
     for dt in ((np.float32,) if reduced else (np.float32, np.float64)):
         for op in (("add",) if reduced else ("add", "mul")):
             x = make_input(rng, dt, n3, op)
             dx = gpuscan.to_device(x)
-            run.case(f"three-pass scan {op} {np.dtype(dt).name} n={n3}",
+            run.case(f"anchored scan {op} {np.dtype(dt).name} n={n3}",
                      lambda dx=dx, x=x, op=op: compare(host(gpuscan.scan(dx, op)),
-                                                       reference(x, op, False), op))
+                                                       reference(x, op, False), op)
+                     if op == "add" else mul_within_bound(host(gpuscan.scan(dx, op)), x))
     x = rng.random(n3).astype(np.float32)
     f = rng.random(n3) < 1e-3
-    f[[nv - 1, nv, 5 * nv]] = True
-    run.case("three-pass segmented_scan float32",
+    f[[nv - 1, nv, 5 * nv, 288 * nv]] = True
+    run.case("anchored segmented_scan float32",
              lambda: compare(host(gpuscan.segmented_scan(gpuscan.to_device(x),
                                                           gpuscan.to_device(f))),
                              np.concatenate([np.cumsum(s, dtype=np.float64) for s in
