@@ -17,6 +17,7 @@
 
 #ifdef GS_HAVE_CUDA
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "gs_config.h"
@@ -168,22 +169,73 @@ void gs_cuda_free(void *ptr)
         (void)cudaGetLastError();
 }
 
+/* ---- the scans' shared scratch -------------------------------------------------------------- */
+
+/*
+ * The single-pass scan's look-back starts from a zero tile counter and no descriptor that reads
+ * as published.  Zeroing a fresh scratch before every scan costs a memset on the stream (3.5 us
+ * on an H200: 6.5% of an int32 scan of 2^24 values); instead every scan shares one scratch,
+ * zeroed once when allocated, and tags its descriptors with its own epoch (gs_scan_desc: another
+ * scan's read as unpublished; each scan leaves the counter at zero).  The lock keeps epoch,
+ * buffer and launch in one order on the stream, so a buffer replaced by a larger one is freed
+ * in stream order, after every scan enqueued on it.
+ */
+static pthread_mutex_t scan_scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *scan_scratch;
+static size_t scan_scratch_cap;
+static unsigned scan_epoch; /* the last epoch handed out since the scratch was zeroed */
+
+static cudaError_t gs_cuda_scan_shared(const gs_scan_desc *scan)
+{
+    size_t bytes = gs_scan_scratch_bytes(scan->n);
+    gs_scan_desc d = *scan;
+    cudaError_t err = cudaSuccess;
+
+    if (bytes == 0) /* n == 0: nothing to launch */
+        return gs_cuda_scan(scan, NULL, 0, gs_cuda_stream);
+    pthread_mutex_lock(&scan_scratch_lock);
+    if (scan_scratch_cap < bytes) {
+        void *p = NULL;
+        size_t cap = bytes + bytes / 4; /* room to grow a little without a new buffer */
+        if ((err = cudaMallocAsync(&p, cap, gs_cuda_stream)) != cudaSuccess)
+            goto done;
+        if ((err = cudaMemsetAsync(p, 0, cap, gs_cuda_stream)) != cudaSuccess) {
+            gs_cuda_free(p);
+            goto done;
+        }
+        gs_cuda_free(scan_scratch);
+        scan_scratch = p;
+        scan_scratch_cap = cap;
+        scan_epoch = 0;
+    } else if (scan_epoch == GS_EPOCH_LIMIT - 1) { /* epochs used up: zero it again */
+        if ((err = cudaMemsetAsync(scan_scratch, 0, scan_scratch_cap, gs_cuda_stream)) !=
+            cudaSuccess)
+            goto done;
+        scan_epoch = 0;
+    }
+    d.epoch = ++scan_epoch;
+    err = gs_cuda_scan(&d, scan_scratch, scan_scratch_cap, gs_cuda_stream);
+done:
+    pthread_mutex_unlock(&scan_scratch_lock);
+    return err;
+}
+
 /* ---- launches and copies ------------------------------------------------------------------ */
 
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
                             gs_cuda_fail *fail)
 {
     const int teach = scan != NULL && scan->algorithm != GS_ALGO_AUTO;
-    size_t scratch_bytes =
-        scan != NULL ? (teach ? gs_teach_scratch_bytes(scan) : gs_scan_scratch_bytes(scan->n))
-                     : gs_reduce_scratch_bytes(reduce->rows, reduce->row_len);
+    size_t scratch_bytes = scan == NULL ? gs_reduce_scratch_bytes(reduce->rows, reduce->row_len)
+                           : teach      ? gs_teach_scratch_bytes(scan)
+                                        : 0; /* the scans' shared scratch */
     void *scratch = NULL;
 
     GS_CUDA_ALLOC(*fail, scratch, scratch_bytes);
     if (teach)
         GS_CUDA_CHECK(*fail, gs_cuda_teach_scan(scan, scratch, scratch_bytes, gs_cuda_stream));
     else if (scan != NULL)
-        GS_CUDA_CHECK(*fail, gs_cuda_scan(scan, scratch, scratch_bytes, gs_cuda_stream));
+        GS_CUDA_CHECK(*fail, gs_cuda_scan_shared(scan));
     else
         GS_CUDA_CHECK(*fail, gs_cuda_reduce(reduce, scratch, scratch_bytes, gs_cuda_stream));
     if (gs_cuda_debug_sync)

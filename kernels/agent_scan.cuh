@@ -295,14 +295,29 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
     }
 }
 
+/* The next tile index from the scratch's counter.  A scan takes exactly `takes` indices (one
+ * per block for one tile per block; the tiles plus one index past the end per block for the
+ * lookahead driver, whose blocks stop asking after the first); the one that takes the last
+ * index resets the counter, after every other take.  So a scratch that starts with a zero
+ * counter ends with one, and scans with distinct epochs need no zeroing in between. */
+static __device__ __forceinline__ unsigned GS_FN(take_tile)(const gs_scan_kparams *p,
+                                                            unsigned takes)
+{
+    const unsigned t = atomicAdd(p->ts.counter, 1u);
+    if (t == takes - 1u)
+        atomicExch(p->ts.counter, 0u);
+    return t;
+}
+
 /* One tile per block, in launch order. */
 static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                          const gs_scan_kparams *p)
 {
     __shared__ GS_FN(gs_scan_smem) sm;
-    /* Tiles in launch order for the look-back. */
+    /* Tiles in launch order for the look-back; the block that takes the last one puts the
+     * counter back to zero for the next scan over this scratch (every block has taken its). */
     if (threadIdx.x == 0)
-        sm.tiles[0] = atomicAdd(p->ts.counter, 1u);
+        sm.tiles[0] = GS_FN(take_tile)(p, gridDim.x);
     __syncthreads();
     const int64_t tile = sm.tiles[0];
     GS_R x[GS_VT];
@@ -333,9 +348,10 @@ GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_scan_k
     const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
 #define GS_BUF(i) ((void *)((char *)gs_dynamic_smem + (size_t)(i)*buf_bytes))
 
+    const unsigned takes = (unsigned)ntiles + gridDim.x;
     if (threadIdx.x == 0) {
-        sm.tiles[0] = atomicAdd(p->ts.counter, 1u);
-        sm.tiles[1] = atomicAdd(p->ts.counter, 1u);
+        sm.tiles[0] = GS_FN(take_tile)(p, takes);
+        sm.tiles[1] = sm.tiles[0] < ntiles ? GS_FN(take_tile)(p, takes) : 0xffffffffu;
     }
     __syncthreads();
     int64_t cur = sm.tiles[0], next = sm.tiles[1], prev = -1;
@@ -352,7 +368,7 @@ GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_scan_k
         const int pre_n = can_prefetch && next < whole_tiles;
         unsigned after = 0xffffffffu;
         if (threadIdx.x == 0 && next < ntiles)
-            after = atomicAdd(p->ts.counter, 1u);
+            after = GS_FN(take_tile)(p, takes);
         if (pre_c)
             gs_cp_async_wait(); /* cur's copies, issued before next's */
         if (pre_n)

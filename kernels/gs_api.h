@@ -32,7 +32,12 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *                  element 0 always starts a segment.  Not combined with row_len.
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
  *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
+ *   epoch (GS_ALGO_AUTO): 0, the launcher zeroes the scratch first; else the scratch was zeroed
+ *                  once and every scan over it since had a distinct epoch below GS_EPOCH_LIMIT
+ *                  (its look-back descriptors are tagged with it, and each scan leaves the
+ *                  tile counter at zero): no zeroing, one launch.
  */
+#define GS_EPOCH_LIMIT (1u << 29)
 typedef struct gs_scan_desc {
     const void *in;
     void *out;
@@ -45,6 +50,7 @@ typedef struct gs_scan_desc {
     gs_op op;
     int exclusive;
     gs_algorithm algorithm;
+    unsigned epoch;
 } gs_scan_desc;
 
 /*

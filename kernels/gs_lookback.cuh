@@ -28,7 +28,7 @@
 static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t tile,
                                                       unsigned state, int head, GS_R v)
 {
-    gs_tile_store(ts.words + 2 * tile, state | (head ? GS_ST_HEAD : 0u),
+    gs_tile_store(ts.words + 2 * tile, ts.tag, state | (head ? GS_ST_HEAD : 0u),
                   GS_FN(pack_carry)(GS_FN(carry_of)(v)));
 }
 
@@ -49,7 +49,7 @@ static __device__ __forceinline__ int GS_FN(await_window)(gs_tile_state ts, int6
     const int64_t pred = window - lane;
     for (;;) {
         if (pred >= 0) {
-            *d = gs_tile_load(ts.words + 2 * pred);
+            *d = gs_tile_load(ts.words + 2 * pred, ts.tag);
         } else { /* before tile 0: an empty prefix */
             d->status = GS_ST_PREFIX;
             d->value = 0;
@@ -121,16 +121,16 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 
 /* A carry from one descriptor word (two when `split` holds a float64 add's compensation in the
  * next word); 0 while unpublished. */
-static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, const ulonglong2 *w, int split,
-                                                        GS_FN(gs_carry) * c, int *head)
+static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, const ulonglong2 *w,
+                                                        int split, GS_FN(gs_carry) * c, int *head)
 {
-    gs_tile_word d = gs_tile_load(w);
+    gs_tile_word d = gs_tile_load(w, tag);
     if (d.status == GS_ST_INVALID)
         return 0;
     *c = GS_FN(unpack_carry)(d.value);
     *head = (d.status & GS_ST_HEAD) != 0;
     if (split && GS_R_WIDE && GS_FN(compensated)(op)) {
-        gs_tile_word lo = gs_tile_load(w + 1);
+        gs_tile_word lo = gs_tile_load(w + 1, tag);
         if (lo.status == GS_ST_INVALID)
             return 0;
         c->lo = GS_FN(of_bits)(lo.value);
@@ -249,10 +249,12 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 #pragma unroll
         for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
             const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
-            if (((pending >> k) & 1u) && GS_FN(read_carry)(op, ts.words + 2 * q, 0, &x[k], &xf[k]))
+            if (((pending >> k) & 1u) &&
+                GS_FN(read_carry)(op, ts.tag, ts.words + 2 * q, 0, &x[k], &xf[k]))
                 pending &= ~(1u << k);
         }
-        if (((pending >> GS_ANCHOR_PER_THREAD) & 1u) && GS_FN(read_carry)(op, aw, 1, &a, &af))
+        if (((pending >> GS_ANCHOR_PER_THREAD) & 1u) &&
+            GS_FN(read_carry)(op, ts.tag, aw, 1, &a, &af))
             pending &= ~(1u << GS_ANCHOR_PER_THREAD);
         if (!pending)
             break;
@@ -286,8 +288,9 @@ static __device__ __forceinline__ GS_FN(gs_carry)
             if (tile % GS_ANCHOR_EVERY == 0) {
                 ulonglong2 *w = gs_anchor_words(ts, tile);
                 if (GS_R_WIDE && GS_FN(compensated)(op))
-                    gs_tile_store(w + 1, GS_ST_PREFIX, GS_FN(bits_of)(excl.lo));
-                gs_tile_store(w, GS_ST_PREFIX | (f ? GS_ST_HEAD : 0u), GS_FN(pack_carry)(excl));
+                    gs_tile_store(w + 1, ts.tag, GS_ST_PREFIX, GS_FN(bits_of)(excl.lo));
+                gs_tile_store(w, ts.tag, GS_ST_PREFIX | (f ? GS_ST_HEAD : 0u),
+                              GS_FN(pack_carry)(excl));
             }
         }
     }

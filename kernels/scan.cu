@@ -64,7 +64,8 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
     if (d->n == 0)
         return cudaSuccess;
     gs_scan_kernels_for(d->in_type, d->out_type, d->op, &kernel, &ahead);
-    if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX)
+    if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX ||
+        d->epoch >= GS_EPOCH_LIMIT)
         return cudaErrorInvalidValue;
 
     p.in = d->in;
@@ -72,16 +73,16 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
     p.flags = d->flags;
     p.n = d->n;
     p.row_len = d->row_len;
-    p.ts = gs_tile_state_carve(scratch, tiles);
+    p.ts = gs_tile_state_carve(scratch, tiles, d->epoch);
     p.flag_type = d->flag_type;
     p.exclusive = d->exclusive;
     p.vec_in = ((uintptr_t)d->in % 16) == 0;
     p.vec_out = ((uintptr_t)d->out % 16) == 0;
     p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
 
-    /* ---- The tiny init: zero the tile counter and descriptors. ---- */
-    err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream);
-    if (err != cudaSuccess)
+    /* ---- A scratch without an epoch: zero the tile counter and descriptors. ---- */
+    if (d->epoch == 0 &&
+        (err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream)) != cudaSuccess)
         return err;
 
     /* ---- The one scan launch: the lookahead driver's persistent grid when the tiles fill

@@ -21,7 +21,11 @@ static int failures = 0;
 
 static void *scratch;
 static size_t scratch_cap;
+static unsigned epoch;     /* the last epoch since the scratch was zeroed */
+static int zero_each_scan; /* epoch 0: the launcher zeroes the scratch first */
 
+/* One scan on the shared scratch, as the extension runs them: zeroed once, a new epoch per
+ * scan (every check then also tests that no scan reads another's descriptors). */
 static void run_scan(gs_scan_desc *d)
 {
     size_t need = gs_scan_scratch_bytes(d->n);
@@ -29,8 +33,11 @@ static void run_scan(gs_scan_desc *d)
         if (scratch)
             CHECK(cudaFree(scratch));
         CHECK(cudaMalloc(&scratch, need));
+        CHECK(cudaMemset(scratch, 0, need));
         scratch_cap = need;
+        epoch = 0;
     }
+    d->epoch = zero_each_scan ? 0 : ++epoch;
     CHECK(gs_cuda_scan(d, scratch, scratch_cap, 0));
 }
 
@@ -127,8 +134,10 @@ static void scan_f32(gs_op op, const float *h_in, int64_t n, float *out, float *
     d.op = op;
     run_scan(&d);
     CHECK(cudaMemcpy(out, d_out, n * 4, cudaMemcpyDeviceToHost));
-    if (out2 != NULL) {
+    if (out2 != NULL) { /* again, through the zeroing path */
+        zero_each_scan = 1;
         run_scan(&d);
+        zero_each_scan = 0;
         CHECK(cudaMemcpy(out2, d_out, n * 4, cudaMemcpyDeviceToHost));
     }
     CHECK(cudaFree(d_in));
