@@ -71,7 +71,8 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 
 /*
  * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line),
- * one descriptor per tile and one per anchor, all zeroed before the launch.  Pure, so the tests
+ * one descriptor per tile and one per anchor: zeroed once and reused by scans with distinct
+ * epochs (gs_scan_desc), or zeroed before the launch (epoch 0).  Pure, so the tests
  * can check it.
  */
 static inline size_t gs_scan_scratch_bytes(int64_t n)
