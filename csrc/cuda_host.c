@@ -9,7 +9,8 @@
  *   - device memory only from the pool (cudaMallocAsync / cudaFreeAsync on that stream), with
  *     the release threshold at UINT64_MAX so freed memory stays in the pool for the next call;
  *   - every failure names the failed call (GpuscanError) or the requested size (MemoryError),
- *     frees what the function took and leaves the runtime usable; cleanup never raises.
+ *     frees what the function took (the scans' shared scratch, kept from call to call, aside)
+ *     and leaves the runtime usable; cleanup never raises.
  * Functions that release the GIL record failures in a gs_cuda_fail and raise after taking it
  * back.
  */

@@ -248,10 +248,10 @@ cudaError_t gs_cuda_enter(void);
 cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
 void gs_cuda_free(void *ptr);
 
-/* Enqueue one scan (`scan`), or else one reduction (`reduce`): scratch from the pool (its pure
- * size function), gs_cuda_scan (gs_cuda_teach_scan for a teaching algorithm) or
- * gs_cuda_reduce, scratch back; synchronizes when
- * gs_cuda_debug_sync is set.  No GIL needed. */
+/* Enqueue one scan (`scan`), or else one reduction (`reduce`): gs_cuda_scan on the scans'
+ * shared scratch (zeroed once, an epoch per scan: cuda_host.c), or gs_cuda_teach_scan /
+ * gs_cuda_reduce with scratch from the pool (its pure size function) given back after;
+ * synchronizes when gs_cuda_debug_sync is set.  No GIL needed. */
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
                             gs_cuda_fail *fail);
 

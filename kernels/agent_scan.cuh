@@ -19,7 +19,8 @@
  *   then has its aggregate out early and the memory system stays busy while blocks wait.
  *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
  *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
- *   published their aggregates.
+ *   published their aggregates (and, for float add and mul, the anchors before it their
+ *   prefixes: their look-backs are done).
  *
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
@@ -203,7 +204,8 @@ GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(g
 }
 
 /* Look-back phase: the tile's exclusive prefix into sm->excl_*, published for the tiles after
- * it.  Ends with a barrier. */
+ * it (an exact operator's inclusive prefix; an anchor's exclusive one).  Ends with a
+ * barrier. */
 static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype out_t,
                                                            const gs_scan_kparams *p, int64_t tile,
                                                            const GS_FN(gs_tile_totals) * t,

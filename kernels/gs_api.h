@@ -220,8 +220,10 @@ cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream);
 /* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
 extern int gs_teach_unpadded;
 
-/* Enqueue the scan on `stream`: one memset of the scratch and one kernel launch.  `scratch`
- * holds at least gs_scan_scratch_bytes(d->n) bytes (gs_config.h).  Returns the first CUDA
+/* Enqueue the scan on `stream`: one kernel launch, after a memset of the scratch when
+ * d->epoch is 0.  `scratch` holds at least gs_scan_scratch_bytes(d->n) bytes (gs_config.h); with
+ * a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the
+ * scratch was zeroed, and every scan over it since had another epoch).  Returns the first CUDA
  * error. */
 cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
                          cudaStream_t stream);

@@ -249,7 +249,8 @@ static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned tag
  * the tile counter, two descriptor words per tile (value, compensation), then two per anchor
  * (every GS_ANCHOR_EVERY-th tile: its exclusive prefix, value and compensation) for the
  * anchored look-back of float add and mul (gs_lookback.cuh).  The counter is zero when a
- * scan starts, and its last block to take a tile puts it back to zero. */
+ * scan starts, and the block that takes the scan's last index (agent_scan.cuh take_tile)
+ * puts it back to zero. */
 typedef struct gs_tile_state {
     unsigned *counter;   /* next tile to hand out: tiles start in launch order */
     ulonglong2 *words;   /* 2 per tile */

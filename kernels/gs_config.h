@@ -32,9 +32,9 @@
     "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
-/* The scan runs one block per tile, or, for exact operators over many tiles, a persistent grid
- * of lookahead blocks (agent_scan.cuh) once the tiles number at least this many times the
- * blocks resident on the device (below that the two tie or one tile per block wins: H200). */
+/* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
+ * (agent_scan.cuh) once the tiles number at least this many times the blocks resident on the device
+ * (below that the two tie or one tile per block wins: H200). */
 #ifndef GS_AHEAD_MIN_WAVES
 #define GS_AHEAD_MIN_WAVES 4
 #endif
@@ -66,6 +66,9 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 #endif
 #ifndef GS_ANCHOR_LAG
 #define GS_ANCHOR_LAG 256
+#endif
+#if GS_ANCHOR_LAG < 1 || GS_ANCHOR_EVERY < 1
+#error "an anchor lies at least one tile back (a tile would wait on its own prefix)"
 #endif
 #define GS_ANCHOR_DESC_BYTES 32
 

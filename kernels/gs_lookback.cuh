@@ -24,7 +24,7 @@
 #define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
 #endif
 
-/* Exact operators: publish a tile's aggregate or its inclusive prefix. */
+/* Publish a tile's aggregate (every operator) or its inclusive prefix (exact operators). */
 static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t tile,
                                                       unsigned state, int head, GS_R v)
 {
@@ -108,10 +108,12 @@ static __device__ __forceinline__ GS_FN(gs_carry)
  * two per thread) and combines them in a tree fixed by T - a(T): the result is a function of the
  * aggregates alone.  An anchor's prefix comes from its own anchor, LAG tiles further back, so
  * the chain of prefixes advances LAG tiles per link, and a tile waits for nothing younger than
- * the aggregate of T-1 (out before its block waits on anything) and the prefix of a tile LAG
- * tiles back (its look-back long done when LAG exceeds the tiles started during one look-back).
- * Deadlock-free as above: everything waited for belongs to an earlier tile.  Every combination
- * is a double-word (compensated) one, so the grouping costs no accuracy.
+ * the aggregate of T-1 (published before its block waits on any look-back of its own, though
+ * in the lookahead driver T-1 may still be another block's next tile) and the prefix of a tile
+ * LAG tiles back (its look-back long done when LAG exceeds the tiles started during one
+ * look-back).  Deadlock-free as above: everything waited for belongs to an earlier tile.  Float
+ * add combines in double-word (compensated) carries, float32 add in double, so the grouping
+ * costs no accuracy; float mul rounds each product, as NumPy's does.
  */
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_ANCHOR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
