@@ -177,8 +177,9 @@ static void check_float(int64_t n, int signed_values)
 }
 
 /* float32 mul of factors near 1 (1 +- 5e-4): the relative error against a long double
- * product, within the contract's (i+1) eps at every i; the largest is printed (it drifts with n,
- * like NumPy's sequential product, by about 0.02 eps per factor on the H200). */
+ * product, within the contract's (i+1) eps at every i; the largest is printed.  It drifts by
+ * about 0.02 eps per factor (benchmarks/NOTES.md: products near 1 in a tree round with a bias,
+ * which a sequential product, wandering away from 1, escapes). */
 static void check_float_mul(int64_t n)
 {
     float *h_in = (float *)malloc(n * 4), *h_out = (float *)malloc(n * 4);
