@@ -14,8 +14,9 @@ import pytest
 import gpuscan
 from conftest import (ALL_SIZES, AXIS_CASE_IDS, AXIS_CASES, DTYPE_IDS, DTYPES, NV, SMALL_SIZES,
                       make_layout, random_array, run_python)
-from reference import (BITWISE_OPS, OPS, UFUNCS, assert_sum_within_bound, bits, check_scan,
-                       identity, result_dtype, scan_reference, sum_error)
+from reference import (BITWISE_OPS, OPS, UFUNCS, assert_prod_within_bound,
+                       assert_sum_within_bound, bits, check_scan, check_segmented_scan, identity,
+                       result_dtype, scan_reference, sum_error)
 
 
 def frozen_copy(a):
@@ -1065,10 +1066,7 @@ def test_large_float_mul_within_relative_bound(dtype, n, rng):
     # Factors near 1 keep the product finite; mul's bound is (i+1) eps relative, as NumPy's.
     a = (1 + rng.uniform(-1, 1, n) * 2.0**-12).astype(dtype)
     res = gpuscan.scan(a, "mul")
-    exact = np.exp(np.cumsum(np.log(a.astype(np.longdouble)))).astype(np.float64)
-    rel = np.abs(res.astype(np.float64) - exact) / exact
-    eps = np.finfo(dtype).eps
-    assert (rel <= (np.arange(n) + 1) * eps + 4 * np.finfo(np.float64).eps).all()
+    assert_prod_within_bound(a, res)
     assert np.array_equal(bits(res), bits(gpuscan.scan(a, "mul")))
 
 
@@ -1079,11 +1077,6 @@ def test_large_float_segmented_and_rows(dtype, n, rng):
     x = rng.uniform(-1, 1, n).astype(dtype)
     f = rng.random(n) < 1e-4
     f[[NV - 1, NV, 32 * NV, 288 * NV, 289 * NV - 1, 600 * NV + 1]] = True
-    res = gpuscan.segmented_scan(x, f)
-    starts = np.flatnonzero(f[1:]) + 1
-    want = np.concatenate([np.cumsum(s, dtype=np.float64) for s in np.split(x, starts)])
-    absum = np.concatenate([np.cumsum(np.abs(s), dtype=np.float64) for s in np.split(x, starts)])
-    eps = np.finfo(dtype).eps
-    assert (np.abs(res - want) <= (np.log2(n) + 2) * eps * absum).all()
+    check_segmented_scan(gpuscan.segmented_scan(x, f), x, f)
     rows = x[: (n // 3) * 3].reshape(3, -1)
     assert_sum_within_bound(rows, gpuscan.scan(rows, axis=1), axis=1)
