@@ -180,7 +180,7 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
     /* ---- Flagged values before each piece in its row, and each row's total. ---- */
     int ef[GS_ROWS_MAX], af[GS_ROWS_MAX];
     uint32_t ev[GS_ROWS_MAX], av[GS_ROWS_MAX];
-    block_scan_u32(GS_OP_ADD, GS_UINT32, R, pf, pc, ef, ev, af, av, &bsm);
+    block_scan_u32(GS_OP_ADD, GS_UINT32, R, 0, pf, pc, ef, ev, af, av, &bsm);
     uint32_t flagged = 0; /* the tile's flagged count; first: the rows before row k */
     uint32_t row_base[GS_ROWS_MAX];
 #pragma unroll

@@ -17,9 +17,10 @@ typedef struct GS_FN(gs_block_scan_smem) {
  * this one (flag 0 and the identity of `op` for dtype t in thread 0), (af[k], av[k]) the
  * whole row.
  */
-static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int *f,
-                                                         GS_R *v, int *ef, GS_R *ev, int *af,
-                                                         GS_R *av, GS_FN(gs_block_scan_smem) * sm)
+static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int seg,
+                                                         int *f, GS_R *v, int *ef, GS_R *ev,
+                                                         int *af, GS_R *av,
+                                                         GS_FN(gs_block_scan_smem) * sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;
@@ -29,9 +30,12 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
-            GS_FN(warp_scan)(op, &f[k], &v[k]);
+            if (!seg)
+                f[k] = 0;
+            GS_FN(warp_scan)(op, seg, &f[k], &v[k]);
             if (lane == GS_WARP - 1) {
-                sm->f[k][warp] = f[k];
+                if (seg)
+                    sm->f[k][warp] = f[k];
                 sm->v[k][warp] = v[k];
             }
         }
@@ -43,11 +47,12 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < rows) {
-                int wf = lane < GS_NWARPS ? sm->f[k][lane] : 0;
+                int wf = seg && lane < GS_NWARPS ? sm->f[k][lane] : 0;
                 GS_R wv = lane < GS_NWARPS ? sm->v[k][lane] : id;
-                GS_FN(warp_scan)(op, &wf, &wv);
+                GS_FN(warp_scan)(op, seg, &wf, &wv);
                 if (lane < GS_NWARPS) {
-                    sm->f[k][lane] = wf;
+                    if (seg)
+                        sm->f[k][lane] = wf;
                     sm->v[k][lane] = wv;
                 }
             }
@@ -59,14 +64,14 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
-            int lf = __shfl_up_sync(GS_FULL_MASK, f[k], 1);
+            int lf = seg ? __shfl_up_sync(GS_FULL_MASK, f[k], 1) : 0;
             GS_R lv = __shfl_up_sync(GS_FULL_MASK, v[k], 1);
             if (lane == 0) {
                 lf = 0;
                 lv = id;
             }
             if (warp > 0) {
-                const int pf = sm->f[k][warp - 1];
+                const int pf = seg ? sm->f[k][warp - 1] : 0;
                 const GS_R pv = sm->v[k][warp - 1];
                 if (!lf)
                     lv = GS_FN(combine)(op, pv, lv);
@@ -74,7 +79,7 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
             }
             ef[k] = lf;
             ev[k] = lv;
-            af[k] = sm->f[k][GS_NWARPS - 1];
+            af[k] = seg ? sm->f[k][GS_NWARPS - 1] : 0;
             av[k] = sm->v[k][GS_NWARPS - 1];
         }
     }

@@ -104,16 +104,18 @@ static __device__ __forceinline__ GS_FN(gs_carry)
  * as it has it; every GS_ANCHOR_EVERY-th tile (an anchor) also publishes its exclusive prefix.
  * The exclusive prefix of tile T is the prefix of its anchor a(T) combined with the aggregates
  * of tiles a(T) .. T-1, a(T) being the last anchor at least GS_ANCHOR_LAG tiles before T (0
- * while there is none).  The block reads those aggregates (at most LAG + EVERY - 1, one or
- * two per thread) and combines them in a tree fixed by T - a(T): the result is a function of the
- * aggregates alone.  An anchor's prefix comes from its own anchor, LAG tiles further back, so
- * the chain of prefixes advances LAG tiles per link, and a tile waits for nothing younger than
- * the aggregate of T-1 (published before its block waits on any look-back of its own, though
- * in the lookahead driver T-1 may still be another block's next tile) and the prefix of a tile
- * LAG tiles back (its look-back long done when LAG exceeds the tiles started during one
- * look-back).  Deadlock-free as above: everything waited for belongs to an earlier tile.  Float
- * add combines in double-word (compensated) carries, float32 add in double, so the grouping
- * costs no accuracy; float mul rounds each product, as NumPy's does.
+ * while there is none).  The block reads those aggregates (at most LAG + EVERY - 1: one per
+ * thread with the defaults of gs_config.h) and combines them in a tree fixed by T - a(T) (each
+ * thread's reads, then each group of GS_ANCHOR_GROUP threads' parts through shared memory,
+ * then the groups across warp 0): the result is a function of the aggregates alone.  An anchor's
+ * prefix comes from its own anchor, LAG tiles further back, so the chain of prefixes advances LAG
+ * tiles per link, and a tile waits for nothing younger than the aggregate of T-1 (published before
+ * its block waits on any look-back of its own, though in the lookahead driver T-1 may still be
+ * another block's next tile) and the prefix of a tile LAG tiles back (its look-back long done when
+ * LAG exceeds the tiles started during one look-back).  Deadlock-free as above: everything waited
+ * for belongs to an earlier tile.  Float add combines in double-word (compensated) carries, float32
+ * add in double (and its emit phase starts the rows from that double), so the grouping costs no
+ * accuracy; float mul rounds each product, as NumPy's does.
  */
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_ANCHOR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
@@ -144,9 +146,10 @@ static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, 
  * A partial sum of the anchored look-back's tree.  Float32 add sums in double: one DADD per
  * combination (53 bits, more than the double-float carry keeps), where a double-float
  * combination is a chain of eleven dependent float operations; every other rounding operator
- * combines carries.  Either way the grouping alone decides the bits.
+ * combines carries.  Either way the grouping alone decides the bits.  Which member a part
+ * holds is fixed by the operator (part_double).
  */
-typedef struct GS_FN(gs_part) {
+typedef union GS_FN(gs_part) {
     double d;
     GS_FN(gs_carry) c;
 } GS_FN(gs_part);
@@ -159,8 +162,10 @@ static __device__ __forceinline__ int GS_FN(part_double)(gs_op op)
 static __device__ __forceinline__ GS_FN(gs_part) GS_FN(part_of)(gs_op op, GS_FN(gs_carry) c)
 {
     GS_FN(gs_part) p;
-    p.d = GS_FN(part_double)(op) ? (double)c.hi + (double)c.lo : 0.0;
-    p.c = c;
+    if (GS_FN(part_double)(op))
+        p.d = (double)c.hi + (double)c.lo;
+    else
+        p.c = c;
     return p;
 }
 
@@ -193,8 +198,8 @@ static __device__ __forceinline__ void GS_FN(part_prepend)(gs_op op, int fa, GS_
 }
 
 /* Reduction across the warp where lane l holds an earlier part than lane l-1; lane 0 gets the
- * total. */
-static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int *f,
+ * total.  Without `seg` the flags are all zero and stay in place. */
+static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int seg, int *f,
                                                                    GS_FN(gs_part) * p)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
@@ -207,29 +212,35 @@ static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int
             o.c.hi = __shfl_down_sync(GS_FULL_MASK, p->c.hi, d);
             o.c.lo = __shfl_down_sync(GS_FULL_MASK, p->c.lo, d);
         }
-        int of = __shfl_down_sync(GS_FULL_MASK, *f, d);
+        int of = seg ? __shfl_down_sync(GS_FULL_MASK, *f, d) : 0;
         if (lane + d < GS_WARP)
             GS_FN(part_prepend)(op, of, o, f, p);
     }
 }
 
-/* Shared memory of the look-back's cross-warp step. */
+/* Threads whose parts one lane of warp 0 folds in the cross-thread step, and the padded slot
+ * of thread i's part (one spare slot per group: warp 0's reads of a group apiece fall in
+ * different banks). */
+#define GS_ANCHOR_GROUP (GS_NT / GS_WARP)
+#define GS_ANCHOR_SLOT(i) ((i) + (i) / GS_ANCHOR_GROUP)
+
+/* Shared memory of the look-back's cross-thread step: every thread's part, and each warp's
+ * head flags as the bits of a ballot. */
 typedef struct GS_FN(gs_lookback_smem) {
-    GS_FN(gs_part) part[GS_NWARPS];
-    int f[GS_NWARPS];
+    GS_FN(gs_part) part[GS_ANCHOR_SLOT(GS_NT)];
+    unsigned heads[GS_NWARPS];
 } GS_FN(gs_lookback_smem);
 
 /*
- * The exclusive prefix of `tile` for a rounding operator, called by every thread of the block
- * after the tile's aggregate is published; valid in thread 0.  An anchor publishes it.
+ * The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
+ * called by every thread of the block after the tile's aggregate is published; valid in thread
+ * 0.  An anchor publishes it (as a carry).
  */
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(look_back_anchored)(gs_op op, gs_dtype t, gs_tile_state ts, int64_t tile,
+static __device__ __forceinline__ GS_FN(gs_part)
+    GS_FN(look_back_anchored)(gs_op op, gs_dtype t, int seg, gs_tile_state ts, int64_t tile,
                               GS_FN(gs_lookback_smem) * sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
-    const int warp = threadIdx.x / GS_WARP;
-    const GS_FN(gs_part) none = GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, t)));
     const int64_t anchor =
         tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
 
@@ -263,31 +274,33 @@ static __device__ __forceinline__ GS_FN(gs_carry)
         __nanosleep(GS_LOOKBACK_NS);
     }
     GS_FN(gs_part) c = GS_FN(part_of)(op, x[0]);
-    int f = xf[0];
+    int f = seg && xf[0];
 #pragma unroll
     for (int k = 1; k < GS_ANCHOR_PER_THREAD; ++k)
-        GS_FN(part_prepend)(op, xf[k], GS_FN(part_of)(op, x[k]), &f, &c);
+        GS_FN(part_prepend)(op, seg && xf[k], GS_FN(part_of)(op, x[k]), &f, &c);
 
-    /* ---- The tree: each warp (lane 0 latest), then the warps (warp 0 latest). ---- */
-    GS_FN(part_reduce_reversed)(op, &f, &c);
-    if (lane == 0) {
-        sm->part[warp] = c;
-        sm->f[warp] = f;
+    /* ---- The tree: lane l of warp 0 folds the parts of threads G*l .. G*l+G-1 latest first
+     * (G = GS_ANCHOR_GROUP), then warp 0 reduces its lanes (lane 0 latest). ---- */
+    sm->part[GS_ANCHOR_SLOT(threadIdx.x)] = c;
+    if (seg) {
+        const unsigned b = __ballot_sync(GS_FULL_MASK, f);
+        if (lane == 0)
+            sm->heads[threadIdx.x / GS_WARP] = b;
     }
     __syncthreads();
-    GS_FN(gs_carry) excl = a;
-    if (warp == 0) {
-        c = none;
-        f = 0;
-        if (lane < GS_NWARPS) {
-            c = sm->part[lane];
-            f = sm->f[lane];
-        }
-        GS_FN(part_reduce_reversed)(op, &f, &c);
+    if (threadIdx.x < GS_WARP) {
+        const int first = lane * GS_ANCHOR_GROUP;
+        const unsigned hb = seg ? sm->heads[first / GS_WARP] >> (first % GS_WARP) : 0u;
+        c = sm->part[GS_ANCHOR_SLOT(first)];
+        f = hb & 1u;
+#pragma unroll
+        for (int j = 1; j < GS_ANCHOR_GROUP; ++j)
+            GS_FN(part_prepend)(op, (hb >> j) & 1u, sm->part[GS_ANCHOR_SLOT(first + j)], &f, &c);
+        GS_FN(part_reduce_reversed)(op, seg, &f, &c);
         if (lane == 0) {
-            GS_FN(part_prepend)(op, af, GS_FN(part_of)(op, a), &f, &c);
-            excl = GS_FN(part_carry)(op, c);
+            GS_FN(part_prepend)(op, seg && af, GS_FN(part_of)(op, a), &f, &c);
             if (tile % GS_ANCHOR_EVERY == 0) {
+                const GS_FN(gs_carry) excl = GS_FN(part_carry)(op, c);
                 ulonglong2 *w = gs_anchor_words(ts, tile);
                 if (GS_R_WIDE && GS_FN(compensated)(op))
                     gs_tile_store(w + 1, ts.tag, GS_ST_PREFIX, GS_FN(bits_of)(excl.lo));
@@ -296,5 +309,5 @@ static __device__ __forceinline__ GS_FN(gs_carry)
             }
         }
     }
-    return excl;
+    return c;
 }

@@ -7,16 +7,18 @@
  * start is a head) and segmented scans.
  */
 
-/* Inclusive scan across the warp, lane order = element order. */
-static __device__ __forceinline__ void GS_FN(warp_scan)(gs_op op, int *f, GS_R *v)
+/* Inclusive scan across the warp, lane order = element order.  `seg` (a compile-time constant at
+ * the call sites) says whether the flags can be set: without, they are neither read nor moved,
+ * which halves the shuffles of a plain scan. */
+static __device__ __forceinline__ void GS_FN(warp_scan)(gs_op op, int seg, int *f, GS_R *v)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
     for (int d = 1; d < GS_WARP; d <<= 1) {
         GS_R ov = __shfl_up_sync(GS_FULL_MASK, *v, d);
-        int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
+        int of = seg ? __shfl_up_sync(GS_FULL_MASK, *f, d) : 0;
         if (lane >= d) {
-            if (!*f)
+            if (!seg || !*f)
                 *v = GS_FN(combine)(op, ov, *v);
             *f |= of;
         }

@@ -1,53 +1,28 @@
 /*
- * scan.cu - the single-pass scan: its __global__ kernels and the extern "C" launcher.
+ * scan.cu - the single-pass scan's extern "C" launcher.
  *
- * Level: device-wide algorithm (kernels + dispatch).  One kernel per row of GS_TYPED_KERNELS
- * (gs_dispatch.cuh) that runs a block per tile, and one that runs agent_scan.cuh's lookahead
- * driver on a persistent grid: the operator and the
- * input/output dtypes are compile-time constants; inclusive/exclusive, row length and segment
- * flags are run-time parameters, and the launcher picks the driver from the operator and n.
+ * Level: device-wide algorithm (dispatch).  The kernels are stamped in four files of their own
+ * (scan_kernels.cuh: one tile per block or the lookahead driver's persistent grid, each for
+ * plain scans and for row-wise and segmented ones); the launcher picks the family from the
+ * scan's heads and n, and the kernel from the (op, in, out) row.
  */
-#include "gs_dispatch.cuh"
-
-#define GS_AGENT "agent_scan.cuh"
-#include "gs_stamp.cuh"
-
-#define GS_SCAN_KERNEL_NAME(op, in, out) gs_scan_##op##_##in##_##out
-#define GS_AHEAD_KERNEL_NAME(op, in, out) gs_scan_ahead_##op##_##in##_##out
-
-/* One tile per block, for every row of the table. */
-#define GS_X_KERNEL(op, in, out, rs)                             \
-    __global__ void __launch_bounds__(GS_NT, GS_MIN_BLOCKS_##rs) \
-        GS_SCAN_KERNEL_NAME(op, in, out)(gs_scan_kparams p)      \
-    {                                                            \
-        scan_tiles_##rs(op, in, out, &p);                        \
-    }
-GS_TYPED_KERNELS(GS_X_KERNEL)
-#undef GS_X_KERNEL
-
-/* The lookahead driver, for every row too. */
-#define GS_X_KERNEL(op, in, out, rs)                                   \
-    __global__ void __launch_bounds__(GS_NT, GS_AHEAD_MIN_BLOCKS_##rs) \
-        GS_AHEAD_KERNEL_NAME(op, in, out)(gs_scan_kparams p)           \
-    {                                                                  \
-        scan_tiles_ahead_##rs(op, in, out, &p);                        \
-    }
-GS_TYPED_KERNELS(GS_X_KERNEL)
-#undef GS_X_KERNEL
+#include "scan_kernels.cuh"
 
 typedef void (*gs_scan_kernel)(gs_scan_kparams);
 
 /* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts: one tile per
- * block and the lookahead one (both NULL if none). */
-static void gs_scan_kernels_for(gs_dtype in, gs_dtype out, gs_op op, gs_scan_kernel *one,
+ * block and the lookahead one, for plain scans or (seg) ones with row starts or flags (both
+ * NULL if none). */
+static void gs_scan_kernels_for(gs_dtype in, gs_dtype out, gs_op op, int seg, gs_scan_kernel *one,
                                 gs_scan_kernel *ahead)
 {
     *one = *ahead = NULL;
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                 \
-    if (op == op_ && in == in_ && out == out_) {       \
-        *one = GS_SCAN_KERNEL_NAME(op_, in_, out_);    \
-        *ahead = GS_AHEAD_KERNEL_NAME(op_, in_, out_); \
+#define GS_X_MATCH(op_, in_, out_, rs)                                                           \
+    if (op == op_ && in == in_ && out == out_) {                                                 \
+        *one = seg ? GS_SCAN_NAME(one_seg, op_, in_, out_) : GS_SCAN_NAME(one, op_, in_, out_);  \
+        *ahead =                                                                                 \
+            seg ? GS_SCAN_NAME(ahead_seg, op_, in_, out_) : GS_SCAN_NAME(ahead, op_, in_, out_); \
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
@@ -63,7 +38,8 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
 
     if (d->n == 0)
         return cudaSuccess;
-    gs_scan_kernels_for(d->in_type, d->out_type, d->op, &kernel, &ahead);
+    gs_scan_kernels_for(d->in_type, d->out_type, d->op, d->row_len > 0 || d->flags != NULL, &kernel,
+                        &ahead);
     if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX ||
         d->epoch >= GS_EPOCH_LIMIT)
         return cudaErrorInvalidValue;

@@ -1021,8 +1021,8 @@ def test_more_than_2_31_elements():
 # ---- Large scans: the drivers that only run over many tiles -------------------------------
 # Every scan runs agent_scan.cuh's lookahead driver once the tiles fill the device several
 # times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes on an H200), one tile
-# per block below; float add and mul look back from anchors 256 to 287 tiles back
-# (gs_lookback.cuh).  LOOKAHEAD_N reaches the lookahead driver on any current GPU, ANCHORED_N
+# per block below; float add and mul look back from anchors 224 to 255 tiles back
+# (gs_lookback.cuh, gs_config.h).  LOOKAHEAD_N reaches the lookahead driver on any current GPU, ANCHORED_N
 # the anchors with one tile per block on the larger ones.
 LOOKAHEAD_N = 2**23 + 2**22 + 7
 ANCHORED_N = 700 * NV + 3

@@ -5,8 +5,9 @@
  *
  * Build and run on a GPU machine:
  *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -arch=sm_90 tools/kernel_check.cu \
- *        kernels/scan.cu kernels/reduce.cu kernels/copy.cu -o /tmp/kernel_check &&
+ *        kernels/scan*.cu kernels/reduce.cu kernels/copy.cu -o /tmp/kernel_check &&
  * /tmp/kernel_check
+ * Arguments: [largest log2 n] [bench: timings only] [first log2 n timed].
  */
 #include <math.h>
 #include <stdio.h>
@@ -452,6 +453,7 @@ int main(int argc, char **argv)
 {
     int max_lg = argc > 1 ? atoi(argv[1]) : 28;
     int bench_only = argc > 2;
+    int min_lg = argc > 3 ? atoi(argv[3]) : 20; /* first size timed with "bench" (profiling) */
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs, NT=%d VT=%d NV=%d\n", prop.name, prop.multiProcessorCount, GS_NT, GS_VT,
@@ -496,7 +498,7 @@ int main(int argc, char **argv)
         if (max_lg >= 28)
             check_float((int64_t)1 << 28, 0);
     }
-    for (int lg = bench_only ? 20 : 16; lg <= max_lg; lg += bench_only ? 4 : 2)
+    for (int lg = bench_only ? min_lg : 16; lg <= max_lg; lg += bench_only ? 4 : 2)
         bench(lg);
     printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
     return failures != 0;

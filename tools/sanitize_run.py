@@ -346,7 +346,7 @@ def mul_within_bound(res, x):
 
 def driver_cases(run, nv, reduced):
     """The scan paths that only run over many tiles: float add/mul looking back from anchors
-    (a nonzero anchor from tile 288 = LAG + EVERY) and the lookahead driver (tiles >= 4x the resident blocks: 2^23 + 2^22 + 7
+    (a nonzero anchor from tile 256 = LAG + EVERY) and the lookahead driver (tiles >= 4x the resident blocks: 2^23 + 2^22 + 7
     values reach it on any current GPU)."""
     rng = np.random.default_rng(11)
     n3 = 300 * nv + 5
