@@ -230,7 +230,7 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
         excl = GS_FN(look_back_anchored)(op, out_t, seg, p->ts, tile, &sm->lookback);
         if (threadIdx.x == 0) {
             if (GS_FN(part_double)(op)) {
-                sm->excl_d = excl.d;
+                sm->excl_d = gs_f32_prefix(excl.d);
             } else {
                 sm->excl_hi = excl.c.hi;
                 sm->excl_lo = excl.c.lo;
@@ -300,7 +300,8 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
                     y[c] = GS_FN(combine)(op, base, run);
             }
             if (GS_FN(part_double)(op))
-                row_d = seg && t->af[k] ? (double)t->av[k] : row_d + (double)t->av[k];
+                row_d =
+                    seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(row_d + (double)t->av[k]);
             else
                 row_carry = seg && t->af[k]
                                 ? GS_FN(carry_of)(t->av[k])

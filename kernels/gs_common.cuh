@@ -57,6 +57,15 @@ static __device__ __forceinline__ void gs_store_bits(gs_dtype t, void *p, int64_
     }
 }
 
+/* A float32 add prefix held in double, made infinite once it is past float32's range: NumPy's
+ * running float32 sum stays inf after it overflows, even where later values would bring the
+ * exact sum back (the conversion rounds as the float32 result would). */
+static __device__ __forceinline__ double gs_f32_prefix(double d)
+{
+    const float f = (float)d;
+    return isinf(f) ? (double)f : d;
+}
+
 /*
  * Element j of a thread's run of GS_VT elements held as 32-bit words (what 16-byte vector
  * loads deliver).  j is a compile-time constant after unrolling, so this is a shift and mask on

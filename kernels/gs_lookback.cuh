@@ -223,6 +223,9 @@ static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int
  * different banks). */
 #define GS_ANCHOR_GROUP (GS_NT / GS_WARP)
 #define GS_ANCHOR_SLOT(i) ((i) + (i) / GS_ANCHOR_GROUP)
+#if GS_WARP % GS_ANCHOR_GROUP != 0
+#error "a group's head bits come from one warp's ballot: GS_NT / GS_WARP must divide GS_WARP"
+#endif
 
 /* Shared memory of the look-back's cross-thread step: every thread's part, and each warp's
  * head flags as the bits of a ballot. */

@@ -612,6 +612,22 @@ def test_add_non_finite_like_numpy(dtype, pattern, rng):
     assert_sum_within_bound(a[:first_non_finite], res[:first_non_finite])
 
 
+@pytest.mark.parametrize("where", ["rows_of_one_tile", "across_tiles"])
+def test_float32_add_overflow_stays_inf_like_numpy(where):
+    # NumPy's running float32 sum is inf from the value that overflows it on, even where later
+    # values would bring the exact sum back into range; the scan must not come back either (its
+    # prefixes of earlier rows and tiles are kept wider than float32).  The three big values
+    # sit a quarter tile apart (different rows of a tile: gs_config.h) or in three tiles.
+    a = np.zeros(3 * NV, np.float32)
+    step = NV // 4 if where == "rows_of_one_tile" else NV
+    a[[5, step + 5, 2 * step + 5]] = [3e38, 3e38, -3e38]
+    with np.errstate(over="ignore"):
+        expected = np.cumsum(a)
+    res = gpuscan.scan(a)
+    assert np.isposinf(expected[step + 5:]).all()
+    np.testing.assert_array_equal(res, expected)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 def test_add_exact_on_integers_in_float(dtype, rng):
     # Small integers: every partial sum of any subset is exactly representable, so a sum built
