@@ -24,8 +24,8 @@
  *
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
- * earlier tiles kept as a double-word number, so the error grows with log2 of the tile size and
- * not with the number of tiles.
+ * earlier tiles kept as a double-word number (float32: a double, which also chains the rows), so
+ * the error grows with log2 of the tile size and not with the number of tiles.
  */
 
 /* What the aggregate phase leaves for the emit phase that all threads share. */
