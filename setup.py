@@ -39,6 +39,14 @@ def gencode_flags(archs):
     return flags
 
 
+def tree_files(top, suffixes):
+    """Files under HERE/top (recursively) ending in one of suffixes, relative to HERE, sorted."""
+    found = []
+    for root, _, names in os.walk(os.path.join(HERE, top)):
+        found += [os.path.relpath(os.path.join(root, n), HERE) for n in names if n.endswith(suffixes)]
+    return sorted(found)
+
+
 def newer(target, sources):
     if not os.path.exists(target):
         return True
@@ -67,20 +75,24 @@ class BuildExt(build_ext):
     def _add_cuda(self, ext, nvcc, archs):
         cuda_root = os.path.dirname(os.path.dirname(nvcc))
         kdir = os.path.join(HERE, "kernels")
-        sources = sorted(f for f in os.listdir(kdir) if f.endswith(".cu"))
-        headers = [os.path.join(kdir, f) for f in os.listdir(kdir) if f.endswith((".h", ".cuh"))]
+        sources = tree_files("kernels", (".cu",))
+        headers = [os.path.join(HERE, h)
+                   for h in tree_files("kernels", (".cuh", ".h")) + tree_files("include", (".h",))]
         # Under build/ in the source tree, not self.build_temp: an editable install makes a new
         # temporary build_temp each time, and the README's two commands would compile twice.
         outdir = os.path.join(HERE, "build", "kernels", "_".join(archs))
         os.makedirs(outdir, exist_ok=True)
         flags = ["-O3", "-lineinfo", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler",
-                 "-fvisibility=hidden", f"-I{kdir}", "-DGS_HAVE_CUDA"] + gencode_flags(archs)
+                 "-fvisibility=hidden", f"-I{kdir}", f"-I{os.path.join(HERE, 'include')}",
+                 "-DGS_HAVE_CUDA"] + gencode_flags(archs)
         if os.environ.get("GPUSCAN_PTXAS_VERBOSE"):
             flags.append("-Xptxas=-v")
 
         def compile_one(name):
-            src = os.path.join(kdir, name)
-            obj = os.path.join(outdir, name[:-3] + ".o")
+            src = os.path.join(HERE, name)
+            # kernels/dispatch/scan.cu -> dispatch_scan.o: one flat folder of objects.
+            obj = os.path.join(outdir, os.path.relpath(name, "kernels")[:-3].replace(os.sep, "_")
+                               + ".o")
             if newer(obj, [src, __file__, nvcc] + headers):
                 cmd = [nvcc, "-c", src, "-o", obj] + flags
                 print(" ".join(cmd), file=sys.stderr)
@@ -100,16 +112,14 @@ class BuildExt(build_ext):
 
 ext = Extension(
     "gpuscan._gpuscan",
-    sources=sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))
-                   if f.endswith(".c")),
-    include_dirs=[numpy.get_include(), "kernels", "csrc"],
+    sources=tree_files("csrc", (".c",)),
+    include_dirs=[numpy.get_include(), "include", "csrc"],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
     extra_compile_args=["-std=c11", "-O3", "-fvisibility=hidden", "-pthread",
                         "-Wall", "-Wno-unused-function"],
     extra_link_args=["-pthread"],
     libraries=["pthread"],
-    depends=[os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))
-             if f.endswith(".h")] + ["kernels/gs_types.h", "kernels/gs_api.h"],
+    depends=tree_files("csrc", (".h",)) + tree_files("include", (".h",)),
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -2,21 +2,21 @@
  * gpuscan.h - declarations shared by the host layer's files (csrc/, everything Python-facing).
  *
  * Level: host layer.  Every .c file of the extension that talks to Python or NumPy includes this
- * header first.  It sets up the NumPy C API for a multi-file extension (module.c imports it,
- * the other files see the same table through PY_ARRAY_UNIQUE_SYMBOL) and declares:
- *   module.c       the module's exception, AxisError, the DeviceArray type object;
- *   backend.c      which backend runs a call, and why; running a call over NumPy buffers;
- *   args.c         op / algorithm / dtype / axis parsing and the result dtype rules;
- *   operand.c      Python objects -> host arrays or device views (CAI v2/v3, DLPack);
- *   devarray.c     gpuscan.DeviceArray and to_device();
- *   cuda_host.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
- *   scan.c         scan() and segmented_scan(), their host path; scan_device.c their device
+ * header first.  It sets up the NumPy C API for a multi-file extension (binding/module.c imports
+ * it, the other files see the same table through PY_ARRAY_UNIQUE_SYMBOL) and declares:
+ *   binding/module.c       the module's exception, AxisError, the DeviceArray type object;
+ *   binding/backend.c      which backend runs a call, and why; running a call over NumPy buffers;
+ *   binding/args.c         op / algorithm / dtype / axis parsing and the result dtype rules;
+ *   binding/operand.c      Python objects -> host arrays or device views (CAI v2/v3, DLPack);
+ *   binding/devarray.c     gpuscan.DeviceArray and to_device();
+ *   cuda/runtime.c    the CUDA runtime glue: one stream, the stream-ordered pool, errors;
+ *   ops/scan.c         scan() and segmented_scan(), their host path; ops/scan_device.c their device
  *                  path;
- *   reduce.c       reduce(): its host path and, in a CUDA build, its device path;
- *   split.c        split() and compact(): their CPU path and, in a CUDA build, their device
+ *   ops/reduce.c       reduce(): its host path and, in a CUDA build, its device path;
+ *   ops/split.c        split() and compact(): their CPU path and, in a CUDA build, their device
  *                  path (NumPy operands uploaded).
- *   teach.c        _trace(): the teaching scans one step at a time (gpuscan.trace).
- *   hist.c         histogram() and bincount(), on either backend.
+ *   ops/trace.c        _trace(): the teaching scans one step at a time (gpuscan.trace).
+ *   ops/hist.c         histogram() and bincount(), on either backend.
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GPUSCAN_H
@@ -31,20 +31,22 @@
 #endif
 #include <numpy/arrayobject.h>
 
-#include "gs_api.h"
+#include "gpuscan/backend_api.h"
 
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
-/* ---- module.c ------------------------------------------------------------------------- */
+/* ---- binding/module.c -------------------------------------------------------------------------
+ */
 
 /* gpuscan.GpuscanError (a RuntimeError): a CUDA call failed. */
 extern PyObject *gs_GpuscanError;
 /* numpy.exceptions.AxisError, fetched at import. */
 extern PyObject *gs_AxisError;
 
-/* ---- backend.c ------------------------------------------------------------------------ */
+/* ---- binding/backend.c ------------------------------------------------------------------------
+ */
 
 typedef enum gs_backend { GS_BACKEND_CPU, GS_BACKEND_CUDA } gs_backend;
 
@@ -65,11 +67,12 @@ int gs_require_cuda(void);
  * Honours Ctrl-C when it returns. */
 int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce);
 
-/* A CPU backend's return code (cpu.h) as the call's outcome, with the GIL held: MemoryError for
+/* A CPU backend's return code (cpu/cpu.h) as the call's outcome, with the GIL held: MemoryError for
  * -ENOMEM, RuntimeError naming any other errno, else whatever Ctrl-C raised (or 0). */
 int gs_cpu_status(int rc);
 
-/* ---- args.c --------------------------------------------------------------------------- */
+/* ---- binding/args.c ---------------------------------------------------------------------------
+ */
 
 /* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
 int gs_parse_op(PyObject *obj, gs_op *op);
@@ -109,7 +112,8 @@ int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced);
 int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, const char *want_name,
                    int want_nd, const int64_t *want);
 
-/* ---- operand.c ------------------------------------------------------------------------ */
+/* ---- binding/operand.c ------------------------------------------------------------------------
+ */
 
 /* An array in device memory: element 0 at `ptr`, byte strides, native byte order. */
 typedef struct gs_devview {
@@ -163,7 +167,8 @@ int gs_devview_is_c_contig(const gs_devview *v);
 /* Set v's strides to the C-contiguous strides of its shape and dtype. */
 void gs_devview_set_c_strides(gs_devview *v);
 
-/* ---- devarray.c ----------------------------------------------------------------------- */
+/* ---- binding/devarray.c -----------------------------------------------------------------------
+ */
 
 /* gpuscan.DeviceArray: a C-contiguous array in device memory. */
 typedef struct gs_DeviceArray {
@@ -191,7 +196,7 @@ PyObject *gs_to_device(PyObject *self, PyObject *arg);
 gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype);
 #endif
 
-/* ---- cuda_host.c ---------------------------------------------------------------------- */
+/* ---- cuda/runtime.c ---------------------------------------------------------------------- */
 
 #ifdef GS_HAVE_CUDA
 
@@ -249,7 +254,7 @@ cudaError_t gs_cuda_malloc(void **ptr, size_t bytes);
 void gs_cuda_free(void *ptr);
 
 /* Enqueue one scan (`scan`), or else one reduction (`reduce`): gs_cuda_scan on the scans'
- * shared scratch (zeroed once, an epoch per scan: cuda_host.c), or gs_cuda_teach_scan /
+ * shared scratch (zeroed once, an epoch per scan: cuda/runtime.c), or gs_cuda_teach_scan /
  * gs_cuda_reduce with scratch from the pool (its pure size function) given back after;
  * synchronizes when gs_cuda_debug_sync is set.  No GIL needed. */
 cudaError_t gs_cuda_enqueue(const gs_scan_desc *scan, const gs_reduce_desc *reduce,
@@ -290,7 +295,8 @@ int gs_cuda_device_info(PyObject *info);
 
 #endif /* GS_HAVE_CUDA */
 
-/* ---- scan.c / scan_device.c ----------------------------------------------------------- */
+/* ---- ops/scan.c / ops/scan_device.c -----------------------------------------------------------
+ */
 
 /* Everything settled about one scan call before any data moves. */
 typedef struct gs_scan_plan {
@@ -326,26 +332,26 @@ PyObject *gs_scan_device(const gs_scan_plan *plan, gs_operand *in, gs_operand *f
                          gs_operand *out, PyObject *out_obj, int rnd, const int64_t *rshape);
 #endif
 
-/* ---- teach.c -------------------------------------------------------------------------- */
+/* ---- ops/trace.c -------------------------------------------------------------------------- */
 
 /* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
  * one step at a time on the active backend -> (steps, result, work, span), steps a list of
  * (kind, stride, values, flags or None, work of the step). */
 PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
-/* ---- reduce.c ------------------------------------------------------------------------- */
+/* ---- ops/reduce.c ------------------------------------------------------------------------- */
 
 PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_reduce_doc[];
 
-/* ---- split.c -------------------------------------------------------------------------- */
+/* ---- ops/split.c -------------------------------------------------------------------------- */
 
 PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_split_doc[];
 PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_compact_doc[];
 
-/* ---- hist.c --------------------------------------------------------------------------- */
+/* ---- ops/hist.c --------------------------------------------------------------------------- */
 
 PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
 extern const char gs_histogram_doc[];

@@ -617,7 +617,7 @@ def test_float32_add_overflow_stays_inf_like_numpy(where):
     # NumPy's running float32 sum is inf from the value that overflows it on, even where later
     # values would bring the exact sum back into range; the scan must not come back either (its
     # prefixes of earlier rows and tiles are kept wider than float32).  The three big values
-    # sit a quarter tile apart (different rows of a tile: gs_config.h) or in three tiles.
+    # sit a quarter tile apart (different rows of a tile: gpuscan/config.h) or in three tiles.
     a = np.zeros(3 * NV, np.float32)
     step = NV // 4 if where == "rows_of_one_tile" else NV
     a[[5, step + 5, 2 * step + 5]] = [3e38, 3e38, -3e38]
@@ -1035,10 +1035,10 @@ def test_more_than_2_31_elements():
 
 
 # ---- Large scans: the drivers that only run over many tiles -------------------------------
-# Every scan runs agent_scan.cuh's lookahead driver once the tiles fill the device several
-# times over (scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes on an H200), one tile
+# Every scan runs agent/scan.cuh's lookahead driver once the tiles fill the device several
+# times over (dispatch/scan.cu: from about 2^23 values of 4 bytes, 2^22 of 8 bytes on an H200), one tile
 # per block below; float add and mul look back from anchors 224 to 255 tiles back
-# (gs_lookback.cuh, gs_config.h).  LOOKAHEAD_N reaches the lookahead driver on any current GPU, ANCHORED_N
+# (device/lookback.cuh, gpuscan/config.h).  LOOKAHEAD_N reaches the lookahead driver on any current GPU, ANCHORED_N
 # the anchors with one tile per block on the larger ones.
 LOOKAHEAD_N = 2**23 + 2**22 + 7
 ANCHORED_N = 700 * NV + 3

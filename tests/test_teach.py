@@ -516,9 +516,9 @@ def test_teach_device_arrays(rng):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
 @pytest.mark.parametrize("pad", ["", "-DGS_TEACH_LOG_BANKS=4"])
 def test_teach_kernels_compile(pad, tmp_path):
-    """teach.cu builds without warnings, also with another bank geometry."""
-    cmd = ["nvcc", "-O3", "-std=c++17", "-DGS_HAVE_CUDA", "-Ikernels", "-arch=sm_90", "-c",
-           "kernels/teach.cu", "-o", str(tmp_path / "teach.o")] + ([pad] if pad else [])
+    """dispatch/teach.cu builds without warnings, also with another bank geometry."""
+    cmd = ["nvcc", "-O3", "-std=c++17", "-DGS_HAVE_CUDA", "-Ikernels", "-Iinclude", "-arch=sm_90", "-c",
+           "kernels/dispatch/teach.cu", "-o", str(tmp_path / "teach.o")] + ([pad] if pad else [])
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0 and "warning" not in res.stderr.lower(), res.stderr
     assert os.path.getsize(tmp_path / "teach.o") > 0

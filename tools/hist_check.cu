@@ -1,24 +1,24 @@
 /*
  * hist_check.cu - a standalone check of the histogram kernels, without Python: counts against
- * the host's own bins (gs_hist_bin of gs_hist.h, which the CPU backend uses) and device times
- * against cudaMemcpy device-to-device of the same bytes (% of memcpy: the histogram's bytes read
- * per second over the copy's bytes read + written per second), for the cases of issue 4's goals.
- * A tuning tool: the kernels' compile-time sizes (GS_HIST_NT, GS_HIST_UNROLL, ...) can be set
- * with -D to compare variants in one session.
+ * the host's own bins (gs_hist_bin of gpuscan/hist_bin.h, which the CPU backend uses) and device
+ * times against cudaMemcpy device-to-device of the same bytes (% of memcpy: the histogram's bytes
+ * read per second over the copy's bytes read + written per second), for the cases of issue 4's
+ * goals. A tuning tool: the kernels' compile-time sizes (GS_HIST_NT, GS_HIST_UNROLL, ...) can be
+ * set with -D to compare variants in one session.
  *
  * Build and run on a GPU machine:
- *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -arch=sm_90 tools/hist_check.cu \
- *        kernels/hist.cu -o /tmp/hist_check && /tmp/hist_check [log2 n, default 28]
+ *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -Iinclude -arch=sm_90 tools/hist_check.cu \
+ *        kernels/dispatch/hist.cu -o /tmp/hist_check && /tmp/hist_check [log2 n, default 28]
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_api.h"
-#include "gs_config.h"
+#include "gpuscan/backend_api.h"
+#include "gpuscan/config.h"
 #include "check_common.h"
-#include "gs_hist.h"
+#include "gpuscan/hist_bin.h"
 
 static int failures = 0;
 
@@ -52,8 +52,8 @@ static float time_ms(const gs_hist_desc *d, void *dst, const void *src, size_t b
     return t[REPS / 2];
 }
 
-/* Equal-width float32 edges over [0, 1), with the fraction window gs_hist.h's setup gives them
- * and the float32 fields set as csrc/hist.c sets them. */
+/* Equal-width float32 edges over [0, 1), with the fraction window gpuscan/hist_bin.h's setup gives
+ * them and the float32 fields set as csrc/ops/hist.c sets them. */
 static float *uniform_f32(gs_hist_desc *d, int64_t nb)
 {
     float *e = (float *)malloc((size_t)(nb + 1) * sizeof(float));

@@ -4,8 +4,9 @@
  * device timings against cudaMemcpy device-to-device of the same bytes.
  *
  * Build and run on a GPU machine:
- *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -arch=sm_90 tools/kernel_check.cu \
- *        kernels/scan*.cu kernels/reduce.cu kernels/copy.cu -o /tmp/kernel_check &&
+ *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -Iinclude -arch=sm_90 tools/kernel_check.cu \
+ *        kernels/dispatch/scan.cu kernels/dispatch/instances/*.cu kernels/dispatch/reduce.cu \
+ *        kernels/dispatch/copy.cu -o /tmp/kernel_check &&
  * /tmp/kernel_check
  * Arguments: [largest log2 n] [bench: timings only] [first log2 n timed].
  */
@@ -14,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_api.h"
-#include "gs_config.h"
+#include "gpuscan/backend_api.h"
+#include "gpuscan/config.h"
 #include "check_common.h"
 
 static int failures = 0;

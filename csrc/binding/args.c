@@ -1,0 +1,254 @@
+/*
+ * binding/args.c - argument parsing shared by the Python-facing functions: operators, algorithms,
+ * dtypes, axes, and NumPy's result-dtype rules.
+ *
+ * Level: host layer.  Pure functions of their arguments; every failure is the exception NumPy
+ * would raise (TypeError for dtypes, AxisError for axes, ValueError for names), with a message
+ * that lists the valid choices.
+ */
+#include "gpuscan.h"
+
+/* ---- operators ---------------------------------------------------------------------------- */
+
+#define GS_X_OPNAME(code, name, ufunc) name,
+static const char *const op_names[GS_NOPS] = { GS_OPS(GS_X_OPNAME) };
+#undef GS_X_OPNAME
+
+#define GS_X_UFUNC(code, name, ufunc) ufunc,
+static const char *const op_ufuncs[GS_NOPS] = { GS_OPS(GS_X_UFUNC) };
+#undef GS_X_UFUNC
+
+static int bad_op(void)
+{
+    PyErr_SetString(PyExc_ValueError,
+                    "op must be one of 'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the "
+                    "matching NumPy ufunc (np.add, np.multiply, np.minimum, np.maximum, "
+                    "np.bitwise_and, np.bitwise_or, np.bitwise_xor)");
+    return -1;
+}
+
+int gs_parse_op(PyObject *obj, gs_op *op)
+{
+    PyObject *name = NULL;
+    const char *s;
+    const char *const *table;
+    int rc = -1;
+
+    if (PyUnicode_Check(obj)) {
+        table = op_names;
+        Py_INCREF(obj);
+        name = obj;
+    } else if (strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") == 0) {
+        table = op_ufuncs;
+        name = PyObject_GetAttrString(obj, "__name__");
+        if (name == NULL)
+            goto finally;
+        if (!PyUnicode_Check(name)) {
+            bad_op();
+            goto finally;
+        }
+    } else {
+        bad_op();
+        goto finally;
+    }
+    s = PyUnicode_AsUTF8(name);
+    if (s == NULL)
+        goto finally;
+    for (int i = 0; i < GS_NOPS; i++) {
+        if (strcmp(s, table[i]) == 0) {
+            *op = (gs_op)i;
+            rc = 0;
+            goto finally;
+        }
+    }
+    bad_op();
+finally:
+    Py_XDECREF(name);
+    return rc;
+}
+
+/* ---- algorithms --------------------------------------------------------------------------- */
+
+int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
+{
+    if (strcmp(name, "auto") == 0) {
+        *algo = GS_ALGO_AUTO;
+        return 0;
+    }
+    if (strcmp(name, "blelloch") == 0) {
+        *algo = GS_ALGO_BLELLOCH;
+        return 0;
+    }
+    if (!segmented && strcmp(name, "hillis_steele") == 0) {
+        *algo = GS_ALGO_HILLIS_STEELE;
+        return 0;
+    }
+    if (segmented)
+        PyErr_Format(PyExc_ValueError, "algorithm must be 'auto' or 'blelloch', got '%s'", name);
+    else
+        PyErr_Format(PyExc_ValueError,
+                     "algorithm must be 'auto', 'hillis_steele' or 'blelloch', got '%s'", name);
+    return -1;
+}
+
+/* ---- dtypes ------------------------------------------------------------------------------- */
+
+#define GS_SUPPORTED_DTYPES \
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+
+int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out)
+{
+#define GS_X_MATCH(code, ctype, sfx, k, npy)             \
+    if (kind == (k) && itemsize == (int)sizeof(ctype)) { \
+        *out = code;                                     \
+        return 0;                                        \
+    }
+    GS_DTYPES(GS_X_MATCH)
+#undef GS_X_MATCH
+    return -1;
+}
+
+int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out)
+{
+    if (!PyDataType_HASFIELDS(descr) && !PyDataType_HASSUBARRAY(descr) &&
+        gs_dtype_from_kind(descr->kind, (int)PyDataType_ELSIZE(descr), out) == 0) {
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s dtype %R is not supported; supported dtypes: %s", what,
+                 (PyObject *)descr, GS_SUPPORTED_DTYPES);
+    return -1;
+}
+
+PyArray_Descr *gs_descr(gs_dtype t)
+{
+    switch (t) {
+#define GS_X_DESCR(code, ctype, sfx, kind, npy) \
+    case code:                                  \
+        return PyArray_DescrFromType(npy);
+        GS_DTYPES(GS_X_DESCR)
+#undef GS_X_DESCR
+    default:
+        PyErr_SetString(PyExc_SystemError, "gpuscan: bad dtype code");
+        return NULL;
+    }
+}
+
+const char *gs_dtype_name(gs_dtype t)
+{
+    static const char *const names[GS_NDTYPES] = {
+        "bool",   "int8",   "int16",  "int32",   "int64",   "uint8",
+        "uint16", "uint32", "uint64", "float32", "float64",
+    };
+    return (t >= 0 && t < GS_NDTYPES) ? names[t] : "?";
+}
+
+gs_dtype gs_default_acc_type(gs_dtype in, gs_op op)
+{
+    char kind = gs_dtype_kind(in);
+    if ((op != GS_OP_ADD && op != GS_OP_MUL) || kind == 'f' || gs_dtype_size(in) == 8)
+        return in;
+    return kind == 'u' ? GS_UINT64 : GS_INT64;
+}
+
+int gs_check_op_dtype(gs_op op, gs_dtype acc)
+{
+    if (gs_op_is_bitwise(op) && gs_dtype_is_float(acc)) {
+        PyErr_Format(PyExc_TypeError,
+                     "op '%s' is not supported for %s: bitwise operators need bool or integer "
+                     "dtypes",
+                     op_names[op], gs_dtype_name(acc));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- axes --------------------------------------------------------------------------------- */
+
+int gs_normalize_axis(PyObject *axis, int ndim, int *out)
+{
+    Py_ssize_t ax;
+
+    if (PyBool_Check(axis) || !PyIndex_Check(axis)) {
+        PyErr_Format(PyExc_TypeError, "axis must be None or an integer, got %.100s",
+                     Py_TYPE(axis)->tp_name);
+        return -1;
+    }
+    ax = PyNumber_AsSsize_t(axis, NULL);
+    if (ax == -1 && PyErr_Occurred())
+        return -1;
+    if (ax < -ndim || ax >= ndim) {
+        PyObject *exc = PyObject_CallFunction(gs_AxisError, "ni", ax, ndim);
+        if (exc != NULL) {
+            PyErr_SetObject(gs_AxisError, exc);
+            Py_DECREF(exc);
+        }
+        return -1;
+    }
+    *out = (int)(ax < 0 ? ax + ndim : ax);
+    return 0;
+}
+
+int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
+{
+    PyObject *items = NULL;
+    int ax, rc = -1;
+
+    memset(reduced, axis == Py_None, (size_t)ndim);
+    if (axis == Py_None)
+        return 0;
+    if (!PyTuple_Check(axis)) {
+        /* As NumPy's reductions: a 0-d array takes a plain axis of 0 or -1 and reduces nothing
+         * (a tuple such as (0,) is still out of bounds). */
+        if (gs_normalize_axis(axis, ndim == 0 ? 1 : ndim, &ax) < 0)
+            return -1;
+        if (ndim > 0)
+            reduced[ax] = 1;
+        return 0;
+    }
+    items = PySequence_Fast(axis, "axis must be None, an integer or a tuple of integers");
+    if (items == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
+        if (gs_normalize_axis(PySequence_Fast_GET_ITEM(items, i), ndim, &ax) < 0)
+            goto finally;
+        if (reduced[ax]) {
+            PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
+            goto finally;
+        }
+        reduced[ax] = 1;
+    }
+    rc = 0;
+finally:
+    Py_DECREF(items);
+    return rc;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------- */
+
+/* A shape as a Python tuple (a new reference). */
+static PyObject *shape_tuple(int nd, const int64_t *shape)
+{
+    PyObject *t = PyTuple_New(nd);
+
+    for (int i = 0; t != NULL && i < nd; i++) {
+        PyObject *d = PyLong_FromLongLong(shape[i]);
+        if (d == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, const char *want_name,
+                   int want_nd, const int64_t *want)
+{
+    PyObject *h = shape_tuple(have_nd, have), *w = shape_tuple(want_nd, want);
+
+    if (h != NULL && w != NULL)
+        PyErr_Format(PyExc_ValueError, "%s has shape %R but %s has shape %R", have_name, h,
+                     want_name, w);
+    Py_XDECREF(h);
+    Py_XDECREF(w);
+    return -1;
+}

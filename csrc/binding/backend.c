@@ -1,0 +1,114 @@
+/*
+ * binding/backend.c - which backend runs the calls of this process, decided once, at first use.
+ *
+ * Level: host layer.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
+ * when the build has it and a device is usable, else the CPU.  Importing never touches CUDA, so
+ * a machine without a GPU or driver imports fine; a forced but unusable CUDA makes every call
+ * (and backend()) raise RuntimeError naming the cause.  Called with the GIL held, which also
+ * serialises the one-time decision.  gs_run_host hands one call over NumPy buffers to the chosen
+ * backend (ops/scan.c and ops/reduce.c share it).
+ */
+#include "gpuscan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cpu/cpu.h"
+
+static int decided;
+static gs_backend chosen = GS_BACKEND_CPU;
+/* Set when $GPUSCAN_BACKEND holds something unusable: every call raises it. */
+static int forced_failure;
+static char reason[256];
+
+static void decide(void)
+{
+    const char *env = getenv("GPUSCAN_BACKEND");
+    int want_cuda = 0, force = 0;
+
+    decided = 1;
+    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0) {
+        want_cuda = 1;
+    } else if (strcmp(env, "cuda") == 0) {
+        want_cuda = force = 1;
+    } else if (strcmp(env, "cpu") == 0) {
+        snprintf(reason, sizeof(reason), "GPUSCAN_BACKEND=cpu");
+        return;
+    } else {
+        snprintf(reason, sizeof(reason),
+                 "GPUSCAN_BACKEND must be 'cuda' or 'cpu' (or unset), got '%.64s'", env);
+        forced_failure = 1;
+        return;
+    }
+    if (!want_cuda)
+        return;
+#ifdef GS_HAVE_CUDA
+    if (gs_cuda_init(reason, sizeof(reason)) == 0) {
+        chosen = GS_BACKEND_CUDA;
+        return;
+    }
+#else
+    snprintf(reason, sizeof(reason), "gpuscan was built without CUDA");
+#endif
+    if (force)
+        forced_failure = 1;
+}
+
+int gs_backend_get(gs_backend *backend)
+{
+    if (!decided)
+        decide();
+    if (forced_failure) {
+        if (strncmp(reason, "GPUSCAN_BACKEND", 15) == 0)
+            PyErr_SetString(PyExc_RuntimeError, reason);
+        else
+            PyErr_Format(PyExc_RuntimeError,
+                         "GPUSCAN_BACKEND=cuda but the CUDA backend is not usable: %s", reason);
+        return -1;
+    }
+    *backend = chosen;
+    return 0;
+}
+
+const char *gs_backend_cpu_reason(void)
+{
+    return reason;
+}
+
+int gs_require_cuda(void)
+{
+    gs_backend backend;
+    if (gs_backend_get(&backend) < 0)
+        return -1;
+    if (backend != GS_BACKEND_CUDA) {
+        PyErr_Format(PyExc_TypeError,
+                     "device arrays need the CUDA backend; backend() is 'cpu' because %s", reason);
+        return -1;
+    }
+    return 0;
+}
+
+int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce)
+{
+    int rc;
+
+#ifdef GS_HAVE_CUDA
+    if (backend == GS_BACKEND_CUDA)
+        return gs_cuda_run_host(scan, reduce);
+#endif
+    Py_BEGIN_ALLOW_THREADS rc = scan != NULL ? gs_cpu_scan(scan) : gs_cpu_reduce(reduce);
+    Py_END_ALLOW_THREADS return gs_cpu_status(rc);
+}
+
+int gs_cpu_status(int rc)
+{
+    if (rc == -ENOMEM) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError, "the CPU backend failed: %s", strerror(-rc));
+        return -1;
+    }
+    return PyErr_CheckSignals();
+}

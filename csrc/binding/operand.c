@@ -1,0 +1,416 @@
+/*
+ * binding/operand.c - Python arguments as the host layer sees them: a NumPy array, or a view of
+ * device memory owned by someone else.
+ *
+ * Level: host layer.  Recognises, in this order: gpuscan.DeviceArray; NumPy arrays; objects
+ * exposing __cuda_array_interface__ (versions 0-3: CuPy, PyTorch, Numba); objects whose
+ * __dlpack_device__() is a CUDA device (the "dltensor" capsule is consumed, renamed
+ * "used_dltensor" and its deleter called on release); anything else through PyArray_FromAny.
+ * Device memory is used in place: nothing is copied here.  A device argument on the CPU backend
+ * is a TypeError saying why the backend is the CPU one.
+ */
+#include "gpuscan.h"
+
+#include "binding/dlpack.h"
+
+/* ---- device views ------------------------------------------------------------------------- */
+
+int64_t gs_devview_size(const gs_devview *v)
+{
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++)
+        n *= v->shape[i];
+    return n;
+}
+
+void gs_devview_set_c_strides(gs_devview *v)
+{
+    int64_t stride = (int64_t)gs_dtype_size(v->dtype);
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        v->strides[i] = stride;
+        stride *= v->shape[i] > 0 ? v->shape[i] : 1;
+    }
+}
+
+int gs_devview_is_c_contig(const gs_devview *v)
+{
+    int64_t stride = (int64_t)gs_dtype_size(v->dtype);
+    if (gs_devview_size(v) <= 1)
+        return 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        /* A dimension of length 1 may have any stride. */
+        if (v->shape[i] != 1 && v->strides[i] != stride)
+            return 0;
+        stride *= v->shape[i];
+    }
+    return 1;
+}
+
+/* ---- detection ---------------------------------------------------------------------------- */
+
+/* getattr(obj, name) with a missing attribute as *out == NULL and no error.  PyTorch raises
+ * AttributeError from __cuda_array_interface__ on CPU tensors, which counts as missing. */
+static int get_optional_attr(PyObject *obj, const char *name, PyObject **out)
+{
+    *out = PyObject_GetAttrString(obj, name);
+    if (*out != NULL)
+        return 0;
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* The __dlpack_device__() of obj: *device_type 0 when it has none. */
+static int dlpack_device(PyObject *obj, int *device_type, int *device_id)
+{
+    PyObject *meth = NULL, *res = NULL;
+    int rc = -1;
+
+    *device_type = 0;
+    *device_id = 0;
+    if (get_optional_attr(obj, "__dlpack_device__", &meth) < 0)
+        goto finally;
+    if (meth == NULL) {
+        rc = 0;
+        goto finally;
+    }
+    res = PyObject_CallNoArgs(meth);
+    if (res == NULL)
+        goto finally;
+    if (!PyArg_ParseTuple(res, "ii;__dlpack_device__() must return (device_type, device_id)",
+                          device_type, device_id))
+        goto finally;
+    rc = 0;
+finally:
+    Py_XDECREF(meth);
+    Py_XDECREF(res);
+    return rc;
+}
+
+static int is_cuda_dl_device(int device_type)
+{
+    /* kDLCUDA, and kDLCUDAManaged (13), which the device reads as well. */
+    return device_type == GS_DL_CUDA || device_type == 13;
+}
+
+int gs_is_device_object(PyObject *obj)
+{
+    PyObject *cai = NULL;
+    int type, id;
+
+    if (gs_DeviceArray_Check(obj))
+        return 1;
+    if (PyArray_Check(obj))
+        return 0;
+    if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
+        return -1;
+    if (cai != NULL) {
+        Py_DECREF(cai);
+        return 1;
+    }
+    if (dlpack_device(obj, &type, &id) < 0)
+        return -1;
+    return is_cuda_dl_device(type);
+}
+
+#ifdef GS_HAVE_CUDA
+
+/* ---- __cuda_array_interface__ ------------------------------------------------------------- */
+
+/* An int64 from a Python int, or -1 with TypeError naming `what`. */
+static int as_int64(PyObject *obj, const char *what, int64_t *out)
+{
+    long long v;
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "__cuda_array_interface__: %s must be an int", what);
+        return -1;
+    }
+    v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* Shape or strides: a tuple of ints of length ndim (ndim < 0: take its length). */
+static int int_tuple(PyObject *obj, const char *what, int *ndim, int64_t *out)
+{
+    Py_ssize_t len;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "__cuda_array_interface__: %s must be a tuple", what);
+        return -1;
+    }
+    len = PyTuple_GET_SIZE(obj);
+    if (*ndim < 0) {
+        if (len > GS_MAX_NDIM) {
+            PyErr_Format(PyExc_ValueError, "device arrays may have at most %d dimensions",
+                         GS_MAX_NDIM);
+            return -1;
+        }
+        *ndim = (int)len;
+    } else if (len != *ndim) {
+        PyErr_Format(PyExc_ValueError, "__cuda_array_interface__: %s has %zd entries, not %d", what,
+                     len, *ndim);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (as_int64(PyTuple_GET_ITEM(obj, i), what, &out[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* The dtype of a typestr such as "<f8" or "|b1". */
+static int typestr_dtype(PyObject *typestr, gs_dtype *out)
+{
+    const char *s;
+    if (!PyUnicode_Check(typestr)) {
+        PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__: typestr must be a str");
+        return -1;
+    }
+    s = PyUnicode_AsUTF8(typestr);
+    if (s == NULL)
+        return -1;
+    if (strlen(s) >= 3 && strchr("<>|=", s[0]) != NULL &&
+        gs_dtype_from_kind(s[1], atoi(s + 2), out) == 0) {
+        if (s[0] == '>' && gs_dtype_size(*out) > 1) {
+            PyErr_SetString(PyExc_TypeError, "big-endian device arrays are not supported");
+            return -1;
+        }
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "device array typestr '%s' is not supported; supported dtypes: bool, int8, "
+                 "int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64",
+                 s);
+    return -1;
+}
+
+static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
+{
+    PyObject *item;
+    int64_t ptr = 0, stream;
+    int ndim = -1;
+
+    if (!PyDict_Check(cai)) {
+        PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
+        return -1;
+    }
+    if ((item = PyDict_GetItemString(cai, "shape")) == NULL) {
+        PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'shape'");
+        return -1;
+    }
+    if (int_tuple(item, "shape", &ndim, op->dev.shape) < 0)
+        return -1;
+    op->dev.ndim = ndim;
+    if ((item = PyDict_GetItemString(cai, "typestr")) == NULL) {
+        PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'typestr'");
+        return -1;
+    }
+    if (typestr_dtype(item, &op->dev.dtype) < 0)
+        return -1;
+    item = PyDict_GetItemString(cai, "data");
+    if (item == NULL || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+        PyErr_SetString(PyExc_ValueError,
+                        "__cuda_array_interface__: 'data' must be a (pointer, readonly) tuple");
+        return -1;
+    }
+    if (as_int64(PyTuple_GET_ITEM(item, 0), "data pointer", &ptr) < 0)
+        return -1;
+    op->readonly = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
+    if (op->readonly < 0)
+        return -1;
+    op->dev.ptr = (char *)(uintptr_t)ptr;
+    item = PyDict_GetItemString(cai, "strides");
+    if (item == NULL || item == Py_None)
+        gs_devview_set_c_strides(&op->dev);
+    else if (int_tuple(item, "strides", &ndim, op->dev.strides) < 0)
+        return -1;
+    item = PyDict_GetItemString(cai, "mask");
+    if (item != NULL && item != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "masked device arrays are not supported");
+        return -1;
+    }
+    /* Version 3: order our stream after the producer's pending work on its stream. */
+    item = PyDict_GetItemString(cai, "stream");
+    if (item != NULL && item != Py_None) {
+        if (as_int64(item, "stream", &stream) < 0)
+            return -1;
+        if (stream == 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "__cuda_array_interface__: stream 0 is disallowed (ambiguous)");
+            return -1;
+        }
+        if (gs_cuda_wait_foreign((uintptr_t)stream) < 0)
+            return -1;
+        op->foreign_stream = (uintptr_t)stream;
+    }
+    if (gs_devview_size(&op->dev) > 0 && gs_cuda_check_pointer(op->dev.ptr) < 0)
+        return -1;
+    Py_INCREF(obj);
+    op->owner = obj;
+    return 0;
+}
+
+/* ---- DLPack ------------------------------------------------------------------------------- */
+
+static int dl_dtype(gs_DLDataType t, gs_dtype *out)
+{
+    static const char kinds[] = {
+        [GS_DL_INT] = 'i', [GS_DL_UINT] = 'u', [GS_DL_FLOAT] = 'f', [GS_DL_BOOL] = 'b'
+    };
+    if (t.lanes == 1 && t.code < sizeof(kinds) && kinds[t.code] != 0 && t.bits % 8 == 0 &&
+        gs_dtype_from_kind(kinds[t.code], t.bits / 8, out) == 0)
+        return 0;
+    PyErr_Format(PyExc_TypeError,
+                 "DLPack dtype (code %d, bits %d, lanes %d) is not supported; supported dtypes: "
+                 "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, "
+                 "float64",
+                 (int)t.code, (int)t.bits, (int)t.lanes);
+    return -1;
+}
+
+static int operand_from_dlpack(PyObject *obj, gs_operand *op)
+{
+    PyObject *meth = NULL, *empty = NULL, *kwargs = NULL, *capsule = NULL;
+    gs_DLManagedTensor *managed;
+    gs_DLTensor *t;
+    int rc = -1;
+
+    /* The producer makes the stream we pass wait for its pending work on the tensor. */
+    meth = PyObject_GetAttrString(obj, "__dlpack__");
+    if (meth == NULL)
+        goto finally;
+    empty = PyTuple_New(0);
+    kwargs = Py_BuildValue("{s:K}", "stream", (unsigned long long)(uintptr_t)gs_cuda_stream);
+    if (empty == NULL || kwargs == NULL)
+        goto finally;
+    capsule = PyObject_Call(meth, empty, kwargs);
+    if (capsule == NULL)
+        goto finally;
+    managed = PyCapsule_GetPointer(capsule, GS_DL_CAPSULE);
+    if (managed == NULL)
+        goto finally;
+    t = &managed->dl_tensor;
+    if (!is_cuda_dl_device(t->device.device_type)) {
+        PyErr_Format(PyExc_ValueError, "__dlpack__ gave a tensor on device type %d, not CUDA",
+                     (int)t->device.device_type);
+        goto finally;
+    }
+    if (t->device.device_type == GS_DL_CUDA && t->device.device_id != gs_cuda_device) {
+        PyErr_Format(PyExc_ValueError,
+                     "the array is on CUDA device %d but gpuscan runs on device %d",
+                     (int)t->device.device_id, gs_cuda_device);
+        goto finally;
+    }
+    if (t->ndim < 0 || t->ndim > GS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "device arrays may have at most %d dimensions", GS_MAX_NDIM);
+        goto finally;
+    }
+    if (dl_dtype(t->dtype, &op->dev.dtype) < 0)
+        goto finally;
+    op->dev.ndim = t->ndim;
+    op->dev.ptr = (char *)t->data + t->byte_offset;
+    for (int i = 0; i < t->ndim; i++)
+        op->dev.shape[i] = t->shape[i];
+    if (t->strides == NULL)
+        gs_devview_set_c_strides(&op->dev);
+    else
+        for (int i = 0; i < t->ndim; i++)
+            op->dev.strides[i] = t->strides[i] * (int64_t)gs_dtype_size(op->dev.dtype);
+    /* Take ownership: the producer's capsule destructor no longer frees the tensor. */
+    if (PyCapsule_SetName(capsule, GS_DL_CAPSULE_USED) < 0)
+        goto finally;
+    op->managed = managed;
+    op->owner = capsule;
+    capsule = NULL;
+    rc = 0;
+finally:
+    Py_XDECREF(meth);
+    Py_XDECREF(empty);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(capsule);
+    return rc;
+}
+
+#endif /* GS_HAVE_CUDA */
+
+/* ---- operands ----------------------------------------------------------------------------- */
+
+int gs_operand_get(PyObject *obj, gs_operand *op)
+{
+    int is_device;
+
+    memset(op, 0, sizeof(*op));
+    is_device = gs_is_device_object(obj);
+    if (is_device < 0)
+        return -1;
+    if (!is_device) {
+        op->host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+        if (op->host == NULL)
+            return -1;
+        op->readonly = !PyArray_ISWRITEABLE(op->host);
+        return 0;
+    }
+    if (gs_require_cuda() < 0)
+        return -1;
+#ifdef GS_HAVE_CUDA
+    op->on_device = 1;
+    if (gs_DeviceArray_Check(obj)) {
+        gs_devarray_view((gs_DeviceArray *)obj, &op->dev);
+        Py_INCREF(obj);
+        op->owner = obj;
+        return 0;
+    }
+    {
+        PyObject *cai = NULL;
+        int rc;
+        if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
+            goto error;
+        rc = cai != NULL ? operand_from_cai(obj, cai, op) : operand_from_dlpack(obj, op);
+        Py_XDECREF(cai);
+        if (rc == 0)
+            return 0;
+    }
+error:
+    gs_operand_release(op);
+    return -1;
+#else
+    /* Unreachable: gs_require_cuda always fails in a CPU-only build. */
+    PyErr_SetString(PyExc_SystemError, "gpuscan: device array without CUDA");
+    return -1;
+#endif
+}
+
+void gs_operand_release(gs_operand *op)
+{
+    gs_DLManagedTensor *managed = op->managed;
+
+    op->managed = NULL;
+    if (managed != NULL && managed->deleter != NULL)
+        managed->deleter(managed);
+    Py_CLEAR(op->owner);
+    Py_CLEAR(op->host);
+}
+
+int gs_operand_info(const gs_operand *op, const char *what, gs_dtype *dtype, int *ndim,
+                    int64_t *shape)
+{
+    if (op->on_device) {
+        *dtype = op->dev.dtype;
+        *ndim = op->dev.ndim;
+        memcpy(shape, op->dev.shape, sizeof(int64_t) * (size_t)op->dev.ndim);
+        return 0;
+    }
+    if (gs_dtype_from_descr(PyArray_DESCR(op->host), what, dtype) < 0)
+        return -1;
+    *ndim = PyArray_NDIM(op->host);
+    if (*ndim > GS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "arrays may have at most %d dimensions", GS_MAX_NDIM);
+        return -1;
+    }
+    for (int i = 0; i < *ndim; i++)
+        shape[i] = PyArray_DIM(op->host, i);
+    return 0;
+}

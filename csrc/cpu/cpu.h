@@ -1,0 +1,62 @@
+/*
+ * cpu/cpu.h - the CPU backend: real multi-threaded C over flat buffers.
+ *
+ * Level: backend (host side).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
+ * nothing of Python.  Called with the GIL released.  Every function returns 0 on success or a
+ * negative errno-style code (-ENOMEM: a thread or buffer could not be made) and leaves no thread or
+ * allocation behind on either path.
+ */
+#ifndef GS_CPU_H
+#define GS_CPU_H
+
+#include "gpuscan/backend_api.h"
+
+/* ---- Shared by the backend's own files (cpu_*.c) ----------------------------------------- */
+
+#define GS_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* One value of any dtype. */
+typedef union gs_val {
+#define GS_X_FIELD(code, ctype, sfx, kind, npy) ctype sfx;
+    GS_DTYPES(GS_X_FIELD)
+#undef GS_X_FIELD
+} gs_val;
+
+/* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
+int gs_cpu_threads(void);
+
+/*
+ * Run fn(ctx, i) for every i in [0, ntasks) on up to gs_cpu_threads() threads (the calling
+ * thread is one of them); returns when all are done.  Tasks must not depend on each other.
+ */
+int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+
+/* Scan as described by `d` (see gs_scan_desc).  Integers bit-identical to NumPy; float add
+ * within the contract's bound at every n (compensated carries). */
+int gs_cpu_scan(const gs_scan_desc *d);
+
+/* Reduction as described by `d` (see gs_reduce_desc): integers bit-identical to NumPy; float
+ * add compensated, within the bound; the grouping depends on rows and row_len only. */
+int gs_cpu_reduce(const gs_reduce_desc *d);
+
+/* Split or compact as described by `d` (see gs_split_desc); *count receives the flagged count.
+ * With d->out == NULL it only counts.  Stable; the same bytes on any thread count. */
+int gs_cpu_split(const gs_split_desc *d, int64_t *count);
+/* ---- The teaching scans (cpu/teach.c) --------------------------------------------------- */
+
+/* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its
+ * CUDA version (gs_cpu_scan hands these over). */
+int gs_cpu_teach_scan(const gs_scan_desc *d);
+
+/* One parallel step of a teaching algorithm (gs_step_desc), counting into d->work. */
+int gs_cpu_step(const gs_step_desc *d);
+
+/* The identity of `op` for dtype t, written to dst (one value of t). */
+void gs_cpu_identity(gs_op op, gs_dtype t, void *dst);
+
+/* Histogram or bincount as described by `d` (see gs_hist_desc): counts and integer sums exact,
+ * float sums in double; per-thread histograms, then merged.  -ENOMEM when they cannot be
+ * allocated. */
+int gs_cpu_hist(const gs_hist_desc *d);
+
+#endif /* GS_CPU_H */

@@ -1,0 +1,150 @@
+/*
+ * cpu/hist.c - gs_cpu_hist: the CPU backend's histogram and bincount.
+ *
+ * Level: backend (host side).  Sees one gs_hist_desc (include/gpuscan/backend_api.h) over flat
+ * buffers; the bin of each value comes from include/gpuscan/hist_bin.h, the same functions the CUDA
+ * kernels call, so both backends count every value in the same bin.  Threads come from cpu/pool.c.
+ *
+ * Algorithm.  The input is cut into `parts` contiguous parts (one per thread, fewer when the
+ * input is small or the per-part histograms would take too much memory); each part counts into
+ * its own private histogram (the first part straight into `out`), then the histograms are
+ * added into `out` in part order, in parallel over ranges of bins.  Counts and integer sums are
+ * exact (integer sums wrap modulo 2^64); float sums are in double, in a grouping that depends on
+ * the part count.  The `method` of the descriptor does not change the result and is ignored.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "gpuscan/hist_bin.h"
+
+/* Below this many values one thread counts everything: less work than waking the workers. */
+#define GS_CPU_HIST_PARALLEL_MIN 65536
+/* Most bytes the private histograms of the parts other than the first may take: 64 MiB, which
+ * at 65536 bins of 8 bytes is 128 parts (more than the cores of any host the package targets)
+ * and limits a bincount with a large maximum to fewer parts instead of exhausting memory. */
+#define GS_CPU_HIST_PRIVATE_BYTES ((int64_t)64 << 20)
+/* Bins per task of the merge: 64 KiB of accumulators per part, a few microseconds of adds. */
+#define GS_CPU_HIST_MERGE_BINS 8192
+
+typedef struct gs_hist_job {
+    const gs_hist_desc *d;
+    int64_t parts;
+    char *priv; /* histograms of parts 1..parts-1, nbins accumulators each */
+} gs_hist_job;
+
+/* One value's widened form, as gs_hist_bin takes it. */
+static GS_ALWAYS_INLINE void gs_widen_one(gs_dtype t, const void *p, int64_t k, int64_t *xi,
+                                          uint64_t *xu, double *xf)
+{
+    switch (t) {
+#define GS_X_WIDEN(code, ctype, sfx, kind, npy)    \
+    case code:                                     \
+        if (kind == 'f')                           \
+            *xf = (double)((const ctype *)p)[k];   \
+        else if (kind == 'i')                      \
+            *xi = (int64_t)((const ctype *)p)[k];  \
+        else                                       \
+            *xu = (uint64_t)((const ctype *)p)[k]; \
+        break;
+        GS_DTYPES(GS_X_WIDEN)
+#undef GS_X_WIDEN
+    default:
+        break;
+    }
+}
+
+static char gs_kind_of(gs_dtype t)
+{
+    char k = gs_dtype_kind(t);
+    return k == 'b' ? 'u' : k;
+}
+
+/* Count (or sum the weights of) values [begin, end) into acc. */
+static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, void *acc)
+{
+    const char kind = gs_kind_of(d->in_type);
+    const gs_dtype acc_type = gs_hist_acc_type(d);
+    const char wkind = d->weights != NULL ? gs_kind_of(d->w_type) : 0;
+    int64_t *counts = acc;
+    double *sums = acc;
+
+    for (int64_t k = begin; k < end; k++) {
+        int64_t xi = 0, wi = 0;
+        uint64_t xu = 0, wu = 0;
+        double xf = 0.0, wf = 0.0;
+        gs_widen_one(d->in_type, d->in, k, &xi, &xu, &xf);
+        int64_t bin = gs_hist_bin(d, kind, d->mode, d->edge_type, xi, xu, xf);
+        if (bin < 0)
+            continue;
+        if (d->weights == NULL) {
+            counts[bin]++;
+            continue;
+        }
+        gs_widen_one(d->w_type, d->weights, k, &wi, &wu, &wf);
+        if (acc_type == GS_FLOAT64)
+            sums[bin] += wf;
+        else /* wrapping integer sum: unsigned arithmetic, stored as int64 */
+            counts[bin] = (int64_t)((uint64_t)counts[bin] + (wkind == 'i' ? (uint64_t)wi : wu));
+    }
+}
+
+static void gs_hist_count_task(void *ctx, int64_t part)
+{
+    const gs_hist_job *job = ctx;
+    const gs_hist_desc *d = job->d;
+    int64_t begin = d->n * part / job->parts, end = d->n * (part + 1) / job->parts;
+    void *acc = part == 0 ? d->out : job->priv + (size_t)(part - 1) * (size_t)d->nbins * 8;
+    gs_hist_range(d, begin, end, acc);
+}
+
+static void gs_hist_merge_task(void *ctx, int64_t task)
+{
+    const gs_hist_job *job = ctx;
+    const gs_hist_desc *d = job->d;
+    int64_t b0 = task * GS_CPU_HIST_MERGE_BINS;
+    int64_t b1 = b0 + GS_CPU_HIST_MERGE_BINS < d->nbins ? b0 + GS_CPU_HIST_MERGE_BINS : d->nbins;
+    int is_float = gs_hist_acc_type(d) == GS_FLOAT64;
+
+    for (int64_t p = 1; p < job->parts; p++) {
+        const char *h = job->priv + (size_t)(p - 1) * (size_t)d->nbins * 8;
+        for (int64_t b = b0; b < b1; b++) {
+            if (is_float)
+                ((double *)d->out)[b] += ((const double *)h)[b];
+            else
+                ((uint64_t *)d->out)[b] += ((const uint64_t *)h)[b];
+        }
+    }
+}
+
+int gs_cpu_hist(const gs_hist_desc *d)
+{
+    gs_hist_job job = { d, 1, NULL };
+    int64_t parts = gs_cpu_threads();
+
+    /* Zero bits are 0 and 0.0 alike. */
+    memset(d->out, 0, (size_t)d->nbins * 8);
+    if (d->n == 0 || d->nbins == 0)
+        return 0;
+    if (d->n < GS_CPU_HIST_PARALLEL_MIN || parts <= 1) {
+        gs_hist_range(d, 0, d->n, d->out);
+        return 0;
+    }
+    if (parts > d->n / (GS_CPU_HIST_PARALLEL_MIN / 4))
+        parts = d->n / (GS_CPU_HIST_PARALLEL_MIN / 4);
+    if ((parts - 1) * d->nbins > GS_CPU_HIST_PRIVATE_BYTES / 8)
+        parts = 1 + GS_CPU_HIST_PRIVATE_BYTES / 8 / d->nbins;
+    job.parts = parts;
+    if (parts > 1) {
+        job.priv = calloc((size_t)(parts - 1) * (size_t)d->nbins, 8);
+        if (job.priv == NULL)
+            return -ENOMEM;
+    }
+    gs_cpu_parallel_for(parts, gs_hist_count_task, &job);
+    if (parts > 1)
+        gs_cpu_parallel_for((d->nbins + GS_CPU_HIST_MERGE_BINS - 1) / GS_CPU_HIST_MERGE_BINS,
+                            gs_hist_merge_task, &job);
+    free(job.priv);
+    return 0;
+}

@@ -1,0 +1,243 @@
+/*
+ * cpu/reduce.c - gs_cpu_reduce: the CPU backend's reduction of contiguous rows.
+ *
+ * Level: backend (host side).  Sees one gs_reduce_desc (include/gpuscan/backend_api.h) over flat
+ * buffers; the loops over values live in cpu/reduce_body.h, stamped out once per dtype; the threads
+ * come from cpu/pool.c.
+ *
+ * Algorithm.  Each of the `rows` rows is cut into chunks of GS_REDUCE_CHUNK values counted from
+ * the row's start (the device's chunk, gpuscan/config.h), and then:
+ *   phase 1 (parallel)    each chunk folds its values into a partial (a value, plus a
+ *                         compensation term for float add);
+ *   phase 2 (sequential)  each row combines its chunks' partials in chunk order and rounds once.
+ * Rows of one chunk have no phase 2: tasks take whole rows, many short ones each.  Run on one
+ * thread, a row goes chunk after chunk through the same two steps, with no buffer.
+ *
+ * Guarantees:
+ *  - the chunks, and the lanes and blocks inside them, depend on row_len only, never on the
+ *    thread count, so every result is the same bits on every run, machine and
+ *    GPUSCAN_NUM_THREADS, and a row gives the bits that reducing it alone would give;
+ *  - integers and bool are bit-identical to NumPy (wrapping); float min/max give the first NaN of
+ *    the row with its bits, else the first value equal to the extremum (the earlier of +0/-0);
+ *  - float add carries TwoSum's exact errors in every lane and (hi, lo) pairs in every partial,
+ *    and rounds once per row: in practice correctly rounded, and within ~2 eps * sum|x| at every
+ *    row_len (contract: (log2 row_len + 2) eps * sum|x|); an all -0 sum is +0 as in NumPy;
+ *  - float mul is a plain product in the fixed grouping: relative error <= (row_len - 1) eps;
+ *  - small inputs run on the calling thread with no thread involved;
+ *  - on -ENOMEM (the partials could not be allocated) nothing was written and nothing is left.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cpu/cpu.h"
+#include "gpuscan/config.h"
+
+#if FLT_EVAL_METHOD != 0
+#error "the compensated float add needs every operation rounded to its own type (SSE2, not x87)"
+#endif
+
+/* Values per block of a float fold: lanes restart from the identity at each block, so a lane
+ * folds at most GS_CPU_BLOCK / lanes values and its summed TwoSum errors stay exact enough (their
+ * own rounding stays below (GS_CPU_BLOCK u)^2 <= eps/2 of sum|x|, as in cpu/scan.c).  Results
+ * depend on this value: changing it changes float add's and mul's low bits. */
+#define GS_CPU_BLOCK 4096
+/* Bytes of independent accumulators per float fold: two 16-byte SSE2 vectors, enough chains to
+ * hide the add latency behind TwoSum's six operations.  Results depend on it, as above. */
+#define GS_CPU_LANE_BYTES 32
+/* Below this many values the whole reduction runs on the calling thread: well under a
+ * millisecond of work, less than waking the workers is worth. */
+#define GS_CPU_PARALLEL_MIN 65536
+/* Values per task when tasks take whole rows: a few microseconds of work, far above the cost
+ * of handing out a task, and small enough to balance many rows over many threads. */
+#define GS_CPU_TASK_VALUES 16384
+/* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
+ * uint64 on the stack, which stays in L1 between the conversion and the loop. */
+#define GS_CPU_WIDEN_BLOCK 256
+
+_Static_assert(GS_CPU_BLOCK % (GS_CPU_LANE_BYTES / sizeof(float)) == 0,
+               "a block is a whole number of lane rounds");
+_Static_assert(GS_REDUCE_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number of blocks");
+
+#define GS_PASTE(a, b) gs_cpu_reduce_##a##_##b
+#define GS_NAME(a, b) GS_PASTE(a, b)
+
+/* The partial of a run of values: hi, plus float add's compensation term lo (zero for every
+ * other op). */
+typedef struct gs_part {
+    gs_val hi;
+    gs_val lo;
+} gs_part;
+
+/* What cpu/reduce_body.h provides for each dtype. */
+typedef struct gs_reduce_kernels {
+    /* *p = the partial of in[0, len) */
+    void (*fold)(gs_op op, const void *in, int64_t len, gs_part *p);
+    /* *acc = *acc op *x, x holding the values after acc's */
+    void (*combine)(gs_op op, gs_part *acc, const gs_part *x);
+    /* *out = the value *p stands for, rounded once */
+    void (*store)(gs_op op, const gs_part *p, void *out);
+    char kind;
+} gs_reduce_kernels;
+
+/* ---- The loops, one body per dtype, in GS_DTYPES order ---------------------------------- */
+
+#define GS_CPU_BODY "cpu/reduce_body.h"
+#include "cpu/stamp.h"
+#undef GS_CPU_BODY
+
+/* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
+ * to compile here (and cpu/stamp.h checks each body's kind letter and size). */
+#define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
+    [code] = { GS_NAME(fold, sfx), GS_NAME(combine, sfx), GS_NAME(store, sfx), kind },
+static const gs_reduce_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
+#undef GS_X_KERNELS
+
+/* ---- Widening: the only place that looks at the input dtype at run time ----------------- */
+
+/* buf[k] = in[k] converted value-preservingly to 64 bits, modulo 2^64 (C's conversion to an
+ * unsigned type: signed values sign-extend, unsigned zero-extend; bool is 0 or 1). */
+static void gs_widen(const void *in, gs_dtype t, int64_t len, uint64_t *buf)
+{
+    int64_t k;
+    switch (t) {
+#define GS_X_WIDEN(code, ctype, sfx, kind, npy)                \
+    case code: {                                               \
+        const ctype *p = in;                                   \
+        for (k = 0; k < len; k++)                              \
+            buf[k] = kind == 'b' ? p[k] != 0 : (uint64_t)p[k]; \
+        break;                                                 \
+    }
+        GS_DTYPES(GS_X_WIDEN)
+#undef GS_X_WIDEN
+    default:
+        break;
+    }
+}
+
+/* ---- One reduction call ------------------------------------------------------------------ */
+
+typedef struct gs_reduce_job {
+    const gs_reduce_desc *d;
+    const gs_reduce_kernels *k; /* of the accumulation dtype */
+    int widen;                  /* in_type != out_type: widen the input to 64 bits */
+    size_t in_size, out_size;
+    int64_t chunks_per_row;
+    int64_t rows_per_task; /* rows of one task when tasks take whole rows */
+    gs_part *part;         /* per chunk of every row: its partial (phase 1) */
+} gs_reduce_job;
+
+/* *p = the partial of chunk c of row `row`. */
+static void gs_chunk(const gs_reduce_job *j, int64_t row, int64_t c, gs_part *p)
+{
+    const gs_reduce_desc *d = j->d;
+    int64_t from = c * GS_REDUCE_CHUNK;
+    int64_t len = d->row_len - from < GS_REDUCE_CHUNK ? d->row_len - from : GS_REDUCE_CHUNK;
+    const char *in = (const char *)d->in + (row * d->row_len + from) * (int64_t)j->in_size;
+
+    if (!j->widen) {
+        j->k->fold(d->op, in, len, p);
+        return;
+    }
+    /* Widened blocks fold into one uint64 partial; exact integer ops group freely. */
+    uint64_t buf[GS_CPU_WIDEN_BLOCK];
+    gs_part blk;
+    for (int64_t pos = 0; pos < len; pos += GS_CPU_WIDEN_BLOCK) {
+        int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
+        gs_widen(in + pos * (int64_t)j->in_size, d->in_type, n, buf);
+        j->k->fold(d->op, buf, n, pos == 0 ? p : &blk);
+        if (pos > 0)
+            j->k->combine(d->op, p, &blk);
+    }
+}
+
+/* Reduce row `row` whole on this thread: its chunks' partials, combined in chunk order exactly
+ * as phase 2 combines them. */
+static void gs_row(const gs_reduce_job *j, int64_t row)
+{
+    gs_part acc, p;
+    gs_chunk(j, row, 0, &acc);
+    for (int64_t c = 1; c < j->chunks_per_row; c++) {
+        gs_chunk(j, row, c, &p);
+        j->k->combine(j->d->op, &acc, &p);
+    }
+    j->k->store(j->d->op, &acc, (char *)j->d->out + row * (int64_t)j->out_size);
+}
+
+/* Task t reduces rows_per_task whole rows. */
+static void gs_rows_task(void *ctx, int64_t task)
+{
+    const gs_reduce_job *j = ctx;
+    int64_t first = task * j->rows_per_task;
+    int64_t last = first + j->rows_per_task < j->d->rows ? first + j->rows_per_task : j->d->rows;
+    for (int64_t row = first; row < last; row++)
+        gs_row(j, row);
+}
+
+/* ==== Phase 1: each chunk's partial ====================================================== */
+static void gs_phase1(void *ctx, int64_t chunk)
+{
+    const gs_reduce_job *j = ctx;
+    gs_chunk(j, chunk / j->chunks_per_row, chunk % j->chunks_per_row, &j->part[chunk]);
+}
+
+/* ==== Phase 2: each row combines its partials in chunk order ============================= */
+static void gs_phase2(const gs_reduce_job *j)
+{
+    const gs_reduce_desc *d = j->d;
+    for (int64_t row = 0; row < d->rows; row++) {
+        const gs_part *part = j->part + row * j->chunks_per_row;
+        gs_part acc = part[0];
+        for (int64_t c = 1; c < j->chunks_per_row; c++)
+            j->k->combine(d->op, &acc, &part[c]);
+        j->k->store(d->op, &acc, (char *)d->out + row * (int64_t)j->out_size);
+    }
+}
+
+int gs_cpu_reduce(const gs_reduce_desc *d)
+{
+    gs_reduce_job j = { 0 };
+    int parallel;
+
+    if (d == NULL || d->rows < 0 || d->row_len < 1 || d->in_type < 0 || d->in_type >= GS_NDTYPES ||
+        d->out_type < 0 || d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS ||
+        !gs_scan_pair_direct(d->in_type, d->out_type, d->op) ||
+        (gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op)) ||
+        (d->rows > 0 && (d->in == NULL || d->out == NULL)) || d->rows > INT64_MAX / d->row_len)
+        return -EINVAL;
+    if (d->rows == 0)
+        return 0;
+
+    j.d = d;
+    j.widen = d->in_type != d->out_type;
+    /* int64 and uint64 add and mul wrap to the same bits: the widened pairs share uint64's loops */
+    j.k = &gs_kernels_of[j.widen ? GS_UINT64 : d->out_type];
+    j.in_size = gs_dtype_size(d->in_type);
+    j.out_size = gs_dtype_size(d->out_type);
+    j.chunks_per_row = gs_reduce_chunks(d->row_len);
+    parallel = d->rows * d->row_len >= GS_CPU_PARALLEL_MIN && gs_cpu_threads() > 1;
+
+    if (j.chunks_per_row == 1 || !parallel) {
+        /* Every row on one thread, as many rows per task as make about GS_CPU_TASK_VALUES. */
+        j.rows_per_task = d->row_len >= GS_CPU_TASK_VALUES ? 1 : GS_CPU_TASK_VALUES / d->row_len;
+        int64_t ntasks = (d->rows + j.rows_per_task - 1) / j.rows_per_task;
+        if (parallel) {
+            gs_cpu_parallel_for(ntasks, gs_rows_task, &j);
+        } else {
+            for (int64_t t = 0; t < ntasks; t++)
+                gs_rows_task(&j, t);
+        }
+        return 0;
+    }
+
+    int64_t nchunks = d->rows * j.chunks_per_row;
+    j.part = malloc((size_t)nchunks * sizeof(gs_part));
+    if (j.part == NULL)
+        return -ENOMEM;
+    gs_cpu_parallel_for(nchunks, gs_phase1, &j);
+    gs_phase2(&j);
+    free(j.part);
+    return 0;
+}

@@ -1,0 +1,273 @@
+/*
+ * gpuscan/backend_api.h - what the host layer asks of a backend.
+ *
+ * Level: the seam between csrc/ (parsing, dispatch, memory) and the two backends: the CUDA
+ * launchers in the kernels folder (.cu files) and the multi-threaded C of the CPU backend
+ * (csrc/cpu/pool.c, csrc/cpu/scan.c).  A backend sees only
+ * flat, C-contiguous buffers of known dtypes described by the structs below; everything about
+ * Python objects, strides, byte order, `out=` and result dtypes is settled before the call.
+ */
+#ifndef GS_API_H
+#define GS_API_H
+
+#include "gpuscan/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most dimensions a strided device copy handles (NumPy 2's NPY_MAXDIMS). */
+#define GS_MAX_NDIM 64
+
+/* Which scan algorithm a call runs: the production single-pass scan, or one of the teaching
+ * variants (kernels/dispatch/teach.cu, csrc/cpu/teach.c). */
+typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
+
+/*
+ * One scan call.  `in` and `out` hold n contiguous elements; `out` may equal `in` (in place)
+ * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
+ *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
+ *                (a row start is a segment head); row_len == 0: one scan over all n.
+ *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
+ *                  element 0 always starts a segment.  Not combined with row_len.
+ *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
+ *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
+ *   epoch (GS_ALGO_AUTO): 0, the launcher zeroes the scratch first; else the scratch was zeroed
+ *                  once and every scan over it since had a distinct epoch below GS_EPOCH_LIMIT
+ *                  (its look-back descriptors are tagged with it, and each scan leaves the
+ *                  tile counter at zero): no zeroing, one launch.
+ */
+#define GS_EPOCH_LIMIT (1u << 29)
+typedef struct gs_scan_desc {
+    const void *in;
+    void *out;
+    const void *flags;
+    int64_t n;
+    int64_t row_len;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_dtype flag_type;
+    gs_op op;
+    int exclusive;
+    gs_algorithm algorithm;
+    unsigned epoch;
+} gs_scan_desc;
+
+/*
+ * One reduction: `rows` independent reductions of `row_len` contiguous values each (the
+ * reduced axes are last and contiguous; axis=None is rows = 1).  out receives `rows` values of
+ * out_type; (in_type, out_type, op) satisfies gs_scan_pair_direct() (the same widening rules as
+ * accumulate).  row_len >= 1: empty reductions are settled by the host (identity or
+ * ValueError) and never reach a backend.  Float results are deterministic (a fixed grouping
+ * that depends on rows and row_len only, never on the device or the thread count) and float
+ * add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ */
+typedef struct gs_reduce_desc {
+    const void *in;
+    void *out;
+    int64_t rows;
+    int64_t row_len;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_op op;
+} gs_reduce_desc;
+
+/*
+ * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
+ * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
+ * negative or zero (broadcast source).
+ */
+typedef struct gs_copy_desc {
+    const void *src;
+    void *dst;
+    gs_dtype src_type;
+    gs_dtype dst_type;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int64_t src_strides[GS_MAX_NDIM];
+    int64_t dst_strides[GS_MAX_NDIM];
+} gs_copy_desc;
+
+/*
+ * One split (stable partition) or compact: the n values of `in` (moved as bits of in_type's
+ * width: any dtype, NaN payloads kept) whose flag is nonzero (flags[i] in flag_type: for floats
+ * -0.0 is zero and NaN nonzero) go first, in order, then (split only) the others, in order.
+ * `out` holds n values (split) or the flagged count (compact) and never overlaps `in` or
+ * `flags`.
+ */
+typedef struct gs_split_desc {
+    const void *in;
+    const void *flags;
+    void *out;
+    int64_t n;
+    gs_dtype in_type;
+    gs_dtype flag_type;
+    int compact;
+} gs_split_desc;
+
+/*
+ * One parallel step of a teaching algorithm over a working array (kernels/dispatch/teach.cu runs it
+ * as one kernel launch, csrc/cpu/teach.c as one parallel loop).  The array is `rows` rows of `m`
+ * values of `type`, row r at buf + r*m; each step below acts on every row. GS_STEP_HS
+ * Hillis-Steele: buf[i] = src[i - s] op src[i] where i's place in its row is
+ *                 >= s, else src[i] (buf and src distinct: double buffering);
+ *   GS_STEP_UP    up-sweep at stride s (m a power of two): for each node, x[k+2s-1] =
+ *                 x[k+s-1] op x[k+2s-1]; flagged (fup != NULL): only where fup[k+2s-1] is
+ *                 clear, and fup[k+2s-1] |= fup[k+s-1];
+ *   GS_STEP_DOWN  down-sweep at stride s: t = x[k+s-1]; x[k+s-1] = x[k+2s-1]; x[k+2s-1] = x[k+2s-1]
+ *                 op t (the parent's value first: it comes earlier).  With clear_root the parent's
+ *                 value is taken as the identity (the root reset).  Flagged: the right child is
+ *                 the identity where forig[k+s] is set, else t where fup[k+s-1] is set, else as
+ *                 above; then fup[k+s-1] is cleared;
+ *   GS_STEP_INCL  buf[i] = buf[i] op src[i] (the exclusive scan made inclusive) for the first
+ *                 `len` values of each row (the rest is padding and is left alone).
+ * `work` (may be NULL) is increased by the operator applications performed, counted as they
+ * happen.
+ */
+typedef enum gs_step_kind { GS_STEP_HS, GS_STEP_UP, GS_STEP_DOWN, GS_STEP_INCL } gs_step_kind;
+
+typedef struct gs_step_desc {
+    void *buf;
+    const void *src;
+    unsigned char *fup;
+    const unsigned char *forig;
+    int64_t rows;
+    int64_t m;
+    int64_t s;
+    int64_t len;
+    gs_dtype type;
+    gs_op op;
+    gs_step_kind kind;
+    int clear_root;
+    unsigned long long *work;
+} gs_step_desc;
+
+/* How a histogram finds the bin of a value (see gpuscan/hist_bin.h). */
+typedef enum gs_hist_mode {
+    GS_HIST_UNIFORM, /* equal-width bins: arithmetic, then a check against `edges` near an edge */
+    GS_HIST_SEARCH,  /* any increasing edges: binary search */
+    GS_HIST_INDEX,   /* bincount: the (integer) value is its bin */
+    GS_HIST_TABLE    /* 1-byte input: edges holds the bin (or -1) of each of the 256 values */
+} gs_hist_mode;
+
+/* Where a CUDA histogram accumulates: auto picks; global: one device-memory atomic per value;
+ * shared: per-block histograms in shared memory, merged at the end.  The CPU backend takes all
+ * three and does the same (per-thread histograms, merged). */
+typedef enum gs_hist_method { GS_HIST_AUTO, GS_HIST_GLOBAL, GS_HIST_SHARED } gs_hist_method;
+
+/* A value of the input's kind, widened: `i` for signed integers, `u` for bool and unsigned
+ * integers, `f` for floats (every value of those types is exact in the wide one). */
+typedef struct gs_hist_bound {
+    int64_t i;
+    uint64_t u;
+    double f;
+} gs_hist_bound;
+
+/*
+ * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
+ * zeroed by the backend first: int64 counts, or with `weights` (n values of w_type) their sums,
+ * in double for float weights and in int64 (wrapping) for bool and integer weights.
+ *   UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
+ *            its bin is that of xe = (edge_type) x among `edges` (nbins + 1 values of
+ *            edge_type, GS_FLOAT32 or GS_FLOAT64): the i with edges[i] <= xe < edges[i + 1],
+ *            the last bin closed.  p = (xe - edges[0]) * scale, computed in edge_type, gives it
+ *            as floor(p) directly when frac(p) lies in (fast_lo, fast_hi) (the host settles
+ *            these so that this never differs from the edge comparisons); first = edges[0].
+ *   SEARCH:  edges (nbins + 1 values of edge_type: GS_INT64, GS_UINT64, GS_FLOAT32 or
+ *            GS_FLOAT64, the type both are compared in) increasing; x is kept when
+ *            edges[0] <= x <= edges[nbins], its bin the largest i < nbins with edges[i] <= x.
+ *   INDEX:   integer input; x is kept when 0 <= x < nbins, and x is its bin.
+ *   TABLE:   1-byte input; edges holds 256 int32: the bin of each byte value (its bits), -1
+ *            for one that is dropped (the host fills it with UNIFORM's or SEARCH's rule).
+ */
+typedef struct gs_hist_desc {
+    const void *in;
+    int64_t n;
+    gs_dtype in_type;
+    const void *weights;
+    gs_dtype w_type;
+    void *out;
+    int64_t nbins;
+    gs_hist_mode mode;
+    gs_dtype edge_type;
+    const void *edges;
+    gs_hist_bound lo, hi;
+    double first, scale, fast_lo, fast_hi;
+    /* UNIFORM with float32 edges: first (edges[0]), scale, fast_lo, fast_hi and, for float32
+     * input, lo.f and hi.f as float (all exact), so that nothing is converted per value. */
+    float first_f, scale_f, fast_lo_f, fast_hi_f, lo_f, hi_f;
+    gs_hist_method method;
+} gs_hist_desc;
+
+/* The accumulator dtype of a histogram: int64 counts, double sums of float weights, int64
+ * sums of bool and integer weights. */
+static inline GS_HD gs_dtype gs_hist_acc_type(const gs_hist_desc *d)
+{
+    return d->weights != NULL && gs_dtype_is_float(d->w_type) ? GS_FLOAT64 : GS_INT64;
+}
+
+#ifdef GS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* A teaching scan (d->algorithm != GS_ALGO_AUTO) on `stream`; `scratch` holds at least
+ * gs_teach_scratch_bytes(d) bytes (gpuscan/teach_config.h). */
+cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                               cudaStream_t stream);
+
+/* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
+cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream);
+
+/* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
+extern int gs_teach_unpadded;
+
+/* Enqueue the scan on `stream`: one kernel launch, after a memset of the scratch when
+ * d->epoch is 0.  `scratch` holds at least gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h);
+ * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the
+ * scratch was zeroed, and every scan over it since had another epoch).  Returns the first CUDA
+ * error. */
+cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                         cudaStream_t stream);
+
+/* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
+ * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes. */
+cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
+                           cudaStream_t stream);
+
+/* Enqueue the strided converting copy on `stream`. */
+cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
+
+/* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
+ * (gpuscan/config.h) kept between them.  gs_cuda_split_count zeroes the descriptors and runs the
+ * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
+ * uint64, which a compact downloads to size its output.  gs_cuda_split_scatter then writes
+ * d->out.  Both return the first CUDA error. */
+cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                cudaStream_t stream);
+cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
+/* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
+ * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */
+cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream);
+
+/* How the last gs_cuda_hist launch of the process counted (for the tests). */
+typedef struct gs_hist_launch {
+    int shared;         /* shared-memory histograms (else global atomics) */
+    int replicas;       /* copies of a slice per block */
+    int64_t slices;     /* blocks that split the bin range */
+    int64_t slice_bins; /* bins per slice */
+    int64_t blocks;     /* grid size */
+    int64_t smem_bytes; /* dynamic shared memory per block */
+} gs_hist_launch;
+void gs_cuda_hist_last(gs_hist_launch *out);
+
+/* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
+ * launch that caused them. */
+extern int gs_cuda_debug_sync;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GS_API_H */

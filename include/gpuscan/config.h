@@ -1,0 +1,190 @@
+/*
+ * gpuscan/config.h - tile geometry of the device-wide kernels, defined once.
+ *
+ * Level: configuration, shared by kernels/ and csrc/ (csrc reports it to the tests, which pick
+ * their sizes from it: NV-1, NV, NV+1, many tiles).  Vocabulary as in moderngpu: NT threads per
+ * block, VT values per thread, NV = NT*VT values per tile.  Everything else is derived.
+ */
+#ifndef GS_CONFIG_H
+#define GS_CONFIG_H
+
+#include "gpuscan/types.h"
+
+/* Threads per block: 8 warps, enough to hide the look-back of one block behind the loads of
+ * the other blocks resident on the same multiprocessor. */
+#ifndef GS_NT /* overridable (-DGS_NT=...) so tests and tuning can build other geometries */
+#define GS_NT 256
+#endif
+/* Values per thread: 16 four-byte values are four 16-byte loads in flight per thread, 16 KiB
+ * per tile, which amortises one tile's look-back over enough bytes to run at memory speed. */
+#ifndef GS_VT
+#define GS_VT 16
+#endif
+#define GS_NV (GS_NT * GS_VT)
+#define GS_WARP 32
+#define GS_NWARPS (GS_NT / GS_WARP)
+
+#if (GS_NT % GS_WARP) != 0 || GS_NWARPS > GS_WARP
+#error "GS_NT must be a multiple of the warp size and at most 32 warps"
+#endif
+#if (GS_VT & (GS_VT - 1)) != 0 || GS_VT < 2 || GS_VT > 32
+#error \
+    "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
+#endif
+
+/* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
+ * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
+ * (below that the two tie or one tile per block wins: H200). */
+#ifndef GS_AHEAD_MIN_WAVES
+#define GS_AHEAD_MIN_WAVES 4
+#endif
+
+/* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
+#define GS_SCRATCH_ALIGN 128
+
+static inline GS_HD int64_t gs_round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* Tiles a device-wide pass over n values uses. */
+static inline GS_HD int64_t gs_scan_tiles(int64_t n)
+{
+    return (n + GS_NV - 1) / GS_NV;
+}
+
+/* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
+#define GS_TILE_DESC_BYTES 32
+/* The anchored look-back of float add and mul (device/lookback.cuh): every GS_ANCHOR_EVERY-th tile
+ * publishes its exclusive prefix in two more 16-byte words (value, compensation), and a tile
+ * starts from the last anchor at least GS_ANCHOR_LAG tiles before it: more tiles than start
+ * during one look-back, so that anchor's prefix is out.  A tile reads LAG to LAG + EVERY - 1
+ * aggregates: 224 + 31 = 255, one per thread of a block (H200, float32 add at 2^28, the kernel
+ * otherwise the same: 80% of memcpy with LAG 224, 73% with 256, two reads per thread; an
+ * earlier kernel: 49% with 128, tiles waiting for anchors). */
+#ifndef GS_ANCHOR_EVERY
+#define GS_ANCHOR_EVERY 32
+#endif
+#ifndef GS_ANCHOR_LAG
+#define GS_ANCHOR_LAG 224
+#endif
+#if GS_ANCHOR_LAG < 1 || GS_ANCHOR_EVERY < 1
+#error "an anchor lies at least one tile back (a tile would wait on its own prefix)"
+#endif
+#define GS_ANCHOR_DESC_BYTES 32
+
+/*
+ * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line),
+ * one descriptor per tile and one per anchor: zeroed once and reused by scans with distinct
+ * epochs (gs_scan_desc), or zeroed before the launch (epoch 0).  Pure, so the tests
+ * can check it.
+ */
+static inline size_t gs_scan_scratch_bytes(int64_t n)
+{
+    int64_t tiles = gs_scan_tiles(n);
+    if (tiles == 0)
+        return 0;
+    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * tiles +
+                    GS_ANCHOR_DESC_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
+}
+
+/*
+ * Scratch of one split or compact over n values (kernels/dispatch/split.cu): the total flagged
+ * count (8 bytes, padded to a line), one look-back descriptor per tile (zeroed before the launch),
+ * then the flags as one bit per value, GS_NV / 8 bytes per tile (written in full by the count
+ * pass, never zeroed).  Pure, so the tests can check it.
+ */
+static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
+{
+    return GS_SCRATCH_ALIGN + gs_round_up(GS_TILE_DESC_BYTES * gs_scan_tiles(n), GS_SCRATCH_ALIGN);
+}
+
+static inline size_t gs_split_scratch_bytes(int64_t n)
+{
+    int64_t tiles = gs_scan_tiles(n);
+    if (tiles == 0)
+        return 0;
+    return (size_t)(gs_split_mask_offset(n) + tiles * (GS_NV / 8));
+}
+
+/* Values one block of a reduction consumes per chunk of a row: a fixed size, so the grouping
+ * of a float sum depends on the row length only (16 tiles: enough bytes per block to amortise
+ * its final combine). */
+#define GS_REDUCE_CHUNK (16 * GS_NV)
+
+static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
+{
+    return (row_len + GS_REDUCE_CHUNK - 1) / GS_REDUCE_CHUNK;
+}
+
+/*
+ * Scratch of one reduction: a partial (two 8-byte words: value and compensation) per chunk of
+ * every row of more than one chunk, and one counter per row (the chunk to finish last
+ * combines the row's partials, in chunk order).  Pure, so the tests can check it.
+ */
+static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
+{
+    int64_t chunks = gs_reduce_chunks(row_len);
+    if (rows == 0 || chunks <= 1)
+        return 0;
+    return (size_t)(gs_round_up(4 * rows, GS_SCRATCH_ALIGN) + 16 * rows * chunks);
+}
+
+/* ---- histogram kernels (dispatch/hist.cu) ---- */
+
+/* Threads per histogram block: 32 warps, one block per multiprocessor (H200, 2^28 float32
+ * values, tools/hist_check.cu: 256 bins 0.252 ms with 1024 threads against 0.258 ms with two
+ * blocks of 512 and 0.272 ms with three; 4096 bins 0.260 against 0.278 ms): a single block per
+ * multiprocessor may take all its shared memory, so 65536 bins split in two slices, not three,
+ * and half as many blocks merge into the device result. */
+#ifndef GS_HIST_NT
+#define GS_HIST_NT 1024
+#endif
+/* 16-byte loads in flight per thread: 1024 threads x 4 x 16 B = 64 KiB per multiprocessor per
+ * step, above what HBM3's latency x bandwidth per SM asks (~25 KiB). */
+#ifndef GS_HIST_UNROLL
+#define GS_HIST_UNROLL 4
+#endif
+/* Blocks per multiprocessor the kernels are compiled for (__launch_bounds__) and the shared
+ * memory is planned for (dispatch/hist.cu gives each block 1/GS_HIST_MIN_BLOCKS of a
+ * multiprocessor's): one lets ptxas use the registers the unrolled loads need (47-53, no spills).
+ */
+#ifndef GS_HIST_MIN_BLOCKS
+#define GS_HIST_MIN_BLOCKS 1
+#endif
+/* Most bin slices (blocks that each count a part of the bin range over the same values) the
+ * "auto" method takes before global atomics are faster: each slice reads the values again
+ * (from L2 when the slices of one part run together). */
+#define GS_HIST_MAX_SLICES 8
+/* Shared memory of a block's copy of a 1-byte dtype's table of bins (256 int32). */
+#define GS_HIST_TABLE_BYTES 1024
+
+#if (GS_HIST_NT % GS_WARP) != 0
+#error "GS_HIST_NT must be a multiple of the warp size"
+#endif
+
+/*
+ * How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
+ * `budget` bytes of shared memory per block: `slices` blocks each take slice_bins bins (the
+ * last one fewer), with `replicas` copies of the slice (one per group of warps, cutting
+ * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it.
+ */
+static inline GS_HD void gs_hist_plan(int64_t nbins, int acc_bytes, int64_t budget, int64_t *slices,
+                                      int64_t *slice_bins, int *replicas)
+{
+    int64_t per_slice = budget / acc_bytes;
+    if (per_slice < 1)
+        per_slice = 1;
+    *slices = (nbins + per_slice - 1) / per_slice;
+    if (*slices < 1)
+        *slices = 1;
+    *slice_bins = (nbins + *slices - 1) / *slices;
+    *slices = (nbins + *slice_bins - 1) / *slice_bins; /* no empty slice */
+    *replicas = 1;
+    if (acc_bytes == 4) {
+        int64_t r = budget / (*slice_bins * 4);
+        *replicas = r >= GS_HIST_NT / GS_WARP ? GS_HIST_NT / GS_WARP : r < 1 ? 1 : (int)r;
+    }
+}
+
+#endif /* GS_CONFIG_H */

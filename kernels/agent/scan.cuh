@@ -1,0 +1,456 @@
+/*
+ * agent/scan.cuh - a block's part in the single-pass scan.  Included once per register type
+ * after device/lookback.cuh.
+ *
+ * Layout: a tile is GS_VT / C rows of GS_NT * C consecutive values, C the values in 16 bytes
+ * of the wider of the input and output dtypes.  Thread t holds values t*C .. t*C+C-1 of every
+ * row, so each load and store instruction of a warp covers one contiguous span with whole
+ * sectors.  The threads scan their rows' partials across the block all at once (the same two
+ * barriers as one scan), and the rows' totals chain the rows together.
+ *
+ * A tile goes through three phases: aggregate (read it, scan it within the block, publish its
+ * aggregate), look back (learn its exclusive prefix from the tiles before it, device/lookback.cuh)
+ * and emit (scan each piece from its prefix, write the tile).  Two drivers:
+ * - scan_tiles: one tile per block, the phases back to back.
+ * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid
+ *   whose blocks hold three tiles: they publish the aggregate of their current tile before
+ *   waiting on the look-back of their previous one, while the next streams into shared
+ *   memory (cp.async).  Every tile in flight
+ *   then has its aggregate out early and the memory system stays busy while blocks wait.
+ *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
+ *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
+ *   published their aggregates (and, for float add and mul, the anchors before it their
+ *   prefixes: their look-backs are done).
+ *
+ * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
+ * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
+ * earlier tiles kept as a double-word number (float32: a double, which also chains the rows), so
+ * the error grows with log2 of the tile size and not with the number of tiles.
+ */
+
+/* What the aggregate phase leaves for the emit phase that all threads share. */
+typedef struct GS_FN(gs_tile_totals) {
+    int af[GS_ROWS_MAX];
+    GS_R av[GS_ROWS_MAX];
+    int tf;
+    GS_R tv;
+} GS_FN(gs_tile_totals);
+
+/* What a thread keeps of a tile between its aggregate and emit phases. */
+typedef struct GS_FN(gs_tile_mine) {
+    int ef[GS_ROWS_MAX];
+    GS_R ev[GS_ROWS_MAX];
+    unsigned heads;
+} GS_FN(gs_tile_mine);
+
+typedef struct GS_FN(gs_scan_smem) {
+    GS_FN(gs_block_scan_smem) block;
+    GS_FN(gs_tile_totals) totals[3]; /* per buffer slot, written by thread 0 */
+    unsigned tiles[3];
+    GS_R excl_hi; /* the tile's exclusive prefix as a carry */
+    GS_R excl_lo;
+    double excl_d;   /* ... or as a double (float32 add: part_double) */
+#if GS_R_KIND == 'f' /* the anchored look-back's (float add and mul) */
+    GS_FN(gs_lookback_smem) lookback;
+#endif
+} GS_FN(gs_scan_smem);
+
+/* Start copying this thread's pieces of a whole tile into shared memory. */
+static __device__ __forceinline__ void GS_FN(prefetch)(gs_dtype in_t, int c, int rows,
+                                                       const void *in, int64_t tile, void *buf)
+{
+    const int64_t size = (int64_t)gs_dtype_size(in_t);
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < rows) {
+            const int64_t at = (int64_t)k * GS_NT * c + (int64_t)threadIdx.x * c;
+            gs_cp_async((char *)buf + at * size, (const char *)in + (tile * GS_NV + at) * size,
+                        c * (int)size);
+        }
+    }
+}
+
+/* This thread's values of `tile`: from its prefetched pieces in buf, else from memory (whole
+ * aligned tiles as pieces, the tail value by value, the identity past the end). */
+static __device__ __forceinline__ void GS_FN(gather)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                     const gs_scan_kparams *p, int64_t tile,
+                                                     const void *buf, GS_R *x)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    if (buf != NULL || (tile < p->n / GS_NV && p->vec_in)) {
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                uint32_t w[4];
+                if (buf != NULL)
+                    gs_load_piece(in_t, C, buf, k * row_stride + threadIdx.x * C, w);
+                else
+                    gs_load_piece(in_t, C, p->in, first + k * row_stride, w);
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    x[k * C + c] = GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int64_t g = first + k * row_stride + c;
+                    x[k * C + c] =
+                        g < p->n ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, p->in, g)) : id;
+                }
+            }
+        }
+    }
+}
+
+/* Segment heads among this thread's values of `tile`, one bit each: row starts (one division
+ * per piece) or flags read at their own width (whole pieces of an aligned flag array in one
+ * access: a uint8 flag costs one byte per value). */
+static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_dtype out_t,
+                                                             const gs_scan_kparams *p, int64_t tile)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    unsigned heads = 0;
+    if (p->row_len > 0) {
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                const int64_t g = first + k * row_stride;
+                const int64_t r = g % p->row_len;
+                int64_t head = r ? g + (p->row_len - r) : g;
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    if (g + c == head) {
+                        heads |= 1u << (k * C + c);
+                        head += p->row_len;
+                    }
+                }
+            }
+        }
+    } else if (p->flags != NULL) {
+        const int fbytes = C * (int)gs_dtype_size(p->flag_type);
+        const int vec_flags = tile < p->n / GS_NV && p->vec_flags && fbytes >= 4 && fbytes <= 16;
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                uint32_t fw[4];
+                if (vec_flags)
+                    gs_load_piece(p->flag_type, C, p->flags, first + k * row_stride, fw);
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int64_t g = first + k * row_stride + c;
+                    const uint64_t fb =
+                        vec_flags ? gs_word_elem(p->flag_type, fw, c)
+                                  : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
+                    if (g < p->n && (g == 0 || gs_flag_set(p->flag_type, fb)))
+                        heads |= 1u << (k * C + c);
+                }
+            }
+        }
+    }
+    return heads;
+}
+
+/* Aggregate phase: scan this thread's pieces across the block; this thread's prefixes into
+ * *mine, the rows' and the tile's totals into *tot (every thread gets them).  `seg` (a
+ * compile-time constant, as in every phase) says whether the scan has segment heads at all:
+ * a plain scan passes heads 0 and neither computes, moves nor tests a flag. */
+static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                        int seg, const GS_R *x, unsigned heads,
+                                                        GS_FN(gs_tile_mine) * mine,
+                                                        GS_FN(gs_tile_totals) * tot,
+                                                        GS_FN(gs_block_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    int pf[GS_ROWS_MAX];
+    GS_R pv[GS_ROWS_MAX];
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            pf[k] = (heads >> (k * C)) & ((1u << C) - 1u) ? 1 : 0;
+            pv[k] = id;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                pv[k] = (heads >> (k * C + c)) & 1u ? x[k * C + c]
+                                                    : GS_FN(combine)(op, pv[k], x[k * C + c]);
+        }
+    }
+    GS_FN(block_scan)(op, out_t, R, seg, pf, pv, mine->ef, mine->ev, tot->af, tot->av, sm);
+    mine->heads = heads;
+    tot->tf = tot->af[0];
+    tot->tv = tot->av[0];
+#pragma unroll
+    for (int k = 1; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            tot->tv = seg && tot->af[k] ? tot->av[k] : GS_FN(combine)(op, tot->tv, tot->av[k]);
+            tot->tf |= tot->af[k];
+        }
+    }
+}
+
+/* A tile publishes its aggregate as soon as it has it (tile 0: its prefix). */
+static __device__ __forceinline__ void
+GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(gs_tile_totals) * t)
+{
+    if (threadIdx.x == 0)
+        GS_FN(publish)(ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, t->tv);
+}
+
+/* Look-back phase: the tile's exclusive prefix into sm->excl_*, published for the tiles after
+ * it (an exact operator's inclusive prefix; an anchor's exclusive one).  Ends with a
+ * barrier. */
+static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype out_t, int seg,
+                                                           const gs_scan_kparams *p, int64_t tile,
+                                                           const GS_FN(gs_tile_totals) * t,
+                                                           GS_FN(gs_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+#ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
+    if (threadIdx.x == 0) {
+        sm->excl_hi = id;
+        sm->excl_lo = (GS_R)0;
+        sm->excl_d = 0.0;
+    }
+#else
+#if GS_R_KIND == 'f'
+    if (!GS_FN(exact)(op)) {
+        GS_FN(gs_part) excl;
+        excl = GS_FN(look_back_anchored)(op, out_t, seg, p->ts, tile, &sm->lookback);
+        if (threadIdx.x == 0) {
+            if (GS_FN(part_double)(op)) {
+                sm->excl_d = gs_f32_prefix(excl.d);
+            } else {
+                sm->excl_hi = excl.c.hi;
+                sm->excl_lo = excl.c.lo;
+            }
+        }
+        __syncthreads();
+        return;
+    }
+#endif
+    if (tile == 0) {
+        if (threadIdx.x == 0) {
+            sm->excl_hi = id;
+            sm->excl_lo = (GS_R)0;
+        }
+    } else if (threadIdx.x < GS_WARP) {
+        GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
+        if (threadIdx.x == 0) {
+            GS_FN(publish)
+            (p->ts, tile, GS_ST_PREFIX, t->tf, t->tf ? t->tv : GS_FN(combine)(op, excl.hi, t->tv));
+            sm->excl_hi = excl.hi;
+            sm->excl_lo = excl.lo;
+        }
+    }
+#endif
+    __syncthreads();
+}
+
+/* Emit phase: scan each piece from its prefix (the tile's carry, the rows before, the threads
+ * before in its row; a running value since the piece start or its last head) and store it. */
+static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg,
+                                                   const gs_scan_kparams *p, int64_t tile,
+                                                   const GS_R *x, const GS_FN(gs_tile_mine) * mine,
+                                                   const GS_FN(gs_tile_totals) * t,
+                                                   const GS_FN(gs_scan_smem) * sm)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+    const int whole = tile < p->n / GS_NV;
+    const unsigned heads = seg ? mine->heads : 0u;
+    /* The prefix of each row: a carry, or for float32 add a double (one DADD per row). */
+    GS_FN(gs_carry) row_carry;
+    row_carry.hi = sm->excl_hi;
+    row_carry.lo = sm->excl_lo;
+    double row_d = sm->excl_d;
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            GS_R y[16];
+            GS_R base = mine->ev[k];
+            if (!(seg && mine->ef[k]))
+                base = GS_FN(part_double)(op) ? (GS_R)(row_d + (double)base)
+                                              : GS_FN(carry_apply)(op, row_carry, base);
+            GS_R run = id;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if ((heads >> (k * C + c)) & 1u) {
+                    base = id;
+                    run = id;
+                }
+                if (p->exclusive)
+                    y[c] = GS_FN(combine)(op, base, run);
+                run = GS_FN(combine)(op, run, x[k * C + c]);
+                if (!p->exclusive)
+                    y[c] = GS_FN(combine)(op, base, run);
+            }
+            if (GS_FN(part_double)(op))
+                row_d =
+                    seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(row_d + (double)t->av[k]);
+            else
+                row_carry = seg && t->af[k]
+                                ? GS_FN(carry_of)(t->av[k])
+                                : GS_FN(carry_combine)(op, row_carry, GS_FN(carry_of)(t->av[k]));
+            if (whole && p->vec_out) {
+                uint32_t w[4];
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    gs_word_put(out_t, w, c, GS_FN(to_bits)(out_t, y[c]));
+                gs_store_piece(out_t, C, p->out, first + k * row_stride, w);
+            } else {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int64_t g = first + k * row_stride + c;
+                    if (g < p->n)
+                        gs_store_bits(out_t, p->out, g, GS_FN(to_bits)(out_t, y[c]));
+                }
+            }
+        }
+    }
+}
+
+/* The next tile index from the scratch's counter.  A scan takes exactly `takes` indices (one
+ * per block for one tile per block; the tiles plus one index past the end per block for the
+ * lookahead driver, whose blocks stop asking after the first); the one that takes the last
+ * index resets the counter, after every other take.  So a scratch that starts with a zero
+ * counter ends with one, and scans with distinct epochs need no zeroing in between. */
+static __device__ __forceinline__ unsigned GS_FN(take_tile)(const gs_scan_kparams *p,
+                                                            unsigned takes)
+{
+    const unsigned t = atomicAdd(p->ts.counter, 1u);
+    if (t == takes - 1u)
+        atomicExch(p->ts.counter, 0u);
+    return t;
+}
+
+/* One tile per block, in launch order. */
+static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                         int seg, const gs_scan_kparams *p)
+{
+    __shared__ GS_FN(gs_scan_smem) sm;
+    /* Tiles in launch order for the look-back; the block that takes the last one puts the
+     * counter back to zero for the next scan over this scratch (every block has taken its). */
+    if (threadIdx.x == 0)
+        sm.tiles[0] = GS_FN(take_tile)(p, gridDim.x);
+    __syncthreads();
+    const int64_t tile = sm.tiles[0];
+    GS_R x[GS_VT];
+    GS_FN(gs_tile_mine) mine;
+    GS_FN(gs_tile_totals) tot;
+    GS_FN(gather)(op, in_t, out_t, p, tile, NULL, x);
+    GS_FN(aggregate)
+    (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, tile) : 0u, &mine, &tot,
+     &sm.block);
+    GS_FN(publish_aggregate)(op, p->ts, tile, &tot);
+    GS_FN(learn_prefix)(op, out_t, seg, p, tile, &tot, &sm);
+    GS_FN(emit)(op, in_t, out_t, seg, p, tile, x, &mine, &tot, &sm);
+}
+
+/* The lookahead driver (see the file's header); its dynamic shared memory holds three tiles
+ * of input (3 * GS_NV * sizeof(input)), aligned to 128 bytes whatever the size of the static
+ * shared memory before it: a warp's 512-byte piece then spans four 128-byte rows of the banks,
+ * not five (H200, 2^28 values: int32 add at 89% of memcpy against 81% with the buffers
+ * 16 bytes off, float32 add 87% against 84% 24 bytes off). */
+extern __shared__ __align__(128) uint4 gs_dynamic_smem[];
+
+static __device__ __forceinline__ void
+GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, const gs_scan_kparams *p)
+{
+    __shared__ GS_FN(gs_scan_smem) sm;
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t ntiles = gs_scan_tiles(p->n);
+    const int64_t whole_tiles = p->n / GS_NV;
+    const size_t buf_bytes = (size_t)GS_NV * gs_dtype_size(in_t);
+    /* Pieces of the input smaller than 4 bytes (int8 widened to 64 bits) are read directly. */
+    const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
+#define GS_BUF(i) ((void *)((char *)gs_dynamic_smem + (size_t)(i)*buf_bytes))
+
+    const unsigned takes = (unsigned)ntiles + gridDim.x;
+    if (threadIdx.x == 0) {
+        sm.tiles[0] = GS_FN(take_tile)(p, takes);
+        sm.tiles[1] = sm.tiles[0] < ntiles ? GS_FN(take_tile)(p, takes) : 0xffffffffu;
+    }
+    __syncthreads();
+    int64_t cur = sm.tiles[0], next = sm.tiles[1], prev = -1;
+    if (cur >= ntiles)
+        return;
+    int bp = 2, bc = 0, bn = 1; /* buffer slots of prev, cur and next */
+    int pre_c = can_prefetch && cur < whole_tiles, pre_p = 0;
+    if (pre_c)
+        GS_FN(prefetch)(in_t, C, R, p->in, cur, GS_BUF(bc));
+    GS_FN(gs_tile_mine) mine_p;
+
+    for (;;) {
+        /* ---- The next tile streams in while this iteration works. ---- */
+        const int pre_n = can_prefetch && next < whole_tiles;
+        unsigned after = 0xffffffffu;
+        if (threadIdx.x == 0 && next < ntiles)
+            after = GS_FN(take_tile)(p, takes);
+        if (pre_c)
+            gs_cp_async_wait(); /* cur's copies, issued before next's */
+        if (pre_n)
+            GS_FN(prefetch)(in_t, C, R, p->in, next, GS_BUF(bn));
+
+        /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
+        GS_FN(gs_tile_mine) mine_c;
+        {
+            GS_R x[GS_VT];
+            GS_FN(gs_tile_totals) tot;
+            GS_FN(gather)(op, in_t, out_t, p, cur, pre_c ? GS_BUF(bc) : NULL, x);
+            GS_FN(aggregate)
+            (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, cur) : 0u, &mine_c,
+             &tot, &sm.block);
+            GS_FN(publish_aggregate)(op, p->ts, cur, &tot);
+            if (threadIdx.x == 0) {
+                sm.totals[bc] = tot;
+                sm.tiles[2] = after;
+            }
+        }
+
+        /* ---- Look-back and emit phases of prev. ---- */
+        if (prev >= 0) {
+            GS_FN(learn_prefix)(op, out_t, seg, p, prev, &sm.totals[bp], &sm);
+            GS_R x[GS_VT];
+            GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
+            GS_FN(emit)(op, in_t, out_t, seg, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+        }
+        __syncthreads(); /* sm.tiles[2] is read below; totals[bp] is rewritten later */
+
+        /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
+        prev = cur;
+        mine_p = mine_c;
+        pre_p = pre_c;
+        cur = next;
+        pre_c = pre_n;
+        next = sm.tiles[2];
+        const int b = bp;
+        bp = bc;
+        bc = bn;
+        bn = b;
+        if (cur >= ntiles)
+            break;
+    }
+
+    /* ---- The last tile's look-back and emit. ---- */
+    GS_FN(learn_prefix)(op, out_t, seg, p, prev, &sm.totals[bp], &sm);
+    GS_R x[GS_VT];
+    GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
+    GS_FN(emit)(op, in_t, out_t, seg, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+#undef GS_BUF
+}

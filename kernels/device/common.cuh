@@ -1,0 +1,301 @@
+/*
+ * device/common.cuh - type-independent device helpers: name pasting for the per-type bodies, raw
+ * element loads and stores by dtype, and the release/acquire accesses that publish tile state
+ * between blocks.
+ *
+ * Level: device, below the per-type headers.  Included once per translation unit.
+ */
+#ifndef GS_COMMON_CUH
+#define GS_COMMON_CUH
+
+#include <stdint.h>
+
+#include "gpuscan/backend_api.h"
+#include "gpuscan/config.h"
+
+#define GS_FULL_MASK 0xffffffffu
+
+/* GS_FN(name) names the variant of `name` for the register type being stamped (GS_RS). */
+#define GS_CAT2_(a, b) a##_##b
+#define GS_CAT2(a, b) GS_CAT2_(a, b)
+#define GS_FN(name) GS_CAT2(name, GS_RS)
+
+/*
+ * Raw element access.  An element is moved as the bits of its dtype, zero-extended to 64 bits;
+ * interpretation (sign extension, floats) belongs to the per-type layer.  `t` is always a
+ * compile-time constant at the call sites, so each switch folds to one load or store.
+ */
+static __device__ __forceinline__ uint64_t gs_load_bits(gs_dtype t, const void *p, int64_t i)
+{
+    switch (gs_dtype_size(t)) {
+    case 1:
+        return ((const uint8_t *)p)[i];
+    case 2:
+        return ((const uint16_t *)p)[i];
+    case 4:
+        return ((const uint32_t *)p)[i];
+    default:
+        return ((const unsigned long long *)p)[i];
+    }
+}
+
+static __device__ __forceinline__ void gs_store_bits(gs_dtype t, void *p, int64_t i, uint64_t v)
+{
+    switch (gs_dtype_size(t)) {
+    case 1:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case 2:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case 4:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    default:
+        ((unsigned long long *)p)[i] = v;
+        break;
+    }
+}
+
+/* A float32 add prefix held in double, made infinite once it is past float32's range: NumPy's
+ * running float32 sum stays inf after it overflows, even where later values would bring the
+ * exact sum back (the conversion rounds as the float32 result would). */
+static __device__ __forceinline__ double gs_f32_prefix(double d)
+{
+    const float f = (float)d;
+    return isinf(f) ? (double)f : d;
+}
+
+/*
+ * Element j of a thread's run of GS_VT elements held as 32-bit words (what 16-byte vector
+ * loads deliver).  j is a compile-time constant after unrolling, so this is a shift and mask on
+ * registers, never a local-memory array access.
+ */
+static __device__ __forceinline__ uint64_t gs_word_elem(gs_dtype t, const uint32_t *w, int j)
+{
+    switch (gs_dtype_size(t)) {
+    case 1:
+        return (w[j >> 2] >> (8 * (j & 3))) & 0xffu;
+    case 2:
+        return (w[j >> 1] >> (16 * (j & 1))) & 0xffffu;
+    case 4:
+        return w[j];
+    default:
+        return (uint64_t)w[2 * j] | ((uint64_t)w[2 * j + 1] << 32);
+    }
+}
+
+static __device__ __forceinline__ void gs_word_put(gs_dtype t, uint32_t *w, int j, uint64_t v)
+{
+    switch (gs_dtype_size(t)) {
+    case 1:
+        if ((j & 3) == 0)
+            w[j >> 2] = 0;
+        w[j >> 2] |= (uint32_t)(v & 0xffu) << (8 * (j & 3));
+        break;
+    case 2:
+        if ((j & 1) == 0)
+            w[j >> 1] = 0;
+        w[j >> 1] |= (uint32_t)(v & 0xffffu) << (16 * (j & 1));
+        break;
+    case 4:
+        w[j] = (uint32_t)v;
+        break;
+    default:
+        w[2 * j] = (uint32_t)v;
+        w[2 * j + 1] = (uint32_t)(v >> 32);
+        break;
+    }
+}
+
+/*
+ * A piece: the C consecutive values a thread holds in one row of a tile, C = the values in 16
+ * bytes of the wider of two dtypes, so a piece of either dtype is one access of at most 16
+ * bytes and a warp's pieces are one contiguous span.
+ */
+#define GS_PIECE(a, b) \
+    ((int)(16 / (gs_dtype_size(a) > gs_dtype_size(b) ? gs_dtype_size(a) : gs_dtype_size(b))))
+/* Most rows a thread holds: GS_VT values in pieces of at least two. */
+#define GS_ROWS_MAX (GS_VT / 2)
+
+/* Load the piece of c values of dtype t at element `at` into words (aligned: the caller
+ * checked the buffer is 16-byte aligned, and a piece's offset is a multiple of its size). */
+static __device__ __forceinline__ void gs_load_piece(gs_dtype t, int c, const void *p, int64_t at,
+                                                     uint32_t *w)
+{
+    const char *a = (const char *)p + at * (int64_t)gs_dtype_size(t);
+    switch (c * (int)gs_dtype_size(t)) {
+    case 16: {
+        uint4 q = *(const uint4 *)a;
+        w[0] = q.x;
+        w[1] = q.y;
+        w[2] = q.z;
+        w[3] = q.w;
+        break;
+    }
+    case 8: {
+        uint2 q = *(const uint2 *)a;
+        w[0] = q.x;
+        w[1] = q.y;
+        break;
+    }
+    case 4:
+        w[0] = *(const uint32_t *)a;
+        break;
+    default: /* 2 bytes: two int8 values widened to 64 bits */
+        w[0] = *(const uint16_t *)a;
+        break;
+    }
+}
+
+static __device__ __forceinline__ void gs_store_piece(gs_dtype t, int c, void *p, int64_t at,
+                                                      const uint32_t *w)
+{
+    char *a = (char *)p + at * (int64_t)gs_dtype_size(t);
+    switch (c * (int)gs_dtype_size(t)) {
+    case 16:
+        *(uint4 *)a = make_uint4(w[0], w[1], w[2], w[3]);
+        break;
+    case 8:
+        *(uint2 *)a = make_uint2(w[0], w[1]);
+        break;
+    case 4:
+        *(uint32_t *)a = w[0];
+        break;
+    default:
+        *(uint16_t *)a = (uint16_t)w[0];
+        break;
+    }
+}
+
+/*
+ * Asynchronous copies global -> shared (cp.async, sm_80+): a block streams its next tile into
+ * shared memory while it works on the current one, at no cost in registers.  bytes is 4, 8 or
+ * 16 and both addresses are aligned to it.
+ */
+static __device__ __forceinline__ void gs_cp_async(void *smem, const void *gmem, int bytes)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    switch (bytes) {
+    case 16:
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(s), "l"(gmem) : "memory");
+        break;
+    case 8:
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" : : "r"(s), "l"(gmem) : "memory");
+        break;
+    default:
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" : : "r"(s), "l"(gmem) : "memory");
+        break;
+    }
+}
+
+/* Wait for this thread's asynchronous copies (each thread reads back only what it copied). */
+static __device__ __forceinline__ void gs_cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_all;" : : : "memory");
+}
+
+/* Whether a segment-head flag of dtype t is set: nonzero, where for floats -0.0 counts as zero
+ * and NaN as nonzero (NumPy's truth value). */
+static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
+{
+    if (t == GS_FLOAT32)
+        return (bits & 0x7fffffffu) != 0;
+    if (t == GS_FLOAT64)
+        return (bits & 0x7fffffffffffffffull) != 0;
+    return bits != 0;
+}
+
+/*
+ * Tile descriptors of the look-back (device/lookback.cuh).  A tile publishes a value as one 16-byte
+ * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits
+ * 0-31} and {status:32 | value bits 32-63}.  PTX makes each aligned 8-byte access single-copy
+ * atomic but not the 16-byte pair, so a reader accepts a word only when both halves show the same
+ * status: a tile's status only moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean
+ * both halves come from the same publication, and no fence is needed on either side.  A second word
+ * carries the compensation term of a float64 add, validated the same way.  Accesses use .cg (L2): a
+ * word read early from a stale L1 line would never change.
+ *
+ * The status's bits from GS_ST_TAG_SHIFT up hold the scan's tag (its epoch, gs_scan_desc): a
+ * word written by another scan over the same scratch reads as INVALID, so a scratch reused by
+ * scans with distinct epochs needs no zeroing between them.  Tag 0 is a zeroed scratch's.
+ */
+#define GS_ST_INVALID 0u
+#define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */
+#define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */
+#define GS_ST_HEAD 4u      /* the tile's aggregate contains a segment head */
+#define GS_ST_TAG_SHIFT 3
+
+typedef struct gs_tile_word {
+    unsigned status; /* GS_ST_INVALID while the two halves disagree or carry another tag */
+    unsigned long long value;
+} gs_tile_word;
+
+static __device__ __forceinline__ gs_tile_word gs_tile_load(const ulonglong2 *p, unsigned tag)
+{
+    unsigned long long a, b;
+    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+    gs_tile_word w;
+    const unsigned st = (unsigned)(a >> 32);
+    w.status = st == (unsigned)(b >> 32) && (st >> GS_ST_TAG_SHIFT) << GS_ST_TAG_SHIFT == tag
+                   ? st & ((1u << GS_ST_TAG_SHIFT) - 1u)
+                   : GS_ST_INVALID;
+    w.value = (a & 0xffffffffull) | (b << 32);
+    return w;
+}
+
+static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned tag, unsigned status,
+                                                     unsigned long long value)
+{
+    const unsigned long long st = (unsigned long long)(tag | status) << 32;
+    asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
+                 :
+                 : "l"(p), "l"(st | (value & 0xffffffffull)), "l"(st | (value >> 32))
+                 : "memory");
+}
+
+/* The scratch of one look-back over `tiles` tiles, carved as gs_scan_scratch_bytes() sized it:
+ * the tile counter, two descriptor words per tile (value, compensation), then two per anchor
+ * (every GS_ANCHOR_EVERY-th tile: its exclusive prefix, value and compensation) for the
+ * anchored look-back of float add and mul (device/lookback.cuh).  The counter is zero when a
+ * scan starts, and the block that takes the scan's last index (agent/scan.cuh take_tile)
+ * puts it back to zero. */
+typedef struct gs_tile_state {
+    unsigned *counter;   /* next tile to hand out: tiles start in launch order */
+    ulonglong2 *words;   /* 2 per tile */
+    ulonglong2 *anchors; /* 2 per anchor */
+    unsigned tag;        /* the scan's epoch << GS_ST_TAG_SHIFT (0: a zeroed scratch) */
+} gs_tile_state;
+
+static inline gs_tile_state gs_tile_state_carve(void *scratch, int64_t tiles, unsigned epoch)
+{
+    gs_tile_state s;
+    s.counter = (unsigned *)scratch;
+    s.words = (ulonglong2 *)((char *)scratch + GS_SCRATCH_ALIGN);
+    s.anchors = s.words + 2 * tiles;
+    s.tag = epoch << GS_ST_TAG_SHIFT;
+    return s;
+}
+
+/* An anchor tile's prefix words (value, compensation). */
+static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, int64_t anchor)
+{
+    return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
+}
+
+/* Kernel parameters of every scan kernel (passed by value). */
+typedef struct gs_scan_kparams {
+    const void *in;
+    void *out;
+    const void *flags;
+    int64_t n;
+    int64_t row_len;
+    gs_tile_state ts;
+    gs_dtype flag_type;
+    int exclusive;
+    int vec_in;    /* `in` is 16-byte aligned: whole runs load as vectors */
+    int vec_out;   /* `out` is 16-byte aligned */
+    int vec_flags; /* `flags` is 16-byte aligned */
+} gs_scan_kparams;
+
+#endif /* GS_COMMON_CUH */

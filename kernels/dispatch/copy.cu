@@ -1,0 +1,107 @@
+/*
+ * dispatch/copy.cu - a strided element-wise copy with a dtype conversion, for device inputs that
+ * are not C-contiguous or not of the accumulation dtype, and for results written to strided `out`
+ * arrays or moved back from an axis-last layout.
+ *
+ * Level: device-wide (kernel + launcher).  Not a hot path: one generic kernel whose dtypes are
+ * run-time switches.  A value passes through the widest exact type of its kind (int64, uint64
+ * or double), so every conversion rounds at most once, as a C cast from the source type would.
+ */
+#include "device/common.cuh"
+
+/* A value of any dtype, exactly. */
+typedef struct gs_value {
+    char kind; /* 'i', 'u' (bool too) or 'f' */
+    int64_t i;
+    uint64_t u;
+    double f;
+} gs_value;
+
+static __device__ __forceinline__ gs_value gs_value_load(gs_dtype t, const char *p)
+{
+    gs_value v;
+    v.kind = gs_dtype_kind(t) == 'b' ? 'u' : gs_dtype_kind(t);
+    v.i = 0;
+    v.u = 0;
+    v.f = 0.0;
+    switch (t) {
+#define GS_X_LOAD(code, ctype, sfx, kind_, npy)  \
+    case code:                                   \
+        if (kind_ == 'f')                        \
+            v.f = (double)*(const ctype *)p;     \
+        else if (kind_ == 'i')                   \
+            v.i = (int64_t) * (const ctype *)p;  \
+        else                                     \
+            v.u = (uint64_t) * (const ctype *)p; \
+        break;
+        GS_DTYPES(GS_X_LOAD)
+#undef GS_X_LOAD
+    default:
+        break;
+    }
+    return v;
+}
+
+static __device__ __forceinline__ void gs_value_store(gs_dtype t, char *p, gs_value v)
+{
+    if (t == GS_BOOL) { /* NumPy: any nonzero value (NaN too) is True */
+        *(uint8_t *)p = v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0;
+        return;
+    }
+    switch (t) {
+#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                            \
+    case code:                                                                              \
+        *(ctype *)p = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u; \
+        break;
+        GS_DTYPES(GS_X_STORE)
+#undef GS_X_STORE
+    default:
+        break;
+    }
+}
+
+/* Grid-stride loop over all elements; the byte offsets of element `idx` in source and
+ * destination come from its multi-index, last dimension fastest (C order). */
+__global__ void __launch_bounds__(GS_NT) gs_copy_kernel(gs_copy_desc d, int64_t n)
+{
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rest = idx, so = 0, dof = 0;
+        for (int k = d.ndim - 1; k >= 0; --k) {
+            int64_t i = rest % d.shape[k];
+            rest /= d.shape[k];
+            so += i * d.src_strides[k];
+            dof += i * d.dst_strides[k];
+        }
+        gs_value v = gs_value_load(d.src_type, (const char *)d.src + so);
+        gs_value_store(d.dst_type, (char *)d.dst + dof, v);
+    }
+}
+
+extern "C" cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream)
+{
+    int64_t n = 1;
+    int device, sms;
+    cudaError_t err;
+
+    if (d->ndim < 0 || d->ndim > GS_MAX_NDIM)
+        return cudaErrorInvalidValue;
+    for (int k = 0; k < d->ndim; ++k)
+        n *= d->shape[k];
+    if (n == 0)
+        return cudaSuccess;
+    err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err != cudaSuccess)
+        return err;
+    /* Enough blocks to fill the machine a few times over; the loop covers the rest. */
+    int64_t blocks = (n + GS_NT - 1) / GS_NT;
+    if (blocks > 8 * (int64_t)sms)
+        blocks = 8 * (int64_t)sms;
+    gs_copy_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(*d, n);
+    err = cudaGetLastError();
+    if (err == cudaSuccess && gs_cuda_debug_sync)
+        err = cudaStreamSynchronize(stream);
+    return err;
+}

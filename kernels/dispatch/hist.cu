@@ -1,0 +1,175 @@
+/*
+ * dispatch/hist.cu - histograms and bincount: their __global__ kernels and the extern "C" launcher.
+ *
+ * Level: device-wide algorithm (kernels + dispatch).  One kernel per input dtype and bin
+ * variant (equal-width bins with float32 or float64 edges, searched edges, bincount, and for
+ * 1-byte input a table of the 256 values' bins), each running either method (shared-memory
+ * histograms or global atomics, a run-time flag, as is the presence of weights).  The launcher
+ * zeroes the result, sizes the shared histograms (gs_hist_plan, gpuscan/config.h) to the device's
+ * shared memory and launches one persistent grid.
+ */
+#include "agent/hist.cuh"
+
+#define GS_HIST_KERNEL_NAME(variant, sfx) gs_hist_##variant##_##sfx
+
+#define GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, variant, mode, et) \
+    __global__ void __launch_bounds__(GS_HIST_NT, GS_HIST_MIN_BLOCKS)     \
+        GS_HIST_KERNEL_NAME(variant, sfx)(gs_hist_kparams p)              \
+    {                                                                     \
+        gs_hist_agent(&p, code, mode, et);                                \
+    }
+#define GS_X_UNI32(code, ctype, sfx, kind, npy) \
+    GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, uni32, GS_HIST_UNIFORM, GS_FLOAT32)
+#define GS_X_UNI64(code, ctype, sfx, kind, npy) \
+    GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, uni64, GS_HIST_UNIFORM, GS_FLOAT64)
+#define GS_X_SEARCH(code, ctype, sfx, kind, npy) \
+    GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, search, GS_HIST_SEARCH, p.d.edge_type)
+#define GS_X_INDEX(code, ctype, sfx, kind, npy) \
+    GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, index, GS_HIST_INDEX, GS_INT64)
+GS_DTYPES(GS_X_UNI32)
+GS_DTYPES(GS_X_UNI64)
+GS_DTYPES(GS_X_SEARCH)
+GS_DTYPES(GS_X_INDEX)
+/* The table kernels, for the 1-byte dtypes only (the host makes tables for no others). */
+GS_X_DTYPE_KERNEL(GS_BOOL, uint8_t, b1, 'b', NPY_BOOL, table, GS_HIST_TABLE, GS_INT32)
+GS_X_DTYPE_KERNEL(GS_INT8, int8_t, i8, 'i', NPY_INT8, table, GS_HIST_TABLE, GS_INT32)
+GS_X_DTYPE_KERNEL(GS_UINT8, uint8_t, u8, 'u', NPY_UINT8, table, GS_HIST_TABLE, GS_INT32)
+#undef GS_X_UNI32
+#undef GS_X_UNI64
+#undef GS_X_SEARCH
+#undef GS_X_INDEX
+#undef GS_X_DTYPE_KERNEL
+
+typedef void (*gs_hist_kernel)(gs_hist_kparams);
+
+/* The kernel of a descriptor's input dtype and bin variant, or NULL. */
+static gs_hist_kernel gs_hist_kernel_for(const gs_hist_desc *d)
+{
+#define GS_X_PICK(code, ctype, sfx, kind, npy)                              \
+    case code:                                                              \
+        if (d->mode == GS_HIST_INDEX)                                       \
+            return GS_HIST_KERNEL_NAME(index, sfx);                         \
+        if (d->mode == GS_HIST_SEARCH)                                      \
+            return GS_HIST_KERNEL_NAME(search, sfx);                        \
+        return d->edge_type == GS_FLOAT32 ? GS_HIST_KERNEL_NAME(uni32, sfx) \
+                                          : GS_HIST_KERNEL_NAME(uni64, sfx);
+    if (d->mode == GS_HIST_TABLE)
+        return d->in_type == GS_BOOL    ? GS_HIST_KERNEL_NAME(table, b1)
+               : d->in_type == GS_INT8  ? GS_HIST_KERNEL_NAME(table, i8)
+               : d->in_type == GS_UINT8 ? GS_HIST_KERNEL_NAME(table, u8)
+                                        : NULL;
+    switch (d->in_type) {
+        GS_DTYPES(GS_X_PICK)
+    default:
+        return NULL;
+    }
+#undef GS_X_PICK
+}
+
+/* What the last launch did, for the tests (gs_cuda_hist_last). */
+static gs_hist_launch gs_hist_last;
+
+extern "C" void gs_cuda_hist_last(gs_hist_launch *out)
+{
+    *out = gs_hist_last;
+}
+
+/* Shared memory a block may take: all a block may opt into, but no more than its share of a
+ * multiprocessor's when GS_HIST_MIN_BLOCKS blocks share one (less the 1 KiB the runtime
+ * reserves per block). */
+static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
+{
+    int device, optin, per_sm;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    if (err != cudaSuccess)
+        return err;
+    const int share = per_sm / GS_HIST_MIN_BLOCKS - 1024;
+    *budget = share < optin ? share : optin;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream)
+{
+    gs_hist_kernel kernel = gs_hist_kernel_for(d);
+    gs_hist_kparams p;
+    int64_t budget, slices = 1, slice_bins = d->nbins;
+    int sms, replicas = 1, per_sm = 0, shared;
+    size_t smem = 0;
+    cudaError_t err;
+
+    if (kernel == NULL || d->nbins < 0 || d->n < 0)
+        return cudaErrorInvalidValue;
+    err = cudaMemsetAsync(d->out, 0, (size_t)d->nbins * 8, stream);
+    if (err != cudaSuccess || d->n == 0 || d->nbins == 0)
+        return err;
+
+    /* ---- The method: shared histograms unless the bins need too many slices. ---- */
+    err = gs_hist_smem_budget(&budget, &sms);
+    if (err != cudaSuccess)
+        return err;
+    const int acc_bytes = d->weights != NULL ? 8 : 4;
+    const int table_bytes =
+        d->mode == GS_HIST_TABLE && d->weights == NULL ? GS_HIST_TABLE_BYTES : 0;
+    gs_hist_plan(d->nbins, acc_bytes, budget - table_bytes, &slices, &slice_bins, &replicas);
+    /* Shared histograms count in 32-bit bin numbers: never for more than INT32_MAX bins. */
+    shared = d->nbins <= INT32_MAX && (d->method == GS_HIST_SHARED ||
+                                       (d->method == GS_HIST_AUTO && slices <= GS_HIST_MAX_SLICES));
+    if (shared) {
+        smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
+        if (smem > 48 * 1024) {
+            err = cudaFuncSetAttribute((const void *)kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err != cudaSuccess)
+                return err;
+        }
+    } else {
+        slices = 1;
+        slice_bins = d->nbins;
+        replicas = 1;
+    }
+
+    /* ---- A persistent grid: every resident block, `slices` blocks per part. ---- */
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)kernel, GS_HIST_NT,
+                                                        smem);
+    if (err != cudaSuccess)
+        return err;
+    int64_t parts = (int64_t)sms * (per_sm > 0 ? per_sm : 1) / slices;
+    const int64_t step =
+        (int64_t)GS_HIST_NT * GS_HIST_UNROLL * 16 / (int64_t)gs_dtype_size(d->in_type);
+    const int64_t useful = (d->n + step - 1) / step; /* parts beyond one step each idle */
+    if (parts > useful)
+        parts = useful;
+    /* A block's u32 counters see at most n / parts values plus one step: keep that < 2^31. */
+    const int64_t min_parts = d->n / ((int64_t)1 << 31) + 1;
+    if (parts < min_parts)
+        parts = min_parts;
+    if (parts < 1)
+        parts = 1;
+    if (parts * slices > 0x7fffffff)
+        return cudaErrorInvalidConfiguration;
+
+    p.d = *d;
+    p.slice_bins = slice_bins;
+    p.slices = (int)slices;
+    p.replicas = replicas;
+    p.shared = shared;
+    kernel<<<(unsigned)(parts * slices), GS_HIST_NT, smem, stream>>>(p);
+    err = cudaGetLastError();
+    if (err == cudaSuccess) {
+        gs_hist_last.shared = shared;
+        gs_hist_last.slices = slices;
+        gs_hist_last.slice_bins = slice_bins;
+        gs_hist_last.replicas = replicas;
+        gs_hist_last.blocks = parts * slices;
+        gs_hist_last.smem_bytes = (int64_t)smem;
+    }
+    if (err == cudaSuccess && gs_cuda_debug_sync)
+        err = cudaStreamSynchronize(stream);
+    return err;
+}

@@ -1,0 +1,166 @@
+/*
+ * dispatch/split.cu - split (stable partition) and compact: their __global__ kernels and the extern
+ * "C" launchers.
+ *
+ * Level: device-wide algorithm (kernels + dispatch).  A count pass (one kernel per flag width,
+ * floats apart: -0.0 is not a flag, NaN is) and a scatter pass (one kernel per value width: the
+ * values are moved as bits, so every dtype of a width shares it; compact is a run-time switch).
+ *
+ * Why two launches.  The scatter writes each tile's flagged values to out[flagged_before +
+ * rank] and its unflagged ones to out[total + unflagged_before + rank]: the unflagged group's
+ * base needs the TOTAL flagged count, which a single pass learns only at its last tile (CUB's
+ * Partition::Flagged avoids that by writing the unflagged group reversed from the end; the
+ * contract wants both groups in order).  The count pass gets it by reading only the flags
+ * (n bytes for one-byte flags, against the 2 * n * size bytes that the values cost), and
+ * makes the scatter cheaper in two ways that pay for it:
+ *  - it publishes every tile's flagged count as an already-available aggregate of the
+ *    look-back (tile 0's as its prefix), so the scatter's look-back never waits on another
+ *    block: it walks back over published aggregates to the nearest published prefix;
+ *  - it writes the flags back as one bit per value (n / 8 bytes), which the scatter reads
+ *    instead of the flags: the scatter is one kernel per value width whatever the flag dtype,
+ *    and reads 1/8 byte of flags per value instead of one or more bytes.
+ * Bytes moved for int32 values and uint8 flags: n (flags) + n/8 (bits out) + n/8 (bits in) +
+ * 4n (values in) + 4n (values out) = 9.25 n, against 9 n for a single pass that could know
+ * the total.  A compact downloads the total between the launches to allocate its output
+ * exactly.
+ */
+#include "dispatch/kernel_table.cuh"
+
+/* The layers of every register type; the split uses u32 (the block scan of per-piece counts)
+ * and u64 (the look-back over flagged counts, past 2^32 values). */
+#include "stamp.cuh"
+
+#include "agent/split.cuh"
+
+/* X(dtype): the flag dtypes a count kernel is stamped for (every other dtype reads as the
+ * unsigned integer of its width). */
+#define GS_SPLIT_FLAG_TYPES(X) \
+    X(GS_UINT8)                \
+    X(GS_UINT16)               \
+    X(GS_UINT32)               \
+    X(GS_UINT64)               \
+    X(GS_FLOAT32)              \
+    X(GS_FLOAT64)
+
+/* X(dtype, bytes, min_blocks): the value dtypes a scatter kernel is stamped for, one per width,
+ * with the width and the blocks per multiprocessor its register budget must allow. */
+#define GS_SPLIT_VALUE_TYPES(X)      \
+    X(GS_UINT8, 1, GS_MIN_BLOCKS_4)  \
+    X(GS_UINT16, 2, GS_MIN_BLOCKS_4) \
+    X(GS_UINT32, 4, GS_MIN_BLOCKS_4) \
+    X(GS_UINT64, 8, GS_MIN_BLOCKS_8)
+
+#define GS_X_COUNT(ft)                                                               \
+    __global__ void __launch_bounds__(GS_NT) gs_split_count_##ft(gs_split_kparams p) \
+    {                                                                                \
+        gs_split_count_tiles(ft, &p);                                                \
+    }
+GS_SPLIT_FLAG_TYPES(GS_X_COUNT)
+#undef GS_X_COUNT
+
+#define GS_X_SCATTER(vt, bytes, min_blocks)                                                        \
+    __global__ void __launch_bounds__(GS_NT, min_blocks) gs_split_scatter_##vt(gs_split_kparams p) \
+    {                                                                                              \
+        /* The tile in output order: GS_NV values of vt's width. */                                \
+        __shared__ uint4 buf[GS_NV * (bytes) / 16];                                                \
+        gs_split_scatter_tile(vt, buf, &p);                                                        \
+    }
+GS_SPLIT_VALUE_TYPES(GS_X_SCATTER)
+#undef GS_X_SCATTER
+
+typedef void (*gs_split_kernel)(gs_split_kparams);
+
+static gs_split_kernel gs_split_count_kernel_for(gs_dtype ft)
+{
+    if (!gs_dtype_is_float(ft))
+        ft = gs_unsigned_of(ft);
+#define GS_X_MATCH(ft_) \
+    if (ft == ft_)      \
+        return gs_split_count_##ft_;
+    GS_SPLIT_FLAG_TYPES(GS_X_MATCH)
+#undef GS_X_MATCH
+    return NULL;
+}
+
+static gs_split_kernel gs_split_scatter_kernel_for(gs_dtype vt)
+{
+    vt = gs_unsigned_of(vt);
+#define GS_X_MATCH(vt_, bytes, min_blocks) \
+    if (vt == vt_)                         \
+        return gs_split_scatter_##vt_;
+    GS_SPLIT_VALUE_TYPES(GS_X_MATCH)
+#undef GS_X_MATCH
+    return NULL;
+}
+
+/* The kernel parameters of d over `scratch` (carved as gs_split_scratch_bytes sized it). */
+static gs_split_kparams gs_split_params(const gs_split_desc *d, void *scratch)
+{
+    gs_split_kparams p;
+    p.in = d->in;
+    p.flags = d->flags;
+    p.out = d->out;
+    p.n = d->n;
+    /* Zeroed before each split (tag 0); no anchors: the counts are exact. */
+    p.ts = gs_tile_state_carve(scratch, gs_scan_tiles(d->n), 0);
+    p.total = (unsigned long long *)scratch;
+    p.mask = (uint32_t *)((char *)scratch + gs_split_mask_offset(d->n));
+    p.compact = d->compact;
+    p.vec_in = ((uintptr_t)d->in % 16) == 0;
+    p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
+    return p;
+}
+
+/* The checks both launchers make; cudaErrorInvalidValue for a descriptor they cannot run. */
+static cudaError_t gs_split_check(const gs_split_desc *d, gs_split_kernel kernel,
+                                  size_t scratch_bytes)
+{
+    if (kernel == NULL || scratch_bytes < gs_split_scratch_bytes(d->n) ||
+        gs_scan_tiles(d->n) > INT32_MAX)
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+static cudaError_t gs_split_launched(cudaStream_t stream)
+{
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && gs_cuda_debug_sync)
+        err = cudaStreamSynchronize(stream);
+    return err;
+}
+
+extern "C" cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch,
+                                           size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
+    cudaError_t err;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
+        return err;
+    /* ---- Zero the total and the descriptors (the bits are written in full). ---- */
+    err = cudaMemsetAsync(scratch, 0, (size_t)gs_split_mask_offset(d->n), stream);
+    if (err != cudaSuccess)
+        return err;
+    /* ---- A warp per tile. ---- */
+    kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(
+        gs_split_params(d, scratch));
+    return gs_split_launched(stream);
+}
+
+extern "C" cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    gs_split_kernel kernel = gs_split_scatter_kernel_for(d->in_type);
+    cudaError_t err;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
+        return err;
+    /* ---- A block per tile. ---- */
+    kernel<<<(unsigned)gs_scan_tiles(d->n), GS_NT, 0, stream>>>(gs_split_params(d, scratch));
+    return gs_split_launched(stream);
+}

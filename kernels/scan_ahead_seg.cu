@@ -1,6 +1,0 @@
-/* scan_ahead_seg.cu - the scan kernels of family "ahead_seg" (the lookahead driver, row-wise and
- * segmented scans): scan_kernels.cuh. */
-#define GS_SCAN_FAMILY ahead_seg
-#define GS_SCAN_AHEAD 1
-#define GS_SCAN_SEG 1
-#include "scan_kernels.cuh"
