@@ -238,8 +238,12 @@ def make_parser(description) -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(description, argv=None, default_tag=None):
-    args = make_parser(description).parse_args(argv)
+def parse_args(description, argv=None, default_tag=None, extra=None):
+    """The common options, plus those `extra(parser)` adds for one benchmark."""
+    parser = make_parser(description)
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args(argv)
     if args.tag is None:
         args.tag = default_tag
     if args.quick:
@@ -767,9 +771,9 @@ class Harness:
         return 1 if self.failures else 0
 
 
-def run_main(title, suite, argv=None, default_tag=None):
+def run_main(title, suite, argv=None, default_tag=None, extra=None):
     """parse_args -> Harness -> suite(h) -> finish(); exit status 1 on failures."""
-    args = parse_args(title, argv, default_tag)
+    args = parse_args(title, argv, default_tag, extra)
     h = Harness(args, title)
     print("\n".join(h.header_lines()), flush=True)
     try:

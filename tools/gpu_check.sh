@@ -26,6 +26,7 @@
 #                          kills a command at 600 s); each step gets what is left, so the
 #                          summary always prints
 #   GPU_CHECK_TEST_TIMEOUT per-test timeout of pytest-timeout (default 300)
+#   GPU_CHECK_TEST_CAP     seconds the test step may take at most (default 240)
 #   PYTEST_ARGS            extra pytest arguments (e.g. "-x" or "-m 'not slow'")
 #   SANITIZE_ARGS          arguments of sanitize_run.py under memcheck and synccheck
 #   SANITIZE_RACE_ARGS     ... under racecheck (default --reduced)
@@ -133,7 +134,7 @@ fi
 
 # ---- tests --------------------------------------------------------------------------------
 if want tests; then
-    secs=$(budget 240)
+    secs=$(budget "${GPU_CHECK_TEST_CAP:-240}")
     log "tests: pytest with GPUSCAN_BACKEND=cuda (limit ${secs}s) -> tests.log"
     if (( secs == 0 )); then
         fail tests "not run: deadline"

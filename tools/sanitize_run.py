@@ -493,6 +493,57 @@ def histogram_cases(run, cp):
                 cx[o:], x[o:], bins=4096, range=(-1, 3)))
 
 
+def streamed_cases(run):
+    """The host<->device pipeline with tiny chunks: carries from chunk to chunk (flat and
+    segmented scans), rows per chunk and rows longer than a chunk, partial reductions, counts
+    accumulated, split's two passes, to_device and get through the staging ring."""
+    old = _gpuscan._pipeline_chunk_bytes(4096)
+    try:
+        rng = run.rng
+        for dtype, op in ((np.int32, "add"), (np.float32, "add"), (np.float64, "add"),
+                          (np.int64, "max"), (np.float64, "mul")):
+            for n in (5, 4103) + ((20_011,) if op != "mul" else ()):
+                x = make_input(rng, dtype, n, op)
+                for exclusive in (False, True):
+                    run.case(f"streamed scan {np.dtype(dtype).name} {op} n={n} excl={exclusive}",
+                             lambda x=x, op=op, e=exclusive:
+                             compare(gpuscan.scan(x, op, exclusive=e), reference(x, op, e), op))
+        x = make_input(rng, np.int32, 20_011, "add")
+        f = rng.random(x.size) < 0.01
+        run.case("streamed segmented scan int32",
+                 lambda: None if np.array_equal(
+                     gpuscan.segmented_scan(x, f), gpuscan.segmented_scan(gpuscan.to_device(x),
+                                                                          f).get())
+                 else "differs from the device operands' result")
+        m = make_input(rng, np.float64, 40 * 3001, "add").reshape(40, 3001)
+        run.case("streamed scan axis=1 (rows longer than a chunk)",
+                 lambda: compare(gpuscan.scan(m, axis=1), np.cumsum(m, axis=1), "add"))
+        run.case("streamed scan axis=0",
+                 lambda: compare(gpuscan.scan(m[:, :50], axis=0), np.cumsum(m[:, :50], axis=0),
+                                 "add"))
+        run.case("streamed reduce rows and long rows",
+                 lambda: compare(gpuscan.reduce(m, axis=1), np.sum(m, axis=1), "add") or
+                 compare(np.atleast_1d(gpuscan.reduce(m)), np.atleast_1d(np.sum(m)), "add"))
+        h = rng.normal(size=30_001).astype(np.float32)
+        run.case("streamed histogram",
+                 lambda: None if np.array_equal(gpuscan.histogram(h, 64)[0], np.histogram(h, 64)[0])
+                 else "counts differ")
+        b = rng.integers(0, 500, 30_001)
+        run.case("streamed bincount",
+                 lambda: None if np.array_equal(gpuscan.bincount(b), np.bincount(b))
+                 else "counts differ")
+        fl = rng.random(h.size) < 0.3
+        run.case("streamed split",
+                 lambda: None if np.array_equal(gpuscan.split(h, fl)[0],
+                                                np.concatenate([h[fl], h[~fl]]))
+                 else "split differs")
+        run.case("streamed to_device and get",
+                 lambda: None if np.array_equal(gpuscan.to_device(h[::-3]).get(), h[::-3])
+                 else "round trip differs")
+    finally:
+        _gpuscan._pipeline_chunk_bytes(old)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
@@ -536,8 +587,7 @@ def main():
     segmented_and_reduce_cases(run, nv, args.reduced)
     driver_cases(run, nv, args.reduced)
     split_cases(run, nv, cp, args.reduced)
-
-
+    streamed_cases(run)
     if hasattr(gpuscan, "histogram"):
         histogram_cases(run, cp)
     # Everything enqueued has finished before the sanitizer's summary is read.

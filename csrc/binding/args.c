@@ -2,11 +2,11 @@
  * binding/args.c - argument parsing shared by the Python-facing functions: operators, algorithms,
  * dtypes, axes, and NumPy's result-dtype rules.
  *
- * Level: host layer.  Pure functions of their arguments; every failure is the exception NumPy
+ * Level: binding.  Pure functions of their arguments; every failure is the exception NumPy
  * would raise (TypeError for dtypes, AxisError for axes, ValueError for names), with a message
  * that lists the valid choices.
  */
-#include "gpuscan.h"
+#include "binding/binding.h"
 
 /* ---- operators ---------------------------------------------------------------------------- */
 
@@ -42,27 +42,27 @@ int gs_parse_op(PyObject *obj, gs_op *op)
         table = op_ufuncs;
         name = PyObject_GetAttrString(obj, "__name__");
         if (name == NULL)
-            goto finally;
+            goto done;
         if (!PyUnicode_Check(name)) {
             bad_op();
-            goto finally;
+            goto done;
         }
     } else {
         bad_op();
-        goto finally;
+        goto done;
     }
     s = PyUnicode_AsUTF8(name);
     if (s == NULL)
-        goto finally;
+        goto done;
     for (int i = 0; i < GS_NOPS; i++) {
         if (strcmp(s, table[i]) == 0) {
             *op = (gs_op)i;
             rc = 0;
-            goto finally;
+            goto done;
         }
     }
     bad_op();
-finally:
+done:
     Py_XDECREF(name);
     return rc;
 }
@@ -93,8 +93,43 @@ int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
 
-#define GS_SUPPORTED_DTYPES \
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+/* NumPy's name of a dtype, from the table's kind letter and storage size ("bool", "int8",
+ * "uint16", "float32", ...), made once. */
+static char dtype_names[GS_NDTYPES][8];
+static char supported[GS_NDTYPES * 9];
+
+static void make_names(void)
+{
+    static const char *const prefix[] = {
+        ['b'] = "bool", ['i'] = "int", ['u'] = "uint", ['f'] = "float"
+    };
+    size_t used = 0;
+
+    if (dtype_names[0][0] != '\0')
+        return;
+    for (int t = 0; t < GS_NDTYPES; t++) {
+        const char kind = gs_dtype_kind((gs_dtype)t);
+        if (kind == 'b')
+            snprintf(dtype_names[t], sizeof(dtype_names[t]), "bool");
+        else
+            snprintf(dtype_names[t], sizeof(dtype_names[t]), "%s%d", prefix[(int)kind],
+                     8 * (int)gs_dtype_size((gs_dtype)t));
+        used += (size_t)snprintf(supported + used, sizeof(supported) - used, "%s%s",
+                                 t > 0 ? ", " : "", dtype_names[t]);
+    }
+}
+
+const char *gs_dtype_name(gs_dtype t)
+{
+    make_names();
+    return (t >= 0 && t < GS_NDTYPES) ? dtype_names[t] : "?";
+}
+
+const char *gs_supported_dtypes(void)
+{
+    make_names();
+    return supported;
+}
 
 int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out)
 {
@@ -114,8 +149,13 @@ int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out)
         gs_dtype_from_kind(descr->kind, (int)PyDataType_ELSIZE(descr), out) == 0) {
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "%s dtype %R is not supported; supported dtypes: %s", what,
-                 (PyObject *)descr, GS_SUPPORTED_DTYPES);
+    /* "dtype=float16 is not supported; ..." or "input dtype complex64 is not supported; ..." */
+    if (strcmp(what, "dtype") == 0)
+        PyErr_Format(PyExc_TypeError, "dtype=%S is not supported; supported dtypes: %s",
+                     (PyObject *)descr, gs_supported_dtypes());
+    else
+        PyErr_Format(PyExc_TypeError, "%s dtype %S is not supported; supported dtypes: %s", what,
+                     (PyObject *)descr, gs_supported_dtypes());
     return -1;
 }
 
@@ -131,15 +171,6 @@ PyArray_Descr *gs_descr(gs_dtype t)
         PyErr_SetString(PyExc_SystemError, "gpuscan: bad dtype code");
         return NULL;
     }
-}
-
-const char *gs_dtype_name(gs_dtype t)
-{
-    static const char *const names[GS_NDTYPES] = {
-        "bool",   "int8",   "int16",  "int32",   "int64",   "uint8",
-        "uint16", "uint32", "uint64", "float32", "float64",
-    };
-    return (t >= 0 && t < GS_NDTYPES) ? names[t] : "?";
 }
 
 gs_dtype gs_default_acc_type(gs_dtype in, gs_op op)
@@ -210,15 +241,15 @@ int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
         return -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
         if (gs_normalize_axis(PySequence_Fast_GET_ITEM(items, i), ndim, &ax) < 0)
-            goto finally;
+            goto done;
         if (reduced[ax]) {
             PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
-            goto finally;
+            goto done;
         }
         reduced[ax] = 1;
     }
     rc = 0;
-finally:
+done:
     Py_DECREF(items);
     return rc;
 }

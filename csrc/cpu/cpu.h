@@ -1,7 +1,7 @@
 /*
  * cpu/cpu.h - the CPU backend: real multi-threaded C over flat buffers.
  *
- * Level: backend (host side).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
+ * Level: backend (CPU).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
  * nothing of Python.  Called with the GIL released.  Every function returns 0 on success or a
  * negative errno-style code (-ENOMEM: a thread or buffer could not be made) and leaves no thread or
  * allocation behind on either path.

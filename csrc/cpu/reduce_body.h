@@ -2,7 +2,7 @@
  * cpu/reduce_body.h - the reduction loops of one dtype: written once, included once per dtype by
  * cpu/reduce.c (no include guard on purpose).
  *
- * Level: backend (host side), the innermost level of the CPU reduction: folds one run of
+ * Level: backend (CPU), the innermost level of the CPU reduction: folds one run of
  * contiguous values (at most one chunk of a row) into a partial, combines two partials, and
  * rounds a partial to the output value.  cpu/reduce.c cuts rows into chunks and hands them to
  * threads; this file never sees a row or a thread.

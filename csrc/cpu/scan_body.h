@@ -2,7 +2,7 @@
  * cpu/scan_body.h - the scan loops of one dtype: written once, included once per dtype by
  * cpu/scan.c (no include guard on purpose).
  *
- * Level: backend (host side), the innermost level of the CPU scan: loops over a contiguous run
+ * Level: backend (CPU), the innermost level of the CPU scan: loops over a contiguous run
  * of values with no segment head inside.  cpu/scan.c splits a scan into chunks and runs, and
  * combines the chunks' carries; this file only folds values into a carry.
  *

@@ -1,7 +1,7 @@
 /*
  * cpu/split.c - gs_cpu_split: the CPU backend's split (stable partition) and compact.
  *
- * Level: backend (host side).  Sees one gs_split_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_split_desc (include/gpuscan/backend_api.h) over flat
  * buffers; the threads come from cpu/pool.c.
  *
  * Algorithm: the values are cut into chunks of GS_CPU_SPLIT_CHUNK, then

@@ -36,7 +36,17 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *                  once and every scan over it since had a distinct epoch below GS_EPOCH_LIMIT
  *                  (its look-back descriptors are tagged with it, and each scan leaves the
  *                  tile counter at zero): no zeroing, one launch.
+ *   carry_in, carry_out (GS_ALGO_AUTO, row_len == 0; NULL for none): GS_CARRY_BYTES each, in
+ *                  the backend's memory.  The scan runs as the continuation of an earlier one:
+ *                  carry_in holds the running value before element 0 (element 0 is then no
+ *                  head unless its flag says so), and the scan leaves its own running value
+ *                  in carry_out (the value since its last head, for a segmented scan).  The
+ *                  bytes are the backend's wide form of the value (a float add keeps its
+ *                  rounding error beside it), written only by a carry_out of a scan with the
+ *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them, so its
+ *                  error does not grow with the number of chunks.
  */
+#define GS_CARRY_BYTES 16
 #define GS_EPOCH_LIMIT (1u << 29)
 typedef struct gs_scan_desc {
     const void *in;
@@ -51,6 +61,8 @@ typedef struct gs_scan_desc {
     int exclusive;
     gs_algorithm algorithm;
     unsigned epoch;
+    const void *carry_in;
+    void *carry_out;
 } gs_scan_desc;
 
 /*
@@ -165,7 +177,7 @@ typedef struct gs_hist_bound {
 
 /*
  * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
- * zeroed by the backend first: int64 counts, or with `weights` (n values of w_type) their sums,
+ * zeroed by the backend first (unless `accumulate`): int64 counts, or with `weights` (n values of w_type) their sums,
  * in double for float weights and in int64 (wrapping) for bool and integer weights.
  *   UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
  *            its bin is that of xe = (edge_type) x among `edges` (nbins + 1 values of
@@ -197,6 +209,8 @@ typedef struct gs_hist_desc {
      * input, lo.f and hi.f as float (all exact), so that nothing is converted per value. */
     float first_f, scale_f, fast_lo_f, fast_hi_f, lo_f, hi_f;
     gs_hist_method method;
+    int accumulate; /* add to `out` as it is, not zeroed: a streamed chunk after the first
+                     * (streamed entries only, so never on the CPU backend) */
 } gs_hist_desc;
 
 /* The accumulator dtype of a histogram: int64 counts, double sums of float weights, int64
@@ -206,16 +220,126 @@ static inline GS_HD gs_dtype gs_hist_acc_type(const gs_hist_desc *d)
     return d->weights != NULL && gs_dtype_is_float(d->w_type) ? GS_FLOAT64 : GS_INT64;
 }
 
+/* Bytes of a histogram's `edges`: nbins + 1 values of edge_type, the 256-entry int32 table, or
+ * none for bincount. */
+static inline GS_HD size_t gs_hist_edge_bytes(const gs_hist_desc *d)
+{
+    if (d->mode == GS_HIST_INDEX)
+        return 0;
+    if (d->mode == GS_HIST_TABLE)
+        return 256 * sizeof(int32_t);
+    return (size_t)(d->nbins + 1) * gs_dtype_size(d->edge_type);
+}
+
+/* ---- the backend table: what an op asks of the backend that runs it ------------------------ */
+
+/* Where an array's memory is. */
+typedef enum gs_mem { GS_MEM_HOST, GS_MEM_DEVICE } gs_mem;
+
+/* An array: element 0 at `ptr`, byte strides (any sign, 0 for broadcast), in host or device
+ * memory; `swapped`: host values in non-native byte order (NumPy's '>' on this machine). */
+typedef struct gs_view {
+    char *ptr;
+    gs_dtype dtype;
+    gs_mem mem;
+    int swapped;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int64_t strides[GS_MAX_NDIM];
+} gs_view;
+
+/*
+ * The first failure of a call, recorded where it happens (often without the GIL) and raised as
+ * a Python exception once the GIL is held again (csrc/ops/run.c gs_raise: the one converter).
+ *   kind 'c': code is a cudaError_t (GpuscanError naming `call`, or MemoryError with `bytes`);
+ *   kind 'e': code is an errno value (ENOMEM: MemoryError; others: RuntimeError);
+ *   kind 'p': a Python exception is already set.
+ */
+typedef struct gs_fail {
+    char kind; /* 0 while nothing failed */
+    int code;
+    const char *call; /* the failed call or expression; its function name is reported */
+    size_t bytes;     /* bytes requested, for allocation failures */
+} gs_fail;
+
+/* Record a failure; the first one wins.  Returns -1. */
+static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call, size_t bytes)
+{
+    if (f->kind == 0) {
+        f->kind = kind;
+        f->code = code;
+        f->call = call;
+        f->bytes = bytes;
+    }
+    return -1;
+}
+
+/*
+ * One table per backend (csrc/cpu/backend.c, csrc/cuda/backend.c; a build without CUDA links
+ * csrc/cuda/stubs.c's).  Every entry works on flat, C-contiguous buffers in the backend's
+ * memory (`mem`) described by the descriptors above, is called WITHOUT the GIL, and returns 0,
+ * or -1 with the failure in *f.  Work may be left enqueued (CUDA): a later move to the host
+ * waits for it.
+ */
+typedef struct gs_backend_ops {
+    const char *name; /* "cpu" or "cuda" */
+    gs_mem mem;       /* where its buffers live */
+    int (*scan)(const gs_scan_desc *d, gs_fail *f);
+    int (*reduce)(const gs_reduce_desc *d, gs_fail *f);
+    /* A split in two phases.  count: reads the flags (d->out unused) and, when `total` is not
+     * NULL, stores the flagged count there (waiting for it); *state keeps what the count left
+     * for the scatter.  scatter: writes d->out, then stores the count in *total when not NULL.
+     * split_end releases *state on every path (NULL is fine). */
+    int (*split_count)(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f);
+    int (*split_scatter)(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f);
+    void (*split_end)(void *state);
+    /* d->edges is host memory (gs_hist_edge_bytes of it); the backend reads it where it needs
+     * it.  The other pointers are the backend's. */
+    int (*hist)(const gs_hist_desc *d, gs_fail *f);
+    /* One parallel step of a teaching algorithm (gpuscan.trace). */
+    int (*step)(const gs_step_desc *d, gs_fail *f);
+
+    /* Streamed entries (NULL for a backend whose memory is the host's: the CPU): the same work
+     * with operands and results in host memory, views of any strides, byte order and dtype
+     * (converted on the way as NumPy's unsafe casting does), moved through the backend's memory
+     * chunk by chunk, so that arrays larger than it work and the copies overlap the work.  The
+     * descriptors' pointers are unused; their dtypes are the ones the backend computes in.
+     * Called WITH the GIL (they release it while they run and honour Ctrl-C between chunks),
+     * they raise a Python exception on failure. */
+    /* A scan (row_len 0: one over every element in C order; else rows of row_len) of `in` (and
+     * `flags`, NULL for none) into `out`, each of the same shape. */
+    int (*stream_scan)(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
+                       const gs_view *out);
+    /* d->rows reductions of d->row_len values: `in` has d->rows * d->row_len elements in C
+     * order (the rows consecutive), `out` d->rows. */
+    int (*stream_reduce)(const gs_reduce_desc *d, const gs_view *in, const gs_view *out);
+    /* The min and the max of `in`'s values (of in->dtype) as their bits, zero-extended. */
+    int (*stream_min_max)(const gs_view *in, uint64_t out[2]);
+    /* A histogram of `in` (as d->in_type) and `weights` (as d->w_type; NULL for none) into
+     * `out` (d->nbins accumulators of gs_hist_acc_type). */
+    int (*stream_hist)(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
+                       const gs_view *out);
+    /* A split or compact of `in` by `flags` (both d->n elements in C order): `result` makes
+     * the 1-D result of the length it is given (d->n, or the flagged count for a compact) and
+     * views it; *total receives the flagged count. */
+    int (*stream_split)(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
+                        int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
+                        int64_t *total);
+} gs_backend_ops;
+
+extern const gs_backend_ops gs_cpu_backend;
+extern const gs_backend_ops gs_cuda_backend;
+
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 /* A teaching scan (d->algorithm != GS_ALGO_AUTO) on `stream`; `scratch` holds at least
  * gs_teach_scratch_bytes(d) bytes (gpuscan/teach_config.h). */
-cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
-                               cudaStream_t stream);
+cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                                 cudaStream_t stream);
 
 /* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
-cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream);
 
 /* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
 extern int gs_teach_unpadded;
@@ -225,32 +349,32 @@ extern int gs_teach_unpadded;
  * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the
  * scratch was zeroed, and every scan over it since had another epoch).  Returns the first CUDA
  * error. */
-cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
-                         cudaStream_t stream);
+cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                           cudaStream_t stream);
 
 /* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
  * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes. */
-cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
-                           cudaStream_t stream);
+cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
 
 /* Enqueue the strided converting copy on `stream`. */
-cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 
 /* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
- * (gpuscan/config.h) kept between them.  gs_cuda_split_count zeroes the descriptors and runs the
+ * (gpuscan/config.h) kept between them.  gs_launch_split_count zeroes the descriptors and runs the
  * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
- * uint64, which a compact downloads to size its output.  gs_cuda_split_scatter then writes
+ * uint64, which a compact downloads to size its output.  gs_launch_split_scatter then writes
  * d->out.  Both return the first CUDA error. */
-cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                cudaStream_t stream);
-cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
+cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                    cudaStream_t stream);
 
 /* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
  * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */
-cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream);
 
-/* How the last gs_cuda_hist launch of the process counted (for the tests). */
+/* How the last gs_launch_hist launch of the process counted (for the tests). */
 typedef struct gs_hist_launch {
     int shared;         /* shared-memory histograms (else global atomics) */
     int replicas;       /* copies of a slice per block */
@@ -259,11 +383,11 @@ typedef struct gs_hist_launch {
     int64_t blocks;     /* grid size */
     int64_t smem_bytes; /* dynamic shared memory per block */
 } gs_hist_launch;
-void gs_cuda_hist_last(gs_hist_launch *out);
+void gs_launch_hist_last(gs_hist_launch *out);
 
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */
-extern int gs_cuda_debug_sync;
+extern int gs_launch_debug_sync;
 #endif
 
 #ifdef __cplusplus

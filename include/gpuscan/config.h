@@ -32,13 +32,6 @@
     "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
-/* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
- * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
- * (below that the two tie or one tile per block wins: H200). */
-#ifndef GS_AHEAD_MIN_WAVES
-#define GS_AHEAD_MIN_WAVES 4
-#endif
-
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
 #define GS_SCRATCH_ALIGN 128
 
