@@ -40,7 +40,7 @@ split(x, flags)
     ``(out, count)``: the stable partition of the flattened ``x`` (flagged values first, then
     the others, each group in order) as a 1-D dask array of unknown chunk sizes, and the number
     flagged as a 0-d dask array.
-gpu_cluster(devices=None, **kwargs)
+gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs)
     A ``distributed.SpecCluster`` of one worker process per GPU, each with its
     ``CUDA_VISIBLE_DEVICES`` set to one device (what ``dask_cuda.LocalCUDACluster`` does).
 """
@@ -606,13 +606,14 @@ def split(x, flags):
 # ================================================================================================
 # One worker per GPU
 # ================================================================================================
-def gpu_cluster(devices=None, *, threads_per_worker=1, **kwargs):
+def gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs):
     """A local ``distributed.SpecCluster`` with one worker process per GPU.
 
     Worker i runs with ``CUDA_VISIBLE_DEVICES`` set to ``devices[i]`` (default: every GPU that
     ``nvidia-smi -L`` lists, else those named by this process's ``CUDA_VISIBLE_DEVICES``), so
     gpuscan and CuPy in it see that one GPU as device 0 and never touch the others: the same
-    layout as ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  Other keyword
+    layout as ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  ``env``: more
+    environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).  Other keyword
     arguments go to ``SpecCluster`` (e.g. ``asynchronous``); connect with
     ``distributed.Client(cluster)``.
     """
@@ -627,7 +628,7 @@ def gpu_cluster(devices=None, *, threads_per_worker=1, **kwargs):
     workers = {
         f"gpu-{d}": {"cls": Nanny,
                      "options": {"nthreads": threads_per_worker,
-                                 "env": {"CUDA_VISIBLE_DEVICES": d},
+                                 "env": {**(env or {}), "CUDA_VISIBLE_DEVICES": d},
                                  "name": f"gpu-{d}"}}
         for d in devices
     }

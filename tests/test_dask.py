@@ -233,7 +233,8 @@ def test_segmented_scan_1d(client, rng, dtype, op):
     # Sparse heads (segments over many chunks), dense heads, none at all.
     for density in (0.004, 0.3, 0.0):
         flags = segment_flags(rng, N, density)
-        flags[300] = 1 if density else 0          # a head on a chunk's first element
+        if density:       # heads on chunks' first elements (uneven, ones, seventeen)
+            flags[[301, 9, 354]] = 1
         for name, chunks in CHUNKINGS_1D.items():
             # flags chunked differently from x: rechunked to x's chunks
             f = chunked(flags, 128)
@@ -458,12 +459,15 @@ def test_array_likes_are_taken(client):
 # One worker per GPU
 # ------------------------------------------------------------------------------------------
 def test_gpu_cluster_pins_one_device_per_worker():
-    """gpu_cluster's workers are processes, each with its own CUDA_VISIBLE_DEVICES (run on any
-    machine: a worker with a device id that does not exist runs the CPU backend)."""
-    with gsd.gpu_cluster(devices=["0", "1"]) as cluster, Client(cluster) as c:
+    """gpu_cluster's workers are processes, each with its own CUDA_VISIBLE_DEVICES and the
+    extra env (run on any machine: the workers here run the CPU backend, as device "1" may not
+    exist)."""
+    with gsd.gpu_cluster(devices=["0", "1"], env={"GPUSCAN_BACKEND": "cpu"}) as cluster, \
+            Client(cluster) as c:
         c.wait_for_workers(2)
         seen = c.run(lambda: (os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES")))
         assert sorted(v[1] for v in seen.values()) == ["0", "1"]
+        assert set(c.run(gpuscan.backend).values()) == {"cpu"}
         assert len({v[0] for v in seen.values()}) == 2
         a = np.arange(100, dtype=np.int64)
         np.testing.assert_array_equal(gsd.scan(chunked(a, 10)).compute(), np.cumsum(a))
