@@ -531,15 +531,23 @@ def _gpu_count():
     return sum(line.startswith("GPU ") for line in out.stdout.splitlines())
 
 
+def _nvidia_smi(query):
+    out = subprocess.run(["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [[v.strip() for v in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(_gpu_count() < 2, reason="needs two or more GPUs (nvidia-smi -L)")
 def test_one_worker_per_gpu(rng):
-    """Two workers, two GPUs: each worker's process holds memory on its own GPU only, and the
-    results equal the single-GPU call."""
+    """Two workers, two GPUs: memory in use grows on both GPUs, each worker process holds
+    memory on one GPU only and not the other's, and the results equal the single-array call's
+    (and, bit for bit, those of NumPy chunks of the same chunking)."""
     cupy = pytest.importorskip("cupy")
     n = 1 << 24
     a = rng.uniform(-1, 1, n).astype(np.float32)
     flags = segment_flags(rng, n, 1e-4)
+    before = {int(i): int(mib) for i, mib in _nvidia_smi("gpu=index,memory.used")}
     with gsd.gpu_cluster(devices=["0", "1"]) as cluster, Client(cluster) as c:
         c.wait_for_workers(2)
         pids = c.run(os.getpid)
@@ -547,18 +555,20 @@ def test_one_worker_per_gpu(rng):
         wait([x, f])
         s, seg, s_host = compute(gsd.scan(x), gsd.segmented_scan(x, f),
                                  gsd.scan(chunked(a, n // 16)))
-        apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid",
-                               "--format=csv,noheader"], capture_output=True, text=True,
-                              timeout=60).stdout
+        during = {int(i): int(mib) for i, mib in _nvidia_smi("gpu=index,memory.used")}
+        uuids = {u: int(i) for i, u in _nvidia_smi("gpu=index,uuid")}
         gpus_of = {}
-        for line in apps.splitlines():
-            pid, uuid = (v.strip() for v in line.split(","))
-            gpus_of.setdefault(int(pid), set()).add(uuid)
-        worker_gpus = [gpus_of.get(p, set()) for p in pids.values()]
-        assert all(len(g) == 1 for g in worker_gpus), worker_gpus   # one GPU each ...
-        assert worker_gpus[0] != worker_gpus[1], worker_gpus        # ... not the same one
+        for pid, uuid in _nvidia_smi("compute-apps=pid,gpu_uuid"):
+            gpus_of.setdefault(int(pid), set()).add(uuids.get(uuid, uuid))
         holders = {w for ws in c.who_has(x).values() for w in ws}
-        assert len(holders) == 2, "the chunks live on one GPU only"
+    # A worker's CUDA context and its chunks (16 MiB of values each) are far above noise.
+    assert all(during[g] - before[g] >= 64 for g in (0, 1)), (before, during)
+    worker_gpus = [gpus_of.get(p) for p in pids.values()]
+    assert all(worker_gpus), (f"nvidia-smi lists no memory of the worker processes {pids}: "
+                              f"{gpus_of}")
+    assert sorted(min(g) for g in worker_gpus) == [0, 1] and all(len(g) == 1
+                                                                 for g in worker_gpus), gpus_of
+    assert len(holders) == 2, "the chunks live on one GPU only"
     assert type(s) is cupy.ndarray
     check_scan(s.get(), a)
     check_segmented_scan(seg.get(), a, flags)
