@@ -176,13 +176,14 @@ def run_cases(h, client, da, gsd, n, chunks, cupy, label=""):
             del r
         return call
 
-    suffix = f" {label.strip()}" if label else ""
+    suffix = f" ({label.strip().rstrip(':')})" if label else ""
     cases = [
         (f"scan f32{suffix}", 8 * n,
          [("gpuscan", "gsd.scan(x)", lambda x, hd, f: gsd.scan(x)),
           ("dask", "da.cumsum(x, axis=0)", lambda x, hd, f: da.cumsum(x, axis=0))]),
         (f"scan blelloch f32{suffix}", 8 * n,
-         [("gpuscan", "gsd.scan(x, method='blelloch')", lambda x, hd, f: gsd.scan(x, method="blelloch")),
+         [("gpuscan", "gsd.scan(x, method='blelloch')",
+           lambda x, hd, f: gsd.scan(x, method="blelloch")),
           ("dask", "da.cumsum(x, axis=0, method='blelloch')",
            lambda x, hd, f: da.cumsum(x, axis=0, method="blelloch"))]),
         (f"segmented_scan f32 u8{suffix}", 9 * n,

@@ -331,7 +331,7 @@ def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequent
         raise ValueError(f"method must be one of {', '.join(map(repr, _CARRY_METHODS))}, "
                          f"not {method!r}")
     op = op_name(op)
-    if axis is None:
+    if axis is None or x.ndim == 0:     # a 0-d x scans as one value along axis 0 (as NumPy)
         x, axis = _flat(x), 0
     axis = axis % x.ndim
     compensated = op == "add" and dt.kind == "f"

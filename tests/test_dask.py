@@ -12,18 +12,15 @@ Dask is in the test extra: in CI (CI set) a missing Dask is an error, elsewhere 
 import math
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-if os.environ.get("CI"):
-    import dask  # noqa: F401  (CI must have it: `pip install -e ".[test]"` installs it)
-else:
+if not os.environ.get("CI"):      # in CI a missing Dask fails the import below
     pytest.importorskip("dask.array", reason="Dask is not installed (pip install -e '.[dask]')")
     pytest.importorskip("distributed", reason="dask.distributed is not installed")
 
-import dask
+import dask  # noqa: E402  (after the skips; CI must have it: the test extra installs it)
 import dask.array as da
 from distributed import Client, LocalCluster, wait
 
@@ -420,7 +417,8 @@ def test_errors_are_raised_when_the_graph_is_built(client):
         (lambda: gsd.reduce(chunked(m, 2), axis=(0, 0)), lambda: gpuscan.reduce(m, axis=(0, 0))),
         (lambda: gsd.reduce(chunked(m, 2), axis=3), lambda: gpuscan.reduce(m, axis=3)),
         (lambda: gsd.histogram(x, [3, 2, 1]), lambda: gpuscan.histogram(f64, [3, 2, 1])),
-        (lambda: gsd.histogram(x, 4, range=(1, 0)), lambda: gpuscan.histogram(f64, 4, range=(1, 0))),
+        (lambda: gsd.histogram(x, 4, range=(1, 0)),
+         lambda: gpuscan.histogram(f64, 4, range=(1, 0))),
         (lambda: gsd.histogram(c64, 4, range=(0, 1)),
          lambda: gpuscan.histogram(np.zeros(10, np.complex64), 4, range=(0, 1))),
         (lambda: gsd.bincount(x), lambda: gpuscan.bincount(f64)),
@@ -444,6 +442,19 @@ def test_errors_are_raised_when_the_graph_is_built(client):
     masked = da.from_array(np.ma.masked_array(f64, mask=f64 > 0), chunks=3)
     with pytest.raises(TypeError, match="masked"):
         gsd.scan(masked)
+
+
+def test_zero_d(client):
+    """A 0-d dask array gives what the single-array calls give for a 0-d array."""
+    a = np.array(5, np.int32)
+    x = da.from_array(a)
+    pairs = [(gsd.scan(x), gpuscan.scan(a)), (gsd.scan(x, axis=0), gpuscan.scan(a, axis=0)),
+             (gsd.scan(x, exclusive=True), gpuscan.scan(a, exclusive=True)),
+             (gsd.segmented_scan(x, x), gpuscan.segmented_scan(a, a)),
+             (gsd.reduce(x), gpuscan.reduce(a)), (gsd.compact(x, x), gpuscan.compact(a, a))]
+    for got, want in pairs:
+        got = got.compute()
+        assert got.shape == np.shape(want) and np.array_equal(got, want)
 
 
 def test_array_likes_are_taken(client):
