@@ -7,6 +7,7 @@ Environment:
                       of the last one for newer GPUs; "none" builds the CPU backend only.
   CUDA_HOME           where to look for nvcc first (then PATH, then /usr/local/cuda).
 """
+import hashlib
 import os
 import shutil
 import subprocess
@@ -47,11 +48,27 @@ def tree_files(top, suffixes):
     return sorted(found)
 
 
-def newer(target, sources):
-    if not os.path.exists(target):
+def kernel_key(nvcc, flags, src, headers):
+    """What a kernel object depends on, hashed: the compiler's version, the flags (less the
+    include folders), the source and every header.  An object whose stamp file holds this key is
+    current, wherever it was built: by content, not by time, so objects built on one machine are
+    reused on another with the same nvcc (the GPU check carries them)."""
+    h = hashlib.sha256()
+    h.update(subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.encode())
+    h.update(" ".join(f for f in flags if not f.startswith("-I")).encode())
+    for path in [src] + sorted(headers):
+        h.update(os.path.relpath(path, HERE).encode())
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def stale(obj, key):
+    try:
+        with open(obj + ".key") as f:
+            return f.read().strip() != key or not os.path.exists(obj)
+    except OSError:
         return True
-    mtime = os.path.getmtime(target)
-    return any(os.path.getmtime(s) > mtime for s in sources)
 
 
 class BuildExt(build_ext):
@@ -93,10 +110,13 @@ class BuildExt(build_ext):
             # kernels/dispatch/scan.cu -> dispatch_scan.o: one flat folder of objects.
             obj = os.path.join(outdir, os.path.relpath(name, "kernels")[:-3].replace(os.sep, "_")
                                + ".o")
-            if newer(obj, [src, __file__, nvcc] + headers):
+            key = kernel_key(nvcc, flags, src, headers)
+            if stale(obj, key):
                 cmd = [nvcc, "-c", src, "-o", obj] + flags
                 print(" ".join(cmd), file=sys.stderr)
                 subprocess.run(cmd, check=True)
+                with open(obj + ".key", "w") as f:
+                    f.write(key + "\n")
             return obj
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

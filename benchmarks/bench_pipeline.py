@@ -207,4 +207,6 @@ def extra_args(parser):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_main(TITLE, suite, default_tag="pipeline", extra=extra_args))
+    parser = harness.make_parser(TITLE)
+    extra_args(parser)
+    sys.exit(harness.run_main(TITLE, suite, default_tag="pipeline", parser=parser))

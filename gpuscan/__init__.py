@@ -48,6 +48,12 @@ to_device(a)
 GpuscanError
     Raised when a CUDA call fails (a ``RuntimeError``); the message names the call.
 
+gpuscan.dask (``import gpuscan.dask``, needs ``pip install "gpuscan[dask]"``)
+    The same primitives over dask arrays, lazily, each chunk run by gpuscan on its worker
+    (CuPy chunks stay on their GPU): ``scan``, ``segmented_scan``, ``reduce``, ``histogram``,
+    ``bincount``, ``compact``, ``split``, and ``gpu_cluster()`` (one worker per GPU).
+    ``import gpuscan`` never imports Dask.
+
 Backends
 --------
 ``GPUSCAN_BACKEND=cuda|cpu`` forces one (default: CUDA when a device is usable);

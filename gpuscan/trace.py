@@ -29,6 +29,7 @@ Each returns a ``Trace``.
 import numpy as np
 
 from gpuscan import _gpuscan
+from gpuscan._ops import op_name
 
 __all__ = ["Trace", "scan", "segmented_scan", "split"]
 
@@ -188,18 +189,10 @@ def _label(kind, s, op, first_down, shifted, padded):
     return f"inclusive: x[i] {sym} input[i]"
 
 
-def _op_name(op):
-    if isinstance(op, str):
-        return op
-    names = {"add": "add", "multiply": "mul", "minimum": "min", "maximum": "max",
-             "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
-    return names.get(getattr(op, "__name__", ""), str(op))
-
-
 def _run(algorithm, a, flags, op, exclusive):
     raw, result, work, span = _gpuscan._trace(algorithm, a, flags, op, exclusive)
     n = np.asarray(a).size
-    name = _op_name(op)
+    name = op_name(op)
     steps, kinds, flag_steps, step_work = [], [], [], []
     first_down = True
     for kind, s, vals, fl, w in raw:
