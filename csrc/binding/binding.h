@@ -96,7 +96,6 @@ int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, cons
 
 /* ---- operand.c ------------------------------------------------------------------------ */
 
-
 /* Number of elements of a view. */
 int64_t gs_view_size(const gs_view *v);
 

@@ -39,17 +39,17 @@ static pack_value load(gs_dtype t, const char *p, int swapped)
     if (swapped)
         swap_bytes(buf, gs_dtype_size(t));
     switch (t) {
-#define GS_X_LOAD(code, ctype, sfx, k, npy)                                            \
-    case code: {                                                                          \
-        ctype x;                                                                          \
-        memcpy(&x, buf, sizeof(x));                                                       \
-        if (k == 'f')                                                                  \
-            v.f = (double)x;                                                              \
-        else if (k == 'i')                                                             \
-            v.i = (int64_t)x;                                                             \
-        else                                                                              \
-            v.u = (uint64_t)x;                                                            \
-        break;                                                                            \
+#define GS_X_LOAD(code, ctype, sfx, k, npy) \
+    case code: {                            \
+        ctype x;                            \
+        memcpy(&x, buf, sizeof(x));         \
+        if (k == 'f')                       \
+            v.f = (double)x;                \
+        else if (k == 'i')                  \
+            v.i = (int64_t)x;               \
+        else                                \
+            v.u = (uint64_t)x;              \
+        break;                              \
     }
         GS_DTYPES(GS_X_LOAD)
 #undef GS_X_LOAD
@@ -64,19 +64,19 @@ static void store(gs_dtype t, char *p, int swapped, pack_value v)
     char buf[8];
 
     switch (t) {
-#define GS_X_STORE(code, ctype, sfx, k, npy)                                             \
-    case code: {                                                                            \
-        ctype x;                                                                            \
-        if (k == 'b')                                                                    \
-            x = (ctype)(v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0);  \
-        else if (v.kind == 'f')                                                             \
-            x = (ctype)v.f;                                                                 \
-        else if (v.kind == 'i')                                                             \
-            x = (ctype)v.i;                                                                 \
-        else                                                                                \
-            x = (ctype)v.u;                                                                 \
-        memcpy(buf, &x, sizeof(x));                                                         \
-        break;                                                                              \
+#define GS_X_STORE(code, ctype, sfx, k, npy)                                               \
+    case code: {                                                                           \
+        ctype x;                                                                           \
+        if (k == 'b')                                                                      \
+            x = (ctype)(v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0); \
+        else if (v.kind == 'f')                                                            \
+            x = (ctype)v.f;                                                                \
+        else if (v.kind == 'i')                                                            \
+            x = (ctype)v.i;                                                                \
+        else                                                                               \
+            x = (ctype)v.u;                                                                \
+        memcpy(buf, &x, sizeof(x));                                                        \
+        break;                                                                             \
     }
         GS_DTYPES(GS_X_STORE)
 #undef GS_X_STORE

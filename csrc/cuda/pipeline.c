@@ -41,7 +41,7 @@ static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The staging ring and the copy streams, made at first use (under pipe_lock). */
 static struct {
-    size_t slot;             /* bytes of one slot, each way */
+    size_t slot;              /* bytes of one slot, each way */
     char *host_in, *host_out; /* pinned: GS_PIPE_RING slots each */
     cudaStream_t h2d, d2h;
     cudaEvent_t up[GS_PIPE_RING], done[GS_PIPE_RING], down[GS_PIPE_RING];
@@ -178,8 +178,8 @@ static void section_task(void *ctx, int64_t task)
         return;
     }
     for (int i = 0; i < p->nout; i++)
-        gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype),
-                  p->out[i].dtype, p->out[i].view, p->base + e0 + t0, t1 - t0);
+        gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
+                  p->out[i].view, p->base + e0 + t0, t1 - t0);
 }
 
 /* Pack chunk pk and deliver chunk dk (either may be -1) on the pool's threads, after waiting
@@ -222,9 +222,9 @@ static int issue(pipe_run *r, int64_t k)
         dev_out[i] = dout + part_offset(p->out, i, len);
     if (k >= GS_PIPE_RING)
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.done[s], 0));
-    GS_CUDA_TRY(f, cudaMemcpyAsync(din, ring.host_in + (size_t)s * ring.slot,
-                                   parts_bytes(p->in, p->nin, len), cudaMemcpyHostToDevice,
-                                   ring.h2d));
+    GS_CUDA_TRY(f,
+                cudaMemcpyAsync(din, ring.host_in + (size_t)s * ring.slot,
+                                parts_bytes(p->in, p->nin, len), cudaMemcpyHostToDevice, ring.h2d));
     GS_CUDA_TRY(f, cudaEventRecord(ring.up[s], ring.h2d));
     GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.up[s], 0));
     if (k >= GS_PIPE_RING && p->nout > 0)

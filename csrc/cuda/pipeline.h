@@ -32,14 +32,14 @@ typedef struct gs_pipe_array {
 } gs_pipe_array;
 
 typedef struct gs_pipe {
-    int64_t n;    /* elements of every array streamed: [base, base + n) in C order */
+    int64_t n; /* elements of every array streamed: [base, base + n) in C order */
     int64_t base;
     int nin, nout;
     gs_pipe_array in[GS_PIPE_MAX], out[GS_PIPE_MAX];
     int64_t chunk_align; /* chunks hold a multiple of this many elements (a row length), or 1 */
     int64_t chunk;       /* elements per chunk when > 0 (another pipeline's, to match it) */
-    /* Enqueue chunk k's work (elements [e0, e0 + len) of the n) on gs_cuda_stream: dev_in[i] holds len
-     * values of in[i].dtype, dev_out[j] receives len values of out[j].dtype.  No GIL. */
+    /* Enqueue chunk k's work (elements [e0, e0 + len) of the n) on gs_cuda_stream: dev_in[i] holds
+     * len values of in[i].dtype, dev_out[j] receives len values of out[j].dtype.  No GIL. */
     int (*run)(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
                void *const *dev_out, gs_fail *f);
     /* Deliver elements [t0, t1) of chunk k from the host copies of its outputs (called by the
@@ -67,7 +67,6 @@ int gs_stream_min_max(const gs_view *in, uint64_t out[2]);
 int gs_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
                    const gs_view *out);
 int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
-                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
-                    int64_t *total);
+                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx, int64_t *total);
 
 #endif /* GS_PIPELINE_H */

@@ -63,8 +63,8 @@ static int scan_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const
 
 /* One pipeline of a scan over elements [base, base + n) of the views (rows of row_len, or
  * flat). */
-static int scan_pipe(scan_ctx *c, int64_t base, int64_t n, const gs_view *in,
-                     const gs_view *flags, const gs_view *out)
+static int scan_pipe(scan_ctx *c, int64_t base, int64_t n, const gs_view *in, const gs_view *flags,
+                     const gs_view *out)
 {
     gs_pipe p;
 
@@ -102,8 +102,8 @@ int gs_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flag
     c.d = *d;
     if (gs_cuda_alloc((void **)&c.carries, 2 * GS_CARRY_BYTES, &f) < 0)
         return gs_raise(&f);
-    if (d->row_len == 0 || d->row_len <= capacity((int64_t)(in_bytes > out_bytes ? in_bytes
-                                                                                  : out_bytes))) {
+    if (d->row_len == 0 ||
+        d->row_len <= capacity((int64_t)(in_bytes > out_bytes ? in_bytes : out_bytes))) {
         rc = scan_pipe(&c, 0, n, in, flags, out);
     } else {
         /* Rows longer than a chunk (never segmented): each a flat scan of its own, continued
@@ -119,11 +119,11 @@ int gs_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flag
 /* ---- reduce ------------------------------------------------------------------------------- */
 
 typedef struct reduce_ctx {
-    gs_reduce_desc d;  /* types, op, row_len */
-    int whole_rows;    /* chunks of whole rows (else: chunks of one row, one partial each) */
-    int nops;          /* partials: one per operator (min and max at once for bincount) */
+    gs_reduce_desc d; /* types, op, row_len */
+    int whole_rows;   /* chunks of whole rows (else: chunks of one row, one partial each) */
+    int nops;         /* partials: one per operator (min and max at once for bincount) */
     gs_op ops[2];
-    char *dev_res[2];  /* the rows' results, or each operator's partials */
+    char *dev_res[2]; /* the rows' results, or each operator's partials */
 } reduce_ctx;
 
 static int reduce_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
@@ -346,13 +346,13 @@ int gs_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weig
 /* ---- split -------------------------------------------------------------------------------- */
 
 typedef struct split_ctx {
-    gs_split_desc d;    /* types, compact */
-    char *scratch;      /* the count pass's scratch for one chunk, reused */
+    gs_split_desc d; /* types, compact */
+    char *scratch;   /* the count pass's scratch for one chunk, reused */
     size_t scratch_bytes;
     unsigned long long *dev_counts; /* pass 1: each chunk's flagged count */
-    int64_t *before;    /* pass 2: flagged values before each chunk (host), then the total */
+    int64_t *before; /* pass 2: flagged values before each chunk (host), then the total */
     int64_t chunk, nchunks, total;
-    gs_view out;        /* the result */
+    gs_view out; /* the result */
 } split_ctx;
 
 /* The count pass of one chunk; with `keep`, its flagged count into dev_counts[k]. */
@@ -450,8 +450,7 @@ static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int
 }
 
 int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
-                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
-                    int64_t *total)
+                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx, int64_t *total)
 {
     /* Both passes chunk the same way: by the bytes of a value and its flag, the larger pass. */
     const int64_t chunk =
@@ -479,8 +478,8 @@ int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *fl
     if (split_pipe(&c, in, flags, 0) < 0)
         goto done;
     if (c.nchunks > 0) {
-        cudaError_t err = cudaMemcpy(counts, c.dev_counts, (size_t)c.nchunks * 8,
-                                     cudaMemcpyDeviceToHost);
+        cudaError_t err =
+            cudaMemcpy(counts, c.dev_counts, (size_t)c.nchunks * 8, cudaMemcpyDeviceToHost);
         if (err != cudaSuccess) {
             gs_fail_set(&f, 'c', (int)err, "cudaMemcpy", 0);
             goto done;

@@ -28,9 +28,9 @@ static int xfer_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const
     char *at = c->dev + (size_t)e0 * c->size;
 
     (void)k;
-    GS_CUDA_TRY(f, cudaMemcpyAsync(c->to_device ? at : dev_out[0], c->to_device ? dev_in[0] : at,
-                                   (size_t)len * c->size, cudaMemcpyDeviceToDevice,
-                                   gs_cuda_stream));
+    GS_CUDA_TRY(f,
+                cudaMemcpyAsync(c->to_device ? at : dev_out[0], c->to_device ? dev_in[0] : at,
+                                (size_t)len * c->size, cudaMemcpyDeviceToDevice, gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;
 }

@@ -63,15 +63,15 @@ static const double no_weights_yet;
  * array for host operands, streamed through the backend's memory where it has its own, or a
  * DeviceArray; `in` and `w` (NULL: no weights) placed where the backend reads them first
  * unless streamed. */
-static PyObject *hist_run(const gs_backend_ops *be, gs_hist_desc *d, hist_input *in,
-                          hist_input *w, gs_bag *bag)
+static PyObject *hist_run(const gs_backend_ops *be, gs_hist_desc *d, hist_input *in, hist_input *w,
+                          gs_bag *bag)
 {
     const gs_dtype acc = gs_hist_acc_type(d);
     int64_t nbins = d->nbins;
     gs_view res, dst, vin, vw;
     gs_fail f = { 0 };
-    PyObject *ret = gs_result_new(in->op.on_device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &nbins, acc,
-                                  &res);
+    PyObject *ret =
+        gs_result_new(in->op.on_device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &nbins, acc, &res);
     int rc;
 
     if (ret == NULL)
@@ -517,16 +517,16 @@ static int bincount_weights(PyObject *weights, hist_input *w, const hist_input *
 
 /* The number of bins: max(x) + 1 (at least minlength), found with the check for negative
  * values by the backend's reduction of x (placed where it reads it, or streamed). */
-static int bincount_bins(const gs_backend_ops *be, hist_input *in, npy_intp minlength,
-                         gs_bag *bag, int64_t *nbins)
+static int bincount_bins(const gs_backend_ops *be, hist_input *in, npy_intp minlength, gs_bag *bag,
+                         int64_t *nbins)
 {
     int64_t v[2];
     uint64_t bits[2];
     gs_view v_in = input_view(in);
 
-    if (streamed(be, in) ? be->stream_min_max(&v_in, bits) < 0
-                         : input_place(in, be, bag) < 0 ||
-                               gs_reduce_min_max(be, &in->placed, bits) < 0)
+    if (streamed(be, in)
+            ? be->stream_min_max(&v_in, bits) < 0
+            : input_place(in, be, bag) < 0 || gs_reduce_min_max(be, &in->placed, bits) < 0)
         return -1;
     for (int k = 0; k < 2; k++) {
         gs_hist_bound b;
