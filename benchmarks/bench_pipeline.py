@@ -177,8 +177,12 @@ def huge_scan(h, gib):
     harness.log(f"huge scan: {n:,} int32 ({gib} GiB in, {gib} GiB out; device {dev / 2**30:.0f} GiB)")
     x = np.empty(n, np.int32)
     step = 1 << 26
-    for s in range(0, n, step):   # cheap, varied values (a whole random fill takes minutes)
-        x[s:s + step] = np.arange(s, min(n, s + step), dtype=np.int64) % 1000 - 499
+    # Cheap, varied values (a random fill of tens of GiB takes minutes): a pattern of random
+    # values, shifted by one per piece so that no two pieces are alike.
+    pattern = np.random.default_rng(h.args.seed).integers(-1000, 1000, step, dtype=np.int32)
+    for s in range(0, n, step):
+        m = min(n, s + step) - s
+        x[s:s + m] = np.roll(pattern, s // step)[:m]
     t0 = time.perf_counter()
     res = gpuscan.scan(x, dtype=np.int32)
     dt = time.perf_counter() - t0
