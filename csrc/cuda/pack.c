@@ -13,6 +13,10 @@
 
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* A value of any dtype, exactly: signed and unsigned integers and floats at their widest. */
 typedef struct pack_value {
     char kind; /* 'i', 'u' (bool too) or 'f' */
@@ -88,6 +92,42 @@ static void store(gs_dtype t, char *p, int swapped, pack_value v)
     memcpy(p, buf, gs_dtype_size(t));
 }
 
+/* Runs at least this long are copied with non-temporal stores: the staging buffer is read next
+ * by the copy engine, the result not soon by this thread, so neither belongs in the cache, and
+ * streaming stores skip reading each destination line first (a third less memory traffic). */
+#define GS_STREAM_MIN_BYTES ((size_t)64 << 10)
+
+/* memcpy of a long run with streaming stores where the processor has them. */
+static void copy_long(char *dst, const char *src, size_t n)
+{
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+
+    if (n < GS_STREAM_MIN_BYTES) {
+        memcpy(dst, src, n);
+        return;
+    }
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    for (; n >= 64; n -= 64, src += 64, dst += 64) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)src);
+        const __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        const __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+        const __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    memcpy(dst, src, n);
+    _mm_sfence(); /* the streamed stores visible before the task reports done */
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
 /* n values from `src` (byte stride ss) to `dst` (stride ds): moved as bits when the dtypes
  * match, else converted. */
 static void copy_run(const char *src, int64_t ss, gs_dtype st, int sswap, char *dst, int64_t ds,
@@ -97,7 +137,7 @@ static void copy_run(const char *src, int64_t ss, gs_dtype st, int sswap, char *
 
     if (st == dt && sswap == dswap) {
         if (ss == (int64_t)size && ds == (int64_t)size) {
-            memcpy(dst, src, (size_t)n * size);
+            copy_long(dst, src, (size_t)n * size);
             return;
         }
         for (int64_t i = 0; i < n; i++)
