@@ -233,6 +233,27 @@ static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
 #endif
 }
 
+/* Why the backend is the CPU one (binding/backend.c's reason), None on CUDA: for the demo. */
+static PyObject *backend_reason(PyObject *self, PyObject *unused)
+{
+    gs_backend b;
+    if (gs_backend_get(&b) < 0)
+        return NULL;
+    if (b == GS_BACKEND_CUDA)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(gs_backend_cpu_reason());
+}
+
+/* setup.py's one line on the kernels it compiled, or why it compiled none. */
+#ifndef GS_BUILD_NOTE
+#define GS_BUILD_NOTE "not recorded: built without setup.py"
+#endif
+
+static PyObject *build_note(PyObject *self, PyObject *unused)
+{
+    return PyUnicode_FromString(GS_BUILD_NOTE);
+}
+
 /* ---- the module --------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -285,6 +306,12 @@ static PyMethodDef methods[] = {
       "only: the tests run both shared-memory layouts." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
+    { "_backend_reason", backend_reason, METH_NOARGS,
+      "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
+      "found'), None on CUDA." },
+    { "_build_note", build_note, METH_NOARGS,
+      "_build_note()\n--\n\nHow the build went for CUDA: the kernels' targets, or why there "
+      "are none." },
     { NULL, NULL, 0, NULL },
 };
 
