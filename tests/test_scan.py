@@ -911,10 +911,8 @@ def test_concurrent_calls():
 
 
 CPU_THREADS_SCRIPT = r"""
-import sys
 import numpy as np
 import gpuscan
-sys.path.insert(0, "tests")
 from reference import assert_sum_within_bound, scan_reference
 assert gpuscan.backend() == "cpu", gpuscan.backend()
 assert gpuscan.device_info()["threads"] == {threads}, gpuscan.device_info()
