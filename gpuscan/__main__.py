@@ -88,7 +88,7 @@ def check_equal(out, ref, x):
 
 # (id(x), axis) -> (x, exact, bound) of add_bound_ratio: several rows check sums of one sample
 # (gpuscan's and NumPy's, the teaching variants'), and the exact sums are the slow part.
-_EXACT_SUMS = {}
+_EXACT_SUMS: dict[tuple[int, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def add_bound_ratio(result, x, axis):
