@@ -81,17 +81,17 @@ try:
         split,
         to_device,
     )
-except ImportError as exc:
+except ImportError as _exc:
     import os as _os
 
     raise ImportError(
         f"gpuscan's C extension (gpuscan._gpuscan) is not built or cannot be loaded from "
-        f"{_os.path.dirname(_os.path.abspath(__file__))}: {exc}\n"
+        f"{_os.path.dirname(_os.path.abspath(__file__))}: {_exc}\n"
         "Build it in place with `python3 -m pip install -e .` run from the repository root "
         "(an editable install puts _gpuscan*.so beside this file).  A plain `pip install .` "
         "installs into site-packages, which the source folder shadows when Python runs from "
         "the repository root."
-    ) from exc
+    ) from _exc
 
 from gpuscan import trace  # noqa: E402  (after the extension, which it needs)
 

@@ -119,7 +119,7 @@ def _meta(x, dtype, ndim):
 def _xp(a):
     """The array module of a chunk: CuPy for CuPy chunks, else NumPy."""
     if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
+        import cupy  # type: ignore[import-not-found, unused-ignore]
 
         return cupy
     return np

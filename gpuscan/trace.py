@@ -26,10 +26,16 @@ split(a, flags)
 Each returns a ``Trace``.
 """
 
+from typing import TYPE_CHECKING, Any, Literal
+
 import numpy as np
+import numpy.typing as npt
 
 from gpuscan import _gpuscan
 from gpuscan._ops import op_name
+
+if TYPE_CHECKING:
+    from gpuscan._gpuscan import _Op
 
 __all__ = ["Trace", "scan", "segmented_scan", "split"]
 
@@ -62,8 +68,21 @@ class Trace:
         ``split`` only: ``e``, ``f``, ``NF``, ``t``, ``addr``, ``out``.
     """
 
-    def __init__(self, algorithm, op, steps, result, work, span, kinds=(), flag_steps=None,
-                 arrays=None, n=None):
+    algorithm: str
+    op: str
+    steps: list[tuple[str, npt.NDArray[Any]]]
+    result: Any  # numpy.ndarray, or (numpy.ndarray, int) for split
+    work: int
+    span: int
+    flag_steps: list[npt.NDArray[Any] | None] | None
+    arrays: dict[str, Any]
+    n: int | None
+    step_work: list[int]
+
+    def __init__(self, algorithm: str, op: str, steps: list[tuple[str, npt.NDArray[Any]]],
+                 result: Any, work: int, span: int, kinds: Any = (),
+                 flag_steps: list[npt.NDArray[Any] | None] | None = None,
+                 arrays: dict[str, Any] | None = None, n: int | None = None) -> None:
         self.algorithm = algorithm
         self.op = op
         self.steps = steps
@@ -76,11 +95,11 @@ class Trace:
         self.step_work = []
         self._kinds = list(kinds)  # (kind, stride) per entry of steps, for plot()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Trace({self.algorithm!r}, op={self.op!r}, {len(self.steps)} arrays, "
                 f"work={self.work}, span={self.span})")
 
-    def plot(self, ax=None, values=True):
+    def plot(self, ax: Any = None, values: bool = True) -> Any:  # matplotlib Axes
         """Draw the steps as a grid of cells, one row per step, with an arrow from each input of
         every combine to its result (the textbook picture).
 
@@ -210,7 +229,8 @@ def _run(algorithm, a, flags, op, exclusive):
     return t
 
 
-def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
+def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "blelloch",
+         op: "_Op" = "add", *, exclusive: bool = False) -> Trace:
     """Trace a scan step by step on the active backend.
 
     Parameters
@@ -240,7 +260,8 @@ def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
     return _run(algorithm, a, None, op, exclusive)
 
 
-def segmented_scan(a, flags, op="add", *, exclusive=False):
+def segmented_scan(a: npt.ArrayLike, flags: npt.ArrayLike, op: "_Op" = "add", *,
+                   exclusive: bool = False) -> Trace:
     """Trace the flagged Blelloch scan (``segmented_scan(..., algorithm="blelloch")``).
 
     ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``Trace.flag_steps`` holds
@@ -250,7 +271,7 @@ def segmented_scan(a, flags, op="add", *, exclusive=False):
     return _run("blelloch", a, flags, op, exclusive)
 
 
-def split(a, flags):
+def split(a: npt.ArrayLike, flags: npt.ArrayLike) -> Trace:
     """Trace the classic split: flagged elements first, each group in order.
 
     The arrays of the formulation are in ``Trace.arrays`` and, in this order, ``Trace.steps``:

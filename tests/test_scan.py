@@ -290,6 +290,18 @@ def test_out_dtype(in_dtype, out_dtype, rng):
     check_scan(out, a, "add", dtype=out_dtype)
 
 
+def test_float_into_int_out_as_numpy_ufunc_calls():
+    # The README's claim: gpuscan keeps the same_kind rule of NumPy's element-wise ufunc calls,
+    # while np.cumsum and np.add.accumulate cast a float input into an integer out unsafely.
+    f = np.array([1.5, 2.5, -0.25], dtype=np.float32)
+    with pytest.raises(TypeError):
+        np.add(f, f, out=np.empty(3, np.int64))
+    with pytest.raises(TypeError, match="same_kind"):
+        gpuscan.scan(f, out=np.empty(3, np.int64))
+    np.testing.assert_array_equal(np.cumsum(f, out=np.empty(3, np.int64)), [1, 4, 3])
+    np.testing.assert_array_equal(np.add.accumulate(f, out=np.empty(3, np.int64)), [1, 4, 3])
+
+
 def test_out_int8_wraps():
     a = np.full(300, 100, dtype=np.int8)
     out = np.empty(300, dtype=np.int8)
@@ -911,10 +923,8 @@ def test_concurrent_calls():
 
 
 CPU_THREADS_SCRIPT = r"""
-import sys
 import numpy as np
 import gpuscan
-sys.path.insert(0, "tests")
 from reference import assert_sum_within_bound, scan_reference
 assert gpuscan.backend() == "cpu", gpuscan.backend()
 assert gpuscan.device_info()["threads"] == {threads}, gpuscan.device_info()

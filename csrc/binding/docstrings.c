@@ -428,7 +428,7 @@ const char gs_doc_module[] = "gpuscan's C extension: parallel scan, reduction an
                              "on CUDA or the CPU.";
 
 const char gs_doc_devarray_get[] =
-    "get()\n--\n\n"
+    "get($self, /)\n--\n\n"
     "Copy the array to the host.\n\n"
     "Returns\n-------\nnumpy.ndarray\n    A new C-contiguous array with the same shape "
     "and dtype; the call waits for the copy.\n\n"
@@ -436,16 +436,16 @@ const char gs_doc_devarray_get[] =
     "array([1, 2, 3])";
 
 const char gs_doc_devarray_dlpack[] =
-    "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
     "Export the array as a DLPack \"dltensor\" capsule (no copy unless copy=True).\n\n"
     "stream is the consumer's CUDA stream, which is made to wait for gpuscan's work "
     "on the array; the capsule keeps the array alive until the consumer is done.";
 
 const char gs_doc_devarray_dlpack_device[] =
-    "__dlpack_device__()\n--\n\nReturn (2, device_id): kDLCUDA and the device.";
+    "__dlpack_device__($self, /)\n--\n\nReturn (2, device_id): kDLCUDA and the device.";
 
 const char gs_doc_devarray_array[] =
-    "__array__(dtype=None, copy=None)\n--\n\n"
+    "__array__($self, /, dtype=None, copy=None)\n--\n\n"
     "Copy the array to the host, as get(), optionally cast to dtype; used by "
     "np.asarray.";
 

@@ -172,6 +172,27 @@ static PyObject *pipeline_chunk_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(old);
 }
 
+/* Why the backend is the CPU one (binding/backend.c's reason), None on CUDA: for the demo. */
+static PyObject *backend_reason(PyObject *self, PyObject *unused)
+{
+    gs_backend b;
+    if (gs_backend_get(&b) < 0)
+        return NULL;
+    if (b == GS_BACKEND_CUDA)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(gs_backend_cpu_reason());
+}
+
+/* setup.py's one line on the kernels it compiled, or why it compiled none. */
+#ifndef GS_BUILD_NOTE
+#define GS_BUILD_NOTE "not recorded: built without setup.py"
+#endif
+
+static PyObject *build_note(PyObject *self, PyObject *unused)
+{
+    return PyUnicode_FromString(GS_BUILD_NOTE);
+}
+
 PyMethodDef gs_testing_methods[] = {
     { "_scan_tile_items", scan_tile_items, METH_NOARGS,
       "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
@@ -208,9 +229,15 @@ PyMethodDef gs_testing_methods[] = {
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { "_pipeline_chunk_bytes", pipeline_chunk_bytes, METH_VARARGS,
-      "_pipeline_chunk_bytes(n=None)\n--\n\nThe host<->device pipeline's chunk in bytes "
+      "_pipeline_chunk_bytes(n=None, /)\n--\n\nThe host<->device pipeline's chunk in bytes "
       "($GPUSCAN_CHUNK_BYTES); with n, set it (0: the default) and return the previous one.  "
       "The tests make it tiny, so that every primitive's streamed path runs at small sizes; "
       "a float scan's bits depend on it." },
+    { "_backend_reason", backend_reason, METH_NOARGS,
+      "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
+      "found'), None on CUDA." },
+    { "_build_note", build_note, METH_NOARGS,
+      "_build_note()\n--\n\nHow the build went for CUDA: the kernels' targets, or why there "
+      "are none." },
     { NULL, NULL, 0, NULL },
 };
