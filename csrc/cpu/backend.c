@@ -71,6 +71,22 @@ static int cpu_step(const gs_step_desc *d, gs_fail *f)
     return outcome(gs_cpu_step(d), "gs_cpu_step", f);
 }
 
+static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
+}
+
+static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    (void)state;
+    return outcome(gs_cpu_heads(d, positions), "gs_cpu_heads", f);
+}
+
+static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
+}
+
 const gs_backend_ops gs_cpu_backend = {
     .name = "cpu",
     .mem = GS_MEM_HOST,
@@ -81,4 +97,7 @@ const gs_backend_ops gs_cpu_backend = {
     .split_end = cpu_split_end,
     .hist = cpu_hist,
     .step = cpu_step,
+    .segreduce = cpu_segreduce,
+    .heads = cpu_heads,
+    .linrec = cpu_linrec,
 };

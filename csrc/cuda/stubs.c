@@ -145,6 +145,24 @@ static int stub_step(const gs_step_desc *d, gs_fail *f)
     return no_cuda_entry(f);
 }
 
+static int stub_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    (void)d;
+    return no_cuda_entry(f);
+}
+
+static int stub_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    (void)d, (void)state, (void)positions;
+    return no_cuda_entry(f);
+}
+
+static int stub_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    (void)d;
+    return no_cuda_entry(f);
+}
+
 const gs_backend_ops gs_cuda_backend = {
     .name = "cuda",
     .mem = GS_MEM_DEVICE,
@@ -155,6 +173,9 @@ const gs_backend_ops gs_cuda_backend = {
     .split_end = stub_split_end,
     .hist = stub_hist,
     .step = stub_step,
+    .segreduce = stub_segreduce,
+    .heads = stub_heads,
+    .linrec = stub_linrec,
 };
 
 #endif /* !GS_HAVE_CUDA */
