@@ -7,8 +7,8 @@
  *
  * Algorithm.  Each row is cut into chunks of GS_LR_CHUNK steps counted from the row's first step
  * (its last one when reversed), and then
- *   phase 1 (parallel)    each chunk after a row's first folds its steps into the pair (A, B)
- *                         of the map h -> A h + B it applies;
+ *   phase 1 (parallel)    each chunk but a row's last folds its steps into the pair (A, B) of
+ *                         the map h -> A h + B it applies;
  *   phase 2 (sequential)  each row carries h across its chunks: H[0] = h0, H[c+1] = A[c] H[c] +
  *                         B[c];
  *   phase 3 (parallel)    each chunk runs its steps from H[c] and writes h.
@@ -107,13 +107,13 @@ static void gs_lr_rows_task(void *ctx, int64_t task)
         gs_lr_run(j->d, r, 0, j->d->row_len, gs_lr_h0(j->d, r));
 }
 
-/* ==== Phase 1: each chunk's pair (a row's first chunk needs none) ======================== */
+/* ==== Phase 1: each chunk's pair (a row's last chunk needs none) ========================= */
 static void gs_lr_phase1(void *ctx, int64_t k)
 {
     const gs_lr_job *j = ctx;
     int64_t from, to;
 
-    if (k % j->chunks == 0)
+    if (k % j->chunks == j->chunks - 1)
         return;
     gs_lr_chunk(j, k % j->chunks, &from, &to);
     gs_lr_fold(j->d, k / j->chunks, from, to, &j->A[k], &j->B[k]);
