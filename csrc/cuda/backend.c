@@ -168,6 +168,44 @@ done:
     return f->kind ? -1 : 0;
 }
 
+static int cuda_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_segreduce(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' positions from the split count's scratch (`state`, cuda_split_count's). */
+static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f,
+                gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_linrec_scratch_bytes(d->n);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_linrec(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
 const gs_backend_ops gs_cuda_backend = {
     .name = "cuda",
     .mem = GS_MEM_DEVICE,
@@ -178,6 +216,9 @@ const gs_backend_ops gs_cuda_backend = {
     .split_end = cuda_split_end,
     .hist = cuda_hist,
     .step = cuda_step,
+    .segreduce = cuda_segreduce,
+    .heads = cuda_heads,
+    .linrec = cuda_linrec,
     .stream_scan = gs_stream_scan,
     .stream_reduce = gs_stream_reduce,
     .stream_min_max = gs_stream_min_max,

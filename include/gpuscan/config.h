@@ -130,7 +130,7 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
  * segment (tiles + 1 int64, found by a search over the starts).  Any other segments take a warp
  * each and need none.  Pure, so the tests can check it.
  */
-static inline GS_HD int64_t gs_segreduce_first_offset(int64_t n)
+static inline int64_t gs_segreduce_first_offset(int64_t n)
 {
     return gs_round_up((int64_t)gs_scan_scratch_bytes(n), GS_SCRATCH_ALIGN);
 }
