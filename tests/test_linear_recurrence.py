@@ -343,3 +343,20 @@ def test_device_past_anchor_lag(dtype, kind, rng):
         assert np.array_equal(bits(again.get()), bits(first))
     rev = gpuscan.linear_recurrence(gpuscan.to_device(a), gpuscan.to_device(b), reverse=True)
     check_linrec(rev.get(), a, b, reverse=True)
+
+
+@pytest.mark.gpu
+def test_cupy_inputs(rng):
+    cp = pytest.importorskip("cupy")
+    a, b = coefficients(rng, None, "decay", np.float32, shape=(4, 2 * NV + 3))
+    ca, cb = cp.asarray(a), cp.asarray(b)
+    h = gpuscan.linear_recurrence(ca, cb, h0=cp.ones(4, cp.float32))
+    assert isinstance(h, gpuscan.DeviceArray)
+    check_linrec(h.get(), a, b, h0=np.ones(4, np.float32))
+    h = gpuscan.linear_recurrence(ca[:, ::2], cb[:, ::2], reverse=True)
+    check_linrec(h.get(), a[:, ::2], b[:, ::2], reverse=True)
+    out = cp.empty_like(ca)
+    assert gpuscan.linear_recurrence(ca, cb, out=out) is out
+    check_linrec(cp.asnumpy(out), a, b)
+    assert gpuscan.linear_recurrence(ca, cb, out=ca) is ca  # in place on the device
+    check_linrec(cp.asnumpy(ca), a, b)

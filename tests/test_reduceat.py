@@ -493,3 +493,21 @@ def test_device_deterministic_and_long_slice(rng):
     check_reduceat(first, a, [0, 3, 2**21])
     # One long slice taken by one warp (indices not increasing).
     check_reduceat(gpuscan.reduceat(d, [0, 0]).get(), a, [0, 0])
+
+
+@pytest.mark.gpu
+def test_cupy_inputs(rng):
+    cp = pytest.importorskip("cupy")
+    a = rng.integers(-1000, 1000, (5, 3 * NV + 1)).astype(np.int32)
+    c = cp.asarray(a)
+    for view, host in ((c, a), (c[:, ::3], a[:, ::3]), (c.T, a.T)):
+        got = gpuscan.reduceat(view, [0, 2, 1], axis=1 if view.shape[1] > 3 else 0)
+        assert isinstance(got, gpuscan.DeviceArray)
+        want = np.add.reduceat(host, [0, 2, 1], axis=1 if view.shape[1] > 3 else 0)
+        np.testing.assert_array_equal(got.get(), want)
+    out = cp.zeros((5, 2), dtype=cp.int64)
+    assert gpuscan.reduceat(c, [0, NV], axis=1, out=out) is out
+    np.testing.assert_array_equal(cp.asnumpy(out), np.add.reduceat(a, [0, NV], axis=1))
+    flags = cp.asarray(rng.random(a.shape) < 0.01)
+    got = gpuscan.segmented_reduce(c, flags, "max")
+    check_segmented_reduce(got.get(), a, cp.asnumpy(flags), "max")
