@@ -82,6 +82,12 @@ static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs
     return outcome(gs_cpu_heads(d, positions), "gs_cpu_heads", f);
 }
 
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                           int *increasing, gs_fail *f)
+{
+    return outcome(gs_cpu_index_check(idx, m, n, first_bad, increasing), "gs_cpu_index_check", f);
+}
+
 static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
 {
     return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
@@ -99,5 +105,6 @@ const gs_backend_ops gs_cpu_backend = {
     .step = cpu_step,
     .segreduce = cpu_segreduce,
     .heads = cpu_heads,
+    .index_check = cpu_index_check,
     .linrec = cpu_linrec,
 };

@@ -50,6 +50,11 @@ int gs_cpu_segreduce(const gs_segreduce_desc *d);
  * d->flag_type), ascending, into `positions` (cpu/segreduce.c). */
 int gs_cpu_heads(const gs_split_desc *d, int64_t *positions);
 
+/* reduceat's m indices against [0, n): *first_bad the first position outside (-1: none),
+ * *increasing whether they strictly increase (cpu/segreduce.c). */
+int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing);
+
 /* First-order linear recurrences as described by `d` (see gs_linrec_desc): double-double
  * carries, a grouping fixed by row_len (cpu/linrec.c). */
 int gs_cpu_linrec(const gs_linrec_desc *d);

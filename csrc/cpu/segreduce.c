@@ -110,6 +110,59 @@ int gs_cpu_segreduce(const gs_segreduce_desc *d)
     return atomic_load(&j.rc);
 }
 
+/* ---- reduceat's indices ------------------------------------------------------------------- */
+
+/* Indices per task of the check. */
+#define GS_INDEX_CHUNK 65536
+
+typedef struct gs_index_job {
+    const int64_t *idx;
+    int64_t m, n;
+    int64_t *bad;        /* per chunk: its first bad position, or -1 */
+    unsigned char *down; /* per chunk: a step that does not increase (the one into it counts) */
+} gs_index_job;
+
+static void gs_index_task(void *ctx, int64_t c)
+{
+    gs_index_job *j = ctx;
+    const int64_t from = c * GS_INDEX_CHUNK;
+    const int64_t to = from + GS_INDEX_CHUNK < j->m ? from + GS_INDEX_CHUNK : j->m;
+
+    j->bad[c] = -1;
+    j->down[c] = 0;
+    for (int64_t i = from; i < to; i++) {
+        if (j->bad[c] < 0 && (j->idx[i] < 0 || j->idx[i] >= j->n))
+            j->bad[c] = i;
+        if (i > 0 && j->idx[i] <= j->idx[i - 1])
+            j->down[c] = 1;
+    }
+}
+
+int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing)
+{
+    const int64_t chunks = (m + GS_INDEX_CHUNK - 1) / GS_INDEX_CHUNK;
+    gs_index_job j = { idx, m, n, NULL, NULL };
+
+    *first_bad = -1;
+    *increasing = 1;
+    if (m <= 0)
+        return m < 0 ? -EINVAL : 0;
+    j.bad = malloc((size_t)chunks * (sizeof(int64_t) + 1));
+    if (j.bad == NULL)
+        return -ENOMEM;
+    j.down = (unsigned char *)(j.bad + chunks);
+    gs_cpu_parallel_for(chunks, gs_index_task, &j);
+    for (int64_t c = chunks - 1; c >= 0; c--) {
+        if (j.bad[c] >= 0)
+            *first_bad = j.bad[c];
+        if (j.down[c])
+            *increasing = 0;
+    }
+    free(j.bad);
+    return 0;
+}
+
 /* ---- Segment heads ------------------------------------------------------------------------- */
 
 /* Whether flag i is set: nonzero, where for floats -0.0 counts as zero and NaN as nonzero. */

@@ -192,6 +192,29 @@ done:
     return f->kind ? -1 : 0;
 }
 
+/* The check's two answers come back through a small device buffer (one sync). */
+static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                            int *increasing, gs_fail *f)
+{
+    unsigned long long res[2] = { ~0ull, 0 };
+    void *dev = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (m > 0) {
+        if (gs_cuda_alloc(&dev, sizeof(res), f) < 0)
+            goto done;
+        GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, dev, gs_cuda_stream));
+        GS_CUDA_TRY(f,
+                    cudaMemcpyAsync(res, dev, sizeof(res), cudaMemcpyDeviceToHost, gs_cuda_stream));
+        GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+    }
+    *first_bad = res[0] == ~0ull ? -1 : (int64_t)res[0];
+    *increasing = res[1] == 0;
+done:
+    gs_cuda_free(dev);
+    return f->kind ? -1 : 0;
+}
+
 static int cuda_linrec(const gs_linrec_desc *d, gs_fail *f)
 {
     const size_t bytes = gs_linrec_scratch_bytes(d->n);
@@ -218,6 +241,7 @@ const gs_backend_ops gs_cuda_backend = {
     .step = cuda_step,
     .segreduce = cuda_segreduce,
     .heads = cuda_heads,
+    .index_check = cuda_index_check,
     .linrec = cuda_linrec,
     .stream_scan = gs_stream_scan,
     .stream_reduce = gs_stream_reduce,

@@ -157,6 +157,13 @@ static int stub_heads(const gs_split_desc *d, void *state, int64_t *positions, g
     return no_cuda_entry(f);
 }
 
+static int stub_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                            int *increasing, gs_fail *f)
+{
+    (void)idx, (void)m, (void)n, (void)first_bad, (void)increasing;
+    return no_cuda_entry(f);
+}
+
 static int stub_linrec(const gs_linrec_desc *d, gs_fail *f)
 {
     (void)d;
@@ -175,6 +182,7 @@ const gs_backend_ops gs_cuda_backend = {
     .step = stub_step,
     .segreduce = stub_segreduce,
     .heads = stub_heads,
+    .index_check = stub_index_check,
     .linrec = stub_linrec,
 };
 

@@ -75,78 +75,104 @@ typedef struct reduceat_plan {
     gs_dtype red_in_type; /* what the backend reads: in_type when the pair is direct */
     int64_t n;            /* the length along axis */
     int64_t rows;         /* the product of the other lengths */
-    const int64_t *idx;   /* the m indices, checked to lie in [0, n) */
+    gs_view ind;          /* the m indices: a host intp array or a device array of integers */
     int64_t m;
     int rnd; /* the result's shape: a's, with m along axis */
     int64_t rshape[GS_MAX_NDIM];
 } reduceat_plan;
 
-/* The indices as a 1-D C-contiguous intp array on the host (a new reference), converted as
- * NumPy's reduceat converts them; a device array of them is copied to the host first. */
-static PyArrayObject *host_indices(PyObject *obj, gs_bag *bag)
+/* The indices: on the host, converted as NumPy's reduceat converts them (one dimension, intp;
+ * *host owns them), or a device array of one dimension and an integer dtype (*dev). */
+static int get_indices(PyObject *obj, PyArrayObject **host, gs_operand *dev, reduceat_plan *p)
 {
-    PyArray_Descr *intp = PyArray_DescrFromType(NPY_INTP);
-    gs_operand dev;
-    gs_view hv;
-    PyObject *host = NULL;
-    int is_dev = gs_is_device_object(obj);
+    int64_t shape[GS_MAX_NDIM];
+    gs_dtype t;
+    int nd, is_dev = gs_is_device_object(obj);
 
-    memset(&dev, 0, sizeof(dev));
-    if (is_dev > 0) {
-        gs_dtype t;
-        int nd;
-        int64_t shape[GS_MAX_NDIM];
-        if (gs_operand_get(obj, &dev) < 0 || gs_operand_info(&dev, "indices", &t, &nd, shape) < 0 ||
-            (host = gs_result_new(GS_MEM_HOST, nd, shape, t, &hv)) == NULL ||
-            gs_move(&dev.view, &hv, bag) < 0)
-            Py_CLEAR(host);
-        gs_operand_release(&dev);
-        obj = host;
-    }
-    if (is_dev < 0 || obj == NULL) {
-        Py_DECREF(intp);
-        return NULL;
-    }
-    /* NumPy's own conversion: one dimension, intp, as np.<ufunc>.reduceat has it (steals intp). */
-    PyArrayObject *ind = (PyArrayObject *)PyArray_FromAny(obj, intp, 1, 1, NPY_ARRAY_CARRAY, NULL);
-    Py_XDECREF(host);
-    return ind;
-}
-
-/* IndexError for the first index outside [0, n), worded as NumPy's. */
-static int check_indices(const reduceat_plan *p)
-{
-    for (int64_t i = 0; i < p->m; i++) {
-        if (p->idx[i] < 0 || p->idx[i] >= p->n) {
-            PyErr_Format(PyExc_IndexError, "index %lld out-of-bounds in %s.reduceat [0, %lld)",
-                         (long long)p->idx[i], gs_op_ufunc_name(p->op), (long long)p->n);
+    if (is_dev < 0)
+        return -1;
+    if (!is_dev) {
+        /* NumPy's own call (it steals the descriptor). */
+        *host = (PyArrayObject *)PyArray_FromAny(obj, PyArray_DescrFromType(NPY_INTP), 1, 1,
+                                                 NPY_ARRAY_CARRAY, NULL);
+        if (*host == NULL)
             return -1;
-        }
+        obj = (PyObject *)*host;
     }
+    if (gs_operand_get(obj, dev) < 0 || gs_operand_info(dev, "indices", &t, &nd, shape) < 0)
+        return -1;
+    if (gs_dtype_read_kind(t) == 'f' || t == GS_BOOL || nd != 1) {
+        PyErr_SetString(is_dev && nd == 1 ? PyExc_TypeError : PyExc_ValueError,
+                        "reduceat's indices must be one dimension of integers");
+        return -1;
+    }
+    p->ind = dev->view;
+    p->m = shape[0];
     return 0;
 }
 
-/* Whether the indices strictly increase (their segments are then a sorted partition). */
-static int increasing(const reduceat_plan *p)
+/* The indices placed as int64 where the backend reads them, and checked against [0, n): NumPy's
+ * IndexError for the first outside it; *increasing: whether they strictly increase. */
+static int check_indices(const reduceat_plan *p, const gs_backend_ops *be, gs_bag *bag,
+                         gs_view *placed, int *increasing)
 {
-    for (int64_t i = 1; i < p->m; i++)
-        if (p->idx[i] <= p->idx[i - 1])
-            return 0;
-    return 1;
+    int64_t bad = -1, value = 0;
+    gs_view one, host;
+    gs_fail f = { 0 };
+    int rc;
+
+    *increasing = 1;
+    if (p->m == 0)
+        return 0;
+    if (gs_place(&p->ind, be->mem, GS_INT64, bag, placed) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->index_check((const int64_t *)placed->ptr, p->m, p->n, &bad, increasing, &f);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        return gs_raise(&f);
+    if (bad < 0)
+        return 0;
+    one = *placed;
+    one.ptr += bad * 8;
+    one.shape[0] = 1;
+    gs_view_contiguous(&host, &one, &value, GS_MEM_HOST, GS_INT64);
+    if (gs_move(&one, &host, bag) < 0)
+        return -1;
+    PyErr_Format(PyExc_IndexError, "index %lld out-of-bounds in %s.reduceat [0, %lld)",
+                 (long long)value, gs_op_ufunc_name(p->op), (long long)p->n);
+    return -1;
+}
+
+/* The m checked indices on the host (placed: where the backend read them). */
+static int indices_on_host(const reduceat_plan *p, const gs_view *placed, gs_bag *bag,
+                           const int64_t **idx)
+{
+    gs_view host;
+    void *buf;
+
+    if (placed->mem == GS_MEM_HOST) {
+        *idx = (const int64_t *)placed->ptr;
+        return 0;
+    }
+    if (gs_bag_alloc(bag, GS_MEM_HOST, (size_t)p->m * 8, &buf) < 0)
+        return -1;
+    gs_view_contiguous(&host, placed, buf, GS_MEM_HOST, GS_INT64);
+    *idx = buf;
+    return gs_move(placed, &host, bag);
 }
 
 /*
  * The flat segments of every row (row r's values start at r * n) in host memory owned by the
- * bag: *nseg starts, and ends (NULL for a sorted partition).  *gap: every row has one more
- * segment in front, [row start, first index), whose result is dropped.
+ * bag: *nseg starts, and ends (NULL for a sorted partition: increasing indices).  *gap: every
+ * row has one more segment in front, [row start, first index), whose result is dropped.
  */
-static int build_segments(const reduceat_plan *p, gs_bag *bag, int64_t **starts, int64_t **ends,
-                          int64_t *nseg, int *gap)
+static int build_segments(const reduceat_plan *p, const int64_t *idx, int sorted, gs_bag *bag,
+                          int64_t **starts, int64_t **ends, int64_t *nseg, int *gap)
 {
-    const int sorted = increasing(p);
     int64_t k = 0;
 
-    *gap = sorted && p->rows > 1 && p->idx[0] > 0;
+    *gap = sorted && p->rows > 1 && idx[0] > 0;
     *nseg = p->rows * (p->m + *gap);
     *ends = NULL;
     if (gs_bag_alloc(bag, GS_MEM_HOST, (size_t)*nseg * 8, (void **)starts) < 0 ||
@@ -157,17 +183,42 @@ static int build_segments(const reduceat_plan *p, gs_bag *bag, int64_t **starts,
         if (*gap)
             (*starts)[k++] = base;
         for (int64_t i = 0; i < p->m; i++, k++) {
-            (*starts)[k] = base + p->idx[i];
+            (*starts)[k] = base + idx[i];
             if (sorted)
                 continue;
             /* As NumPy: up to the next index when it is larger, else the one value at i. */
-            const int64_t end = i + 1 == p->m               ? p->n
-                                : p->idx[i + 1] > p->idx[i] ? p->idx[i + 1]
-                                                            : p->idx[i] + 1;
+            const int64_t end = i + 1 == p->m         ? p->n
+                                : idx[i + 1] > idx[i] ? idx[i + 1]
+                                                      : idx[i] + 1;
             (*ends)[k] = base + end;
         }
     }
     return 0;
+}
+
+/* The segments where the backend reads them: the checked indices themselves for one row of
+ * increasing ones, else built on the host and placed. */
+static int place_segments(const reduceat_plan *p, const gs_backend_ops *be, const gs_view *placed,
+                          int increasing, gs_bag *bag, int64_t **starts, int64_t **ends,
+                          int64_t *nseg, int *gap)
+{
+    const int64_t *idx;
+    int64_t *hstarts, *hends;
+
+    if (increasing && p->rows == 1) {
+        *starts = (int64_t *)placed->ptr;
+        *ends = NULL;
+        *nseg = p->m;
+        *gap = 0;
+        return 0;
+    }
+    *ends = NULL;
+    return indices_on_host(p, placed, bag, &idx) < 0 ||
+                   build_segments(p, idx, increasing, bag, &hstarts, &hends, nseg, gap) < 0 ||
+                   place_int64(be, hstarts, *nseg, bag, starts) < 0 ||
+                   (hends != NULL && place_int64(be, hends, *nseg, bag, ends) < 0)
+               ? -1
+               : 0;
 }
 
 /* Where the backend writes: `res` itself (kept apart from the input), or a temporary of nseg
@@ -197,22 +248,23 @@ static int reduceat_target(const gs_backend_ops *be, const gs_view *res, gs_view
     return 0;
 }
 
-/* Place, target, run, deliver: the settled reduceat of `in` into `res` (seen with axis last). */
+/* Check, place, target, run, deliver: the settled reduceat of `in` into `res`. */
 static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const gs_operand *in,
                         gs_view res, gs_bag *bag)
 {
-    gs_view v = in->view, src, dst, tview;
-    int64_t *hstarts, *hends, *starts, *ends = NULL, nseg;
-    int gap;
+    gs_view v = in->view, placed, src, dst, tview;
+    int64_t *starts, *ends, nseg;
+    int increasing, gap;
 
+    if (check_indices(p, be, bag, &placed, &increasing) < 0)
+        return -1;
     if (p->rows == 0 || p->m == 0)
         return 0;
+    /* Seen with the axis last: rows of n values, each giving m results. */
     gs_view_move_axis_last(&v, p->axis);
     gs_view_move_axis_last(&res, p->axis);
     if (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
-        build_segments(p, bag, &hstarts, &hends, &nseg, &gap) < 0 ||
-        place_int64(be, hstarts, nseg, bag, &starts) < 0 ||
-        (hends != NULL && place_int64(be, hends, nseg, bag, &ends) < 0) ||
+        place_segments(p, be, &placed, increasing, bag, &starts, &ends, &nseg, &gap) < 0 ||
         reduceat_target(be, &res, &src, gap, nseg, bag, &dst, &tview) < 0 ||
         segreduce_backend(be, &src, &dst, starts, ends, nseg, p->op) < 0)
         return -1;
@@ -241,21 +293,44 @@ static int reduceat_axis(reduceat_plan *p, PyObject *axis_obj, int ndim, const i
     return 0;
 }
 
+/* The result (out=, or new where the operands are) and the run on its backend. */
+static PyObject *reduceat_call(const reduceat_plan *p, gs_backend backend, gs_operand *in,
+                               gs_operand *ind, gs_operand *out, PyObject *out_obj)
+{
+    const int device = in->on_device || ind->on_device || out->on_device;
+    const gs_backend_ops *be = gs_backend_for(backend, device);
+    gs_operand *const used[] = { in, ind, out };
+    gs_bag bag = { 0 };
+    PyObject *ret;
+    gs_view res;
+
+    if (out_obj != Py_None) {
+        res = out->view;
+        ret = Py_NewRef(out_obj);
+    } else if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, p->rnd, p->rshape,
+                                    p->acc_type, &res)) == NULL) {
+        return NULL;
+    }
+    if (reduceat_run(p, be, in, res, &bag) < 0 || gs_release_operands(used, 3) < 0)
+        Py_CLEAR(ret);
+    gs_bag_free(&bag);
+    return ret;
+}
+
 PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "a", "indices", "op", "axis", "dtype", "out", NULL };
     PyObject *a, *ind_obj, *op_obj = NULL, *axis_obj = NULL, *out_obj = Py_None, *ret = NULL;
     PyArray_Descr *dtype = NULL;
-    PyArrayObject *ind = NULL;
+    PyArrayObject *host_ind = NULL;
     int64_t shape[GS_MAX_NDIM];
-    gs_operand in, out;
+    gs_operand in, ind, out;
     gs_backend backend;
-    gs_bag bag = { 0 };
     reduceat_plan p;
-    gs_view res;
     int ndim;
 
     memset(&in, 0, sizeof(in));
+    memset(&ind, 0, sizeof(ind));
     memset(&out, 0, sizeof(out));
     memset(&p, 0, sizeof(p));
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$OO&O:reduceat", kwlist, &a, &ind_obj,
@@ -272,37 +347,20 @@ PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "cannot reduceat on a scalar");
         goto done;
     }
-    if ((ind = host_indices(ind_obj, &bag)) == NULL)
+    if (get_indices(ind_obj, &host_ind, &ind, &p) < 0 ||
+        reduceat_axis(&p, axis_obj, ndim, shape) < 0)
         goto done;
-    p.idx = (const int64_t *)PyArray_DATA(ind);
-    p.m = (int64_t)PyArray_SIZE(ind);
-    if (reduceat_axis(&p, axis_obj, ndim, shape) < 0)
-        goto done;
-    if (check_indices(&p) < 0 || (out_obj != Py_None && gs_out_get(out_obj, &out) < 0) ||
+    if ((out_obj != Py_None && gs_out_get(out_obj, &out) < 0) ||
         gs_settle_acc(p.op, p.in_type, dtype, out_obj != Py_None ? &out : NULL, p.rnd, p.rshape,
                       &p.acc_type) < 0)
         goto done;
     p.red_in_type = gs_scan_pair_direct(p.in_type, p.acc_type, p.op) ? p.in_type : p.acc_type;
-
-    {
-        const int device = in.on_device || out.on_device;
-        const gs_backend_ops *be = gs_backend_for(backend, device);
-        gs_operand *const used[] = { &in, &out };
-        if (out_obj != Py_None) {
-            res = out.view;
-            ret = Py_NewRef(out_obj);
-        } else if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, p.rnd, p.rshape,
-                                        p.acc_type, &res)) == NULL) {
-            goto done;
-        }
-        if (reduceat_run(&p, be, &in, res, &bag) < 0 || gs_release_operands(used, 2) < 0)
-            Py_CLEAR(ret);
-    }
+    ret = reduceat_call(&p, backend, &in, &ind, &out, out_obj);
 done:
-    gs_bag_free(&bag);
     gs_operand_release(&in);
+    gs_operand_release(&ind);
     gs_operand_release(&out);
-    Py_XDECREF(ind);
+    Py_XDECREF(host_ind);
     Py_XDECREF(dtype);
     return ret;
 }

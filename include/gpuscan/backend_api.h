@@ -351,6 +351,11 @@ typedef struct gs_backend_ops {
      * 0, and every element whose flag is nonzero), ascending, into `positions` (the backend's
      * memory; as many int64 as there are heads).  split_end releases the state as ever. */
     int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
+    /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n).
+     * *first_bad = the first i with idx[i] outside it (-1: none); *increasing = whether they
+     * strictly increase.  Waits for the answer. */
+    int (*index_check)(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing, gs_fail *f);
     /* First-order linear recurrences (linear_recurrence). */
     int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
 
@@ -434,6 +439,12 @@ cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_
  * gs_launch_split_count over the same `scratch` (whose descriptors, mask and total it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                             int64_t *positions, cudaStream_t stream);
+
+/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (the first bad
+ * index's position, or all ones) and result[1] (nonzero when they do not strictly increase);
+ * `result` is two device uint64, which the launcher sets first. */
+cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
+                                  unsigned long long *result, cudaStream_t stream);
 
 /* Enqueue the linear recurrences on `stream` (one launch after zeroing the scratch);
  * `scratch` holds at least gs_linrec_scratch_bytes(d->n) bytes (gpuscan/config.h). */

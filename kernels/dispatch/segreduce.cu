@@ -141,6 +141,41 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     return gs_launch_check(stream);
 }
 
+/* ---- reduceat's indices -------------------------------------------------------------------- */
+
+/* result[0]: the first position whose index lies outside [0, n); result[1]: set when some
+ * index is not above the one before it.  A grid-stride loop. */
+__global__ void __launch_bounds__(GS_NT)
+    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result)
+{
+    int down = 0;
+    for (int64_t i = (int64_t)blockIdx.x * GS_NT + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * GS_NT) {
+        const int64_t v = __ldg(idx + i);
+        if (v < 0 || v >= n)
+            atomicMin(result, (unsigned long long)i);
+        down |= i > 0 && v <= __ldg(idx + i - 1);
+    }
+    if (__any_sync(GS_FULL_MASK, down) && (threadIdx.x & (GS_WARP - 1)) == 0)
+        atomicOr(result + 1, 1ull);
+}
+
+extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
+                                             unsigned long long *result, cudaStream_t stream)
+{
+    /* Enough blocks to stream the indices at full speed, a few per multiprocessor's worth. */
+    const int64_t blocks = (m + GS_NT - 1) / GS_NT < 1024 ? (m + GS_NT - 1) / GS_NT : 1024;
+    cudaError_t err;
+
+    if (m == 0)
+        return cudaSuccess;
+    if ((err = cudaMemsetAsync(result, 0xff, 8, stream)) != cudaSuccess ||
+        (err = cudaMemsetAsync(result + 1, 0, 8, stream)) != cudaSuccess)
+        return err;
+    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
+    return gs_launch_check(stream);
+}
+
 /* ---- Segment heads ------------------------------------------------------------------------ */
 
 /* Kernel parameters of the heads kernel (by value): the split's scratch after its count pass. */
