@@ -13,8 +13,9 @@
  *                         B[c];
  *   phase 3 (parallel)    each chunk runs its steps from H[c] and writes h.
  * A row of one chunk has phase 3 alone, and tasks then take whole rows, several short ones each.
- * Every value is carried as a double-double number (about 106 bits), so a step rounds far below
- * the output's eps: h is within a few units of its last place of the exact value (the contract
+ * float64 steps run in double-double numbers (about 106 bits), float32 ones in double (53 bits,
+ * 29 more than float32 keeps), and the carries in double-double: a step rounds far below the
+ * output's eps, so h is within a few units of its last place of the exact value (the contract
  * allows 4 (log2 n + 2) eps m[t]), and the chunks, which depend on row_len only, never change
  * more than those units: the bits are the same on every run and every GPUSCAN_NUM_THREADS.
  *
@@ -60,12 +61,20 @@ static void gs_lr_fold(const gs_linrec_desc *d, int64_t r, int64_t from, int64_t
 {
     int64_t step, i = gs_lr_first(d, r, from, &step);
 
+    if (d->type == GS_FLOAT32) { /* in double: a float32 value's error stays far below eps32 */
+        const float *pa = d->a, *pb = d->b;
+        double a2 = 1.0, b2 = 0.0;
+        for (int64_t s = from; s < to; s++, i += step)
+            gs_lr_compose_f64(&a2, &b2, pa[i], (double)pa[i] * 0.0 + pb[i]);
+        *A = gs_dd_of(a2);
+        *B = gs_dd_of(b2);
+        return;
+    }
+    const double *pa = d->a, *pb = d->b;
     *A = gs_dd_of(1.0);
     *B = gs_dd_of(0.0);
-    for (int64_t s = from; s < to; s++, i += step) {
-        const double a = gs_lr_load(d->type, d->a, i), b = gs_lr_load(d->type, d->b, i);
-        gs_lr_compose_dd(A, B, gs_dd_of(a), gs_dd_of(a * 0.0 + b));
-    }
+    for (int64_t s = from; s < to; s++, i += step)
+        gs_lr_compose_dd(A, B, gs_dd_of(pa[i]), gs_dd_of(pa[i] * 0.0 + pb[i]));
 }
 
 /* The steps [from, to) of row r run from h (phase 3): each h written, rounded once. */
@@ -73,13 +82,23 @@ static void gs_lr_run(const gs_linrec_desc *d, int64_t r, int64_t from, int64_t 
 {
     int64_t step, i = gs_lr_first(d, r, from, &step);
 
+    if (d->type == GS_FLOAT32) {
+        const float *pa = d->a, *pb = d->b;
+        float *ph = d->h;
+        double v = h.hi + h.lo;
+        for (int64_t s = from; s < to; s++, i += step) {
+            const double a = pa[i], b = pb[i];
+            v = v == 0.0 ? a * 0.0 + b : fma(a, v, b);
+            ph[i] = (float)v;
+        }
+        return;
+    }
+    const double *pa = d->a, *pb = d->b;
+    double *ph = d->h;
     for (int64_t s = from; s < to; s++, i += step) {
-        const double a = gs_lr_load(d->type, d->a, i), b = gs_lr_load(d->type, d->b, i);
-        h = h.hi == 0.0 ? gs_dd_of(a * 0.0 + b) : gs_dd_add(gs_dd_mul(gs_dd_of(a), h), gs_dd_of(b));
-        if (d->type == GS_FLOAT32)
-            ((float *)d->h)[i] = (float)(h.hi + h.lo);
-        else
-            ((double *)d->h)[i] = h.hi + h.lo;
+        h = h.hi == 0.0 ? gs_dd_of(pa[i] * 0.0 + pb[i])
+                        : gs_dd_add(gs_dd_mul(gs_dd_of(pa[i]), h), gs_dd_of(pb[i]));
+        ph[i] = h.hi + h.lo;
     }
 }
 

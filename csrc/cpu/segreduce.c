@@ -165,26 +165,38 @@ int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_
 
 /* ---- Segment heads ------------------------------------------------------------------------- */
 
-/* Whether flag i is set: nonzero, where for floats -0.0 counts as zero and NaN as nonzero. */
-static inline int gs_flag_at(const gs_split_desc *d, int64_t i)
+/* The heads among flags [from, to) (element 0 always one), counted from k: written to
+ * positions[k...] unless positions is NULL; returns the count after them.  A flag is set when
+ * nonzero (floats: -0.0 is zero and NaN nonzero, as C's comparison has them), read at its own
+ * width, one loop per width. */
+static int64_t gs_heads_range(const gs_split_desc *d, int64_t from, int64_t to, int64_t *positions,
+                              int64_t k)
 {
-    switch (d->flag_type) {
-    case GS_FLOAT32:
-        return ((const float *)d->flags)[i] != 0;
-    case GS_FLOAT64:
-        return ((const double *)d->flags)[i] != 0;
-    default:
-        switch (gs_dtype_size(d->flag_type)) {
-        case 1:
-            return ((const uint8_t *)d->flags)[i] != 0;
-        case 2:
-            return ((const uint16_t *)d->flags)[i] != 0;
-        case 4:
-            return ((const uint32_t *)d->flags)[i] != 0;
-        default:
-            return ((const uint64_t *)d->flags)[i] != 0;
-        }
-    }
+#define GS_HEADS_LOOP(T)                      \
+    do {                                      \
+        const T *f = (const T *)d->flags;     \
+        for (int64_t i = from; i < to; i++) { \
+            if (f[i] != 0 || i == 0) {        \
+                if (positions != NULL)        \
+                    positions[k] = i;         \
+                k++;                          \
+            }                                 \
+        }                                     \
+    } while (0)
+    if (d->flag_type == GS_FLOAT32)
+        GS_HEADS_LOOP(float);
+    else if (d->flag_type == GS_FLOAT64)
+        GS_HEADS_LOOP(double);
+    else if (gs_dtype_size(d->flag_type) == 1)
+        GS_HEADS_LOOP(uint8_t);
+    else if (gs_dtype_size(d->flag_type) == 2)
+        GS_HEADS_LOOP(uint16_t);
+    else if (gs_dtype_size(d->flag_type) == 4)
+        GS_HEADS_LOOP(uint32_t);
+    else
+        GS_HEADS_LOOP(uint64_t);
+#undef GS_HEADS_LOOP
+    return k;
 }
 
 typedef struct gs_heads_job {
@@ -199,17 +211,11 @@ static void gs_heads_task(void *ctx, int64_t c)
     gs_heads_job *j = ctx;
     const int64_t from = c * GS_HEADS_CHUNK;
     const int64_t to = from + GS_HEADS_CHUNK < j->d->n ? from + GS_HEADS_CHUNK : j->d->n;
-    int64_t k = j->positions != NULL ? j->counts[c] : 0;
 
-    for (int64_t i = from; i < to; i++) {
-        if (i == 0 || gs_flag_at(j->d, i)) {
-            if (j->positions != NULL)
-                j->positions[k] = i;
-            k++;
-        }
-    }
-    if (j->positions == NULL)
-        j->counts[c] = k;
+    if (j->positions != NULL)
+        gs_heads_range(j->d, from, to, j->positions, j->counts[c]);
+    else
+        j->counts[c] = gs_heads_range(j->d, from, to, NULL, 0);
 }
 
 int gs_cpu_heads(const gs_split_desc *d, int64_t *positions)
