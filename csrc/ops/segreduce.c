@@ -144,15 +144,16 @@ static int check_indices(const reduceat_plan *p, const gs_backend_ops *be, gs_ba
     return -1;
 }
 
-/* The m checked indices on the host (placed: where the backend read them). */
+/* The m checked indices on the host: where the backend read them, the caller's own host array,
+ * or a copy of the placed ones. */
 static int indices_on_host(const reduceat_plan *p, const gs_view *placed, gs_bag *bag,
                            const int64_t **idx)
 {
     gs_view host;
     void *buf;
 
-    if (placed->mem == GS_MEM_HOST) {
-        *idx = (const int64_t *)placed->ptr;
+    if (placed->mem == GS_MEM_HOST || gs_view_ready(&p->ind, GS_MEM_HOST, GS_INT64)) {
+        *idx = (const int64_t *)(placed->mem == GS_MEM_HOST ? placed->ptr : p->ind.ptr);
         return 0;
     }
     if (gs_bag_alloc(bag, GS_MEM_HOST, (size_t)p->m * 8, &buf) < 0)
