@@ -218,13 +218,14 @@ static void gs_heads_task(void *ctx, int64_t c)
         j->counts[c] = gs_heads_range(j->d, from, to, NULL, 0);
 }
 
-int gs_cpu_heads(const gs_split_desc *d, int64_t *positions)
+int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
 {
     const int64_t chunks = (d->n + GS_HEADS_CHUNK - 1) / GS_HEADS_CHUNK;
     gs_heads_job j = { d, NULL, NULL };
     int64_t before = 0;
 
-    if (d->n < 0 || (d->n > 0 && (d->flags == NULL || positions == NULL)))
+    *count = 0;
+    if (d->n < 0 || (d->n > 0 && d->flags == NULL))
         return -EINVAL;
     if (d->n == 0)
         return 0;
@@ -236,8 +237,10 @@ int gs_cpu_heads(const gs_split_desc *d, int64_t *positions)
         j.counts[c] = before;
         before += k;
     }
+    *count = before;
     j.positions = positions;
-    gs_cpu_parallel_for(chunks, gs_heads_task, &j);
+    if (positions != NULL)
+        gs_cpu_parallel_for(chunks, gs_heads_task, &j);
     free(j.counts);
     return 0;
 }

@@ -182,7 +182,23 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The heads' positions from the split count's scratch (`state`, cuda_split_count's). */
+/* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
+ * is the state that the positions pass reads (split_end frees it). */
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    const size_t bytes = gs_split_scratch_bytes(d->n);
+
+    *state = NULL;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(state, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
+    (void)read_total(*state, d->n, count, f);
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' positions from the count's scratch (`state`). */
 static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
 {
     GS_CUDA_TRY(f, gs_cuda_enter());
@@ -240,6 +256,7 @@ const gs_backend_ops gs_cuda_backend = {
     .hist = cuda_hist,
     .step = cuda_step,
     .segreduce = cuda_segreduce,
+    .heads_count = cuda_heads_count,
     .heads = cuda_heads,
     .index_check = cuda_index_check,
     .linrec = cuda_linrec,

@@ -14,8 +14,8 @@
  *                 last segment stops at its end) or explicit [start, end) pairs (any other
  *                 indices: an index not smaller than the next is the one value at it).
  *   segmented_reduce  a nonzero flag starts a segment and element 0 always does: the backend
- *                 counts the heads (its split count), the host sizes the result, the backend
- *                 writes their positions, and they are a sorted partition of the flat values.
+ *                 counts the heads, the host sizes the result, the backend writes their
+ *                 positions, and they are a sorted partition of the flat values.
  * The result is delivered as reduce delivers: a NumPy array for host operands, a DeviceArray
  * when an operand is on the device, or `out`.
  */
@@ -368,49 +368,29 @@ done:
 
 /* ---- segmented_reduce() ------------------------------------------------------------------- */
 
-/* Whether element 0 of `flags` is set (NumPy's truth: -0.0 is not, NaN is), read on the host. */
-static int first_flag(const gs_view *flags, gs_bag *bag, int *set)
-{
-    gs_view one = *flags, host;
-    unsigned char value = 0;
-
-    one.ndim = 1;
-    one.shape[0] = 1;
-    gs_view_contiguous(&host, &one, &value, GS_MEM_HOST, GS_BOOL);
-    if (gs_move(&one, &host, bag) < 0)
-        return -1;
-    *set = value != 0;
-    return 0;
-}
-
-/* The positions of the heads of the placed flags (n of them), in the backend's memory: counted
- * by the backend's split count, then written by its heads entry.  *count receives how many. */
+/* The positions of the heads of the placed flags, in the backend's memory: counted by the
+ * backend's heads_count (which waits for the count), then written by its heads entry.  *count
+ * receives how many. */
 static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag *bag,
                           int64_t **positions, int64_t *count)
 {
     gs_split_desc d;
     gs_fail f = { 0 };
     void *state = NULL;
-    int64_t total = 0;
-    int set = 1, rc = -1;
+    int rc;
 
     memset(&d, 0, sizeof(d));
     d.flags = flags->ptr;
     d.n = gs_view_size(flags);
     d.flag_type = flags->dtype;
     Py_BEGIN_ALLOW_THREADS
-        rc = be->split_count(&d, &state, &total, &f);
+        rc = be->heads_count(&d, &state, count, &f);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         gs_raise(&f);
         goto done;
     }
-    rc = -1;
-    /* Element 0 starts a segment whatever its flag says. */
-    if (first_flag(flags, bag, &set) < 0)
-        goto done;
-    *count = total + !set;
-    if (gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions) < 0)
+    if ((rc = gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions)) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
         rc = be->heads(&d, state, *positions, &f);

@@ -347,9 +347,11 @@ typedef struct gs_backend_ops {
     int (*step)(const gs_step_desc *d, gs_fail *f);
     /* A segmented reduction (reduceat, segmented_reduce). */
     int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
-    /* After split_count(d, &state, ...): the positions of the segment heads of d->flags (element
-     * 0, and every element whose flag is nonzero), ascending, into `positions` (the backend's
-     * memory; as many int64 as there are heads).  split_end releases the state as ever. */
+    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
+     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
+     * backend's memory, *count int64).  split_end releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
     int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
     /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n).
      * *first_bad = the first i with idx[i] outside it (-1: none); *increasing = whether they
@@ -435,8 +437,14 @@ cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_
 cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
                                 cudaStream_t stream);
 
+/* The count of the segment heads of d->flags: the split's count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
+ * scratch's first 8 bytes) when its flag is clear. */
+cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
 /* Enqueue the positions of the segment heads of d->flags into `positions`, after
- * gs_launch_split_count over the same `scratch` (whose descriptors, mask and total it reads). */
+ * gs_launch_heads_count over the same `scratch` (whose descriptors and mask it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                             int64_t *positions, cudaStream_t stream);
 

@@ -235,6 +235,25 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     }
 }
 
+/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
+__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total)
+{
+    if ((mask[0] & 1u) == 0)
+        *total += 1;
+}
+
+extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
+    if (err != cudaSuccess || d->n == 0)
+        return err;
+    gs_heads_first<<<1, 1, 0, stream>>>(
+        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+        (unsigned long long *)scratch);
+    return gs_launch_check(stream);
+}
+
 extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                        int64_t *positions, cudaStream_t stream)
 {
