@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuscan
-from conftest import NV, make_layout, run_python
+from conftest import NV, make_layout, outputs_on_thread_counts
 from gpuscan import _gpuscan
 from reference import bits, check_linrec, linrec_python
 
@@ -262,11 +262,7 @@ def test_same_bits_on_any_thread_count():
         "g = gpuscan.linear_recurrence(a.reshape(-1, 1031), b.reshape(-1, 1031), reverse=True)\n"
         "print(h.view(np.uint32).sum(dtype=np.uint64), g.view(np.uint32).sum(dtype=np.uint64))\n"
     )
-    outs = []
-    for threads in ("1", "2", "3"):
-        p = run_python(code, env={"GPUSCAN_BACKEND": "cpu", "GPUSCAN_NUM_THREADS": threads})
-        assert p.returncode == 0, p.stderr
-        outs.append(p.stdout)
+    outs = outputs_on_thread_counts(code)
     assert outs[0] == outs[1] == outs[2]
 
 

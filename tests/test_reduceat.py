@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import gpuscan
-from conftest import (DTYPE_IDS, DTYPES, NV, SHAPE_MISMATCHES, make_layout, random_array,
-                      run_python)
+from conftest import (DTYPE_IDS, DTYPES, NV, SHAPE_MISMATCHES, make_layout,
+                      outputs_on_thread_counts, random_array)
 from gpuscan import _gpuscan
 from reference import (BITWISE_OPS, OPS, UFUNCS, bits, check_reduceat, check_segmented_reduce,
                        reduceat_python)
@@ -274,11 +274,7 @@ def test_reduceat_same_bits_on_any_thread_count():
         "s = gpuscan.segmented_reduce(a, rng.random(a.size) < 1e-3)\n"
         "print(r.view(np.uint32).sum(dtype=np.uint64), s.view(np.uint32).sum(dtype=np.uint64))\n"
     )
-    outs = []
-    for threads in ("1", "2", "3"):
-        p = run_python(code, env={"GPUSCAN_BACKEND": "cpu", "GPUSCAN_NUM_THREADS": threads})
-        assert p.returncode == 0, p.stderr
-        outs.append(p.stdout)
+    outs = outputs_on_thread_counts(code)
     assert outs[0] == outs[1] == outs[2]
 
 
