@@ -177,6 +177,83 @@ def bincount(
     x: npt.ArrayLike, /, weights: npt.ArrayLike | None = None, minlength: SupportsIndex = 0
 ) -> npt.NDArray[Any]: ...
 
+@overload
+def reduceat(
+    a: DeviceArray,
+    indices: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    axis: SupportsIndex = 0,
+    dtype: npt.DTypeLike | None = None,
+    out: DeviceArray | None = None,
+) -> DeviceArray: ...
+@overload
+def reduceat(
+    a: npt.ArrayLike,
+    indices: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    axis: SupportsIndex = 0,
+    dtype: npt.DTypeLike | None = None,
+    out: None = None,
+) -> npt.NDArray[Any]: ...
+@overload
+def reduceat(
+    a: npt.ArrayLike | DeviceArray,
+    indices: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    axis: SupportsIndex = 0,
+    dtype: npt.DTypeLike | None = None,
+    out: _Out,
+) -> _Out: ...
+@overload
+def segmented_reduce(
+    a: DeviceArray,
+    flags: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    dtype: npt.DTypeLike | None = None,
+) -> DeviceArray: ...
+@overload
+def segmented_reduce(
+    a: npt.ArrayLike,
+    flags: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    dtype: npt.DTypeLike | None = None,
+) -> npt.NDArray[Any]: ...
+@overload
+def linear_recurrence(
+    a: DeviceArray,
+    b: npt.ArrayLike | DeviceArray,
+    *,
+    axis: SupportsIndex = -1,
+    h0: float | npt.ArrayLike | DeviceArray | None = None,
+    reverse: bool = False,
+    out: DeviceArray | None = None,
+) -> DeviceArray: ...
+@overload
+def linear_recurrence(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike | DeviceArray,
+    *,
+    axis: SupportsIndex = -1,
+    h0: float | npt.ArrayLike | DeviceArray | None = None,
+    reverse: bool = False,
+    out: None = None,
+) -> npt.NDArray[Any]: ...
+@overload
+def linear_recurrence(
+    a: npt.ArrayLike | DeviceArray,
+    b: npt.ArrayLike | DeviceArray,
+    *,
+    axis: SupportsIndex = -1,
+    h0: float | npt.ArrayLike | DeviceArray | None = None,
+    reverse: bool = False,
+    out: _Out,
+) -> _Out: ...
+
 # ---- the backend ----
 
 def backend() -> Literal["cuda", "cpu"]: ...
@@ -217,4 +294,6 @@ def _teach_scratch_bytes(
     in_place: bool,
 ) -> int: ...
 def _teach_set_unpadded(flag: bool) -> bool: ...
+def _segreduce_scratch_bytes(n: int, nseg: int, sorted: bool) -> int: ...
+def _linrec_scratch_bytes(n: int) -> int: ...
 def _pipeline_chunk_bytes(n: int | None = None, /) -> int: ...

@@ -14,7 +14,7 @@ scan(a, algorithm="blelloch", op="add", *, exclusive=False)
     the one 2**d before it) or Blelloch (``"blelloch"``: up-sweep, down-sweep from a cleared
     root, and for an inclusive scan one more step combining the input back in; the input is
     padded with the identity to the next power of two).
-segmented_scan(a, flags, op="add", *, exclusive=False)
+segmented_scan(a, flags, op="add", *, exclusive=False, algorithm="blelloch")
     Blelloch's flagged sweeps: the up-sweep combines only into nodes with no head below them
     and ORs the flags; the down-sweep resets the right child to the identity where the original
     flag just right of the left child is set.
@@ -261,13 +261,16 @@ def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "bl
 
 
 def segmented_scan(a: npt.ArrayLike, flags: npt.ArrayLike, op: "_Op" = "add", *,
-                   exclusive: bool = False) -> Trace:
+                   exclusive: bool = False, algorithm: Literal["blelloch"] = "blelloch") -> Trace:
     """Trace the flagged Blelloch scan (``segmented_scan(..., algorithm="blelloch")``).
 
-    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``Trace.flag_steps`` holds
-    the up-swept flags after each step.  Raises ``ValueError`` beyond 2**16 elements or when
-    the sizes differ.
+    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``algorithm`` names the one
+    algorithm traced, ``"blelloch"`` (accepted as ``trace.scan`` and ``segmented_scan`` take
+    it).  ``Trace.flag_steps`` holds the up-swept flags after each step.  Raises ``ValueError``
+    beyond 2**16 elements, when the sizes differ, or for another algorithm.
     """
+    if algorithm != "blelloch":
+        raise ValueError(f"trace.segmented_scan: algorithm must be 'blelloch', got {algorithm!r}")
     return _run("blelloch", a, flags, op, exclusive)
 
 

@@ -197,3 +197,14 @@ def run_python(code, env=None, timeout=120):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def outputs_on_thread_counts(code, counts=("1", "2", "3")):
+    """The stdout of `code` run on the CPU backend with each GPUSCAN_NUM_THREADS in counts (each
+    run must succeed): a result printed by `code` must not depend on the thread count."""
+    outs = []
+    for threads in counts:
+        p = run_python(code, env={"GPUSCAN_BACKEND": "cpu", "GPUSCAN_NUM_THREADS": threads})
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout)
+    return outs

@@ -17,7 +17,8 @@ and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); d
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
 other algorithms where the build has them; split and compact (every value and flag width, tile
 edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
-bins, weights, searched edges, uneven and unaligned n) and bincount.  Device buffers come from
+bins, weights, searched edges, uneven and unaligned n) and bincount; reduceat, segmented_reduce
+and linear_recurrence (apps_cases).  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -334,6 +335,100 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
+def apps_cases(run, nv, reduced):
+    """reduceat (increasing indices: the segmented scan storing segment ends, one row and rows
+    with a gap in front; other indices: a warp per slice), segmented_reduce (the heads counted
+    and placed from the split's count pass), the index check (a bad index), and
+    linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
+    rng = np.random.default_rng(17)
+    sizes = [nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
+    for n in sizes:
+        for dt, op in ((np.int32, "add"), (np.int8, "add"), (np.float32, "add"),
+                       (np.float64, "max"), (np.uint16, "xor")):
+            x = rng.integers(0, 100, n).astype(dt)
+            f = rng.random(n) < 0.02
+            f[[i for i in (nv - 1, nv, nv + 1) if i < n]] = True
+            up = np.flatnonzero(f)
+            down = np.concatenate([up[:5], up[:3], [0]]) if up.size else np.array([0])
+            ufunc = {"add": np.add, "max": np.maximum, "xor": np.bitwise_xor}[op]
+            wide = np.int64 if dt in (np.int32, np.int8) and op == "add" else \
+                (np.uint64 if dt == np.uint16 and op == "add" else dt)
+
+            def red(idx, x=x, op=op, ufunc=ufunc, wide=wide):
+                if idx.size == 0:
+                    return None
+                res = gpuscan.reduceat(gpuscan.to_device(x), gpuscan.to_device(idx), op).get()
+                ref = ufunc.reduceat(x.astype(wide), idx)
+                ok = np.allclose(res, ref, rtol=1e-5) if x.dtype.kind == "f" else \
+                    np.array_equal(res, ref)
+                return None if ok else "reduceat differs"
+
+            def seg(x=x, f=f, op=op, ufunc=ufunc, wide=wide):
+                res = gpuscan.segmented_reduce(gpuscan.to_device(x), gpuscan.to_device(f), op)
+                heads = f.copy()
+                heads[0] = True
+                ref = ufunc.reduceat(x.astype(wide), np.flatnonzero(heads))
+                got = res.get()
+                ok = np.allclose(got, ref, rtol=1e-5) if x.dtype.kind == "f" else \
+                    np.array_equal(got, ref)
+                return None if ok else "segmented_reduce differs"
+
+            name = f"n={n} {np.dtype(dt).name} {op}"
+            run.case(f"reduceat increasing {name}", lambda red=red, up=up: red(up))
+            run.case(f"reduceat any {name}", lambda red=red, down=down: red(down))
+            run.case(f"segmented_reduce {name}", seg)
+    m = rng.integers(0, 50, (5, 3 * nv + 1)).astype(np.int32)
+    run.case("reduceat rows with a gap",
+             lambda: None if np.array_equal(
+                 gpuscan.reduceat(gpuscan.to_device(m), [3, nv, 2 * nv], axis=1).get(),
+                 np.add.reduceat(m, [3, nv, 2 * nv], axis=1)) else "reduceat differs")
+
+    def bad_index():
+        try:
+            gpuscan.reduceat(gpuscan.to_device(m[0]), gpuscan.to_device(np.array([0, 10**9])))
+        except IndexError:
+            return None
+        return "no IndexError"
+
+    run.case("reduceat bad device index", bad_index)
+    for n in ([33, nv + 3, 3 * nv + 7] if reduced else [1, 2, 33, nv - 1, nv, nv + 3, 3 * nv + 7]):
+        for dt in (np.float32, np.float64):
+            a = rng.uniform(0.5, 1.0, n).astype(dt)
+            b = rng.uniform(-1, 1, n).astype(dt)
+
+            def lin(a=a, b=b, reverse=False, h0=None):
+                res = gpuscan.linear_recurrence(gpuscan.to_device(a), gpuscan.to_device(b),
+                                                reverse=reverse, h0=h0).get()
+                h, ref = 0.0 if h0 is None else h0, np.empty(a.size)
+                order = range(a.size - 1, -1, -1) if reverse else range(a.size)
+                for i in order:
+                    h = float(a[i]) * h + float(b[i])
+                    ref[i] = h
+                return None if np.allclose(res, ref, rtol=1e-4, atol=1e-5) else "differs"
+
+            name = f"n={n} {np.dtype(dt).name}"
+            run.case(f"linear_recurrence {name}", lin)
+            run.case(f"linear_recurrence reverse h0 {name}",
+                     lambda lin=lin: lin(reverse=True, h0=0.5))
+            if n > 1:  # unaligned views
+                run.case(f"linear_recurrence unaligned {name}",
+                         lambda lin=lin, a=a, b=b: lin(a[1:], b[1:]))
+    r = rng.uniform(0.5, 1.0, (7, nv + 5))
+    q = rng.uniform(-1, 1, (7, nv + 5))
+
+    def rows():
+        res = gpuscan.linear_recurrence(gpuscan.to_device(r), gpuscan.to_device(q), axis=1,
+                                        h0=np.arange(7.0)).get()
+        ref = np.empty_like(r)
+        h = np.arange(7.0)
+        for t in range(r.shape[1]):
+            h = r[:, t] * h + q[:, t]
+            ref[:, t] = h
+        return None if np.allclose(res, ref, rtol=1e-10) else "rows differ"
+
+    run.case("linear_recurrence rows", rows)
+
+
 def mul_within_bound(res, x):
     """The contract's float mul bound, |out[i] - exact[i]| <= (i+1) eps |exact[i]| (over
     hundreds of tiles a product of factors near 1 drifts past compare()'s fixed tolerance, as
@@ -587,6 +682,7 @@ def main():
     segmented_and_reduce_cases(run, nv, args.reduced)
     driver_cases(run, nv, args.reduced)
     split_cases(run, nv, cp, args.reduced)
+    apps_cases(run, nv, args.reduced)
     streamed_cases(run)
     if hasattr(gpuscan, "histogram"):
         histogram_cases(run, cp)

@@ -27,6 +27,11 @@ static int bad_op(void)
     return -1;
 }
 
+const char *gs_op_ufunc_name(gs_op op)
+{
+    return op >= 0 && op < GS_NOPS ? op_ufuncs[op] : "?";
+}
+
 int gs_parse_op(PyObject *obj, gs_op *op)
 {
     PyObject *name = NULL;

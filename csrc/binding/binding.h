@@ -56,6 +56,9 @@ int gs_require_cuda(void);
 /* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
 int gs_parse_op(PyObject *obj, gs_op *op);
 
+/* The name of op's NumPy ufunc ("add", "multiply", "minimum", ...). */
+const char *gs_op_ufunc_name(gs_op op);
+
 /* algorithm: "auto", "hillis_steele" or "blelloch" (segmented: "auto" or "blelloch"); else
  * ValueError listing the choices. */
 int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo);
@@ -175,8 +178,9 @@ PyObject *gs_to_device(PyObject *self, PyObject *arg);
 
 extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_doc_split[],
     gs_doc_compact[], gs_doc_histogram[], gs_doc_bincount[], gs_doc_backend[], gs_doc_device_info[],
-    gs_doc_to_device[], gs_doc_module[], gs_doc_devarray[], gs_doc_devarray_get[],
-    gs_doc_devarray_dlpack[], gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
+    gs_doc_to_device[], gs_doc_module[], gs_doc_reduceat[], gs_doc_segmented_reduce[],
+    gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[], gs_doc_devarray_dlpack[],
+    gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
 
 /* ---- testing.c ------------------------------------------------------------------------ */
 
@@ -192,6 +196,9 @@ PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs);
 /* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
  * one step at a time on the active backend -> (steps, result, work, span), steps a list of
  * (kind, stride, values, flags or None, work of the step). */

@@ -59,6 +59,25 @@ static PyObject *reduce_scratch_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(gs_reduce_scratch_bytes((int64_t)rows, (int64_t)row_len));
 }
 
+static PyObject *segreduce_scratch_bytes(PyObject *self, PyObject *args)
+{
+    long long n, nseg;
+    int sorted;
+    if (!PyArg_ParseTuple(args, "LLp:_segreduce_scratch_bytes", &n, &nseg, &sorted))
+        return NULL;
+    if (n < 0 || nseg < 0) {
+        PyErr_SetString(PyExc_ValueError, "n and nseg must be >= 0");
+        return NULL;
+    }
+    return PyLong_FromSize_t(gs_segreduce_scratch_bytes((int64_t)n, (int64_t)nseg, sorted));
+}
+
+static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
+{
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_linrec_scratch_bytes(n));
+}
+
 static PyObject *teach_tile_items(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLong(GS_TEACH_TILE);
@@ -212,6 +231,12 @@ PyMethodDef gs_testing_methods[] = {
     { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
       "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
       "tests." },
+    { "_segreduce_scratch_bytes", segreduce_scratch_bytes, METH_VARARGS,
+      "_segreduce_scratch_bytes(n, nseg, sorted)\n--\n\nScratch bytes of a device segmented "
+      "reduction, for tests." },
+    { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
+      "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
+      "values, for tests." },
     { "_trace", (PyCFunction)(void (*)(void))gs_trace, METH_VARARGS | METH_KEYWORDS,
       "_trace(algorithm, a, flags=None, op='add', exclusive=False)\n--\n\n"
       "A teaching scan one parallel step at a time on the active backend, for gpuscan.trace: "

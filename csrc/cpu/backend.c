@@ -71,6 +71,36 @@ static int cpu_step(const gs_step_desc *d, gs_fail *f)
     return outcome(gs_cpu_step(d), "gs_cpu_step", f);
 }
 
+static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
+}
+
+static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    *state = NULL; /* the positions pass counts again as it writes */
+    return outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f);
+}
+
+static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    int64_t count;
+
+    (void)state;
+    return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
+}
+
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                           int *increasing, gs_fail *f)
+{
+    return outcome(gs_cpu_index_check(idx, m, n, first_bad, increasing), "gs_cpu_index_check", f);
+}
+
+static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
+}
+
 const gs_backend_ops gs_cpu_backend = {
     .name = "cpu",
     .mem = GS_MEM_HOST,
@@ -81,4 +111,9 @@ const gs_backend_ops gs_cpu_backend = {
     .split_end = cpu_split_end,
     .hist = cpu_hist,
     .step = cpu_step,
+    .segreduce = cpu_segreduce,
+    .heads_count = cpu_heads_count,
+    .heads = cpu_heads,
+    .index_check = cpu_index_check,
+    .linrec = cpu_linrec,
 };

@@ -168,6 +168,83 @@ done:
     return f->kind ? -1 : 0;
 }
 
+static int cuda_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_segreduce(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
+ * is the state that the positions pass reads (split_end frees it). */
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    const size_t bytes = gs_split_scratch_bytes(d->n);
+
+    *state = NULL;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(state, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
+    (void)read_total(*state, d->n, count, f);
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' positions from the count's scratch (`state`). */
+static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f,
+                gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* The check's two answers come back through a small device buffer (one sync). */
+static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                            int *increasing, gs_fail *f)
+{
+    unsigned long long res[2] = { ~0ull, 0 };
+    void *dev = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (m > 0) {
+        if (gs_cuda_alloc(&dev, sizeof(res), f) < 0)
+            goto done;
+        GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, dev, gs_cuda_stream));
+        GS_CUDA_TRY(f,
+                    cudaMemcpyAsync(res, dev, sizeof(res), cudaMemcpyDeviceToHost, gs_cuda_stream));
+        GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+    }
+    *first_bad = res[0] == ~0ull ? -1 : (int64_t)res[0];
+    *increasing = res[1] == 0;
+done:
+    gs_cuda_free(dev);
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_linrec_scratch_bytes(d->n);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_linrec(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
 const gs_backend_ops gs_cuda_backend = {
     .name = "cuda",
     .mem = GS_MEM_DEVICE,
@@ -178,6 +255,11 @@ const gs_backend_ops gs_cuda_backend = {
     .split_end = cuda_split_end,
     .hist = cuda_hist,
     .step = cuda_step,
+    .segreduce = cuda_segreduce,
+    .heads_count = cuda_heads_count,
+    .heads = cuda_heads,
+    .index_check = cuda_index_check,
+    .linrec = cuda_linrec,
     .stream_scan = gs_stream_scan,
     .stream_reduce = gs_stream_reduce,
     .stream_min_max = gs_stream_min_max,

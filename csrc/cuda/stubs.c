@@ -145,6 +145,38 @@ static int stub_step(const gs_step_desc *d, gs_fail *f)
     return no_cuda_entry(f);
 }
 
+static int stub_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    (void)d;
+    return no_cuda_entry(f);
+}
+
+static int stub_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    (void)d, (void)count;
+    *state = NULL;
+    return no_cuda_entry(f);
+}
+
+static int stub_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    (void)d, (void)state, (void)positions;
+    return no_cuda_entry(f);
+}
+
+static int stub_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                            int *increasing, gs_fail *f)
+{
+    (void)idx, (void)m, (void)n, (void)first_bad, (void)increasing;
+    return no_cuda_entry(f);
+}
+
+static int stub_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    (void)d;
+    return no_cuda_entry(f);
+}
+
 const gs_backend_ops gs_cuda_backend = {
     .name = "cuda",
     .mem = GS_MEM_DEVICE,
@@ -155,6 +187,11 @@ const gs_backend_ops gs_cuda_backend = {
     .split_end = stub_split_end,
     .hist = stub_hist,
     .step = stub_step,
+    .segreduce = stub_segreduce,
+    .heads_count = stub_heads_count,
+    .heads = stub_heads,
+    .index_check = stub_index_check,
+    .linrec = stub_linrec,
 };
 
 #endif /* !GS_HAVE_CUDA */

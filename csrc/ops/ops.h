@@ -96,8 +96,26 @@ int gs_release_operands(gs_operand *const *ops, int n);
  * host, a DeviceArray on the device; *v views it. */
 PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dtype, gs_view *v);
 
-/* ---- shared by the ops ------------------------------------------------------------------- */
+/* ---- settling, shared by the scan-like ops (settle.c) ------------------------------------- */
 
+/* The `out=` operand: a NumPy array or a device array (else TypeError). */
+int gs_out_get(PyObject *out_obj, gs_operand *out);
+
+/* TypeError unless NumPy casts `from` to `to` under the 'same_kind' rule. */
+int gs_check_same_kind(gs_dtype from, gs_dtype to);
+
+/* *acc = the accumulation and result dtype: dtype= (NULL: not given), else out's dtype, else
+ * NumPy's accumulate rule for in_type under op; and the checks of `out` (NULL: not given)
+ * against the result's shape (rnd, rshape), its writability and 'same_kind' casting; a bitwise
+ * op needs bool or integers. */
+int gs_settle_acc(gs_op op, gs_dtype in_type, PyArray_Descr *dtype, gs_operand *out, int rnd,
+                  const int64_t *rshape, gs_dtype *acc);
+
+/* *src = a private copy of a placed input when a call would write dst over it before reading
+ * it: any overlap, except exactly in place (the same buffer) when in_place_ok. */
+int gs_apart_from(const gs_view *dst, gs_view *src, int in_place_ok, gs_bag *bag);
+
+/* ---- shared by the ops ------------------------------------------------------------------- */
 /* ValueError unless two shapes are equal ("flags has shape (3,) but a has shape (4,)"). */
 int gs_check_same_shape(const char *name, int nd, const int64_t *shape, const char *other_name,
                         int other_nd, const int64_t *other);

@@ -13,24 +13,6 @@
  */
 #include "ops/ops.h"
 
-/* TypeError unless NumPy casts `from` to `to` under the 'same_kind' rule. */
-static int check_same_kind(gs_dtype from, gs_dtype to)
-{
-    PyArray_Descr *f = gs_descr(from), *t = gs_descr(to);
-    int ok = f != NULL && t != NULL && PyArray_CanCastTypeTo(f, t, NPY_SAME_KIND_CASTING);
-
-    Py_XDECREF(f);
-    Py_XDECREF(t);
-    if (ok)
-        return 0;
-    if (!PyErr_Occurred())
-        PyErr_Format(PyExc_TypeError,
-                     "cannot cast the scan from %s to the out dtype %s with casting rule "
-                     "'same_kind'",
-                     gs_dtype_name(from), gs_dtype_name(to));
-    return -1;
-}
-
 /* Everything settled about one scan call before any data moves. */
 typedef struct gs_scan_plan {
     gs_op op;
@@ -65,8 +47,6 @@ static void scan_call_release(scan_call *c)
 /* The operator, the backend, the input and `out` operands, and the input's dtype and shape. */
 static int scan_begin(scan_call *c, PyObject *a, PyObject *op_obj, int exclusive, PyObject *out_obj)
 {
-    int is_dev;
-
     /* Names and the backend first: they fail the same way whatever the data. */
     c->plan.op = GS_OP_ADD;
     c->plan.exclusive = exclusive;
@@ -77,20 +57,8 @@ static int scan_begin(scan_call *c, PyObject *a, PyObject *op_obj, int exclusive
         return -1;
     if (gs_operand_get(a, &c->in) < 0)
         return -1;
-    if (out_obj != Py_None) {
-        if (!PyArray_Check(out_obj)) {
-            if ((is_dev = gs_is_device_object(out_obj)) < 0)
-                return -1;
-            if (!is_dev) {
-                PyErr_Format(PyExc_TypeError,
-                             "out must be a NumPy array or a device array, not %.100s",
-                             Py_TYPE(out_obj)->tp_name);
-                return -1;
-            }
-        }
-        if (gs_operand_get(out_obj, &c->out) < 0)
-            return -1;
-    }
+    if (out_obj != Py_None && gs_out_get(out_obj, &c->out) < 0)
+        return -1;
     if (gs_operand_info(&c->in, "input", &c->plan.in_type, &c->ndim, c->shape) < 0)
         return -1;
     c->n = 1;
@@ -105,29 +73,9 @@ static int scan_settle(scan_call *c, PyArray_Descr *dtype, PyObject *out_obj, in
                        const int64_t *rshape)
 {
     gs_scan_plan *plan = &c->plan;
-    gs_dtype out_type;
-    int64_t oshape[GS_MAX_NDIM];
-    int ond;
 
-    if (dtype != NULL && gs_dtype_from_descr(dtype, "dtype", &plan->acc_type) < 0)
-        return -1;
-    if (out_obj != Py_None) {
-        if (gs_operand_info(&c->out, "out", &out_type, &ond, oshape) < 0)
-            return -1;
-        if (gs_check_same_shape("out", ond, oshape, "the result", rnd, rshape) < 0)
-            return -1;
-        if (c->out.readonly) {
-            PyErr_SetString(PyExc_ValueError, "output array is read-only");
-            return -1;
-        }
-        if (dtype == NULL)
-            plan->acc_type = out_type;
-        if (check_same_kind(dtype == NULL ? plan->in_type : plan->acc_type, out_type) < 0)
-            return -1;
-    } else if (dtype == NULL) {
-        plan->acc_type = gs_default_acc_type(plan->in_type, plan->op);
-    }
-    if (gs_check_op_dtype(plan->op, plan->acc_type) < 0)
+    if (gs_settle_acc(plan->op, plan->in_type, dtype, out_obj != Py_None ? &c->out : NULL, rnd,
+                      rshape, &plan->acc_type) < 0)
         return -1;
     plan->scan_in_type = gs_scan_pair_direct(plan->in_type, plan->acc_type, plan->op)
                              ? plan->in_type
@@ -136,20 +84,6 @@ static int scan_settle(scan_call *c, PyArray_Descr *dtype, PyObject *out_obj, in
 }
 
 /* ---- running ------------------------------------------------------------------------------ */
-
-/* *src = a private copy of the placed input when the scan would write over it before reading
- * it: any overlap with dst but exactly in place (the same buffer, element for element). */
-static int apart_from(const gs_view *dst, gs_view *src, int in_place_ok, gs_bag *bag)
-{
-    gs_view copy;
-
-    if (!gs_views_overlap(src, dst) || (in_place_ok && src->ptr == dst->ptr))
-        return 0;
-    if (gs_temp_like(bag, src, src->mem, src->dtype, &copy) < 0 || gs_move(src, &copy, bag) < 0)
-        return -1;
-    *src = copy;
-    return 0;
-}
 
 /* The descriptor of the plan's scan over n values (rows of row_len; 0: one scan), its buffers
  * not yet set. */
@@ -200,8 +134,8 @@ static int scan_stream(const gs_backend_ops *be, scan_call *c, int segmented, in
                      memcmp(src.strides, res->strides, sizeof(int64_t) * src.ndim) == 0;
     const gs_scan_desc d = scan_desc_of(plan, c->n, whole ? 0 : in->shape[in->ndim - 1]);
 
-    if ((!same && apart_from(res, &src, 0, bag) < 0) ||
-        (segmented && apart_from(res, &heads, 0, bag) < 0))
+    if ((!same && gs_apart_from(res, &src, 0, bag) < 0) ||
+        (segmented && gs_apart_from(res, &heads, 0, bag) < 0))
         return -1;
     return be->stream_scan(&d, &src, segmented ? &heads : NULL, res);
 }
@@ -251,8 +185,8 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
     direct = gs_view_ready(&res, be->mem, plan->acc_type);
     if (direct) {
         dst = res;
-        if (apart_from(&dst, &src, plan->scan_in_type == plan->acc_type, &bag) < 0 ||
-            (segmented && apart_from(&dst, &heads, 0, &bag) < 0))
+        if (gs_apart_from(&dst, &src, plan->scan_in_type == plan->acc_type, &bag) < 0 ||
+            (segmented && gs_apart_from(&dst, &heads, 0, &bag) < 0))
             goto fail;
     } else if (gs_temp_like(&bag, &res, be->mem, plan->acc_type, &dst) < 0) {
         goto fail;

@@ -85,6 +85,53 @@ typedef struct gs_reduce_desc {
 } gs_reduce_desc;
 
 /*
+ * One segmented reduction over n contiguous values `in`: out[s] = in[starts[s]] op ... op
+ * in[ends[s] - 1] for each of the nseg segments (out_type values), with (in_type, out_type,
+ * op) as gs_reduce_desc has them.  starts and ends (int64, in the backend's memory) hold
+ * 0 <= starts[s] < ends[s] <= n; the host settles that (and the empty cases) first.
+ *   ends != NULL: any segments, in any order, overlapping or not (reduceat's general case);
+ *   ends == NULL: starts strictly increase, and segment s ends where s + 1 starts, the last one
+ *                 at n (a sorted partition of [starts[0], n): segmented_reduce, and reduceat
+ *                 with increasing indices).  Values before starts[0] are in no segment.
+ * Float results are deterministic (a grouping fixed by the segments alone, never by the
+ * device or the thread count); float add stays within (log2(len)+2)*eps*sum|x| per segment of
+ * len values, float min/max give the segment's first NaN.
+ */
+typedef struct gs_segreduce_desc {
+    const void *in;
+    void *out;
+    const int64_t *starts;
+    const int64_t *ends;
+    int64_t n;
+    int64_t nseg;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_op op;
+} gs_segreduce_desc;
+
+/*
+ * One first-order linear recurrence per row: the n values of `a` and `b` (`type`: GS_FLOAT32
+ * or GS_FLOAT64) are n / row_len rows of row_len values (row_len >= 1 divides n), and
+ *   h[t] = a[t] * h[t-1] + b[t] along each row, h[-1] = h0[row] (h0: n / row_len values of
+ *   `type`, or NULL for 0);
+ *   reverse: from the row's end instead, h[t] = a[t] * h[t+1] + b[t], h[row_len] = h0[row].
+ * `h` (n values of `type`) may be `a` or `b` themselves (in place), and overlaps neither
+ * otherwise.  Deterministic (a grouping fixed by n and row_len), and within
+ * 4 (log2(row_len) + 2) eps m[t] of the exact h[t], m being the same recurrence on |a|, |b|
+ * and |h0|.
+ */
+typedef struct gs_linrec_desc {
+    const void *a;
+    const void *b;
+    const void *h0;
+    void *h;
+    int64_t n;
+    int64_t row_len;
+    gs_dtype type;
+    int reverse;
+} gs_linrec_desc;
+
+/*
  * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
  * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
  * negative or zero (broadcast source).
@@ -298,6 +345,21 @@ typedef struct gs_backend_ops {
     int (*hist)(const gs_hist_desc *d, gs_fail *f);
     /* One parallel step of a teaching algorithm (gpuscan.trace). */
     int (*step)(const gs_step_desc *d, gs_fail *f);
+    /* A segmented reduction (reduceat, segmented_reduce). */
+    int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
+    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
+     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
+     * backend's memory, *count int64).  split_end releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
+    int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
+    /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n).
+     * *first_bad = the first i with idx[i] outside it (-1: none); *increasing = whether they
+     * strictly increase.  Waits for the answer. */
+    int (*index_check)(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing, gs_fail *f);
+    /* First-order linear recurrences (linear_recurrence). */
+    int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
 
     /* Streamed entries (NULL for a backend whose memory is the host's: the CPU): the same work
      * with operands and results in host memory, views of any strides, byte order and dtype
@@ -369,6 +431,33 @@ cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t 
                                   cudaStream_t stream);
 cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                     cudaStream_t stream);
+
+/* Enqueue the segmented reduction on `stream`; `scratch` holds at least
+ * gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL) bytes (gpuscan/config.h). */
+cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
+                                cudaStream_t stream);
+
+/* The count of the segment heads of d->flags: the split's count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
+ * scratch's first 8 bytes) when its flag is clear. */
+cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
+/* Enqueue the positions of the segment heads of d->flags into `positions`, after
+ * gs_launch_heads_count over the same `scratch` (whose descriptors and mask it reads). */
+cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                            int64_t *positions, cudaStream_t stream);
+
+/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (the first bad
+ * index's position, or all ones) and result[1] (nonzero when they do not strictly increase);
+ * `result` is two device uint64, which the launcher sets first. */
+cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
+                                  unsigned long long *result, cudaStream_t stream);
+
+/* Enqueue the linear recurrences on `stream` (one launch after zeroing the scratch);
+ * `scratch` holds at least gs_linrec_scratch_bytes(d->n) bytes (gpuscan/config.h). */
+cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
 
 /* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
  * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */

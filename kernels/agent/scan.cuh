@@ -293,21 +293,55 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
     __syncthreads();
 }
 
+/* The scan's values y[0, C) of this thread's piece in row k (x: its C values) from the row's
+ * prefix: a carry, or for float32 add a double (row_d: one DADD per row); the prefix then moves
+ * past the row.  A running value since the piece's start or its last head. */
+static __device__ __forceinline__ void
+GS_FN(emit_piece)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, int exclusive, int k,
+                  const GS_R *x, const GS_FN(gs_tile_mine) * mine, const GS_FN(gs_tile_totals) * t,
+                  GS_FN(gs_carry) * row_carry, double *row_d, GS_R *y)
+{
+    const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const unsigned heads = seg ? mine->heads : 0u;
+    GS_R base = mine->ev[k];
+    if (!(seg && mine->ef[k]))
+        base = GS_FN(part_double)(op) ? (GS_R)(*row_d + (double)base)
+                                      : GS_FN(carry_apply)(op, *row_carry, base);
+    GS_R run = id;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        if ((heads >> (k * C + c)) & 1u) {
+            base = id;
+            run = id;
+        }
+        if (exclusive)
+            y[c] = GS_FN(combine)(op, base, run);
+        run = GS_FN(combine)(op, run, x[c]);
+        if (!exclusive)
+            y[c] = GS_FN(combine)(op, base, run);
+    }
+    if (GS_FN(part_double)(op))
+        *row_d = seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(*row_d + (double)t->av[k]);
+    else
+        *row_carry = seg && t->af[k]
+                         ? GS_FN(carry_of)(t->av[k])
+                         : GS_FN(carry_combine)(op, *row_carry, GS_FN(carry_of)(t->av[k]));
+}
+
 /* Emit phase: scan each piece from its prefix (the tile's carry, the rows before, the threads
- * before in its row; a running value since the piece start or its last head) and store it. */
+ * before in its row) and store it. */
 static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg,
                                                    const gs_scan_kparams *p, int64_t tile,
                                                    const GS_R *x, const GS_FN(gs_tile_mine) * mine,
                                                    const GS_FN(gs_tile_totals) * t,
                                                    const GS_FN(gs_scan_smem) * sm)
 {
-    const GS_R id = GS_FN(identity)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     const int64_t row_stride = (int64_t)GS_NT * C;
     const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
     const int whole = tile < p->n / GS_NV;
-    const unsigned heads = seg ? mine->heads : 0u;
     /* The prefix of each row: a carry, or for float32 add a double (one DADD per row). */
     GS_FN(gs_carry) row_carry;
     row_carry.hi = sm->excl_hi;
@@ -317,30 +351,8 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
             GS_R y[16];
-            GS_R base = mine->ev[k];
-            if (!(seg && mine->ef[k]))
-                base = GS_FN(part_double)(op) ? (GS_R)(row_d + (double)base)
-                                              : GS_FN(carry_apply)(op, row_carry, base);
-            GS_R run = id;
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                if ((heads >> (k * C + c)) & 1u) {
-                    base = id;
-                    run = id;
-                }
-                if (p->exclusive)
-                    y[c] = GS_FN(combine)(op, base, run);
-                run = GS_FN(combine)(op, run, x[k * C + c]);
-                if (!p->exclusive)
-                    y[c] = GS_FN(combine)(op, base, run);
-            }
-            if (GS_FN(part_double)(op))
-                row_d =
-                    seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(row_d + (double)t->av[k]);
-            else
-                row_carry = seg && t->af[k]
-                                ? GS_FN(carry_of)(t->av[k])
-                                : GS_FN(carry_combine)(op, row_carry, GS_FN(carry_of)(t->av[k]));
+            GS_FN(emit_piece)
+            (op, in_t, out_t, seg, p->exclusive, k, x + k * C, mine, t, &row_carry, &row_d, y);
             if (whole && p->vec_out) {
                 uint32_t w[4];
 #pragma unroll
