@@ -28,6 +28,11 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
  *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
  *                (a row start is a segment head); row_len == 0: one scan over all n.
+ *   inner > 1:   (with row_len > 0; a backend whose table sets inner_axes) the n elements are
+ *                n / (row_len * inner) blocks, each row_len x inner in C order, and each of a
+ *                block's inner columns is scanned down its row_len values (the scanned axis is
+ *                not the last one, and is read in place, with no transposed copy); out has the
+ *                same layout.  0 or 1: the layout above (a zeroed descriptor keeps it).
  *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
  *                  element 0 always starts a segment.  Not combined with row_len.
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
@@ -54,6 +59,7 @@ typedef struct gs_scan_desc {
     const void *flags;
     int64_t n;
     int64_t row_len;
+    int64_t inner;
     gs_dtype in_type;
     gs_dtype out_type;
     gs_dtype flag_type;
@@ -71,14 +77,20 @@ typedef struct gs_scan_desc {
  * out_type; (in_type, out_type, op) satisfies gs_scan_pair_direct() (the same widening rules as
  * accumulate).  row_len >= 1: empty reductions are settled by the host (identity or
  * ValueError) and never reach a backend.  Float results are deterministic (a fixed grouping
- * that depends on rows and row_len only, never on the device or the thread count) and float
- * add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ * that depends on rows, row_len and inner only, never on the device or the thread count) and
+ * float add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ *   inner > 1: (a backend whose table sets inner_axes) the input is rows x row_len x inner in
+ *              C order, reduced over the middle: out receives rows x inner values, out[r][c]
+ *              the reduction of in[r][0..row_len)[c] (the reduced axes are a block of axes
+ *              followed by kept ones, read in place with no transposed copy).  0 or 1: the
+ *              layout above (a zeroed descriptor keeps it).
  */
 typedef struct gs_reduce_desc {
     const void *in;
     void *out;
     int64_t rows;
     int64_t row_len;
+    int64_t inner;
     gs_dtype in_type;
     gs_dtype out_type;
     gs_op op;
@@ -224,9 +236,9 @@ typedef struct gs_hist_bound {
 
 /*
  * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
- * zeroed by the backend first (unless `accumulate`): int64 counts, or with `weights` (n values of w_type) their sums,
- * in double for float weights and in int64 (wrapping) for bool and integer weights.
- *   UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
+ * zeroed by the backend first (unless `accumulate`): int64 counts, or with `weights` (n values of
+ * w_type) their sums, in double for float weights and in int64 (wrapping) for bool and integer
+ * weights. UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
  *            its bin is that of xe = (edge_type) x among `edges` (nbins + 1 values of
  *            edge_type, GS_FLOAT32 or GS_FLOAT64): the i with edges[i] <= xe < edges[i + 1],
  *            the last bin closed.  p = (xe - edges[0]) * scale, computed in edge_type, gives it
@@ -331,6 +343,7 @@ static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call,
 typedef struct gs_backend_ops {
     const char *name; /* "cpu" or "cuda" */
     gs_mem mem;       /* where its buffers live */
+    int inner_axes;   /* takes scan and reduce descriptors with inner > 1 */
     int (*scan)(const gs_scan_desc *d, gs_fail *f);
     int (*reduce)(const gs_reduce_desc *d, gs_fail *f);
     /* A split in two phases.  count: reads the flags (d->out unused) and, when `total` is not

@@ -152,8 +152,8 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
                     const uint64_t fb =
                         vec_flags ? gs_word_elem(p->flag_type, fw, c)
                                   : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
-                    if (g < p->n && ((g == 0 && p->carry_in == NULL) ||
-                                     gs_flag_set(p->flag_type, fb)))
+                    if (g < p->n &&
+                        ((g == 0 && p->carry_in == NULL) || gs_flag_set(p->flag_type, fb)))
                         heads |= 1u << (k * C + c);
                 }
             }
@@ -168,9 +168,9 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
  * a plain scan passes heads 0 and neither computes, moves nor tests a flag. */
 static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                         int seg, const GS_R *x, unsigned heads,
-                                                        GS_FN(gs_tile_mine) * mine,
-                                                        GS_FN(gs_tile_totals) * tot,
-                                                        GS_FN(gs_block_scan_smem) * sm)
+                                                        GS_FN(gs_tile_mine) *mine,
+                                                        GS_FN(gs_tile_totals) *tot,
+                                                        GS_FN(gs_block_scan_smem) *sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
@@ -231,7 +231,7 @@ static __device__ __forceinline__ void GS_FN(carry_after)(const gs_scan_kparams 
 static __device__ __forceinline__ void GS_FN(publish_aggregate)(gs_op op, gs_dtype out_t,
                                                                 const gs_scan_kparams *p,
                                                                 int64_t tile,
-                                                                const GS_FN(gs_tile_totals) * t)
+                                                                const GS_FN(gs_tile_totals) *t)
 {
     if (threadIdx.x != 0)
         return;
@@ -246,8 +246,8 @@ static __device__ __forceinline__ void GS_FN(publish_aggregate)(gs_op op, gs_dty
  * barrier. */
 static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype out_t, int seg,
                                                            const gs_scan_kparams *p, int64_t tile,
-                                                           const GS_FN(gs_tile_totals) * t,
-                                                           GS_FN(gs_scan_smem) * sm)
+                                                           const GS_FN(gs_tile_totals) *t,
+                                                           GS_FN(gs_scan_smem) *sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
 #ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
@@ -296,10 +296,10 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
 /* The scan's values y[0, C) of this thread's piece in row k (x: its C values) from the row's
  * prefix: a carry, or for float32 add a double (row_d: one DADD per row); the prefix then moves
  * past the row.  A running value since the piece's start or its last head. */
-static __device__ __forceinline__ void
-GS_FN(emit_piece)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, int exclusive, int k,
-                  const GS_R *x, const GS_FN(gs_tile_mine) * mine, const GS_FN(gs_tile_totals) * t,
-                  GS_FN(gs_carry) * row_carry, double *row_d, GS_R *y)
+static __device__ __forceinline__ void GS_FN(emit_piece)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, int exclusive, int k, const GS_R *x,
+    const GS_FN(gs_tile_mine) *mine, const GS_FN(gs_tile_totals) *t, GS_FN(gs_carry) *row_carry,
+    double *row_d, GS_R *y)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
@@ -333,9 +333,9 @@ GS_FN(emit_piece)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, int exclusiv
  * before in its row) and store it. */
 static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg,
                                                    const gs_scan_kparams *p, int64_t tile,
-                                                   const GS_R *x, const GS_FN(gs_tile_mine) * mine,
-                                                   const GS_FN(gs_tile_totals) * t,
-                                                   const GS_FN(gs_scan_smem) * sm)
+                                                   const GS_R *x, const GS_FN(gs_tile_mine) *mine,
+                                                   const GS_FN(gs_tile_totals) *t,
+                                                   const GS_FN(gs_scan_smem) *sm)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
@@ -422,8 +422,9 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
  * 16 bytes off, float32 add 87% against 84% 24 bytes off). */
 extern __shared__ __align__(128) uint4 gs_dynamic_smem[];
 
-static __device__ __forceinline__ void
-GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, const gs_scan_kparams *p)
+static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t,
+                                                               gs_dtype out_t, int seg,
+                                                               const gs_scan_kparams *p)
 {
     __shared__ GS_FN(gs_scan_smem) sm;
     const int C = GS_PIECE(in_t, out_t);
