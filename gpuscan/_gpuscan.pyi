@@ -129,7 +129,9 @@ def reduce(
     *,
     axis: _Axes = None,
     dtype: npt.DTypeLike | None = None,
+    out: DeviceArray | None = None,
     keepdims: bool = False,
+    initial: Any = None,
 ) -> DeviceArray: ...
 @overload
 def reduce(
@@ -138,8 +140,21 @@ def reduce(
     *,
     axis: _Axes = None,
     dtype: npt.DTypeLike | None = None,
+    out: None = None,
     keepdims: bool = False,
+    initial: Any = None,
 ) -> Any: ...  # a NumPy scalar (every axis reduced) or an array, as np.add.reduce
+@overload
+def reduce(
+    a: npt.ArrayLike | DeviceArray,
+    op: _Op = "add",
+    *,
+    axis: _Axes = None,
+    dtype: npt.DTypeLike | None = None,
+    out: _Out,
+    keepdims: bool = False,
+    initial: Any = None,
+) -> _Out: ...
 @overload
 def split(a: DeviceArray, flags: npt.ArrayLike | DeviceArray) -> tuple[DeviceArray, int]: ...
 @overload

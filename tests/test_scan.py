@@ -786,15 +786,29 @@ def test_algorithm_not_a_string(algorithm):
 # Errors of the contract that concern scan.
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["sum", "plus", "", "ADD", "prod", np.subtract,
-                                np.logical_and, np.fmax, len, None, 1],
+                                np.logical_and, np.fmax, len, None, 1.5, True],
                          ids=["sum", "plus", "empty", "ADD", "prod", "np.subtract",
-                              "np.logical_and", "np.fmax", "builtin_len", "None", "int"])
+                              "np.logical_and", "np.fmax", "builtin_len", "None", "float",
+                              "bool"])
 def test_bad_op(op):
     with pytest.raises(ValueError) as info:
         gpuscan.scan(np.arange(10), op)
     message = str(info.value)
     for name in OPS:
         assert name in message, f"the ValueError should list the choices: {message!r}"
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, np.int64(1)])
+def test_integer_op_is_numpys_axis_habit(axis):
+    # np.cumsum(m, 1) means axis=1; here the second argument is the operator.  NumPy's answer
+    # for the call the user meant is what the hint leads to.
+    m = np.arange(12).reshape(3, 4)
+    with pytest.raises(TypeError, match=f"axis={int(axis)}"):
+        gpuscan.scan(m, axis)
+    np.testing.assert_array_equal(gpuscan.scan(m, axis=int(axis)), np.cumsum(m, int(axis)))
+    with pytest.raises(TypeError, match="axis="):
+        gpuscan.reduce(m, axis)
+    np.testing.assert_array_equal(gpuscan.reduce(m, axis=int(axis)), np.sum(m, int(axis)))
 
 
 @pytest.mark.parametrize("value", [

@@ -18,12 +18,30 @@ static const char *const op_names[GS_NOPS] = { GS_OPS(GS_X_OPNAME) };
 static const char *const op_ufuncs[GS_NOPS] = { GS_OPS(GS_X_UFUNC) };
 #undef GS_X_UFUNC
 
-static int bad_op(void)
+#define GS_OP_CHOICES                                                                      \
+    "'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the matching NumPy ufunc (np.add, " \
+    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor)"
+
+/* ValueError listing the choices (the contract's), except for an integer: a TypeError with a
+ * hint, since np.cumsum(a, 1) and np.sum(a, 1) mean axis=1 there. */
+static int bad_op(PyObject *obj)
 {
-    PyErr_SetString(PyExc_ValueError,
-                    "op must be one of 'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the "
-                    "matching NumPy ufunc (np.add, np.multiply, np.minimum, np.maximum, "
-                    "np.bitwise_and, np.bitwise_or, np.bitwise_xor)");
+    PyObject *index;
+
+    if (PyIndex_Check(obj) && !PyBool_Check(obj) && (index = PyNumber_Index(obj)) != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "op must be an operator name or ufunc, not the integer %R; the second "
+                     "positional argument is the operator here (NumPy's np.cumsum(a, %R) "
+                     "means axis %R: write axis=%R)",
+                     index, index, index, index);
+        Py_DECREF(index);
+    } else if (PyErr_Occurred())
+        ; /* PyNumber_Index's own error */
+    else if (PyUnicode_Check(obj) || strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") == 0)
+        PyErr_Format(PyExc_ValueError, "op must be one of " GS_OP_CHOICES ", not %R", obj);
+    else
+        PyErr_Format(PyExc_ValueError, "op must be one of " GS_OP_CHOICES ", not %.100s",
+                     Py_TYPE(obj)->tp_name);
     return -1;
 }
 
@@ -49,11 +67,11 @@ int gs_parse_op(PyObject *obj, gs_op *op)
         if (name == NULL)
             goto done;
         if (!PyUnicode_Check(name)) {
-            bad_op();
+            bad_op(obj);
             goto done;
         }
     } else {
-        bad_op();
+        bad_op(obj);
         goto done;
     }
     s = PyUnicode_AsUTF8(name);
@@ -66,7 +84,7 @@ int gs_parse_op(PyObject *obj, gs_op *op)
             goto done;
         }
     }
-    bad_op();
+    bad_op(obj);
 done:
     Py_XDECREF(name);
     return rc;

@@ -11,6 +11,7 @@
  *   args.c         op / algorithm / dtype / axis parsing and NumPy's result dtype rules;
  *   operand.c      Python objects -> views of host or device memory (CAI v2/v3, DLPack);
  *   devarray.c     gpuscan.DeviceArray and to_device();
+ *   half.c         float16 NumPy input, computed in float32 and rounded once per output;
  *   testing.c      the private hooks through which the tests read the configuration;
  * and the entry points of the ops (csrc/ops/).
  * Functions that return int return 0 on success and -1 with a Python exception set.
@@ -50,6 +51,16 @@ const char *gs_backend_cpu_reason(void);
 /* Succeeds when the CUDA backend is active; else TypeError explaining why device arrays cannot
  * be used (or the RuntimeError of a forced, unusable CUDA). */
 int gs_require_cuda(void);
+
+/* ---- half.c --------------------------------------------------------------------------- */
+
+typedef enum gs_half_kind { GS_HALF_ACCUMULATE, GS_HALF_HISTOGRAM } gs_half_kind;
+
+/* The float16 door of an op (fn: its own entry; ACCUMULATE: scan, segmented_scan, reduce,
+ * HISTOGRAM: histogram): 0 when the call has no float16 NumPy operand (the op goes on), else 1
+ * with *ret the float16 call's result (NULL with an exception set on failure). */
+int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
+                  PyObject *kwargs, PyObject **ret);
 
 /* ---- args.c --------------------------------------------------------------------------- */
 

@@ -368,15 +368,42 @@ static int device_operand(PyObject *obj, gs_operand *op)
     return rc;
 }
 
+/* 1 when obj is a numpy.ma.MaskedArray (which PyArray_FromAny would silently unmask), 0 when
+ * not, -1 on error.  Only ndarray subclasses are asked: plain arrays cost nothing. */
+static int is_masked(PyObject *obj)
+{
+    PyObject *ma, *cls;
+    int rc;
+
+    if (!PyArray_Check(obj) || PyArray_CheckExact(obj))
+        return 0;
+    if ((ma = PyImport_ImportModule("numpy.ma")) == NULL)
+        return -1;
+    cls = PyObject_GetAttrString(ma, "MaskedArray");
+    Py_DECREF(ma);
+    if (cls == NULL)
+        return -1;
+    rc = PyObject_IsInstance(obj, cls);
+    Py_DECREF(cls);
+    return rc;
+}
+
 int gs_operand_get(PyObject *obj, gs_operand *op)
 {
-    int is_device;
+    int is_device, masked;
 
     memset(op, 0, sizeof(*op));
     is_device = gs_is_device_object(obj);
     if (is_device < 0)
         return -1;
     if (!is_device) {
+        if ((masked = is_masked(obj)) != 0) {
+            if (masked > 0)
+                PyErr_SetString(PyExc_TypeError,
+                                "masked arrays are not supported: their masks would be ignored; "
+                                "pass a.filled(<identity>) or a.compressed() instead");
+            return -1;
+        }
         op->host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
         if (op->host == NULL)
             return -1;

@@ -360,6 +360,26 @@ fail:
     return NULL;
 }
 
+/* (counts, edges) for a single edge: no bin, so empty counts of NumPy's dtype (int64, the
+ * weights', float64 for a density), where the input is. */
+static PyObject *no_bins(hist_state *s, PyObject *weights, PyObject *density)
+{
+    const int64_t zero = 0;
+    int dens = PyObject_IsTrue(density);
+    gs_dtype t = dens > 0 ? GS_FLOAT64 : weights != Py_None ? s->w.type : GS_INT64;
+    PyObject *res, *ret;
+    gs_view v;
+
+    if (dens < 0)
+        return NULL;
+    res = gs_result_new(s->a.op.on_device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &zero, t, &v);
+    if (res == NULL)
+        return NULL;
+    ret = PyTuple_Pack(2, res, s->bins.edges);
+    Py_DECREF(res);
+    return ret;
+}
+
 PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "a", "bins", "range", "density", "weights", "method", NULL };
@@ -373,6 +393,9 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_hist_desc d;
     hist_state s;
     int64_t n;
+
+    if (gs_half_route(GS_HALF_HISTOGRAM, gs_histogram, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
 
     memset(&s, 0, sizeof(s));
     memset(&d, 0, sizeof(d));
@@ -390,8 +413,14 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     /* 1. The edges, by NumPy, and the bins from them, before any data moves. */
     is_str = PyUnicode_Check(bins);
     if (uniform_bins(bins, &uniform) < 0 || numpy_side(&s, be, n, is_str, uniform) < 0 ||
-        numpy_edges(&s, bins, is_str, weights) < 0 ||
-        gs_hist_plan_bins(&s.bins, &d, s.a.type, uniform, range) < 0)
+        numpy_edges(&s, bins, is_str, weights) < 0)
+        goto done;
+    if (PyArray_Check(s.bins.edges) && PyArray_SIZE((PyArrayObject *)s.bins.edges) == 1 &&
+        PyArray_NDIM((PyArrayObject *)s.bins.edges) == 1) {
+        ret = no_bins(&s, weights, density); /* one edge: no bin, as NumPy */
+        goto done;
+    }
+    if (gs_hist_plan_bins(&s.bins, &d, s.a.type, uniform, range) < 0)
         goto done;
 
     /* 2. The counts (the inputs placed where the backend reads them, or streamed). */

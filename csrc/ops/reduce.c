@@ -23,8 +23,9 @@ typedef struct reduce_plan {
     int perm[GS_MAX_NDIM]; /* the kept axes in order, then the reduced ones */
     int rnd;               /* the result's dimensions and shape */
     int64_t rshape[GS_MAX_NDIM];
-    int64_t rows;    /* product of the kept lengths */
-    int64_t row_len; /* product of the reduced lengths */
+    int64_t rows;      /* product of the kept lengths */
+    int64_t row_len;   /* product of the reduced lengths */
+    PyObject *initial; /* initial=, a 0-d array of acc_type, or NULL */
 } reduce_plan;
 
 /* ---- running ------------------------------------------------------------------------------ */
@@ -50,17 +51,48 @@ static int fill_identity(PyArrayObject *res, gs_op op, gs_dtype t)
     return rc;
 }
 
-/* The identity of op over the result `res` of `rows` values (made on the host, then moved). */
+/* The result `res` of an empty reduction: initial=, else the identity of op (made on the host,
+ * then moved). */
 static int identity_into(const reduce_plan *p, const gs_view *res, gs_bag *bag)
 {
     gs_view host;
     PyObject *ident = gs_result_new(GS_MEM_HOST, p->rnd, p->rshape, p->acc_type, &host);
-    int rc = ident != NULL && fill_identity((PyArrayObject *)ident, p->op, p->acc_type) == 0 &&
+    int rc = ident != NULL &&
+                     (p->initial != NULL
+                          ? PyArray_CopyInto((PyArrayObject *)ident, (PyArrayObject *)p->initial)
+                          : fill_identity((PyArrayObject *)ident, p->op, p->acc_type)) == 0 &&
                      gs_move(&host, res, bag) == 0
                  ? 0
                  : -1;
 
     Py_XDECREF(ident);
+    return rc;
+}
+
+/* initial= combined into the reduced values `res` (op(value, initial), each rounded once): on
+ * a host copy of the result, which has one value per row, then moved back. */
+static int initial_into(const reduce_plan *p, const gs_view *res, gs_bag *bag)
+{
+    gs_view host;
+    PyObject *tmp = gs_result_new(GS_MEM_HOST, p->rnd, p->rshape, p->acc_type, &host);
+    PyObject *numpy = NULL, *ufunc = NULL, *call = NULL, *kw = NULL, *done = NULL;
+    int rc = -1;
+
+    if (tmp == NULL || gs_move(res, &host, bag) < 0 ||
+        (numpy = PyImport_ImportModule("numpy")) == NULL ||
+        (ufunc = PyObject_GetAttrString(numpy, gs_op_ufunc_name(p->op))) == NULL ||
+        (call = PyTuple_Pack(2, tmp, p->initial)) == NULL ||
+        (kw = Py_BuildValue("{sO}", "out", tmp)) == NULL ||
+        (done = PyObject_Call(ufunc, call, kw)) == NULL)
+        goto done;
+    rc = gs_move(&host, res, bag);
+done:
+    Py_XDECREF(tmp);
+    Py_XDECREF(numpy);
+    Py_XDECREF(ufunc);
+    Py_XDECREF(call);
+    Py_XDECREF(kw);
+    Py_XDECREF(done);
     return rc;
 }
 
@@ -76,20 +108,31 @@ static int reduce_backend(const gs_backend_ops *be, const gs_reduce_desc *d)
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
-/* Place, target, run, deliver: the settled reduction of `in` on its backend. */
-static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand *in)
+/* Place, target, run, deliver: the settled reduction of `in` on its backend, into `out` when
+ * given (a zeroed operand: none). */
+static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand *in,
+                            gs_operand *out)
 {
-    const gs_backend_ops *be = gs_backend_for(backend, in->on_device);
-    gs_operand *const used[] = { in };
+    const int given = out->host != NULL || out->on_device;
+    const int device = in->on_device || out->on_device;
+    const gs_backend_ops *be = gs_backend_for(backend, device);
+    gs_operand *const used[] = { in, out };
     gs_view v = in->view, res, src, dst;
     gs_reduce_desc d;
     gs_bag bag = { 0 };
     PyObject *ret;
 
-    ret = gs_result_new(in->on_device ? GS_MEM_DEVICE : GS_MEM_HOST, p->rnd, p->rshape, p->acc_type,
-                        &res);
-    if (ret == NULL)
-        return NULL;
+    if (given) {
+        ret = Py_NewRef(out->host != NULL ? (PyObject *)out->host : out->owner);
+        res = out->view;
+    } else {
+        ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, p->rnd, p->rshape, p->acc_type,
+                            &res);
+        if (ret == NULL)
+            return NULL;
+    }
+    if (given && p->rows > 0 && p->row_len > 0 && gs_apart_from(&res, &v, 0, &bag) < 0)
+        goto fail; /* out= over the input: the input read from a copy */
     if (p->rows > 0 && p->row_len == 0 && identity_into(p, &res, &bag) < 0)
         goto fail;
     if (p->rows > 0 && p->row_len > 0) {
@@ -102,7 +145,7 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
         d.in_type = p->red_in_type;
         d.out_type = p->acc_type;
         d.op = p->op;
-        if (!in->on_device && be->stream_reduce != NULL) {
+        if (!device && be->stream_reduce != NULL) {
             if (be->stream_reduce(&d, &v, &res) < 0)
                 goto fail;
             goto delivered;
@@ -119,10 +162,13 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
             goto fail;
     }
 delivered:
-    if (gs_release_operands(used, 1) < 0)
+    if (p->initial != NULL && p->rows > 0 && p->row_len > 0 && initial_into(p, &res, &bag) < 0)
         goto fail;
-    /* A 0-d host result becomes a NumPy scalar of its dtype, as np.add.reduce returns. */
-    if (!in->on_device)
+    if (gs_release_operands(used, 2) < 0)
+        goto fail;
+    /* A 0-d host result becomes a NumPy scalar of its dtype, as np.add.reduce returns; out= is
+     * returned as it is. */
+    if (!device && !given)
         ret = PyArray_Return((PyArrayObject *)ret);
     goto done;
 fail:
@@ -203,20 +249,26 @@ static void plan_shape(reduce_plan *p, const int64_t *shape, const unsigned char
 
 PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "a", "op", "axis", "dtype", "keepdims", NULL };
-    PyObject *a, *op_obj = NULL, *axis_obj = Py_None, *ret = NULL;
+    static char *kwlist[] = { "a", "op", "axis", "dtype", "out", "keepdims", "initial", NULL };
+    PyObject *a, *op_obj = NULL, *axis_obj = Py_None, *out_obj = Py_None, *initial = Py_None;
+    PyObject *ret = NULL;
     PyArray_Descr *dtype = NULL;
     int keepdims = 0;
     int64_t shape[GS_MAX_NDIM];
     unsigned char reduced[GS_MAX_NDIM];
     gs_backend backend;
-    gs_operand in;
+    gs_operand in, out;
     reduce_plan p;
 
+    if (gs_half_route(GS_HALF_ACCUMULATE, gs_reduce, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
+
     memset(&in, 0, sizeof(in));
+    memset(&out, 0, sizeof(out));
     memset(&p, 0, sizeof(p));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO&p:reduce", kwlist, &a, &op_obj,
-                                     &axis_obj, PyArray_DescrConverter2, &dtype, &keepdims))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO&OpO:reduce", kwlist, &a, &op_obj,
+                                     &axis_obj, PyArray_DescrConverter2, &dtype, &out_obj,
+                                     &keepdims, &initial))
         return NULL;
 
     /* Names and the backend first: they fail the same way whatever the data. */
@@ -227,32 +279,46 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     if (gs_operand_get(a, &in) < 0 || gs_operand_info(&in, "input", &p.in_type, &p.ndim, shape) < 0)
         goto done;
+    if (out_obj != Py_None && gs_out_get(out_obj, &out) < 0)
+        goto done;
     if (gs_parse_axes(axis_obj, p.ndim, reduced) < 0)
         goto done;
     plan_shape(&p, shape, reduced, keepdims);
 
-    /* The accumulation dtype: dtype=, else NumPy's reduce rule (that of accumulate). */
-    if (dtype != NULL) {
-        if (gs_dtype_from_descr(dtype, "dtype", &p.acc_type) < 0)
-            goto done;
-    } else {
-        p.acc_type = gs_default_acc_type(p.in_type, p.op);
-    }
-    if (gs_check_op_dtype(p.op, p.acc_type) < 0)
+    /* The accumulation dtype: dtype=, else out's, else NumPy's reduce rule (that of
+     * accumulate); out= checked against the result. */
+    if (gs_settle_acc(p.op, p.in_type, dtype, out_obj != Py_None ? &out : NULL, p.rnd, p.rshape,
+                      &p.acc_type) < 0)
         goto done;
     p.red_in_type = gs_scan_pair_direct(p.in_type, p.acc_type, p.op) ? p.in_type : p.acc_type;
 
+    /* initial= (None: none, as NumPy): a scalar, cast to the accumulation dtype as NumPy's. */
+    if (initial != Py_None) {
+        PyArray_Descr *descr = gs_descr(p.acc_type);
+        if (descr == NULL)
+            goto done;
+        p.initial = PyArray_FromAny(initial, descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
+        if (p.initial == NULL)
+            goto done;
+        if (PyArray_NDIM((PyArrayObject *)p.initial) != 0) {
+            PyErr_SetString(PyExc_TypeError, "initial must be a scalar");
+            goto done;
+        }
+    }
+
     /* An empty reduction has the identity, which min and max lack (NumPy's message). */
-    if (p.row_len == 0 && (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
+    if (p.row_len == 0 && p.initial == NULL && (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
         PyErr_Format(PyExc_ValueError,
                      "zero-size array to reduction operation %s which has no identity",
                      p.op == GS_OP_MIN ? "minimum" : "maximum");
         goto done;
     }
 
-    ret = reduce_run(&p, backend, &in);
+    ret = reduce_run(&p, backend, &in, &out);
 done:
     gs_operand_release(&in);
+    gs_operand_release(&out);
+    Py_XDECREF(p.initial);
     Py_XDECREF(dtype);
     return ret;
 }

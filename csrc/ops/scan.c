@@ -218,6 +218,9 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_algorithm algo;
     scan_call c;
 
+    if (gs_half_route(GS_HALF_ACCUMULATE, gs_scan, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
+
     memset(&c, 0, sizeof(c));
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$pOO&Os:scan", kwlist, &a, &op_obj,
                                      &exclusive, &axis_obj, PyArray_DescrConverter2, &dtype,
@@ -261,6 +264,9 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     int64_t fshape[GS_MAX_NDIM];
     gs_algorithm algo;
     scan_call c;
+
+    if (gs_half_route(GS_HALF_ACCUMULATE, gs_segmented_scan, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
 
     memset(&c, 0, sizeof(c));
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$pO&Os:segmented_scan", kwlist, &a,

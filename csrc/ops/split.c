@@ -144,14 +144,80 @@ done:
     return ret;
 }
 
+/* ---- values of any fixed-size dtype ---------------------------------------------------- */
+
+/*
+ * A split moves values without reading them, so a host array of a dtype the table lacks
+ * (float16, complex, datetime, bytes and str, structured; not one holding Python objects) is
+ * split as its bits: viewed as unsigned integers of its item size when that is 1, 2, 4 or 8
+ * bytes (the result viewed back, byte order and all), else as the indices 0..n-1 (split by the
+ * backend, then the values gathered by NumPy).  Device operands come with table dtypes only.
+ */
+typedef struct bits_plan {
+    PyArray_Descr *descr; /* the input's dtype (a new reference), NULL: no bits path */
+    PyObject *values;     /* the input, for the gather of the indices path, else NULL */
+} bits_plan;
+
+/* *stand_in = what the backend splits in place of the host array `arr` when its dtype is not
+ * in the table (a new reference; bp filled), else NULL. */
+static int bits_stand_in(PyArrayObject *arr, bits_plan *bp, PyObject **stand_in)
+{
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    const int itemsize = (int)PyDataType_ELSIZE(descr);
+    const int word = itemsize == 1   ? NPY_UINT8
+                     : itemsize == 2 ? NPY_UINT16
+                     : itemsize == 4 ? NPY_UINT32
+                     : itemsize == 8 ? NPY_UINT64
+                                     : -1;
+    PyArray_Dims dims = { PyArray_DIMS(arr), PyArray_NDIM(arr) };
+    PyObject *indices;
+    gs_dtype t;
+
+    *stand_in = NULL;
+    if ((!PyDataType_HASFIELDS(descr) && !PyDataType_HASSUBARRAY(descr) &&
+         gs_dtype_from_kind(descr->kind, itemsize, &t) == 0) ||
+        PyDataType_REFCHK(descr) || itemsize <= 0)
+        return 0; /* the table's, or refused later with the supported dtypes named */
+    bp->descr = (PyArray_Descr *)Py_NewRef(descr);
+    if (word >= 0) {
+        *stand_in = PyArray_View(arr, PyArray_DescrFromType(word), &PyArray_Type);
+        return *stand_in != NULL ? 0 : -1;
+    }
+    if ((bp->values = PyArray_Ravel(arr, NPY_CORDER)) == NULL)
+        return -1;
+    indices = PyArray_Arange(0, (double)PyArray_SIZE(arr), 1, NPY_INT64);
+    if (indices == NULL)
+        return -1;
+    *stand_in = PyArray_Newshape((PyArrayObject *)indices, &dims, NPY_CORDER); /* a's shape */
+    Py_DECREF(indices);
+    return *stand_in != NULL ? 0 : -1;
+}
+
+/* The values of the stand-in's 1-D result `out` (stolen) in the input's dtype. */
+static PyObject *bits_back(const bits_plan *bp, PyObject *out)
+{
+    PyObject *res;
+
+    if (bp->values != NULL) {
+        res = PyArray_TakeFrom((PyArrayObject *)bp->values, out, 0, NULL, NPY_RAISE);
+        Py_DECREF(out);
+        return res;
+    }
+    Py_INCREF(bp->descr); /* PyArray_View steals it */
+    res = PyArray_View((PyArrayObject *)out, bp->descr, &PyArray_Type);
+    Py_DECREF(out);
+    return res;
+}
+
 /* ---- split(), compact() ------------------------------------------------------------------- */
 
 static PyObject *split_call_run(PyObject *args, PyObject *kwargs, int compact)
 {
     static char *kwlist[] = { "a", "flags", NULL };
-    PyObject *a, *flags_obj, *ret = NULL;
+    PyObject *a, *flags_obj, *ret = NULL, *stand_in = NULL;
     int64_t shape[GS_MAX_NDIM], fshape[GS_MAX_NDIM];
     int ndim, fnd;
+    bits_plan bp = { 0 };
     split_call c;
 
     memset(&c, 0, sizeof(c));
@@ -160,7 +226,14 @@ static PyObject *split_call_run(PyObject *args, PyObject *kwargs, int compact)
                                      &flags_obj))
         return NULL;
     if (gs_backend_get(&c.backend) < 0 || gs_operand_get(a, &c.in) < 0 ||
-        gs_operand_get(flags_obj, &c.flags) < 0 ||
+        (!c.in.on_device && bits_stand_in(c.in.host, &bp, &stand_in) < 0))
+        goto done;
+    if (stand_in != NULL) {
+        gs_operand_release(&c.in);
+        if (gs_operand_get(stand_in, &c.in) < 0)
+            goto done;
+    }
+    if (gs_operand_get(flags_obj, &c.flags) < 0 ||
         gs_operand_info(&c.in, "input", &c.in_type, &ndim, shape) < 0 ||
         gs_operand_info(&c.flags, "flags", &c.flag_type, &fnd, fshape) < 0)
         goto done;
@@ -169,9 +242,22 @@ static PyObject *split_call_run(PyObject *args, PyObject *kwargs, int compact)
         goto done;
     c.n = gs_shape_size(ndim, shape);
     ret = split_run(&c);
+    if (ret != NULL && bp.descr != NULL) {
+        if (compact) {
+            ret = bits_back(&bp, ret);
+        } else {
+            PyObject *values = bits_back(&bp, Py_NewRef(PyTuple_GET_ITEM(ret, 0)));
+            Py_SETREF(ret, values == NULL
+                               ? NULL
+                               : Py_BuildValue("(NO)", values, PyTuple_GET_ITEM(ret, 1)));
+        }
+    }
 done:
     gs_operand_release(&c.in);
     gs_operand_release(&c.flags);
+    Py_XDECREF(stand_in);
+    Py_XDECREF(bp.descr);
+    Py_XDECREF(bp.values);
     return ret;
 }
 
