@@ -642,7 +642,14 @@ def streamed_cases(run):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (matrix, layout, "
+                    "algorithm, segmented, driver, split, apps, streamed, histogram); default all")
     args = ap.parse_args()
+    only = {g for g in args.only.split(",") if g}
+
+    def want(group):
+        return not only or group in only
+
     t0 = time.perf_counter()
     try:
         be = gpuscan.backend()
@@ -672,19 +679,26 @@ def main():
 
     run = Run()
     every = [1, 33, nv - 1, nv + 1, 3 * nv + 7]
-    if args.reduced:
+    if want("matrix") and args.reduced:
         matrix(run, [3 * nv + 7], dtypes, OPS, (False,))
         matrix(run, every, [np.int32, np.float64], ("add",), (False, True))
-    else:
+    elif want("matrix"):
         matrix(run, every, dtypes, OPS, (False, True))
-    layout_cases(run, nv, cp)
-    algorithm_cases(run, nv)
-    segmented_and_reduce_cases(run, nv, args.reduced)
-    driver_cases(run, nv, args.reduced)
-    split_cases(run, nv, cp, args.reduced)
-    apps_cases(run, nv, args.reduced)
-    streamed_cases(run)
-    if hasattr(gpuscan, "histogram"):
+    if want("layout"):
+        layout_cases(run, nv, cp)
+    if want("algorithm"):
+        algorithm_cases(run, nv)
+    if want("segmented"):
+        segmented_and_reduce_cases(run, nv, args.reduced)
+    if want("driver"):
+        driver_cases(run, nv, args.reduced)
+    if want("split"):
+        split_cases(run, nv, cp, args.reduced)
+    if want("apps"):
+        apps_cases(run, nv, args.reduced)
+    if want("streamed"):
+        streamed_cases(run)
+    if want("histogram"):
         histogram_cases(run, cp)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
