@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/widen.h"
 #include "gpuscan/hist_bin.h"
 
 /* Below this many values one thread counts everything: less work than waking the workers. */
@@ -34,31 +35,60 @@ typedef struct gs_hist_job {
     char *priv; /* histograms of parts 1..parts-1, nbins accumulators each */
 } gs_hist_job;
 
-/* One value's widened form, as gs_hist_bin takes it. */
-static GS_ALWAYS_INLINE void gs_widen_one(gs_dtype t, const void *p, int64_t k, int64_t *xi,
-                                          uint64_t *xu, double *xf)
-{
-    switch (t) {
-#define GS_X_WIDEN(code, ctype, sfx, kind, npy)    \
-    case code:                                     \
-        if (kind == 'f')                           \
-            *xf = (double)((const ctype *)p)[k];   \
-        else if (kind == 'i')                      \
-            *xi = (int64_t)((const ctype *)p)[k];  \
-        else                                       \
-            *xu = (uint64_t)((const ctype *)p)[k]; \
-        break;
-        GS_DTYPES(GS_X_WIDEN)
-#undef GS_X_WIDEN
-    default:
-        break;
-    }
-}
-
 static char gs_kind_of(gs_dtype t)
 {
     char k = gs_dtype_kind(t);
     return k == 'b' ? 'u' : k;
+}
+
+/* Count values [begin, end) of d (dtype t, no weights) into counts: always inlined with t, mode
+ * and et constant, so gs_hist_bin's switches fold and each combination gets a loop of its own. */
+static GS_ALWAYS_INLINE void gs_hist_count_as(const gs_hist_desc *d, const gs_dtype t,
+                                              const gs_hist_mode mode, const gs_dtype et,
+                                              int64_t begin, int64_t end, int64_t *counts)
+{
+    const char kind = gs_dtype_kind(t) == 'b' ? 'u' : gs_dtype_kind(t);
+    for (int64_t k = begin; k < end; k++) {
+        int64_t xi = 0;
+        uint64_t xu = 0;
+        double xf = 0.0;
+        gs_widen_kind_at(t, d->in, k, &xi, &xu, &xf);
+        int64_t bin = gs_hist_bin(d, kind, mode, et, xi, xu, xf);
+        if (bin >= 0)
+            counts[bin]++;
+    }
+}
+
+/* gs_hist_count_as for d's mode and edge type, dtype t constant. */
+static GS_ALWAYS_INLINE void gs_hist_count_modes(const gs_hist_desc *d, const gs_dtype t,
+                                                 int64_t begin, int64_t end, int64_t *counts)
+{
+#define GS_COUNT(mode, et) gs_hist_count_as(d, t, mode, et, begin, end, counts)
+    switch (d->mode) {
+    case GS_HIST_UNIFORM:
+        if (d->edge_type == GS_FLOAT32)
+            GS_COUNT(GS_HIST_UNIFORM, GS_FLOAT32);
+        else
+            GS_COUNT(GS_HIST_UNIFORM, GS_FLOAT64);
+        break;
+    case GS_HIST_SEARCH:
+        if (d->edge_type == GS_INT64)
+            GS_COUNT(GS_HIST_SEARCH, GS_INT64);
+        else if (d->edge_type == GS_UINT64)
+            GS_COUNT(GS_HIST_SEARCH, GS_UINT64);
+        else if (d->edge_type == GS_FLOAT32)
+            GS_COUNT(GS_HIST_SEARCH, GS_FLOAT32);
+        else
+            GS_COUNT(GS_HIST_SEARCH, GS_FLOAT64);
+        break;
+    case GS_HIST_INDEX:
+        GS_COUNT(GS_HIST_INDEX, GS_INT64);
+        break;
+    default:
+        GS_COUNT(GS_HIST_TABLE, GS_INT64);
+        break;
+    }
+#undef GS_COUNT
 }
 
 /* Count (or sum the weights of) values [begin, end) into acc. */
@@ -70,19 +100,27 @@ static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, voi
     int64_t *counts = acc;
     double *sums = acc;
 
+    if (d->weights == NULL) {
+        switch (d->in_type) {
+#define GS_X_COUNT(code, ctype, sfx, kind, npy)           \
+    case code:                                            \
+        gs_hist_count_modes(d, code, begin, end, counts); \
+        return;
+            GS_DTYPES(GS_X_COUNT)
+#undef GS_X_COUNT
+        default:
+            return;
+        }
+    }
     for (int64_t k = begin; k < end; k++) {
         int64_t xi = 0, wi = 0;
         uint64_t xu = 0, wu = 0;
         double xf = 0.0, wf = 0.0;
-        gs_widen_one(d->in_type, d->in, k, &xi, &xu, &xf);
+        gs_widen_kind_at(d->in_type, d->in, k, &xi, &xu, &xf);
         int64_t bin = gs_hist_bin(d, kind, d->mode, d->edge_type, xi, xu, xf);
         if (bin < 0)
             continue;
-        if (d->weights == NULL) {
-            counts[bin]++;
-            continue;
-        }
-        gs_widen_one(d->w_type, d->weights, k, &wi, &wu, &wf);
+        gs_widen_kind_at(d->w_type, d->weights, k, &wi, &wu, &wf);
         if (acc_type == GS_FLOAT64)
             sums[bin] += wf;
         else /* wrapping integer sum: unsigned arithmetic, stored as int64 */

@@ -31,8 +31,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/simd.h"
 #include "gpuscan/config.h"
 
 #if FLT_EVAL_METHOD != 0
@@ -41,28 +43,36 @@
 
 /* Values per block of a float fold: lanes restart from the identity at each block, so a lane
  * folds at most GS_CPU_BLOCK / lanes values and its summed TwoSum errors stay exact enough (their
- * own rounding stays below (GS_CPU_BLOCK u)^2 <= eps/2 of sum|x|, as in cpu/scan.c).  Results
- * depend on this value: changing it changes float add's and mul's low bits. */
+ * own rounding stays below (GS_CPU_BLOCK u)^2 <= eps/2 of sum|x|, as in cpu/scan.c); a column
+ * (fold_cols) likewise restarts every GS_CPU_BLOCK rows.  Results depend on this value: changing
+ * it changes float add's and mul's low bits. */
 #define GS_CPU_BLOCK 4096
-/* Bytes of independent accumulators per float fold: two 16-byte SSE2 vectors, enough chains to
- * hide the add latency behind TwoSum's six operations.  Results depend on it, as above. */
-#define GS_CPU_LANE_BYTES 32
-/* Below this many values the whole reduction runs on the calling thread: well under a
- * millisecond of work, less than waking the workers is worth. */
-#define GS_CPU_PARALLEL_MIN 65536
+/* Vectors of lanes of a float fold: four 32-byte vectors (32 float32 or 16 float64 lanes), enough
+ * independent chains to hide the latency of an add, a max or a min behind the loads.  Results
+ * depend on it, as on GS_CPU_BLOCK. */
+#define GS_CPU_LANE_VECS 4
+/* Columns whose states one fold_cols block keeps: two arrays of 1024 values, 16 KiB at 8 bytes,
+ * which stay in L1 while the rows stream past. */
+#define GS_CPU_COLS 1024
+/* Below this many values the whole reduction runs on the calling thread, with no worker woken:
+ * at 2^18 values two threads first beat one (a 2-core host, float32 add and max, int32 add; see
+ * the -cpu.txt files of benchmarks/results/ for the sizes around it). */
+#define GS_CPU_PARALLEL_MIN (256 * 1024)
 /* Values per task when tasks take whole rows: a few microseconds of work, far above the cost
  * of handing out a task, and small enough to balance many rows over many threads. */
 #define GS_CPU_TASK_VALUES 16384
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
- * uint64 on the stack, which stays in L1 between the conversion and the loop. */
+ * uint64 on the stack, which stays in L1 between the conversion and the loop; columns take up
+ * to GS_CPU_WIDEN_ROWS rows of such a block at once (16 KiB). */
 #define GS_CPU_WIDEN_BLOCK 256
+#define GS_CPU_WIDEN_ROWS 8
 
-_Static_assert(GS_CPU_BLOCK % (GS_CPU_LANE_BYTES / sizeof(float)) == 0,
-               "a block is a whole number of lane rounds");
+_Static_assert(GS_CPU_BLOCK % 32 == 0, "a block is a whole number of lane rounds of every dtype");
 _Static_assert(GS_REDUCE_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number of blocks");
 
-#define GS_PASTE(a, b) gs_cpu_reduce_##a##_##b
-#define GS_NAME(a, b) GS_PASTE(a, b)
+#define GS_PASTE(a, b, c) gs_cpu_reduce_##a##_##b##_##c
+#define GS_NAME3(a, b, c) GS_PASTE(a, b, c)
+#define GS_NAME(a, b) GS_NAME3(a, b, GS_ISA)
 
 /* The partial of a run of values: hi, plus float add's compensation term lo (zero for every
  * other op). */
@@ -71,10 +81,17 @@ typedef struct gs_part {
     gs_val lo;
 } gs_part;
 
-/* What cpu/reduce_body.h provides for each dtype. */
+/* What cpu/reduce_body.h provides for each dtype and instruction set. */
 typedef struct gs_reduce_kernels {
     /* *p = the partial of in[0, len) */
     void (*fold)(gs_op op, const void *in, int64_t len, gs_part *p);
+    /* part[c] = the partial of column c, rows [0, nrows) at in + r * stride, c < ncols */
+    void (*fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride, int64_t ncols,
+                      gs_part *part);
+    /* fold() and fold_cols() of a narrower integer dtype widened to 64 bits (uint64 only) */
+    void (*fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len, gs_part *p);
+    void (*fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t nrows,
+                              int64_t stride, int64_t ncols, gs_part *part);
     /* *acc = *acc op *x, x holding the values after acc's */
     void (*combine)(gs_op op, gs_part *acc, const gs_part *x);
     /* *out = the value *p stands for, rounded once */
@@ -82,40 +99,24 @@ typedef struct gs_reduce_kernels {
     char kind;
 } gs_reduce_kernels;
 
-/* ---- The loops, one body per dtype, in GS_DTYPES order ---------------------------------- */
+/* ---- The loops, one body per dtype and instruction set ----------------------------------- */
 
 #define GS_CPU_BODY "cpu/reduce_body.h"
-#include "cpu/stamp.h"
+#include "cpu/stamp_isa.h"
 #undef GS_CPU_BODY
 
-/* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
- * to compile here (and cpu/stamp.h checks each body's kind letter and size). */
-#define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
-    [code] = { GS_NAME(fold, sfx), GS_NAME(combine, sfx), GS_NAME(store, sfx), kind },
-static const gs_reduce_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
-#undef GS_X_KERNELS
-
-/* ---- Widening: the only place that looks at the input dtype at run time ----------------- */
-
-/* buf[k] = in[k] converted value-preservingly to 64 bits, modulo 2^64 (C's conversion to an
- * unsigned type: signed values sign-extend, unsigned zero-extend; bool is 0 or 1). */
-static void gs_widen(const void *in, gs_dtype t, int64_t len, uint64_t *buf)
-{
-    int64_t k;
-    switch (t) {
-#define GS_X_WIDEN(code, ctype, sfx, kind, npy)                \
-    case code: {                                               \
-        const ctype *p = in;                                   \
-        for (k = 0; k < len; k++)                              \
-            buf[k] = kind == 'b' ? p[k] != 0 : (uint64_t)p[k]; \
-        break;                                                 \
-    }
-        GS_DTYPES(GS_X_WIDEN)
-#undef GS_X_WIDEN
-    default:
-        break;
-    }
-}
+/* The kernel tables, indexed by gs_isa and gs_dtype; a dtype added to GS_DTYPES without its body
+ * above fails to compile here (and cpu/stamp.h checks each body's kind letter and size). */
+#define GS_ISA_ROW(isa, code, sfx, kind)                                         \
+    [code] = { GS_NAME3(fold, sfx, isa),                                         \
+               GS_NAME3(fold_cols, sfx, isa),                                    \
+               code == GS_UINT64 ? GS_NAME3(fold_widened, u64, isa) : NULL,      \
+               code == GS_UINT64 ? GS_NAME3(fold_cols_widened, u64, isa) : NULL, \
+               GS_NAME3(combine, sfx, isa),                                      \
+               GS_NAME3(store, sfx, isa),                                        \
+               kind },
+static const gs_reduce_kernels gs_kernels_of[GS_NISA][GS_NDTYPES] = GS_ISA_TABLE;
+#undef GS_ISA_ROW
 
 /* ---- One reduction call ------------------------------------------------------------------ */
 
@@ -137,20 +138,10 @@ static void gs_chunk(const gs_reduce_job *j, int64_t row, int64_t c, gs_part *p)
     int64_t len = d->row_len - from < GS_REDUCE_CHUNK ? d->row_len - from : GS_REDUCE_CHUNK;
     const char *in = (const char *)d->in + (row * d->row_len + from) * (int64_t)j->in_size;
 
-    if (!j->widen) {
+    if (j->widen)
+        j->k->fold_widened(d->op, in, d->in_type, len, p);
+    else
         j->k->fold(d->op, in, len, p);
-        return;
-    }
-    /* Widened blocks fold into one uint64 partial; exact integer ops group freely. */
-    uint64_t buf[GS_CPU_WIDEN_BLOCK];
-    gs_part blk;
-    for (int64_t pos = 0; pos < len; pos += GS_CPU_WIDEN_BLOCK) {
-        int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
-        gs_widen(in + pos * (int64_t)j->in_size, d->in_type, n, buf);
-        j->k->fold(d->op, buf, n, pos == 0 ? p : &blk);
-        if (pos > 0)
-            j->k->combine(d->op, p, &blk);
-    }
 }
 
 /* Reduce row `row` whole on this thread: its chunks' partials, combined in chunk order exactly
@@ -213,7 +204,7 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.d = d;
     j.widen = d->in_type != d->out_type;
     /* int64 and uint64 add and mul wrap to the same bits: the widened pairs share uint64's loops */
-    j.k = &gs_kernels_of[j.widen ? GS_UINT64 : d->out_type];
+    j.k = &gs_kernels_of[gs_cpu_isa()][j.widen ? GS_UINT64 : d->out_type];
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.chunks_per_row = gs_reduce_chunks(d->row_len);

@@ -1,69 +1,41 @@
 /*
- * cpu/reduce_body.h - the reduction loops of one dtype: written once, included once per dtype by
- * cpu/reduce.c (no include guard on purpose).
+ * cpu/reduce_body.h - the reduction loops of one dtype and one instruction set: written once,
+ * included once per dtype and set by cpu/reduce.c through cpu/stamp_isa.h (no include guard on
+ * purpose).
  *
- * Level: backend (host side), the innermost level of the CPU reduction: folds one run of
- * contiguous values (at most one chunk of a row) into a partial, combines two partials, and
- * rounds a partial to the output value.  cpu/reduce.c cuts rows into chunks and hands them to
- * threads; this file never sees a row or a thread.
+ * Level: backend (host side), the innermost level of the CPU reduction: folds a run of
+ * contiguous values (at most one chunk of a row), or a block of rows of many columns, into
+ * partials, combines two partials, and rounds a partial to the output value.  cpu/reduce.c cuts
+ * the work into chunks and hands them to threads; this file never sees a thread.
  *
- * The includer defines:
- *   GS_T     the element type, which is also the accumulator type
- *   GS_U     the unsigned type integer add and mul wrap in: as wide as GS_T and at least as wide
- *            as unsigned int, so that no operand is promoted to (signed, overflowing) int
- *   GS_SFX   the dtype's suffix in GS_DTYPES: names the functions and the gs_val member
- *   GS_KIND  the dtype's kind letter in GS_DTYPES ('b', 'i', 'u', 'f')
- *   GS_MIN, GS_MAX  the dtype's smallest and largest value (-inf and +inf for floats)
- * and finds gs_val, gs_part, GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK and GS_CPU_LANE_BYTES
- * already defined.
+ * The includer defines cpu/stamp.h's and cpu/stamp_isa.h's parameters and finds gs_val, gs_part,
+ * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_WIDEN_BLOCK and
+ * GS_CPU_WIDEN_ROWS already defined.
  *
- * Guarantees: integers wrap modulo 2^k, so any grouping gives NumPy's bits; bool add/max/or are
- * logical or, mul/min/and logical and, xor parity; float min/max give the first NaN of the run
- * (its bits), else the first value equal to the extremum (so +0 and -0 come out as the earlier
- * one, as the scan's last value); float add and mul use a fixed grouping that depends on the
- * run's length only: lanes of GS_CPU_LANE_BYTES within blocks of GS_CPU_BLOCK values, the lanes
- * then folded into the partial in lane order.  Float add is compensated throughout: each lane
- * keeps TwoSum's exact errors, and partials are (hi, lo) pairs.
+ * Contiguous runs: integers fold in order (any grouping gives the same bits: the ops are
+ * associative and commutative modulo 2^k) in a loop the compiler vectorises; floats fold over
+ * GS_CPU_LANE_VECS vectors of cpu/vec.h, that many times GS_W lanes (lane k takes the values at k,
+ * k + lanes, ...), which restart from the identity at each block of GS_CPU_BLOCK values and then
+ * join the partial in lane order: a grouping that depends on the run's length only, the same on
+ * every instruction set.  Float add is compensated throughout (TwoSum in each lane, (hi, lo)
+ * partials); float min/max give the first NaN of the run (its bits), else the first value equal to
+ * the extremum (so +0 and -0 come out as the earlier one).
+ *
+ * Columns (fold_cols): rows r of `ncols` values at in + r * stride, each column reduced down
+ * the rows, many columns side by side in vectors: column c's value depends on column c alone,
+ * folded in row order (float add: TwoSum from the identity over the block, then into the
+ * partial), so the bits do not depend on how the columns are tiled or threaded.
  */
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)
 
 #include "cpu/operators.h"
 
+#if GS_SIZE >= 4
+#include "cpu/vec.h"
+#endif
+
 #if GS_KIND == 'f'
-#define GS_L (GS_CPU_LANE_BYTES / (int)sizeof(GS_T))
-
-/* (*hi, *lo) += (xhi, xlo), a compensated pair plus a compensated pair: TwoSum of the two his,
- * the los added to its error, renormalised so that lo stays below half an ulp of hi and the
- * pairs' own roundings never build up.  An inf or NaN ends the compensation: hi alone is then
- * the IEEE answer.  A zero error leaves hi as it is (so -0 stays -0 until `value`). */
-static GS_ALWAYS_INLINE void GS_FN(pair_add)(GS_T *hi, GS_T *lo, GS_T xhi, GS_T xlo)
-{
-    GS_T s = *hi + xhi;
-    if (!isfinite(s)) {
-        *hi = s;
-        *lo = 0;
-        return;
-    }
-    GS_T bp = s - *hi;
-    GS_T e = (*hi - (s - bp)) + (xhi - bp);
-    e += (isfinite(*lo) ? *lo : 0) + (isfinite(xlo) ? xlo : 0);
-    if (e == 0) {
-        *hi = s;
-        *lo = 0;
-        return;
-    }
-    GS_T h = s + e;
-    if (!isfinite(h)) {
-        *hi = s; /* s + e overflowed: s is the sum rounded once already */
-        *lo = 0;
-        return;
-    }
-    bp = h - s;
-    *lo = (s - (h - bp)) + (e - bp);
-    *hi = h;
-}
-
 /* The first NaN of p[0, len), which holds one. */
 static GS_T GS_FN(first_nan)(const GS_T *p, int64_t len)
 {
@@ -82,77 +54,81 @@ static GS_T GS_FN(first_zero)(const GS_T *p, int64_t len)
     return p[i];
 }
 
-/* One step of a lane (hi, lo, nan) on the value x: add keeps TwoSum's exact error in lo; min
- * and max skip a NaN x (the comparison is false) and keep it in nan instead. */
-static GS_ALWAYS_INLINE void GS_FN(lane_step)(const gs_op op, GS_T *hi, GS_T *lo, GS_T *nan, GS_T x)
+/* One vector x into the lanes (h, l): add keeps TwoSum's exact error in l; mul multiplies; min
+ * and max keep numbers only (a NaN compares false) and note NaNs in *nan. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VEC *h, GS_VEC *l,
+                                                           GS_MASK *nan, GS_VEC x)
 {
     if (op == GS_OP_ADD) {
-        GS_T s = *hi + x;
-        GS_T bp = s - *hi;
-        *lo += (*hi - (s - bp)) + (x - bp);
-        *hi = s;
+        GS_VEC s = GS_V(add)(*h, x);
+        GS_VEC bp = GS_V(sub)(s, *h);
+        *l = GS_V(add)(*l, GS_V(add)(GS_V(sub)(*h, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
+        *h = s;
     } else if (op == GS_OP_MUL) {
-        *hi *= x;
+        *h = GS_V(mul)(*h, x);
     } else {
-        *nan = x != x ? x : *nan;
-        if (op == GS_OP_MIN)
-            *hi = x < *hi ? x : *hi;
-        else
-            *hi = x > *hi ? x : *hi;
+        *nan = GS_V(mor)(*nan, GS_V(ne)(x, x));
+        *h = op == GS_OP_MIN ? GS_V(min_lt)(x, *h) : GS_V(max_gt)(x, *h);
     }
 }
 
 /*
- * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block, lane k
- * takes the values at positions k, k + GS_L, k + 2 GS_L, ... (vectorisable, and independent
- * chains hide the add latency); the lanes then join *acc in lane order.  Always inlined with a
- * constant op.
+ * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block,
+ * GS_CPU_LANE_VECS vectors of lanes take the values in turn (lane k the values at k, k + lanes,
+ * k + 2 lanes, ...: independent chains that hide the latency of the adds; the last, partial round
+ * padded with the identity, which leaves every lane as it is); the lanes then join *acc in lane
+ * order.  Always inlined with a constant op.
  */
-static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, int64_t len,
-                                               gs_part *acc)
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const GS_T *in,
+                                                           int64_t len, gs_part *acc)
 {
+    enum { NV = GS_CPU_LANE_VECS, LANES = GS_CPU_LANE_VECS * GS_W };
+    const GS_T ident = GS_FN(op_identity)(op);
+    const GS_VEC id = GS_V(splat)(ident);
     GS_T ahi = acc->hi.GS_SFX, alo = acc->lo.GS_SFX;
 
     for (int64_t b = 0; b < len; b += GS_CPU_BLOCK) {
         const GS_T *p = in + b;
         const int64_t blen = len - b < GS_CPU_BLOCK ? len - b : GS_CPU_BLOCK;
-        GS_T hi[GS_L], lo[GS_L], nan[GS_L];
+        GS_VEC h[NV], l[NV];
+        GS_MASK nan[NV];
         int64_t i;
-        int k;
 
-        for (k = 0; k < GS_L; k++) {
-            hi[k] = GS_FN(op_identity)(op);
-            lo[k] = 0;
-            nan[k] = 0;
+        for (int v = 0; v < NV; v++) {
+            h[v] = id;
+            l[v] = GS_V(splat)(0);
+            nan[v] = GS_V(ne)(id, id);
         }
-        for (i = 0; i + GS_L <= blen; i += GS_L)
-            for (k = 0; k < GS_L; k++)
-                GS_FN(lane_step)(op, &hi[k], &lo[k], &nan[k], p[i + k]);
+        for (i = 0; i + LANES <= blen; i += LANES)
+            for (int v = 0; v < NV; v++)
+                GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(p + i + v * GS_W));
         if (i < blen) {
-            /* The tail fills a last round, padded with the identity, which leaves every lane as
-             * it is; the lanes are only ever indexed by constants, so they stay in registers. */
-            GS_T t[GS_L];
-            for (k = 0; k < GS_L; k++)
-                t[k] = i + k < blen ? p[i + k] : GS_FN(op_identity)(op);
-            for (k = 0; k < GS_L; k++)
-                GS_FN(lane_step)(op, &hi[k], &lo[k], &nan[k], t[k]);
+            GS_T t[LANES];
+            for (int k = 0; k < LANES; k++)
+                t[k] = i + k < blen ? p[i + k] : ident;
+            for (int v = 0; v < NV; v++)
+                GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(t + v * GS_W));
         }
 
         if (op == GS_OP_ADD) {
-            for (k = 0; k < GS_L; k++)
-                GS_FN(pair_add)(&ahi, &alo, hi[k], lo[k]);
+            for (int v = 0; v < NV; v++)
+                for (int k = 0; k < GS_W; k++)
+                    GS_FN(pair_add)(&ahi, &alo, GS_V(get)(h[v], k), GS_V(get)(l[v], k));
         } else if (op == GS_OP_MUL) {
-            for (k = 0; k < GS_L; k++)
-                ahi *= hi[k];
+            for (int v = 0; v < NV; v++)
+                for (int k = 0; k < GS_W; k++)
+                    ahi *= GS_V(get)(h[v], k);
         } else {
+            /* No NaN in the lanes: any order gives the value.  The block's answer is its first
+             * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
+             * so that matters for zeros alone. */
+            GS_T v = GS_V(get)(h[0], 0);
             int has_nan = 0;
-            GS_T v = hi[0];
-            for (k = 0; k < GS_L; k++) {
-                has_nan |= isnan(nan[k]);
-                v = GS_FN(op)(op, v, hi[k]); /* no NaN in hi[]: any order gives the value */
+            for (int w = 0; w < NV; w++) {
+                has_nan |= GS_V(any)(nan[w]);
+                for (int k = 0; k < GS_W; k++)
+                    v = GS_FN(op)(op, v, GS_V(get)(h[w], k));
             }
-            /* The block's answer is its first NaN, else its first value equal to v: only +0
-             * and -0 are equal with other bits, so that matters for zeros alone. */
             if (has_nan)
                 v = GS_FN(first_nan)(p, blen);
             else if (v == 0)
@@ -163,14 +139,12 @@ static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, i
     acc->hi.GS_SFX = ahi;
     acc->lo.GS_SFX = alo;
 }
-#undef GS_L
 
 #else
-/* Fold in[0, len) into the partial *acc in order (any grouping gives the same bits: the ops are
- * associative and commutative modulo 2^k).  Always inlined with a constant op, so each operator
- * gets a loop of its own for the compiler to vectorise. */
-static GS_ALWAYS_INLINE void GS_FN(fold_int)(const gs_op op, const GS_T *in, int64_t len,
-                                             gs_part *acc)
+/* Fold in[0, len) into the partial *acc in order.  Always inlined with a constant op, so each
+ * operator gets a loop of its own for the compiler to vectorise. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const GS_T *in,
+                                                         int64_t len, gs_part *acc)
 {
     GS_T a = acc->hi.GS_SFX;
     for (int64_t i = 0; i < len; i++) {
@@ -185,43 +159,15 @@ static GS_ALWAYS_INLINE void GS_FN(fold_int)(const gs_op op, const GS_T *in, int
 #endif
 
 /* The partial of in[0, len) (gs_reduce_kernels.fold): *p starts at the identity. */
-static void GS_FN(fold)(gs_op op, const void *in, int64_t len, gs_part *p)
+static GS_ISA_ATTR void GS_FN(fold)(gs_op op, const void *in, int64_t len, gs_part *p)
 {
     p->hi.GS_SFX = GS_FN(op_identity)(op);
     p->lo.GS_SFX = 0;
 #if GS_KIND == 'f'
-#define GS_FOLD(o) GS_FN(fold_float)(o, in, len, p)
+    GS_OP_DISPATCH(op, GS_FN(fold_float), in, len, p)
 #else
-#define GS_FOLD(o) GS_FN(fold_int)(o, in, len, p)
+    GS_OP_DISPATCH(op, GS_FN(fold_int), in, len, p)
 #endif
-    switch (op) {
-    case GS_OP_ADD:
-        GS_FOLD(GS_OP_ADD);
-        break;
-    case GS_OP_MUL:
-        GS_FOLD(GS_OP_MUL);
-        break;
-    case GS_OP_MIN:
-        GS_FOLD(GS_OP_MIN);
-        break;
-    case GS_OP_MAX:
-        GS_FOLD(GS_OP_MAX);
-        break;
-#if GS_KIND != 'f'
-    case GS_OP_AND:
-        GS_FOLD(GS_OP_AND);
-        break;
-    case GS_OP_OR:
-        GS_FOLD(GS_OP_OR);
-        break;
-    case GS_OP_XOR:
-        GS_FOLD(GS_OP_XOR);
-        break;
-#endif
-    default:
-        break;
-    }
-#undef GS_FOLD
 }
 
 /* acc = acc op x, x being the partial of the values after acc's (gs_reduce_kernels.combine). */
@@ -251,7 +197,142 @@ static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
     *(GS_T *)out = v;
 }
 
-/* Ties the dtype's kind letter to the kernel table's entry, checked by cpu/reduce.c. */
+/* ---- Columns ------------------------------------------------------------------------------- */
+
+/* One value x of a column into its state (h, l) (float add: TwoSum; every other op: the
+ * operator, the earlier value first). */
+static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, GS_T x)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_T s = *h + x;
+        GS_T bp = s - *h;
+        *l += (*h - (s - bp)) + (x - bp);
+        *h = s;
+        return;
+    }
+#elif GS_KIND == 'b'
+    x = x != 0;
+#endif
+    (void)l;
+    *h = GS_FN(op)(op, *h, x);
+}
+
+/*
+ * Rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <= GS_CPU_COLS), row r at
+ * in + r * stride: column c's state starts from the identity, takes the rows in order, and joins
+ * part[c].  The states live in two arrays that stay in L1 while the rows stream past, a vector
+ * of columns at a time (the columns past the last whole vector one by one, with the same
+ * operations).  Always inlined with a constant op.
+ */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *in,
+                                                           int64_t nrows, int64_t stride,
+                                                           int64_t ncols, gs_part *part)
+{
+    GS_T h[GS_CPU_COLS], l[GS_CPU_COLS];
+    const GS_T ident = GS_FN(op_identity)(op);
+    int64_t vcols = 0;
+
+    for (int64_t c = 0; c < ncols; c++) {
+        h[c] = ident;
+        l[c] = 0;
+    }
+#if GS_SIZE >= 4
+    vcols = ncols / GS_W * GS_W;
+    for (int64_t r = 0; r < nrows; r++) {
+        const GS_T *row = in + r * stride;
+        for (int64_t c = 0; c < vcols; c += GS_W) {
+            GS_VEC x = GS_V(load)(row + c), hv = GS_V(load)(h + c);
+#if GS_KIND == 'f'
+            if (op == GS_OP_ADD) {
+                GS_VEC lv = GS_V(load)(l + c);
+                GS_VEC s = GS_V(add)(hv, x);
+                GS_VEC bp = GS_V(sub)(s, hv);
+                lv = GS_V(add)(lv, GS_V(add)(GS_V(sub)(hv, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
+                GS_V(store)(l + c, lv);
+                GS_V(store)(h + c, s);
+                continue;
+            }
+#endif
+            GS_V(store)(h + c, GS_V(op)(op, hv, x));
+        }
+    }
+#endif
+    for (int64_t r = 0; r < nrows && vcols < ncols; r++)
+        for (int64_t c = vcols; c < ncols; c++)
+            GS_FN(col_step)(op, &h[c], &l[c], in[r * stride + c]);
+
+    for (int64_t c = 0; c < ncols; c++) {
+#if GS_KIND == 'f'
+        if (op == GS_OP_ADD) {
+            GS_FN(pair_add)(&part[c].hi.GS_SFX, &part[c].lo.GS_SFX, h[c], l[c]);
+            continue;
+        }
+#endif
+        part[c].hi.GS_SFX = GS_FN(op)(op, part[c].hi.GS_SFX, h[c]);
+    }
+}
+
+/* Columns [0, ncols) down rows [0, nrows) (any number), in blocks of GS_CPU_BLOCK rows, into
+ * part[0, ncols), which starts at the identity (gs_reduce_kernels.fold_cols). */
+static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
+                                         int64_t ncols, gs_part *part)
+{
+    for (int64_t c = 0; c < ncols; c++) {
+        part[c].hi.GS_SFX = GS_FN(op_identity)(op);
+        part[c].lo.GS_SFX = 0;
+    }
+    for (int64_t r = 0; r < nrows; r += GS_CPU_BLOCK) {
+        const GS_T *p = (const GS_T *)in + r * stride;
+        int64_t n = nrows - r < GS_CPU_BLOCK ? nrows - r : GS_CPU_BLOCK;
+        GS_OP_DISPATCH(op, GS_FN(cols_block), p, n, stride, ncols, part)
+    }
+}
+
+#if GS_KIND == 'u' && GS_SIZE == 8
+#include "cpu/widen.h"
+
+/* fold() and fold_cols() over a narrower integer dtype in_type widened to 64 bits (NumPy's add and
+ * mul accumulation; int64 and uint64 wrap to the same bits, so uint64's loops serve both), block
+ * by block through a buffer in L1: the widening loop is compiled for this instruction set too.
+ * Integer ops group freely, so the blocks change no bit. */
+static GS_ISA_ATTR void GS_FN(fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len,
+                                            gs_part *p)
+{
+    uint64_t buf[GS_CPU_WIDEN_BLOCK];
+    gs_part blk;
+    GS_FN(fold)(op, in, 0, p);
+    for (int64_t pos = 0; pos < len; pos += GS_CPU_WIDEN_BLOCK) {
+        int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
+        gs_widen_u64(in, in_type, pos, n, buf);
+        GS_FN(fold)(op, buf, n, &blk);
+        GS_FN(combine)(op, p, &blk);
+    }
+}
+
+static GS_ISA_ATTR void GS_FN(fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type,
+                                                 int64_t nrows, int64_t stride, int64_t ncols,
+                                                 gs_part *part)
+{
+    /* Up to GS_CPU_WIDEN_BLOCK columns at a time, as many rows as fill the buffer. */
+    uint64_t buf[GS_CPU_WIDEN_ROWS * GS_CPU_WIDEN_BLOCK];
+    gs_part blk[GS_CPU_WIDEN_BLOCK];
+    for (int64_t c0 = 0; c0 < ncols; c0 += GS_CPU_WIDEN_BLOCK) {
+        int64_t nc = ncols - c0 < GS_CPU_WIDEN_BLOCK ? ncols - c0 : GS_CPU_WIDEN_BLOCK;
+        GS_FN(fold_cols)(op, buf, 0, nc, nc, part + c0);
+        for (int64_t r0 = 0; r0 < nrows; r0 += GS_CPU_WIDEN_ROWS) {
+            int64_t nr = nrows - r0 < GS_CPU_WIDEN_ROWS ? nrows - r0 : GS_CPU_WIDEN_ROWS;
+            for (int64_t r = 0; r < nr; r++)
+                gs_widen_u64(in, in_type, (r0 + r) * stride + c0, nc, buf + r * nc);
+            GS_FN(fold_cols)(op, buf, nr, nc, nc, blk);
+            for (int64_t c = 0; c < nc; c++)
+                GS_FN(combine)(op, &part[c0 + c], &blk[c]);
+        }
+    }
+}
+#endif
+
+/* Ties the dtype's kind letter to the kernel table's entry, checked by cpu/stamp.h. */
 enum { GS_FN(kind_letter) = GS_KIND };
 
 #undef GS_FN

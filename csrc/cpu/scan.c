@@ -2,29 +2,34 @@
  * cpu/scan.c - gs_cpu_scan: the CPU backend's prefix scan, plain, per row and segmented.
  *
  * Level: backend (host side).  Sees one gs_scan_desc (include/gpuscan/backend_api.h) over flat
- * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype; the threads
- * come from cpu/pool.c.
+ * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype and per
+ * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
  * Algorithm (the classic reduce-then-scan).  A scan is cut into independent scans ("rows": the
  * rows of row_len, or the whole array), each row into chunks of GS_CPU_CHUNK values counted from
  * the row's start, and then:
- *   phase 1 (parallel)    each chunk reduces its values: the total after its last segment head,
+ *   phase 1 (parallel)    each chunk reduces its values: the state after its last segment head,
  *                         and whether it holds one;
  *   phase 2 (sequential)  a scan of the chunk totals gives each chunk its carry-in;
- *   phase 3 (parallel)    each chunk scans its values starting from its carry-in, restarting
- *                         from the identity at every segment head.
+ *   phase 3 (parallel)    each chunk scans its values from its carry-in, restarting from the
+ *                         identity at every segment head.
  * Rows no longer than a chunk skip phases 1 and 2: each is one chunk, and tasks take many rows.
+ * On one thread (or a small scan) the same chunks run one after the other in one pass: for
+ * float add and mul each chunk's state starts from the identity and its outputs combine it with
+ * the carry-in, so the state a chunk ends with is the total phase 1 computes, and the carries
+ * are the same bits whatever the number of threads; every other operator is exact, and one
+ * running state carries through the row.
  *
  * Guarantees:
- *  - the chunks depend on n and row_len only, never on the thread count, so every result is the
- *    same bits on every run, machine and GPUSCAN_NUM_THREADS; a row gives the bits that scanning
- *    it alone would give;
+ *  - the chunks depend on n and row_len only, never on the thread count or the instruction set,
+ *    so every result is the same bits on every run, machine and GPUSCAN_NUM_THREADS; a row gives
+ *    the bits that scanning it alone would give;
  *  - integers are bit-identical to NumPy; so are float min/max (the first NaN met, with its bits);
- *  - float add keeps (hi, lo) compensated pairs in the loops, the chunk totals and the carries,
- *    and rounds once per output: |error| <= ~1.5 eps * sum|x| at any n (contract: (log2 n + 2)
- *    eps * sum|x|);
- *  - float mul is the running product, each output after exactly i roundings, as in NumPy;
- *  - small inputs run on the calling thread with no thread involved;
+ *  - float add keeps compensated (hi, lo) pairs in the states and the carries and rounds each
+ *    output a few times only: |error| <= ~3.5 eps * sum|x| at any n (cpu/scan_body.h; the
+ *    contract: (log2 n + 2) eps * sum|x|);
+ *  - float mul is a product in a fixed tree, each output at most i + 1 roundings from exact;
+ *  - small scans run on the calling thread with no thread involved;
  *  - on -ENOMEM (the carries could not be allocated) nothing was written and nothing is left.
  */
 #include <errno.h>
@@ -32,8 +37,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/flags.h"
+#include "cpu/simd.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "the compensated float add needs every operation rounded to its own type (SSE2, not x87)"
@@ -44,108 +52,62 @@
  * compensation term exact enough: its own rounding stays below (4096 u)^2 <= eps/2 of sum|x|.
  * Results depend on this value: changing it changes float add's low bits. */
 #define GS_CPU_CHUNK 4096
-/* Below this many values the whole scan runs on the calling thread: 16 chunks are well under a
- * millisecond, less than waking the workers is worth. */
-#define GS_CPU_PARALLEL_MIN (16 * GS_CPU_CHUNK)
+/* Below this many values the whole scan runs on the calling thread, with no worker woken: at 2^17
+ * values two threads first beat one (a 2-core host, float32 and int32 add; see
+ * the -cpu.txt files of benchmarks/results/ for the sizes around it). */
+#define GS_CPU_PARALLEL_MIN (32 * GS_CPU_CHUNK)
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
 
-#define GS_PASTE(a, b) gs_cpu_##a##_##b
-#define GS_NAME(a, b) GS_PASTE(a, b)
+_Static_assert(GS_CPU_CHUNK % 8 == 0, "a chunk is a whole number of vectors of every dtype");
 
-/* A running value: hi, plus float add's compensation term lo (zero for every other op). */
+#define GS_PASTE(a, b, c) gs_cpu_##a##_##b##_##c
+#define GS_NAME3(a, b, c) GS_PASTE(a, b, c)
+#define GS_NAME(a, b) GS_NAME3(a, b, GS_ISA)
+
+/* A running value: hi, plus float add's compensation term lo (-0 for every other op). */
 typedef struct gs_carry {
     gs_val hi;
     gs_val lo;
 } gs_carry;
 
-/* What cpu/scan_body.h provides for each dtype. */
+/* What cpu/scan_body.h provides for each dtype and instruction set. */
 typedef struct gs_kernels {
-    /* fold in[0, len) into *c; with out != NULL also write the (in/ex)clusive scan there */
-    void (*apply)(gs_op op, const void *in, void *out, int64_t len, int exclusive, gs_carry *c);
+    /* scan in[0, len) from the state *c (and the carry cin: float add and mul; else NULL),
+     * writing the (in/ex)clusive scan to out unless it is NULL */
+    void (*apply)(gs_op op, const void *in, void *out, int64_t len, int exclusive,
+                  const gs_carry *cin, gs_carry *c);
+    /* apply() over a narrower integer dtype widened to 64 bits (uint64 only; else NULL) */
+    void (*apply_widened)(gs_op op, const void *in, gs_dtype in_type, void *out, int64_t len,
+                          int exclusive, const gs_carry *cin, gs_carry *c);
     void (*identity)(gs_op op, gs_carry *c);
     void (*combine)(gs_op op, gs_carry *acc, const gs_carry *x);
     char kind;
 } gs_kernels;
 
-/* ---- The loops, one body per dtype, in GS_DTYPES order ---------------------------------- */
+/* ---- The loops, one body per dtype and instruction set ----------------------------------- */
 
 #define GS_CPU_BODY "cpu/scan_body.h"
-#include "cpu/stamp.h"
+#include "cpu/stamp_isa.h"
 #undef GS_CPU_BODY
 
-/* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
- * to compile here (and cpu/stamp.h checks each body's kind letter and size). */
-#define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
-    [code] = { GS_NAME(apply, sfx), GS_NAME(identity, sfx), GS_NAME(combine, sfx), kind },
-static const gs_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
-#undef GS_X_KERNELS
-
-/* ---- Flags and widening: the only places that look at a dtype at run time -------------- */
-
-/* The first segment head in [from, to), or `to`.  A flag is a head when it compares unequal to
- * zero in its own dtype: any nonzero integer, a float other than +-0 (NaN included). */
-static int64_t gs_next_head(const void *flags, gs_dtype t, int64_t from, int64_t to)
-{
-    int64_t i;
-    switch (t) {
-#define GS_X_NEXT(code, ctype, sfx, kind, npy)  \
-    case code:                                  \
-        for (i = from; i < to; i++)             \
-            if (((const ctype *)flags)[i] != 0) \
-                return i;                       \
-        return to;
-        GS_DTYPES(GS_X_NEXT)
-#undef GS_X_NEXT
-    default:
-        return to;
-    }
-}
-
-/* The last segment head in [from, to), or -1. */
-static int64_t gs_last_head(const void *flags, gs_dtype t, int64_t from, int64_t to)
-{
-    int64_t i;
-    switch (t) {
-#define GS_X_LAST(code, ctype, sfx, kind, npy)  \
-    case code:                                  \
-        for (i = to - 1; i >= from; i--)        \
-            if (((const ctype *)flags)[i] != 0) \
-                return i;                       \
-        return -1;
-        GS_DTYPES(GS_X_LAST)
-#undef GS_X_LAST
-    default:
-        return -1;
-    }
-}
-
-/* buf[k] = in[from + k] converted value-preservingly to 64 bits, modulo 2^64 (C's conversion to
- * an unsigned type: signed values sign-extend, unsigned zero-extend; bool is 0 or 1). */
-static void gs_widen(const void *in, gs_dtype t, int64_t from, int64_t len, uint64_t *buf)
-{
-    int64_t k;
-    switch (t) {
-#define GS_X_WIDEN(code, ctype, sfx, kind, npy)                             \
-    case code:                                                              \
-        for (k = 0; k < len; k++)                                           \
-            buf[k] = kind == 'b' ? ((const ctype *)in)[from + k] != 0       \
-                                 : (uint64_t)((const ctype *)in)[from + k]; \
-        break;
-        GS_DTYPES(GS_X_WIDEN)
-#undef GS_X_WIDEN
-    default:
-        break;
-    }
-}
+/* The kernel tables, indexed by gs_isa and gs_dtype; a dtype added to GS_DTYPES without its body
+ * above fails to compile here (and cpu/stamp.h checks each body's kind letter and size). */
+#define GS_ISA_ROW(isa, code, sfx, kind)                                     \
+    [code] = { GS_NAME3(apply, sfx, isa),                                    \
+               code == GS_UINT64 ? GS_NAME3(apply_widened, u64, isa) : NULL, \
+               GS_NAME3(identity, sfx, isa), GS_NAME3(combine, sfx, isa), kind },
+static const gs_kernels gs_kernels_of[GS_NISA][GS_NDTYPES] = GS_ISA_TABLE;
+#undef GS_ISA_ROW
 
 /* ---- One scan call ----------------------------------------------------------------------- */
 
 typedef struct gs_scan_job {
     const gs_scan_desc *d;
-    const gs_kernels *k; /* of the output dtype */
+    const gs_kernels *k; /* of the output dtype (uint64 for widened pairs) */
     int widen;           /* in_type != out_type: widen the input to 64 bits block by block */
+    int inexact;         /* float add or mul: chunk states from the identity, plus a carry-in */
     size_t in_size, out_size;
     int64_t row_len;        /* values per independent scan (n when row_len == 0) */
     int64_t rows;           /* independent scans */
@@ -155,40 +117,42 @@ typedef struct gs_scan_job {
     unsigned char *head;    /* per chunk: whether it holds a segment head (flags only) */
 } gs_scan_job;
 
-/* Fold in[from, to) into *c, writing the scan to out[from, to) when `store`; no head inside. */
-static void gs_apply(const gs_scan_job *j, int64_t from, int64_t to, int store, gs_carry *c)
+/* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
+ * `store`; no head inside. */
+static void gs_apply(const gs_scan_job *j, int64_t from, int64_t to, int store, const gs_carry *cin,
+                     gs_carry *c)
 {
     const gs_scan_desc *d = j->d;
-    if (!j->widen) {
-        j->k->apply(d->op, (const char *)d->in + from * j->in_size,
-                    store ? (char *)d->out + from * j->out_size : NULL, to - from, d->exclusive, c);
-        return;
-    }
-    uint64_t buf[GS_CPU_WIDEN_BLOCK];
-    for (int64_t pos = from; pos < to; pos += GS_CPU_WIDEN_BLOCK) {
-        int64_t len = to - pos < GS_CPU_WIDEN_BLOCK ? to - pos : GS_CPU_WIDEN_BLOCK;
-        gs_widen(d->in, d->in_type, pos, len, buf);
-        j->k->apply(d->op, buf, store ? (uint64_t *)d->out + pos : NULL, len, d->exclusive, c);
-    }
+    void *out = store ? (char *)d->out + from * j->out_size : NULL;
+    if (j->widen)
+        j->k->apply_widened(d->op, (const char *)d->in + from * j->in_size, d->in_type, out,
+                            to - from, d->exclusive, cin, c);
+    else
+        j->k->apply(d->op, (const char *)d->in + from * j->in_size, out, to - from, d->exclusive,
+                    cin, c);
 }
 
-/* Scan [from, to) from the carry *c, restarting from the identity at each segment head, and
- * leave in *c the carry after `to`. */
-static void gs_scan_range(const gs_scan_job *j, int64_t from, int64_t to, gs_carry *c)
+/* Scan [from, to) from the state *c and the carry cin (see gs_kernels.apply), restarting from the
+ * identity, with no carry, at each segment head; leaves in *c the state after `to`.  Returns
+ * whether a head lies in [from, to). */
+static int gs_scan_range(const gs_scan_job *j, int64_t from, int64_t to, const gs_carry *cin,
+                         gs_carry *c)
 {
     const gs_scan_desc *d = j->d;
     if (d->flags == NULL) {
-        gs_apply(j, from, to, 1, c);
-        return;
+        gs_apply(j, from, to, 1, cin, c);
+        return 0;
     }
-    int64_t pos = from;
-    while (pos < to) {
-        int64_t next = gs_next_head(d->flags, d->flag_type, pos + 1, to);
-        if (pos > from || gs_next_head(d->flags, d->flag_type, pos, pos + 1) == pos)
-            j->k->identity(d->op, c);
-        gs_apply(j, pos, next, 1, c);
-        pos = next;
+    int64_t pos = from, next = gs_flag_next(d->flags, d->flag_type, from, to);
+    int heads = next < to;
+    if (next > from)
+        gs_apply(j, from, next, 1, cin, c);
+    for (pos = next; pos < to; pos = next) {
+        next = gs_flag_next(d->flags, d->flag_type, pos + 1, to);
+        j->k->identity(d->op, c);
+        gs_apply(j, pos, next, 1, NULL, c);
     }
+    return heads;
 }
 
 /* The values [*from, *to) of chunk `chunk` (numbered row after row). */
@@ -198,6 +162,40 @@ static void gs_chunk_range(const gs_scan_job *j, int64_t chunk, int64_t *from, i
     int64_t row_end = (row + 1) * j->row_len;
     *from = row * j->row_len + chunk % j->chunks_per_row * GS_CPU_CHUNK;
     *to = *from + GS_CPU_CHUNK < row_end ? *from + GS_CPU_CHUNK : row_end;
+}
+
+/* Scan rows [first, last) whole on this thread, chunk after chunk: the same states and carries
+ * as the three phases. */
+static void gs_rows(const gs_scan_job *j, int64_t first, int64_t last)
+{
+    const gs_scan_desc *d = j->d;
+    for (int64_t row = first; row < last; row++) {
+        int64_t from = row * j->row_len, end = from + j->row_len;
+        gs_carry c, cin;
+        j->k->identity(d->op, &c);
+        if (!j->inexact) {
+            gs_scan_range(j, from, end, NULL, &c);
+            continue;
+        }
+        cin = c;
+        for (; from < end; from += GS_CPU_CHUNK) {
+            int64_t to = from + GS_CPU_CHUNK < end ? from + GS_CPU_CHUNK : end;
+            j->k->identity(d->op, &c);
+            if (gs_scan_range(j, from, to, &cin, &c))
+                cin = c; /* the state since the chunk's last head */
+            else
+                j->k->combine(d->op, &cin, &c);
+        }
+    }
+}
+
+/* Task t scans rows_per_task whole rows. */
+static void gs_rows_task(void *ctx, int64_t task)
+{
+    const gs_scan_job *j = ctx;
+    int64_t first = task * j->rows_per_task;
+    int64_t last = first + j->rows_per_task < j->rows ? first + j->rows_per_task : j->rows;
+    gs_rows(j, first, last);
 }
 
 /* ==== Phase 1: each chunk's total after its last head ==================================== */
@@ -210,13 +208,13 @@ static void gs_phase1(void *ctx, int64_t chunk)
         return; /* a row's last chunk passes no carry on */
     gs_chunk_range(j, chunk, &from, &to);
     if (d->flags != NULL) {
-        int64_t last = gs_last_head(d->flags, d->flag_type, from, to);
+        int64_t last = gs_flag_last(d->flags, d->flag_type, from, to);
         j->head[chunk] = last >= 0;
         if (last >= 0)
             from = last;
     }
     j->k->identity(d->op, &j->carry[chunk]);
-    gs_apply(j, from, to, 0, &j->carry[chunk]);
+    gs_apply(j, from, to, 0, NULL, &j->carry[chunk]);
 }
 
 /* ==== Phase 2: carry-in of each chunk, a sequential scan of the totals =================== */
@@ -244,37 +242,21 @@ static void gs_phase3(void *ctx, int64_t chunk)
 {
     const gs_scan_job *j = ctx;
     int64_t from, to;
+    gs_carry c;
     gs_chunk_range(j, chunk, &from, &to);
-    gs_scan_range(j, from, to, &j->carry[chunk]);
-}
-
-/* Phase 3 alone, for rows of at most one chunk: task t scans rows_per_task whole rows. */
-static void gs_short_rows(void *ctx, int64_t task)
-{
-    const gs_scan_job *j = ctx;
-    int64_t first = task * j->rows_per_task;
-    int64_t last = first + j->rows_per_task < j->rows ? first + j->rows_per_task : j->rows;
-    for (int64_t row = first; row < last; row++) {
-        gs_carry c;
+    if (j->inexact) {
         j->k->identity(j->d->op, &c);
-        gs_scan_range(j, row * j->row_len, (row + 1) * j->row_len, &c);
+        gs_scan_range(j, from, to, &j->carry[chunk], &c);
+    } else {
+        c = j->carry[chunk];
+        gs_scan_range(j, from, to, NULL, &c);
     }
-}
-
-static void gs_run(int parallel, int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
-{
-    if (parallel) {
-        gs_cpu_parallel_for(ntasks, fn, ctx);
-        return;
-    }
-    for (int64_t t = 0; t < ntasks; t++)
-        fn(ctx, t);
 }
 
 int gs_cpu_scan(const gs_scan_desc *d)
 {
     gs_scan_job j = { 0 };
-    int parallel, exact;
+    int parallel;
 
     if (d->n < 0 || d->in_type < 0 || d->in_type >= GS_NDTYPES || d->out_type < 0 ||
         d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS || d->row_len < 0 ||
@@ -290,25 +272,24 @@ int gs_cpu_scan(const gs_scan_desc *d)
         return gs_cpu_teach_scan(d);
 
     j.d = d;
-    j.k = &gs_kernels_of[d->out_type];
     j.widen = d->in_type != d->out_type;
-    if (j.widen)
-        j.k = &gs_kernels_of[GS_UINT64]; /* int64 and uint64 add and mul wrap to the same bits */
+    /* int64 and uint64 add and mul wrap to the same bits: the widened pairs share uint64's loops */
+    j.k = &gs_kernels_of[gs_cpu_isa()][j.widen ? GS_UINT64 : d->out_type];
+    j.inexact = gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL);
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.row_len = d->row_len > 0 ? d->row_len : d->n;
     j.rows = d->n / j.row_len;
     j.chunks_per_row = (j.row_len + GS_CPU_CHUNK - 1) / GS_CPU_CHUNK;
     parallel = d->n >= GS_CPU_PARALLEL_MIN && gs_cpu_threads() > 1;
-    /* Every op but float add and mul is associative in exact arithmetic and in the machine's, so
-     * a sequential pass that carries its running value from chunk to chunk gives the same bits
-     * as the three phases, at half the reads. */
-    exact = !(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL));
 
-    if (j.chunks_per_row == 1 || (exact && !parallel)) {
-        /* Every row in one piece: as many rows per task as make about one chunk of work. */
+    if (j.chunks_per_row == 1 || !parallel) {
+        /* Every row whole on one thread: as many rows per task as make about one chunk. */
         j.rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len;
-        gs_run(parallel, (j.rows + j.rows_per_task - 1) / j.rows_per_task, gs_short_rows, &j);
+        if (parallel)
+            gs_cpu_parallel_for((j.rows + j.rows_per_task - 1) / j.rows_per_task, gs_rows_task, &j);
+        else
+            gs_rows(&j, 0, j.rows);
         return 0;
     }
 
@@ -321,9 +302,9 @@ int gs_cpu_scan(const gs_scan_desc *d)
         free(j.head);
         return -ENOMEM;
     }
-    gs_run(parallel, nchunks, gs_phase1, &j);
+    gs_cpu_parallel_for(nchunks, gs_phase1, &j);
     gs_phase2(&j);
-    gs_run(parallel, nchunks, gs_phase3, &j);
+    gs_cpu_parallel_for(nchunks, gs_phase3, &j);
     free(j.carry);
     free(j.head);
     return 0;

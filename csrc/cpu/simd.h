@@ -1,0 +1,50 @@
+/*
+ * cpu/simd.h - the instruction sets the CPU backend's loops are compiled for, and the choice
+ * between them at run time.
+ *
+ * Level: CPU backend (host side), below the loop bodies.  The hot loops (cpu/scan_body.h,
+ * cpu/reduce_body.h) are stamped once per dtype and once per instruction set (cpu/stamp_isa.h):
+ *   GS_ISA_BASE  what every host of the architecture runs (x86-64: SSE2; elsewhere: whatever
+ *                the compiler targets, e.g. NEON on aarch64);
+ *   GS_ISA_AVX2  x86-64 only, compiled with __attribute__((target("avx2,bmi,bmi2,popcnt"))) and
+ *                taken when the processor and the operating system support all four
+ *                (__builtin_cpu_supports).
+ * No -march flag is involved: one binary runs everywhere and uses AVX2 where it is there.
+ *
+ * Guarantee: every variant computes the same bits.  The loops are written once, over the
+ * vectors of cpu/vec.h, whose operations are element-wise IEEE operations and fixed shuffles
+ * (the same on every instruction set), and no variant contracts a*b+c into an FMA (C11 mode,
+ * no fma target), so a float sum is grouped the same way whatever the machine.
+ */
+#ifndef GS_CPU_SIMD_H
+#define GS_CPU_SIMD_H
+
+/* GCC warns that passing 32-byte vectors by value changes the ABI without AVX: the vectors here
+ * live only inside always-inlined helpers, so no call passes one. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GS_CPU_X86 1
+#include <immintrin.h>
+#else
+#define GS_CPU_X86 0
+#endif
+
+typedef enum gs_isa {
+    GS_ISA_BASE,
+#if GS_CPU_X86
+    GS_ISA_AVX2,
+#endif
+    GS_NISA
+} gs_isa;
+
+/* The instruction set the loops run with: the best the processor supports, unless
+ * $GPUSCAN_CPU_SIMD names another ("base", or "avx2" where supported); decided once. */
+gs_isa gs_cpu_isa(void);
+
+/* Its name: "base" or "avx2". */
+const char *gs_cpu_isa_name(void);
+
+#endif /* GS_CPU_SIMD_H */
