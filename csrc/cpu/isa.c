@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "cpu/simd.h"
 
 static pthread_once_t gs_isa_once = PTHREAD_ONCE_INIT;

@@ -67,22 +67,23 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
         F(o, __VA_ARGS__);    \
         break;
 #if GS_KIND == 'f'
-#define GS_OP_DISPATCH(op, F, ...)                                                                 \
-    switch (op) {                                                                                  \
-        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__)                                                      \
-        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)                                                      \
-        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__)                                                      \
-    default:                                                                                       \
-        F(GS_OP_MAX, __VA_ARGS__);                                                                 \
+#define GS_OP_DISPATCH(op, F, ...)            \
+    switch (op) {                             \
+        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__) \
+        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__) \
+        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__) \
+    default:                                  \
+        F(GS_OP_MAX, __VA_ARGS__);            \
     }
 #else
-#define GS_OP_DISPATCH(op, F, ...)                                                                 \
-    switch (op) {                                                                                  \
-        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__) GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)                \
-        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__) GS_OP_CASE(GS_OP_MAX, F, __VA_ARGS__)                \
-        GS_OP_CASE(GS_OP_AND, F, __VA_ARGS__) GS_OP_CASE(GS_OP_OR, F, __VA_ARGS__)                 \
-    default:                                                                                       \
-        F(GS_OP_XOR, __VA_ARGS__);                                                                 \
+#define GS_OP_DISPATCH(op, F, ...)                                                \
+    switch (op) {                                                                 \
+        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MAX, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_AND, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_OR, F, __VA_ARGS__) default : F(GS_OP_XOR, __VA_ARGS__); \
     }
 #endif
 

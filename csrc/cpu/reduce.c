@@ -187,6 +187,100 @@ static void gs_phase2(const gs_reduce_job *j)
     }
 }
 
+/* ==== Columns: rows x row_len x inner, reduced over the middle ============================
+ * Column c of row r is folded block by block (GS_CPU_BLOCK values of the reduced axis each, from
+ * the identity: fold_cols), and the blocks' partials are combined in block order: partial(b0)
+ * combine partial(b1) combine ...  Tasks take a tile of columns of one row through all its
+ * blocks, or, when rows times tiles are too few to keep the threads busy, one block of a tile
+ * (partials kept, combined afterwards): the same partials combined the same way either way. */
+
+typedef struct gs_cols_job {
+    const gs_reduce_job *j;
+    int64_t inner, tile, tiles, blocks;
+    gs_part *part; /* per row, block and column when tasks take single blocks, else NULL */
+} gs_cols_job;
+
+/* part[0, nc) = the partials of block b of row r, columns [c0, c0 + nc). */
+static void gs_cols_block(const gs_cols_job *cj, int64_t r, int64_t b, int64_t c0, int64_t nc,
+                          gs_part *part)
+{
+    const gs_reduce_job *j = cj->j;
+    const gs_reduce_desc *d = j->d;
+    int64_t r0 = b * GS_CPU_BLOCK;
+    int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
+    const char *in = (const char *)d->in + ((r * d->row_len + r0) * cj->inner + c0) * j->in_size;
+    if (j->widen)
+        j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, part);
+    else
+        j->k->fold_cols(d->op, in, nr, cj->inner, nc, part);
+}
+
+/* A task of a tile of columns through every block: task = row * tiles + tile. */
+static void gs_cols_task(void *ctx, int64_t task)
+{
+    const gs_cols_job *cj = ctx;
+    const gs_reduce_job *j = cj->j;
+    const gs_reduce_desc *d = j->d;
+    int64_t r = task / cj->tiles, c0 = task % cj->tiles * cj->tile;
+    int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
+    gs_part acc[GS_CPU_COLS], blk[GS_CPU_COLS];
+
+    gs_cols_block(cj, r, 0, c0, nc, acc);
+    for (int64_t b = 1; b < cj->blocks; b++) {
+        gs_cols_block(cj, r, b, c0, nc, blk);
+        for (int64_t c = 0; c < nc; c++)
+            j->k->combine(d->op, &acc[c], &blk[c]);
+    }
+    for (int64_t c = 0; c < nc; c++)
+        j->k->store(d->op, &acc[c], (char *)d->out + (r * cj->inner + c0 + c) * j->out_size);
+}
+
+/* A task of one block of a tile: task = (row * blocks + block) * tiles + tile. */
+static void gs_cols_block_task(void *ctx, int64_t task)
+{
+    const gs_cols_job *cj = ctx;
+    int64_t t = task % cj->tiles, rb = task / cj->tiles, c0 = t * cj->tile;
+    int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
+    gs_cols_block(cj, rb / cj->blocks, rb % cj->blocks, c0, nc, cj->part + rb * cj->inner + c0);
+}
+
+static int gs_reduce_cols(const gs_reduce_job *j, int parallel)
+{
+    const gs_reduce_desc *d = j->d;
+    gs_cols_job cj = { j, d->inner, GS_CPU_COLS, 0, 0, NULL };
+    int64_t want = 2 * (int64_t)gs_cpu_threads(); /* tasks that keep every thread busy */
+
+    cj.blocks = (d->row_len + GS_CPU_BLOCK - 1) / GS_CPU_BLOCK;
+    if (parallel)
+        cj.tile = gs_cpu_tile(cj.inner, d->rows, want, GS_CPU_COLS);
+    cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
+
+    if (!parallel) {
+        for (int64_t t = 0; t < d->rows * cj.tiles; t++)
+            gs_cols_task(&cj, t);
+        return 0;
+    }
+    if (d->rows * cj.tiles >= want || cj.blocks == 1)
+        return gs_cpu_parallel_for(d->rows * cj.tiles, gs_cols_task, &cj);
+
+    /* Too few tiles: each block of each tile is a task; then each column combines its blocks. */
+    cj.part = malloc((size_t)(d->rows * cj.blocks * cj.inner) * sizeof(gs_part));
+    if (cj.part == NULL)
+        return -ENOMEM;
+    gs_cpu_parallel_for(d->rows * cj.blocks * cj.tiles, gs_cols_block_task, &cj);
+    for (int64_t r = 0; r < d->rows; r++) {
+        for (int64_t c = 0; c < cj.inner; c++) {
+            const gs_part *p = cj.part + r * cj.blocks * cj.inner + c;
+            gs_part acc = p[0];
+            for (int64_t b = 1; b < cj.blocks; b++)
+                j->k->combine(d->op, &acc, &p[b * cj.inner]);
+            j->k->store(d->op, &acc, (char *)d->out + (r * cj.inner + c) * j->out_size);
+        }
+    }
+    free(cj.part);
+    return 0;
+}
+
 int gs_cpu_reduce(const gs_reduce_desc *d)
 {
     gs_reduce_job j = { 0 };
@@ -196,7 +290,8 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
         d->out_type < 0 || d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS ||
         !gs_scan_pair_direct(d->in_type, d->out_type, d->op) ||
         (gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op)) ||
-        (d->rows > 0 && (d->in == NULL || d->out == NULL)) || d->rows > INT64_MAX / d->row_len)
+        (d->rows > 0 && (d->in == NULL || d->out == NULL)) || d->rows > INT64_MAX / d->row_len ||
+        d->inner < 0 || (d->inner > 1 && d->rows * d->row_len > INT64_MAX / d->inner))
         return -EINVAL;
     if (d->rows == 0)
         return 0;
@@ -208,7 +303,10 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.chunks_per_row = gs_reduce_chunks(d->row_len);
-    parallel = d->rows * d->row_len >= GS_CPU_PARALLEL_MIN && gs_cpu_threads() > 1;
+    parallel = d->rows * d->row_len * (d->inner > 1 ? d->inner : 1) >= GS_CPU_PARALLEL_MIN &&
+               gs_cpu_threads() > 1;
+    if (d->inner > 1)
+        return gs_reduce_cols(&j, parallel);
 
     if (j.chunks_per_row == 1 || !parallel) {
         /* Every row on one thread, as many rows per task as make about GS_CPU_TASK_VALUES. */

@@ -21,10 +21,10 @@
  * partials); float min/max give the first NaN of the run (its bits), else the first value equal to
  * the extremum (so +0 and -0 come out as the earlier one).
  *
- * Columns (fold_cols): rows r of `ncols` values at in + r * stride, each column reduced down
- * the rows, many columns side by side in vectors: column c's value depends on column c alone,
- * folded in row order (float add: TwoSum from the identity over the block, then into the
- * partial), so the bits do not depend on how the columns are tiled or threaded.
+ * Columns (fold_cols): a block of rows r of `ncols` values at in + r * stride, each column
+ * reduced down the rows, many columns side by side in vectors: column c's partial depends on
+ * column c alone, folded in row order from the identity (float add: TwoSum, then a pair), so the
+ * bits do not depend on how the columns are tiled or threaded.
  */
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)
@@ -110,26 +110,46 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const
                 GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(t + v * GS_W));
         }
 
+        /* The lanes join *acc: the vectors first, value by value, then a vector's values in
+         * order (float add: TwoSum all along, the errors gathered where finite). */
         if (op == GS_OP_ADD) {
-            for (int v = 0; v < NV; v++)
-                for (int k = 0; k < GS_W; k++)
-                    GS_FN(pair_add)(&ahi, &alo, GS_V(get)(h[v], k), GS_V(get)(l[v], k));
+            const GS_VEC zero = GS_V(splat)(0);
+            GS_VEC hv = h[0], lv = GS_V(sel)(GS_V(eq)(GS_V(sub)(l[0], l[0]), zero), l[0], zero);
+            for (int v = 1; v < NV; v++) {
+                GS_VEC sv = GS_V(add)(hv, h[v]), bp = GS_V(sub)(sv, hv);
+                GS_VEC e = GS_V(add)(GS_V(sub)(hv, GS_V(sub)(sv, bp)), GS_V(sub)(h[v], bp));
+                e = GS_V(add)(e, l[v]);
+                lv = GS_V(add)(lv, GS_V(sel)(GS_V(eq)(GS_V(sub)(e, e), zero), e, zero));
+                hv = sv;
+            }
+            GS_T bh = GS_V(get)(hv, 0), bl = GS_V(get)(lv, 0);
+            for (int k = 1; k < GS_W; k++) {
+                GS_T x = GS_V(get)(hv, k), sum = bh + x, bp = sum - bh;
+                GS_T e = (bh - (sum - bp)) + (x - bp) + GS_V(get)(lv, k);
+                bl += isfinite(e) ? e : 0;
+                bh = sum;
+            }
+            GS_FN(pair_add)(&ahi, &alo, bh, bl);
         } else if (op == GS_OP_MUL) {
-            for (int v = 0; v < NV; v++)
-                for (int k = 0; k < GS_W; k++)
-                    ahi *= GS_V(get)(h[v], k);
+            GS_VEC pv = h[0];
+            for (int v = 1; v < NV; v++)
+                pv = GS_V(mul)(pv, h[v]);
+            for (int k = 0; k < GS_W; k++)
+                ahi *= GS_V(get)(pv, k);
         } else {
             /* No NaN in the lanes: any order gives the value.  The block's answer is its first
              * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
              * so that matters for zeros alone. */
-            GS_T v = GS_V(get)(h[0], 0);
-            int has_nan = 0;
-            for (int w = 0; w < NV; w++) {
-                has_nan |= GS_V(any)(nan[w]);
-                for (int k = 0; k < GS_W; k++)
-                    v = GS_FN(op)(op, v, GS_V(get)(h[w], k));
+            GS_VEC mv = h[0];
+            GS_MASK any_nan = nan[0];
+            for (int w = 1; w < NV; w++) {
+                mv = op == GS_OP_MIN ? GS_V(min_lt)(h[w], mv) : GS_V(max_gt)(h[w], mv);
+                any_nan = GS_V(mor)(any_nan, nan[w]);
             }
-            if (has_nan)
+            GS_T v = GS_V(get)(mv, 0);
+            for (int k = 1; k < GS_W; k++)
+                v = GS_FN(op)(op, v, GS_V(get)(mv, k));
+            if (GS_V(any)(any_nan))
                 v = GS_FN(first_nan)(p, blen);
             else if (v == 0)
                 v = GS_FN(first_zero)(p, blen);
@@ -141,13 +161,30 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const
 }
 
 #else
-/* Fold in[0, len) into the partial *acc in order.  Always inlined with a constant op, so each
- * operator gets a loop of its own for the compiler to vectorise. */
+/* Fold in[0, len) into the partial *acc (any grouping gives the same bits: the ops are associative
+ * and commutative modulo 2^k).  4- and 8-byte integers over GS_CPU_LANE_VECS vectors of lanes
+ * (independent chains, so the loop runs at the speed of the loads, not of the operator's
+ * latency); 1- and 2-byte ones, and the tail, in a loop the compiler vectorises.  Always inlined
+ * with a constant op, so each operator gets a loop of its own. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const GS_T *in,
                                                          int64_t len, gs_part *acc)
 {
     GS_T a = acc->hi.GS_SFX;
-    for (int64_t i = 0; i < len; i++) {
+    int64_t i = 0;
+#if GS_SIZE >= 4
+    enum { NV = GS_CPU_LANE_VECS };
+    GS_VEC h[NV];
+    for (int v = 0; v < NV; v++)
+        h[v] = GS_V(splat)(GS_FN(op_identity)(op));
+    for (; i + NV * GS_W <= len; i += NV * GS_W)
+        for (int v = 0; v < NV; v++)
+            h[v] = GS_V(op)(op, h[v], GS_V(load)(in + i + v * GS_W));
+    for (int v = 1; v < NV; v++)
+        h[0] = GS_V(op)(op, h[0], h[v]);
+    for (int k = 0; k < GS_W; k++)
+        a = GS_FN(op)(op, a, GS_V(get)(h[0], k));
+#endif
+    for (; i < len; i++) {
 #if GS_KIND == 'b'
         a = GS_FN(op)(op, a, in[i] != 0); /* any nonzero byte is True, as NumPy reads it */
 #else
@@ -220,10 +257,10 @@ static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, G
 
 /*
  * Rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <= GS_CPU_COLS), row r at
- * in + r * stride: column c's state starts from the identity, takes the rows in order, and joins
- * part[c].  The states live in two arrays that stay in L1 while the rows stream past, a vector
- * of columns at a time (the columns past the last whole vector one by one, with the same
- * operations).  Always inlined with a constant op.
+ * in + r * stride: column c's state starts from the identity, takes the rows in order (float add:
+ * TwoSum), and joins part[c] (float add: pair_add).  The states live in two arrays that stay in L1
+ * while the rows stream past, a vector of columns at a time (the columns past the last whole vector
+ * one by one, with the same operations).  Always inlined with a constant op.
  */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *in,
                                                            int64_t nrows, int64_t stride,
@@ -273,8 +310,9 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
     }
 }
 
-/* Columns [0, ncols) down rows [0, nrows) (any number), in blocks of GS_CPU_BLOCK rows, into
- * part[0, ncols), which starts at the identity (gs_reduce_kernels.fold_cols). */
+/* Columns [0, ncols) (ncols <= GS_CPU_COLS) down rows [0, nrows) (one block: nrows <=
+ * GS_CPU_BLOCK), row r at in + r * stride, into part[0, ncols), each from the identity
+ * (gs_reduce_kernels.fold_cols). */
 static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
                                          int64_t ncols, gs_part *part)
 {
@@ -282,11 +320,7 @@ static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows
         part[c].hi.GS_SFX = GS_FN(op_identity)(op);
         part[c].lo.GS_SFX = 0;
     }
-    for (int64_t r = 0; r < nrows; r += GS_CPU_BLOCK) {
-        const GS_T *p = (const GS_T *)in + r * stride;
-        int64_t n = nrows - r < GS_CPU_BLOCK ? nrows - r : GS_CPU_BLOCK;
-        GS_OP_DISPATCH(op, GS_FN(cols_block), p, n, stride, ncols, part)
-    }
+    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, part)
 }
 
 #if GS_KIND == 'u' && GS_SIZE == 8

@@ -183,6 +183,100 @@ static GS_ISA_ATTR void GS_FN(apply)(gs_op op, const void *in, void *out, int64_
     }
 }
 
+/* ---- Columns -------------------------------------------------------------------------------
+ * Rows of `ncols` values (row r at in + r * in_stride and out + r * out_stride), each column
+ * scanned down the rows from the state h[c], l[c] (float add: TwoSum, the error masked as in
+ * vstep; output h + l; every other op: the operator, the earlier value first).  Column c's
+ * outputs depend on column c alone, so the bits do not depend on how columns are tiled or
+ * threaded.  The states live in arrays that stay in L1 while the rows stream past, a vector of
+ * columns at a time (the columns past the last whole vector one by one, with the same
+ * operations).  `row` is the first row's index in the column: every GS_CPU_CHUNK rows float
+ * add's state is renormalised (hi absorbs lo), so lo's own rounding stays negligible at any
+ * length. */
+
+/* One value x of column state (h, l): the output (inclusive, or exclusive: the state before). */
+static GS_ALWAYS_INLINE GS_T GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, GS_T x,
+                                             const int exclusive)
+{
+    GS_T before = *h;
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_T s = *h + x, bp = s - *h;
+        GS_T e = (*h - (s - bp)) + (x - bp);
+        before = (*h + *l) + (GS_T)0; /* an exclusive scan's empty sum is +0 */
+        *l += e != 0 && isfinite(e) ? e : (GS_T)-0.0;
+        *h = s;
+        return exclusive ? before : *h + *l;
+    }
+#elif GS_KIND == 'b'
+    x = x != 0;
+#endif
+    *h = GS_FN(op)(op, *h, x);
+    return exclusive ? before : *h;
+}
+
+static GS_ALWAYS_INLINE GS_ISA_ATTR void
+GS_FN(cols_rows)(const gs_op op, const GS_T *in, int64_t in_stride, GS_T *out, int64_t out_stride,
+                 int64_t nrows, int64_t ncols, const int exclusive, int64_t row, GS_T *h, GS_T *l)
+{
+    for (int64_t r = 0; r < nrows; r++) {
+        const GS_T *x = in + r * in_stride;
+        GS_T *o = out + r * out_stride;
+        int64_t c = 0;
+#if GS_SIZE >= 4
+        const GS_VEC nz = GS_V(splat)((GS_T)-0.0);
+        for (; c + GS_W <= ncols; c += GS_W) {
+            GS_VEC xv = GS_V(load)(x + c), hv = GS_V(load)(h + c);
+#if GS_KIND == 'f'
+            if (op == GS_OP_ADD) {
+                const GS_VEC zero = GS_V(splat)(0);
+                GS_VEC lv = GS_V(load)(l + c);
+                GS_VEC s = GS_V(add)(hv, xv), bp = GS_V(sub)(s, hv);
+                GS_VEC e = GS_V(add)(GS_V(sub)(hv, GS_V(sub)(s, bp)), GS_V(sub)(xv, bp));
+                GS_MASK keep = GS_V(mand)(GS_V(ne)(e, zero), GS_V(eq)(GS_V(sub)(e, e), zero));
+                GS_VEC before = GS_V(add)(GS_V(add)(hv, lv), zero);
+                lv = GS_V(add)(lv, GS_V(sel)(keep, e, nz));
+                GS_V(store)(o + c, exclusive ? before : GS_V(add)(s, lv));
+                GS_V(store)(h + c, s);
+                GS_V(store)(l + c, lv);
+                continue;
+            }
+#endif
+            (void)nz;
+            GS_VEC nh = GS_V(op)(op, hv, xv);
+            GS_V(store)(o + c, exclusive ? hv : nh);
+            GS_V(store)(h + c, nh);
+        }
+#endif
+        for (; c < ncols; c++)
+            o[c] = GS_FN(col_step)(op, &h[c], &l[c], x[c], exclusive);
+#if GS_KIND == 'f'
+        if (op == GS_OP_ADD && (row + r + 1) % GS_CPU_CHUNK == 0) {
+            for (c = 0; c < ncols; c++) {
+                GS_T sum = h[c] + l[c];
+                if (l[c] != 0 && isfinite(sum)) {
+                    l[c] -= sum - h[c]; /* Fast2Sum: |h| >= |l| */
+                    h[c] = sum;
+                }
+            }
+        }
+#endif
+    }
+}
+
+/* Scan columns [0, ncols) (ncols <= GS_CPU_COLS) down rows [0, nrows) from the identity, row r
+ * of in and out at r * stride values (gs_kernels.apply_cols). */
+static GS_ISA_ATTR void GS_FN(apply_cols)(gs_op op, const void *in, void *out, int64_t nrows,
+                                          int64_t stride, int64_t ncols, int exclusive)
+{
+    GS_T h[GS_CPU_COLS], l[GS_CPU_COLS];
+    for (int64_t c = 0; c < ncols; c++) {
+        h[c] = GS_FN(op_identity)(op);
+        l[c] = (GS_T)-0.0;
+    }
+    GS_OP_DISPATCH(op, GS_FN(cols_rows), in, stride, out, stride, nrows, ncols, exclusive, 0, h, l)
+}
+
 #if GS_KIND == 'u' && GS_SIZE == 8
 #include "cpu/widen.h"
 
@@ -198,6 +292,23 @@ static GS_ISA_ATTR void GS_FN(apply_widened)(gs_op op, const void *in, gs_dtype 
         int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
         gs_widen_u64(in, in_type, pos, n, buf);
         GS_FN(apply)(op, buf, out != NULL ? (uint64_t *)out + pos : NULL, n, exclusive, cin, c);
+    }
+}
+
+/* apply_cols() over a narrower integer dtype, each row widened into a buffer first. */
+static GS_ISA_ATTR void GS_FN(apply_cols_widened)(gs_op op, const void *in, gs_dtype in_type,
+                                                  void *out, int64_t nrows, int64_t stride,
+                                                  int64_t ncols, int exclusive)
+{
+    uint64_t h[GS_CPU_COLS], l[GS_CPU_COLS], buf[GS_CPU_COLS];
+    for (int64_t c = 0; c < ncols; c++) {
+        h[c] = GS_FN(op_identity)(op);
+        l[c] = 0;
+    }
+    for (int64_t r = 0; r < nrows; r++) {
+        gs_widen_u64(in, in_type, r * stride, ncols, buf);
+        GS_OP_DISPATCH(op, GS_FN(cols_rows), buf, 0, (uint64_t *)out + r * stride, 0, 1, ncols,
+                       exclusive, r, h, l)
     }
 }
 #endif

@@ -44,7 +44,4 @@ typedef enum gs_isa {
  * $GPUSCAN_CPU_SIMD names another ("base", or "avx2" where supported); decided once. */
 gs_isa gs_cpu_isa(void);
 
-/* Its name: "base" or "avx2". */
-const char *gs_cpu_isa_name(void);
-
 #endif /* GS_CPU_SIMD_H */

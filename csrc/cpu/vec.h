@@ -321,6 +321,30 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(last)(GS_VEC v)
 #endif
 }
 
+#if GS_KIND != 'f'
+/* b < a ? b : a and b > a ? b : a value by value, for integers: VPMINSD/VPMAXSD and the unsigned
+ * ones where AVX2 has them (32-bit values), compare and select elsewhere. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(min_int)(GS_VEC a, GS_VEC b)
+{
+#if GS_CPU_X86 && GS_ISA_WIDE && GS_SIZE == 4
+    return GS_KIND == 'i' ? (GS_VEC)_mm256_min_epi32((__m256i)a, (__m256i)b)
+                          : (GS_VEC)_mm256_min_epu32((__m256i)a, (__m256i)b);
+#else
+    return GS_V(sel)(GS_V(lt)(b, a), b, a);
+#endif
+}
+
+static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(max_int)(GS_VEC a, GS_VEC b)
+{
+#if GS_CPU_X86 && GS_ISA_WIDE && GS_SIZE == 4
+    return GS_KIND == 'i' ? (GS_VEC)_mm256_max_epi32((__m256i)a, (__m256i)b)
+                          : (GS_VEC)_mm256_max_epu32((__m256i)a, (__m256i)b);
+#else
+    return GS_V(sel)(GS_V(gt)(b, a), b, a);
+#endif
+}
+#endif
+
 /* ---- The contract's operators on vectors ------------------------------------------------------
  * vop(op, a, b) = a op b value by value, `a` holding the earlier values: cpu/operators.h's
  * operator on every value (float min/max: a NaN `a` is kept, a NaN `b` wins over a number, ties
@@ -339,9 +363,9 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(op)(const gs_op op, GS_VEC a, GS
         return GS_V(sel)(GS_V(mor)(GS_V(ge)(a, b), GS_V(ne)(a, a)), a, b);
 #else
     case GS_OP_MIN:
-        return GS_V(sel)(GS_V(lt)(b, a), b, a);
+        return GS_V(min_int)(a, b);
     case GS_OP_MAX:
-        return GS_V(sel)(GS_V(gt)(b, a), b, a);
+        return GS_V(max_int)(a, b);
     case GS_OP_AND:
         return GS_V(and)(a, b);
     case GS_OP_OR:

@@ -8,7 +8,9 @@
  *   host path    (NumPy in): NumPy's C API makes that layout (a transpose and, unless the
  *                reduced axes already are last, contiguous and of the dtype the backend reads,
  *                a copy), the active backend reduces it with the GIL released, and a 0-d
- *                result is returned as a NumPy scalar, as NumPy does;
+ *                result is returned as a NumPy scalar, as NumPy does.  On the CPU backend,
+ *                reduced axes that are one run of axes stay in place (rows x row_len x inner,
+ *                ops/axis_layout.h): no transposed copy;
  *   device path  (CUDA build, device input): the same layout made on the device (in place when
  *                it already is), reduced by gs_cuda_enqueue into a new DeviceArray, 0-d for a
  *                full reduction, so that nothing travels to the host unless asked.
@@ -16,6 +18,7 @@
  * ValueError), rows == 0 an empty result.
  */
 #include "gpuscan.h"
+#include "ops/axis_layout.h"
 
 const char gs_reduce_doc[] =
     "reduce(a, op='add', *, axis=None, dtype=None, keepdims=False)\n"
@@ -89,6 +92,7 @@ typedef struct reduce_plan {
     int64_t rshape[GS_MAX_NDIM];
     int64_t rows;    /* product of the kept lengths */
     int64_t row_len; /* product of the reduced lengths */
+    int64_t inner;   /* the kept lengths after the reduced axes when these are one run, else 0 */
 } reduce_plan;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -142,10 +146,13 @@ static PyObject *reduce_host(const reduce_plan *p, gs_backend backend, PyArrayOb
     if (p->rows > 0 && p->row_len == 0 && fill_identity(res, p->op, p->acc_type) < 0)
         goto error;
     if (p->rows > 0 && p->row_len > 0) {
-        /* The reduced axes last, C-contiguous, aligned, native, of the dtype the backend
-         * reads: no copy when `a` already is all that. */
+        /* The CPU backend reads reduced axes that are one run in place (rows x row_len x inner,
+         * C-contiguous): no transpose.  Otherwise, and on CUDA, the reduced axes last. */
+        int in_place = backend == GS_BACKEND_CPU && p->inner > 1;
         for (int i = 0; i < p->ndim; i++)
-            perm_v[i] = p->perm[i];
+            perm_v[i] = in_place ? i : p->perm[i];
+        /* C-contiguous, aligned, native, of the dtype the backend reads: no copy when `a`
+         * already is all that. */
         work = (PyArrayObject *)PyArray_Transpose(a, &perm);
         if (work == NULL || (descr = gs_descr(p->red_in_type)) == NULL)
             goto error;
@@ -156,8 +163,9 @@ static PyObject *reduce_host(const reduce_plan *p, gs_backend backend, PyArrayOb
         memset(&d, 0, sizeof(d));
         d.in = PyArray_DATA(src);
         d.out = PyArray_DATA(res);
-        d.rows = p->rows;
+        d.rows = in_place ? p->rows / p->inner : p->rows;
         d.row_len = p->row_len;
+        d.inner = in_place ? p->inner : 1;
         d.in_type = p->red_in_type;
         d.out_type = p->acc_type;
         d.op = p->op;
@@ -303,6 +311,7 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     if (gs_parse_axes(axis_obj, p.ndim, reduced) < 0)
         goto finally;
     plan_shape(&p, shape, reduced, keepdims);
+    p.inner = gs_axis_inner(p.ndim, shape, reduced);
 
     /* The accumulation dtype: dtype=, else NumPy's reduce rule (that of accumulate). */
     if (dtype != NULL) {

@@ -9,11 +9,14 @@
  *                native-order buffer with the scanned axis last (cast to the accumulation
  *                dtype when the backend cannot widen on the fly), and the flags likewise at
  *                their own width, the active backend scans it as rows (or as one flagged
- *                sequence), and the result is moved back and written to `out` if given;
+ *                sequence), and the result is moved back and written to `out` if given; the
+ *                CPU backend scans another axis in place instead (ops/axis_layout.h), with no
+ *                transposed copy either way;
  *   device path  (ops/scan_device.c): an input, flags or `out` in device memory.
  * The backend runs with the GIL released; Ctrl-C is honoured when it returns.
  */
 #include "gpuscan.h"
+#include "ops/axis_layout.h"
 
 const char gs_scan_doc[] =
     "scan(a, op='add', *, exclusive=False, axis=None, dtype=None, out=None, "
@@ -195,9 +198,19 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
     int ndim = PyArray_NDIM(a);
     int axis = plan->axis;
     /* axis=None, 0-d and 1-d inputs and segmented scans are one scan over the C-order
-     * elements. */
+     * elements.  The CPU backend scans another axis than the last in place (rows x row_len x
+     * inner, ops/axis_layout.h); CUDA and the teaching algorithms get it moved last. */
     int flat = axis < 0 || ndim <= 1;
-    int moved = !flat && axis != ndim - 1;
+    int64_t inner = 1;
+    if (!flat && axis != ndim - 1 && backend == GS_BACKEND_CPU && plan->algorithm == GS_ALGO_AUTO) {
+        int64_t shape[NPY_MAXDIMS];
+        unsigned char picked[NPY_MAXDIMS] = { 0 };
+        for (int i = 0; i < ndim; i++)
+            shape[i] = PyArray_DIM(a, i);
+        picked[axis] = 1;
+        inner = gs_axis_inner(ndim, shape, picked);
+    }
+    int moved = !flat && axis != ndim - 1 && inner <= 1;
     npy_intp n = PyArray_SIZE(a);
     npy_intp perm_v[NPY_MAXDIMS], inv_v[NPY_MAXDIMS], rdims[NPY_MAXDIMS];
     PyArray_Dims perm = { perm_v, ndim }, inv = { inv_v, ndim };
@@ -279,7 +292,8 @@ static PyObject *scan_host(const gs_scan_plan *plan, gs_backend backend, PyArray
         d.out = PyArray_DATA(dst);
         d.flags = heads != NULL ? PyArray_DATA(heads) : NULL;
         d.n = n;
-        d.row_len = flat ? 0 : PyArray_DIM(src, ndim - 1);
+        d.row_len = flat ? 0 : PyArray_DIM(src, inner > 1 ? axis : ndim - 1);
+        d.inner = inner;
         d.in_type = plan->scan_in_type;
         d.out_type = plan->acc_type;
         d.flag_type = flag_type;

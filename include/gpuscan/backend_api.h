@@ -28,6 +28,11 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
  *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
  *                (a row start is a segment head); row_len == 0: one scan over all n.
+ *   inner > 1:   (with row_len > 0; the CPU backend only) the n elements are n / (row_len *
+ *                inner) blocks, each row_len x inner in C order, and each of a block's inner
+ *                columns is scanned down its row_len values (the scanned axis is not the last
+ *                one, and is read in place, with no transposed copy); out has the same layout.
+ *                0 or 1: the layout above (a zeroed descriptor keeps it).
  *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
  *                  element 0 always starts a segment.  Not combined with row_len.
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
@@ -44,6 +49,7 @@ typedef struct gs_scan_desc {
     const void *flags;
     int64_t n;
     int64_t row_len;
+    int64_t inner;
     gs_dtype in_type;
     gs_dtype out_type;
     gs_dtype flag_type;
@@ -59,14 +65,20 @@ typedef struct gs_scan_desc {
  * out_type; (in_type, out_type, op) satisfies gs_scan_pair_direct() (the same widening rules as
  * accumulate).  row_len >= 1: empty reductions are settled by the host (identity or
  * ValueError) and never reach a backend.  Float results are deterministic (a fixed grouping
- * that depends on rows and row_len only, never on the device or the thread count) and float
- * add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ * that depends on rows, row_len and inner only, never on the device or the thread count) and
+ * float add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
+ *   inner > 1: (the CPU backend only) the input is rows x row_len x inner in C order, reduced
+ *              over the middle: out receives rows x inner values, out[r][c] the reduction of
+ *              in[r][0..row_len)[c] (the reduced axes are a block of axes followed by kept
+ *              ones, read in place with no transposed copy).  0 or 1: the layout above (a
+ *              zeroed descriptor keeps it).
  */
 typedef struct gs_reduce_desc {
     const void *in;
     void *out;
     int64_t rows;
     int64_t row_len;
+    int64_t inner;
     gs_dtype in_type;
     gs_dtype out_type;
     gs_op op;
