@@ -32,9 +32,13 @@
  *  - small scans run on the calling thread with no thread involved;
  *  - on -ENOMEM (the carries could not be allocated) nothing was written and nothing is left.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +129,17 @@ typedef struct gs_scan_job {
     int64_t row_len;        /* values per independent scan (n when row_len == 0) */
     int64_t rows;           /* independent scans */
     int64_t chunks_per_row; /* chunks of one row */
-    int64_t rows_per_task;  /* rows of one task of phase 3 when chunks_per_row == 1 */
-    gs_carry *carry;        /* per chunk: its total after phase 1, its carry-in after phase 2 */
-    unsigned char *head;    /* per chunk: whether it holds a segment head (flags only) */
+    int64_t rows_per_task;  /* rows of one task when chunks_per_row == 1 */
+    /* The parallel scan of rows of several chunks (gs_scan_parallel): */
+    int64_t nchunks;
+    gs_carry *carry;           /* per chunk from `meet` on: its carry-in */
+    gs_carry *total;           /* per chunk: its total, the state after its last head (the back) */
+    unsigned char *head;       /* per chunk: whether it holds a segment head (the back) */
+    atomic_uchar *done;        /* per chunk: its total and head are written */
+    atomic_uint_fast64_t ends; /* front << 32 | back: the chunks [front, back) nobody claimed */
+    atomic_int_fast64_t next;  /* the next chunk from `meet` on to scan */
+    atomic_int ready;          /* `meet` and the carries from it on are written */
+    int64_t meet;              /* the first chunk the front did not scan */
 } gs_scan_job;
 
 /* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
@@ -177,28 +189,35 @@ static void gs_chunk_range(const gs_scan_job *j, int64_t chunk, int64_t *from, i
     *to = *from + GS_CPU_CHUNK < row_end ? *from + GS_CPU_CHUNK : row_end;
 }
 
+/* Scan chunk c on this thread from *cin, its carry-in, and leave in *cin the carry-in of the
+ * chunk after it (in its row): for float add and mul the chunk's state starts from the identity,
+ * and the next carry-in is the state if a head lies in the chunk, else the carry-in combined with
+ * the state (the chunk's total); for every other op the carry-in is the starting state. */
+static void gs_chunk_seq(const gs_scan_job *j, int64_t c, gs_carry *cin)
+{
+    int64_t from, to;
+    gs_carry st;
+    gs_chunk_range(j, c, &from, &to);
+    if (!j->inexact) {
+        gs_scan_range(j, from, to, NULL, cin);
+        return;
+    }
+    j->k->identity(j->d->op, &st);
+    if (gs_scan_range(j, from, to, cin, &st))
+        *cin = st; /* the state since the chunk's last head */
+    else
+        j->k->combine(j->d->op, cin, &st);
+}
+
 /* Scan rows [first, last) whole on this thread, chunk after chunk: the same states and carries
- * as the three phases. */
+ * as the parallel scan. */
 static void gs_rows(const gs_scan_job *j, int64_t first, int64_t last)
 {
-    const gs_scan_desc *d = j->d;
     for (int64_t row = first; row < last; row++) {
-        int64_t from = row * j->row_len, end = from + j->row_len;
-        gs_carry c, cin;
-        j->k->identity(d->op, &c);
-        if (!j->inexact) {
-            gs_scan_range(j, from, end, NULL, &c);
-            continue;
-        }
-        cin = c;
-        for (; from < end; from += GS_CPU_CHUNK) {
-            int64_t to = from + GS_CPU_CHUNK < end ? from + GS_CPU_CHUNK : end;
-            j->k->identity(d->op, &c);
-            if (gs_scan_range(j, from, to, &cin, &c))
-                cin = c; /* the state since the chunk's last head */
-            else
-                j->k->combine(d->op, &cin, &c);
-        }
+        gs_carry cin;
+        j->k->identity(j->d->op, &cin);
+        for (int64_t c = row * j->chunks_per_row; c < (row + 1) * j->chunks_per_row; c++)
+            gs_chunk_seq(j, c, &cin);
     }
 }
 
@@ -211,59 +230,148 @@ static void gs_rows_task(void *ctx, int64_t task)
     gs_rows(j, first, last);
 }
 
-/* ==== Phase 1: each chunk's total after its last head ==================================== */
-static void gs_phase1(void *ctx, int64_t chunk)
+/* ==== The parallel scan ====================================================================
+ * One thread (the front) scans the chunks from the first one on, in one pass, exactly as one
+ * thread alone would; the others (the back) claim chunks from the last one down and compute
+ * their totals (the state after their last head: what the front's pass would end the chunk
+ * with).  Where the two meet, the front chains the carry-ins of the remaining chunks from those
+ * totals (computing itself any total not written yet, so it never waits), and then every thread
+ * scans the remaining chunks from their carry-ins.  The carries are the one chain
+ * C(c+1) = head in c ? T(c) : C(c) combine T(c), whoever computes them: the same bits on any
+ * number of threads, and a worker that does not run (a busy host) leaves the front with a
+ * single pass over everything, no slower than one thread. */
+
+/* Claim a chunk at the front (or the back) of the unclaimed ones; -1 when none is left. */
+static int64_t gs_claim(gs_scan_job *j, int front)
 {
-    const gs_scan_job *j = ctx;
+    uint_fast64_t e = atomic_load_explicit(&j->ends, memory_order_relaxed);
+    for (;;) {
+        uint_fast64_t f = e >> 32, b = e & 0xffffffffu;
+        if (f >= b)
+            return -1;
+        uint_fast64_t claimed = front ? ((f + 1) << 32) | b : (f << 32) | (b - 1);
+        if (atomic_compare_exchange_weak_explicit(&j->ends, &e, claimed, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return (int64_t)(front ? f : b - 1);
+    }
+}
+
+/* The total of chunk c (the state after its last head, from the identity) and whether it holds
+ * a head: what the front's scan of the chunk ends with. */
+static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned char *head)
+{
     const gs_scan_desc *d = j->d;
     int64_t from, to;
-    if (chunk % j->chunks_per_row == j->chunks_per_row - 1)
-        return; /* a row's last chunk passes no carry on */
-    gs_chunk_range(j, chunk, &from, &to);
+    gs_chunk_range(j, c, &from, &to);
+    *head = 0;
     if (d->flags != NULL) {
         int64_t last = gs_flag_last(d->flags, d->flag_type, from, to);
-        j->head[chunk] = last >= 0;
+        *head = last >= 0;
         if (last >= 0)
             from = last;
     }
-    j->k->identity(d->op, &j->carry[chunk]);
-    gs_apply(j, from, to, 0, NULL, &j->carry[chunk]);
+    j->k->identity(d->op, total);
+    gs_apply(j, from, to, 0, NULL, total);
 }
 
-/* ==== Phase 2: carry-in of each chunk, a sequential scan of the totals =================== */
-static void gs_phase2(const gs_scan_job *j)
+static void gs_front(gs_scan_job *j)
 {
-    const gs_scan_desc *d = j->d;
-    for (int64_t row = 0; row < j->rows; row++) {
-        int64_t c = row * j->chunks_per_row, last = c + j->chunks_per_row - 1;
-        gs_carry acc, total;
-        j->k->identity(d->op, &acc);
-        for (; c < last; c++) {
-            total = j->carry[c];
-            j->carry[c] = acc;
-            if (j->head != NULL && j->head[c])
-                acc = total;
-            else
-                j->k->combine(d->op, &acc, &total);
+    gs_carry cin, total;
+    unsigned char head;
+    int64_t c;
+
+    while ((c = gs_claim(j, 1)) >= 0) {
+        if (c % j->chunks_per_row == 0)
+            j->k->identity(j->d->op, &cin);
+        gs_chunk_seq(j, c, &cin);
+    }
+    j->meet = (int64_t)(atomic_load_explicit(&j->ends, memory_order_relaxed) >> 32);
+    for (c = j->meet; c < j->nchunks; c++) {
+        if (c % j->chunks_per_row == 0)
+            j->k->identity(j->d->op, &cin);
+        j->carry[c] = cin;
+        if (c % j->chunks_per_row == j->chunks_per_row - 1)
+            continue; /* a row's last chunk passes no carry on */
+        if (atomic_load_explicit(&j->done[c], memory_order_acquire)) {
+            total = j->total[c];
+            head = j->head[c];
+        } else {
+            gs_total(j, c, &total, &head);
         }
-        j->carry[last] = acc;
+        if (head)
+            cin = total;
+        else
+            j->k->combine(j->d->op, &cin, &total);
+    }
+    atomic_store_explicit(&j->ready, 1, memory_order_release);
+}
+
+static void gs_back(gs_scan_job *j)
+{
+    int64_t c;
+    while ((c = gs_claim(j, 0)) >= 0) {
+        if (c % j->chunks_per_row != j->chunks_per_row - 1)
+            gs_total(j, c, &j->total[c], &j->head[c]);
+        atomic_store_explicit(&j->done[c], 1, memory_order_release);
     }
 }
 
-/* ==== Phase 3: each chunk scans from its carry-in ======================================== */
-static void gs_phase3(void *ctx, int64_t chunk)
+/* Task 0 is the front, the others the back; then all scan the chunks from `meet` on. */
+static void gs_scan_task(void *ctx, int64_t task)
 {
-    const gs_scan_job *j = ctx;
-    int64_t from, to;
-    gs_carry c;
-    gs_chunk_range(j, chunk, &from, &to);
-    if (j->inexact) {
-        j->k->identity(j->d->op, &c);
-        gs_scan_range(j, from, to, &j->carry[chunk], &c);
-    } else {
-        c = j->carry[chunk];
-        gs_scan_range(j, from, to, NULL, &c);
+    gs_scan_job *j = ctx;
+    int64_t c;
+
+    if (task == 0)
+        gs_front(j);
+    else
+        gs_back(j);
+    for (int spins = 0; !atomic_load_explicit(&j->ready, memory_order_acquire); spins++)
+        if (spins >= 64)
+            sched_yield(); /* the front is not running: give it the core */
+    while ((c = j->meet + atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
+           j->nchunks) {
+        gs_carry st;
+        int64_t from, to;
+        gs_chunk_range(j, c, &from, &to);
+        if (j->inexact) {
+            j->k->identity(j->d->op, &st);
+            gs_scan_range(j, from, to, &j->carry[c], &st);
+        } else {
+            st = j->carry[c];
+            gs_scan_range(j, from, to, NULL, &st);
+        }
     }
+}
+
+static int gs_scan_parallel(gs_scan_job *j)
+{
+    int rc = 0;
+    j->nchunks = j->rows * j->chunks_per_row;
+    if (j->nchunks > 0xffffffff) { /* beyond 2^44 values: the claims' 32-bit halves */
+        gs_rows(j, 0, j->rows);
+        return 0;
+    }
+    j->carry = malloc((size_t)j->nchunks * sizeof(gs_carry));
+    j->total = malloc((size_t)j->nchunks * sizeof(gs_carry));
+    j->head = malloc((size_t)j->nchunks);
+    j->done = malloc((size_t)j->nchunks * sizeof(atomic_uchar));
+    if (j->carry == NULL || j->total == NULL || j->head == NULL || j->done == NULL) {
+        rc = -ENOMEM;
+        goto finally;
+    }
+    for (int64_t c = 0; c < j->nchunks; c++)
+        atomic_init(&j->done[c], 0);
+    atomic_init(&j->ends, (uint_fast64_t)j->nchunks);
+    atomic_init(&j->next, 0);
+    atomic_init(&j->ready, 0);
+    rc = gs_cpu_parallel_for(gs_cpu_threads(), gs_scan_task, j);
+finally:
+    free(j->carry);
+    free(j->total);
+    free(j->head);
+    free((void *)j->done);
+    return rc;
 }
 
 /* ==== Columns: blocks of row_len x inner, each column scanned down the rows ============== */
@@ -352,19 +460,5 @@ int gs_cpu_scan(const gs_scan_desc *d)
         return 0;
     }
 
-    int64_t nchunks = j.rows * j.chunks_per_row;
-    j.carry = malloc((size_t)nchunks * sizeof(gs_carry));
-    if (d->flags != NULL)
-        j.head = calloc((size_t)nchunks, 1);
-    if (j.carry == NULL || (d->flags != NULL && j.head == NULL)) {
-        free(j.carry);
-        free(j.head);
-        return -ENOMEM;
-    }
-    gs_cpu_parallel_for(nchunks, gs_phase1, &j);
-    gs_phase2(&j);
-    gs_cpu_parallel_for(nchunks, gs_phase3, &j);
-    free(j.carry);
-    free(j.head);
-    return 0;
+    return gs_scan_parallel(&j);
 }
