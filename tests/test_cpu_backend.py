@@ -64,6 +64,17 @@ for n in (1000, 4097, 2**17 + 3, 2**18 + 5, 2**20 + 17):
     x = data(np.float32, n)
     r, e = gpuscan.histogram(x, 100, (-1, 1))[0], np.histogram(x, 100, (-1, 1))[0]
     assert np.array_equal(r, e); keep(r)
+    # Weighted: float sums in a grouping of n and nbins alone (the same bits on any thread count),
+    # within the float bound of NumPy's; integer weights exact.
+    w = data(np.float64, n)
+    r, e = gpuscan.histogram(x, 100, (-1, 1), weights=w)[0], np.histogram(x, 100, (-1, 1), weights=w)[0]
+    mag = np.histogram(x, 100, (-1, 1), weights=np.abs(w))[0]
+    assert np.all(np.abs(r - e) <= (np.log2(n) + 2) * 2.0**-52 * mag * 2); keep(r)
+    r, e = gpuscan.bincount(u, weights=w), np.bincount(u, weights=w)
+    assert np.allclose(r, e, rtol=1e-12, atol=1e-9); keep(r)
+    wi = data(np.int32, n)
+    r = gpuscan.histogram(u, 256, (0, 256), weights=wi)[0]
+    assert np.array_equal(r, np.histogram(u, 256, (0, 256), weights=wi)[0]); keep(r)
 
 # Axes read in place: long columns (several 4096-row blocks), few columns (the blocks split
 # between threads), wide rows (tiles of columns), 3-D runs of axes.

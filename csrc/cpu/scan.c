@@ -37,12 +37,11 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/claim.h"
 #include "cpu/cpu.h"
 #include "cpu/flags.h"
 #include "cpu/simd.h"
@@ -132,14 +131,14 @@ typedef struct gs_scan_job {
     int64_t rows_per_task;  /* rows of one task when chunks_per_row == 1 */
     /* The parallel scan of rows of several chunks (gs_scan_parallel): */
     int64_t nchunks;
-    gs_carry *carry;           /* per chunk from `meet` on: its carry-in */
-    gs_carry *total;           /* per chunk: its total, the state after its last head (the back) */
-    unsigned char *head;       /* per chunk: whether it holds a segment head (the back) */
-    atomic_uchar *done;        /* per chunk: its total and head are written */
-    atomic_uint_fast64_t ends; /* front << 32 | back: the chunks [front, back) nobody claimed */
-    atomic_int_fast64_t next;  /* the next chunk from `meet` on to scan */
-    atomic_int ready;          /* `meet` and the carries from it on are written */
-    int64_t meet;              /* the first chunk the front did not scan */
+    gs_carry *carry;          /* per chunk from `meet` on: its carry-in */
+    gs_carry *total;          /* per chunk: its total, the state after its last head (the back) */
+    unsigned char *head;      /* per chunk: whether it holds a segment head (the back) */
+    atomic_uchar *done;       /* per chunk: its total and head are written */
+    gs_cpu_ends ends;         /* the chunks claimed from the front and from the back */
+    atomic_int_fast64_t next; /* the next chunk from `meet` on to scan */
+    atomic_int ready;         /* `meet` and the carries from it on are written */
+    int64_t meet;             /* the first chunk the front did not scan */
 } gs_scan_job;
 
 /* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
@@ -241,21 +240,6 @@ static void gs_rows_task(void *ctx, int64_t task)
  * number of threads, and a worker that does not run (a busy host) leaves the front with a
  * single pass over everything, no slower than one thread. */
 
-/* Claim a chunk at the front (or the back) of the unclaimed ones; -1 when none is left. */
-static int64_t gs_claim(gs_scan_job *j, int front)
-{
-    uint_fast64_t e = atomic_load_explicit(&j->ends, memory_order_relaxed);
-    for (;;) {
-        uint_fast64_t f = e >> 32, b = e & 0xffffffffu;
-        if (f >= b)
-            return -1;
-        uint_fast64_t claimed = front ? ((f + 1) << 32) | b : (f << 32) | (b - 1);
-        if (atomic_compare_exchange_weak_explicit(&j->ends, &e, claimed, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return (int64_t)(front ? f : b - 1);
-    }
-}
-
 /* The total of chunk c (the state after its last head, from the identity) and whether it holds
  * a head: what the front's scan of the chunk ends with. */
 static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned char *head)
@@ -280,12 +264,12 @@ static void gs_front(gs_scan_job *j)
     unsigned char head;
     int64_t c;
 
-    while ((c = gs_claim(j, 1)) >= 0) {
+    while ((c = gs_cpu_claim(&j->ends, 1)) >= 0) {
         if (c % j->chunks_per_row == 0)
             j->k->identity(j->d->op, &cin);
         gs_chunk_seq(j, c, &cin);
     }
-    j->meet = (int64_t)(atomic_load_explicit(&j->ends, memory_order_relaxed) >> 32);
+    j->meet = gs_cpu_ends_front(&j->ends);
     for (c = j->meet; c < j->nchunks; c++) {
         if (c % j->chunks_per_row == 0)
             j->k->identity(j->d->op, &cin);
@@ -309,7 +293,7 @@ static void gs_front(gs_scan_job *j)
 static void gs_back(gs_scan_job *j)
 {
     int64_t c;
-    while ((c = gs_claim(j, 0)) >= 0) {
+    while ((c = gs_cpu_claim(&j->ends, 0)) >= 0) {
         if (c % j->chunks_per_row != j->chunks_per_row - 1)
             gs_total(j, c, &j->total[c], &j->head[c]);
         atomic_store_explicit(&j->done[c], 1, memory_order_release);
@@ -326,9 +310,7 @@ static void gs_scan_task(void *ctx, int64_t task)
         gs_front(j);
     else
         gs_back(j);
-    for (int spins = 0; !atomic_load_explicit(&j->ready, memory_order_acquire); spins++)
-        if (spins >= 64)
-            sched_yield(); /* the front is not running: give it the core */
+    gs_cpu_wait(&j->ready);
     while ((c = j->meet + atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
            j->nchunks) {
         gs_carry st;
@@ -362,7 +344,7 @@ static int gs_scan_parallel(gs_scan_job *j)
     }
     for (int64_t c = 0; c < j->nchunks; c++)
         atomic_init(&j->done[c], 0);
-    atomic_init(&j->ends, (uint_fast64_t)j->nchunks);
+    gs_cpu_ends_init(&j->ends, j->nchunks);
     atomic_init(&j->next, 0);
     atomic_init(&j->ready, 0);
     rc = gs_cpu_parallel_for(gs_cpu_threads(), gs_scan_task, j);

@@ -13,17 +13,22 @@
  *                         out[flagged before + rank] and (split) its unflagged ones to
  *                         out[total + unflagged before + rank].
  * On one thread (or a small input) a compact is phase 3 alone, one pass from the start (a split
- * still counts first, to know where its unflagged values begin).  Stable, and the same bytes
+ * still counts first, to know where its unflagged values begin); on several, a compact is one
+ * pass too (compact_parallel: one thread moves from the start while the others count from the
+ * end).  Stable, and the same bytes
  * whatever the thread count.  Values are moved as bits of their width (NaN payloads kept); a flag
  * is set when it compares unequal to zero in its own dtype (cpu/flags.h: for floats -0.0 is not
  * set, NaN is).  With d->out == NULL only phases 1 and 2 run: the count, which a compact needs to
  * size its output.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/claim.h"
 #include "cpu/cpu.h"
 #include "cpu/flags.h"
 #include "cpu/simd.h"
@@ -62,8 +67,16 @@ static const gs_split_kernels gs_split_of[GS_NISA] = {
 typedef struct split_job {
     const gs_split_desc *d;
     const gs_split_kernels *k;
-    int64_t *before; /* per chunk: count (phase 1), then flagged values before it (phase 2) */
+    int64_t chunks;
+    int64_t *before; /* per chunk: the flagged values before it (a split: first its count) */
     int64_t total;
+    /* A compact's one-pass parallel move (compact_parallel): */
+    int64_t *count;           /* per chunk: its flagged values, counted by the back */
+    atomic_uchar *done;       /* per chunk: its count is written */
+    gs_cpu_ends ends;         /* the chunks claimed from the front and from the back */
+    atomic_int_fast64_t next; /* the next chunk from `meet` on to move */
+    atomic_int ready;         /* `meet` and the offsets from it on are written */
+    int64_t meet;             /* the first chunk the front did not move */
 } split_job;
 
 static void chunk_range(const split_job *job, int64_t chunk, int64_t *lo, int64_t *hi)
@@ -72,6 +85,7 @@ static void chunk_range(const split_job *job, int64_t chunk, int64_t *lo, int64_
     *hi = *lo + GS_CPU_SPLIT_CHUNK < job->d->n ? *lo + GS_CPU_SPLIT_CHUNK : job->d->n;
 }
 
+/* ==== A split (or a count) on several threads: count, offsets, move ======================== */
 static void count_chunk(void *ctx, int64_t chunk)
 {
     split_job *job = ctx;
@@ -88,17 +102,81 @@ static void scatter_chunk(void *ctx, int64_t chunk)
     job->k->move(job->d, lo, hi, f, job->total + (lo - f));
 }
 
+/* ==== A compact on several threads, in one pass ============================================
+ * As the scan's (cpu/scan.c): the front moves chunks from the first one on, knowing where each
+ * goes (after the flagged values it has moved), while the back counts chunks from the last one
+ * down; where they meet, the front adds up the offsets of the remaining chunks (counting any
+ * not counted yet itself), and every thread moves the rest.  A worker that does not run leaves
+ * the front with the single pass of one thread. */
+static void compact_task(void *ctx, int64_t task)
+{
+    split_job *job = ctx;
+    int64_t c, lo, hi;
+
+    if (task == 0) {
+        int64_t f = 0;
+        while ((c = gs_cpu_claim(&job->ends, 1)) >= 0) {
+            chunk_range(job, c, &lo, &hi);
+            f += job->k->move(job->d, lo, hi, f, 0);
+        }
+        job->meet = gs_cpu_ends_front(&job->ends);
+        for (c = job->meet; c < job->chunks; c++) {
+            int64_t here;
+            chunk_range(job, c, &lo, &hi);
+            here = atomic_load_explicit(&job->done[c], memory_order_acquire)
+                       ? job->count[c]
+                       : job->k->count(job->d->flags, job->d->flag_type, lo, hi);
+            job->before[c] = f;
+            f += here;
+        }
+        job->total = f;
+        atomic_store_explicit(&job->ready, 1, memory_order_release);
+    } else {
+        while ((c = gs_cpu_claim(&job->ends, 0)) >= 0) {
+            chunk_range(job, c, &lo, &hi);
+            job->count[c] = job->k->count(job->d->flags, job->d->flag_type, lo, hi);
+            atomic_store_explicit(&job->done[c], 1, memory_order_release);
+        }
+    }
+    gs_cpu_wait(&job->ready);
+    while ((c = job->meet + atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) <
+           job->chunks) {
+        chunk_range(job, c, &lo, &hi);
+        job->k->move(job->d, lo, hi, job->before[c], 0);
+    }
+}
+
+static int compact_parallel(split_job *job, int64_t *count)
+{
+    int rc = -ENOMEM;
+    job->count = malloc((size_t)job->chunks * sizeof(int64_t));
+    job->done = malloc((size_t)job->chunks * sizeof(atomic_uchar));
+    if (job->count == NULL || job->done == NULL)
+        goto finally;
+    for (int64_t c = 0; c < job->chunks; c++)
+        atomic_init(&job->done[c], 0);
+    gs_cpu_ends_init(&job->ends, job->chunks);
+    atomic_init(&job->next, 0);
+    atomic_init(&job->ready, 0);
+    rc = gs_cpu_parallel_for(gs_cpu_threads(), compact_task, job);
+    *count = job->total;
+finally:
+    free(job->count);
+    free((void *)job->done);
+    return rc;
+}
+
 int gs_cpu_split(const gs_split_desc *d, int64_t *count)
 {
-    int64_t chunks = (d->n + GS_CPU_SPLIT_CHUNK - 1) / GS_CPU_SPLIT_CHUNK, sum = 0;
-    split_job job;
+    split_job job = { .d = d };
+    int64_t sum = 0;
     int rc = 0;
 
     *count = 0;
     if (d->n == 0)
         return 0;
-    job.d = d;
     job.k = &gs_split_of[gs_cpu_isa()];
+    job.chunks = (d->n + GS_CPU_SPLIT_CHUNK - 1) / GS_CPU_SPLIT_CHUNK;
 
     if (d->n < GS_CPU_SPLIT_PARALLEL_MIN || gs_cpu_threads() == 1) {
         /* One thread: a compact moves in one pass; a split counts first, to know where its
@@ -112,16 +190,20 @@ int gs_cpu_split(const gs_split_desc *d, int64_t *count)
         return 0;
     }
 
-    job.before = malloc((size_t)chunks * sizeof(int64_t));
+    job.before = malloc((size_t)job.chunks * sizeof(int64_t));
     if (job.before == NULL)
         return -ENOMEM;
+    if (d->out != NULL && d->compact) {
+        rc = compact_parallel(&job, count);
+        goto finally;
+    }
 
     /* ---- Phase 1: the flagged values of every chunk. ---- */
-    rc = gs_cpu_parallel_for(chunks, count_chunk, &job);
+    rc = gs_cpu_parallel_for(job.chunks, count_chunk, &job);
     if (rc < 0)
         goto finally;
     /* ---- Phase 2: the flagged values before every chunk, and the total. ---- */
-    for (int64_t c = 0; c < chunks; c++) {
+    for (int64_t c = 0; c < job.chunks; c++) {
         int64_t here = job.before[c];
         job.before[c] = sum;
         sum += here;
@@ -130,7 +212,7 @@ int gs_cpu_split(const gs_split_desc *d, int64_t *count)
     *count = sum;
     /* ---- Phase 3: every chunk moves its values into place. ---- */
     if (d->out != NULL)
-        rc = gs_cpu_parallel_for(chunks, scatter_chunk, &job);
+        rc = gs_cpu_parallel_for(job.chunks, scatter_chunk, &job);
 finally:
     free(job.before);
     return rc;
