@@ -99,9 +99,12 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const
             l[v] = GS_V(splat)(0);
             nan[v] = GS_V(ne)(id, id);
         }
-        for (i = 0; i + LANES <= blen; i += LANES)
+        for (i = 0; i + LANES <= blen; i += LANES) {
+            for (int q = 0; q < LANES * GS_SIZE; q += 64)
+                GS_PREFETCH((const char *)(p + i) + q);
             for (int v = 0; v < NV; v++)
                 GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(p + i + v * GS_W));
+        }
         if (i < blen) {
             GS_T t[LANES];
             for (int k = 0; k < LANES; k++)
@@ -176,9 +179,12 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const G
     GS_VEC h[NV];
     for (int v = 0; v < NV; v++)
         h[v] = GS_V(splat)(GS_FN(op_identity)(op));
-    for (; i + NV * GS_W <= len; i += NV * GS_W)
+    for (; i + NV * GS_W <= len; i += NV * GS_W) {
+        for (int q = 0; q < NV * 32; q += 64)
+            GS_PREFETCH((const char *)(in + i) + q);
         for (int v = 0; v < NV; v++)
             h[v] = GS_V(op)(op, h[v], GS_V(load)(in + i + v * GS_W));
+    }
     for (int v = 1; v < NV; v++)
         h[0] = GS_V(op)(op, h[0], h[v]);
     for (int k = 0; k < GS_W; k++)

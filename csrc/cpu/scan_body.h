@@ -126,15 +126,17 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T 
     GS_VEC cl = has_cin ? GS_V(splat)(cin->lo.GS_SFX) : id;
     int64_t i;
 
-    for (i = 0; i + GS_W <= len; i += GS_W)
-        GS_FN(vstep)
-    (op, GS_V(load)(in + i), out != NULL ? out + i : NULL, exclusive, has_cin, ch, cl, &h, &l, id);
+    for (i = 0; i + GS_W <= len; i += GS_W) {
+        GS_T *o = out != NULL ? out + i : NULL;
+        GS_PREFETCH(in + i);
+        GS_FN(vstep)(op, GS_V(load)(in + i), o, exclusive, has_cin, ch, cl, &h, &l, id);
+    }
     if (i < len) {
         GS_T pad[GS_W], res[GS_W];
         for (int k = 0; k < GS_W; k++)
             pad[k] = i + k < len ? in[i + k] : GS_FN(op_identity)(op);
-        GS_FN(vstep)
-        (op, GS_V(load)(pad), out != NULL ? res : NULL, exclusive, has_cin, ch, cl, &h, &l, id);
+        GS_T *o = out != NULL ? res : NULL;
+        GS_FN(vstep)(op, GS_V(load)(pad), o, exclusive, has_cin, ch, cl, &h, &l, id);
         if (out != NULL)
             for (int k = 0; i + k < len; k++)
                 out[i + k] = res[k];

@@ -19,6 +19,8 @@
 #ifndef GS_CPU_SIMD_H
 #define GS_CPU_SIMD_H
 
+#include <stdint.h>
+
 /* GCC warns that passing 32-byte vectors by value changes the ABI without AVX: the vectors here
  * live only inside always-inlined helpers, so no call passes one. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -31,6 +33,14 @@
 #else
 #define GS_CPU_X86 0
 #endif
+
+/* Bytes ahead of the loads that the streaming loops prefetch: their compensated arithmetic issues
+ * more instructions per byte than a plain sum, so the out-of-order window alone keeps fewer cache
+ * misses in flight; 2 KiB ahead keeps a value stream at the speed of memory (float64 add at 10^7
+ * values, from DRAM: the fold with prefetch within 10% of a plain 16-way sum, 1.5x slower
+ * without).  A prefetch never faults and changes no result. */
+#define GS_PREFETCH_AHEAD 2048
+#define GS_PREFETCH(p) __builtin_prefetch((const void *)((uintptr_t)(p) + GS_PREFETCH_AHEAD))
 
 typedef enum gs_isa {
     GS_ISA_BASE,

@@ -173,50 +173,37 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(sel)(GS_MASK m, GS_VEC x, GS_VEC
 #endif
 }
 
-/* x > y ? x : y and x < y ? x : y value by value (y where either is NaN): MAXPS/MINPS, which
- * compute exactly that, for floats on x86; compare and select elsewhere. */
-#if GS_CPU_X86 && GS_KIND == 'f'
-#if GS_ISA_WIDE && GS_SIZE == 4
-#define GS_VMAXMIN(name, wide, half) (GS_VEC) wide((__m256)x, (__m256)y)
-#elif GS_ISA_WIDE
-#define GS_VMAXMIN(name, wide, half) (GS_VEC) wide((__m256d)x, (__m256d)y)
-#elif GS_SIZE == 4
-#define GS_VMAXMIN(name, wide, half)                                                  \
-    (GS_VEC)                                                                          \
-    {                                                                                 \
-        (GS_VH) half((__m128)x.a, (__m128)y.a), (GS_VH)half((__m128)x.b, (__m128)y.b) \
+/* x > y ? x : y and x < y ? x : y value by value (y where either is NaN): MAXPS/MINPS (and the
+ * PD ones), which compute exactly that, for floats on x86; compare and select elsewhere.  One
+ * macro makes both, from the x86 instructions' names. */
+#if GS_CPU_X86 && GS_KIND == 'f' && GS_ISA_WIDE
+#define GS_VEXTREME(name, ps, pd, cmp)                                        \
+    static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(name)(GS_VEC x, GS_VEC y) \
+    {                                                                         \
+        return GS_SIZE == 4 ? (GS_VEC)_mm256_##ps((__m256)x, (__m256)y)       \
+                            : (GS_VEC)_mm256_##pd((__m256d)x, (__m256d)y);    \
+    }
+#elif GS_CPU_X86 && GS_KIND == 'f'
+#define GS_VEXTREME(name, ps, pd, cmp)                                        \
+    static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(name)(GS_VEC x, GS_VEC y) \
+    {                                                                         \
+        GS_VEC r;                                                             \
+        r.a = GS_SIZE == 4 ? (GS_VH)_mm_##ps((__m128)x.a, (__m128)y.a)        \
+                           : (GS_VH)_mm_##pd((__m128d)x.a, (__m128d)y.a);     \
+        r.b = GS_SIZE == 4 ? (GS_VH)_mm_##ps((__m128)x.b, (__m128)y.b)        \
+                           : (GS_VH)_mm_##pd((__m128d)x.b, (__m128d)y.b);     \
+        return r;                                                             \
     }
 #else
-#define GS_VMAXMIN(name, wide, half)                                                      \
-    (GS_VEC)                                                                              \
-    {                                                                                     \
-        (GS_VH) half((__m128d)x.a, (__m128d)y.a), (GS_VH)half((__m128d)x.b, (__m128d)y.b) \
+#define GS_VEXTREME(name, ps, pd, cmp)                                        \
+    static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(name)(GS_VEC x, GS_VEC y) \
+    {                                                                         \
+        return GS_V(sel)(GS_V(cmp)(x, y), x, y);                              \
     }
 #endif
-#if GS_SIZE == 4
-#define GS_VMAX GS_VMAXMIN(max, _mm256_max_ps, _mm_max_ps)
-#define GS_VMIN GS_VMAXMIN(min, _mm256_min_ps, _mm_min_ps)
-#else
-#define GS_VMAX GS_VMAXMIN(max, _mm256_max_pd, _mm_max_pd)
-#define GS_VMIN GS_VMAXMIN(min, _mm256_min_pd, _mm_min_pd)
-#endif
-#else
-#define GS_VMAX GS_V(sel)(GS_V(gt)(x, y), x, y)
-#define GS_VMIN GS_V(sel)(GS_V(lt)(x, y), x, y)
-#endif
-
-static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(max_gt)(GS_VEC x, GS_VEC y)
-{
-    return GS_VMAX;
-}
-
-static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(min_lt)(GS_VEC x, GS_VEC y)
-{
-    return GS_VMIN;
-}
-#undef GS_VMAXMIN
-#undef GS_VMAX
-#undef GS_VMIN
+GS_VEXTREME(max_gt, max_ps, max_pd, gt)
+GS_VEXTREME(min_lt, min_ps, min_pd, lt)
+#undef GS_VEXTREME
 
 /* Whether any value of the mask is set. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR int GS_V(any)(GS_MASK m)
