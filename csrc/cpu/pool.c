@@ -18,11 +18,7 @@
  *    on anything but its own tasks and nothing deadlocks;
  *  - if no worker can be created, the tasks run on the calling thread: the call still succeeds;
  *  - workers block every signal, so Ctrl-C reaches Python's main thread;
- *  - a child made by fork() starts with an empty pool and makes its own workers when needed;
- *  - on a host too busy to run the workers (no worker started during a long job, or the caller
- *    waited long for one that had: other processes hold the cores), the jobs of the next
- *    milliseconds run on the calling thread alone, the time doubling while the host stays busy
- *    (threads only where they pay; a quiet host never sees it).
+ *  - a child made by fork() starts with an empty pool and makes its own workers when needed.
  * Which thread runs which task is unspecified: callers make their results independent of it.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -33,7 +29,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu/cpu.h"
@@ -41,17 +36,6 @@
 /* Most threads the backend uses, whatever GPUSCAN_NUM_THREADS says: a typo such as 10000 must
  * not reserve 10000 stacks, and 1024 is beyond the core count of any host the package targets. */
 #define GS_CPU_MAX_THREADS 1024
-
-/* A job during which no worker started although the caller ran this long (ns) tells of a busy
- * host: on an idle core a worker wakes within tens of microseconds. */
-#define GS_POOL_NO_SHOW_NS 500000
-/* Likewise a wait of this long (ns), and over a quarter of the caller's own time, for workers
- * that had started: one of them was taken off its core. */
-#define GS_POOL_STRAGGLER_NS 200000
-/* How long (ns) jobs run on the calling thread after a busy sign: 10 ms, doubling while the signs
- * go on, up to 1 s. */
-#define GS_POOL_QUIET_MIN_NS 10000000
-#define GS_POOL_QUIET_MAX_NS 1000000000
 
 static pthread_once_t gs_init_once = PTHREAD_ONCE_INIT;
 static int gs_threads = 1;
@@ -68,8 +52,6 @@ static struct gs_pool {
     void *ctx;
     int64_t ntasks;
     atomic_int_fast64_t next; /* the next task number to hand out */
-    int64_t alone_until;      /* (owner's) before this time (ns), jobs run on the caller alone */
-    int64_t alone_for;        /* (owner's) how long the next busy sign sends them there */
 } gs_pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -88,13 +70,6 @@ static void gs_pool_after_fork_child(void)
     gs_pool.nworkers = 0;
     gs_pool.tickets = 0;
     gs_pool.active = 0;
-}
-
-static int64_t gs_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static void gs_init(void)
@@ -179,8 +154,8 @@ static void gs_pool_grow(int want)
 
 int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
-    int64_t i, t0, t1, t2;
-    int helpers, withdrawn;
+    int64_t i;
+    int helpers;
 
     if (ntasks <= 0)
         return 0;
@@ -189,14 +164,6 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
          * nested call): run everything here. */
         for (i = 0; i < ntasks; i++)
             fn(ctx, i);
-        return 0;
-    }
-    t0 = gs_now_ns();
-    if (t0 < gs_pool.alone_until) {
-        /* The host was too busy to run the workers a moment ago. */
-        for (i = 0; i < ntasks; i++)
-            fn(ctx, i);
-        pthread_mutex_unlock(&gs_pool.owner);
         return 0;
     }
 
@@ -216,31 +183,16 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
     pthread_mutex_unlock(&gs_pool.lock);
 
     gs_run_tasks(fn, ctx, ntasks);
-    t1 = gs_now_ns();
 
     pthread_mutex_lock(&gs_pool.lock);
     /* Every task has been handed out: the tickets no worker has taken yet (it has not woken:
      * on a busy host it may not run for milliseconds) are withdrawn, and only the workers that
      * hold a task are waited for. */
-    withdrawn = gs_pool.tickets;
     gs_pool.active -= gs_pool.tickets;
     gs_pool.tickets = 0;
     while (gs_pool.active > 0)
         pthread_cond_wait(&gs_pool.idle, &gs_pool.lock);
     pthread_mutex_unlock(&gs_pool.lock);
-    t2 = gs_now_ns();
-
-    /* Busy signs: no worker started during a long job, or a long wait for one that had. */
-    if ((helpers > 0 && withdrawn == helpers && t1 - t0 > GS_POOL_NO_SHOW_NS) ||
-        (t2 - t1 > GS_POOL_STRAGGLER_NS && 4 * (t2 - t1) > t1 - t0)) {
-        if (gs_pool.alone_for < GS_POOL_QUIET_MIN_NS)
-            gs_pool.alone_for = GS_POOL_QUIET_MIN_NS;
-        gs_pool.alone_until = t2 + gs_pool.alone_for;
-        gs_pool.alone_for = 2 * gs_pool.alone_for < GS_POOL_QUIET_MAX_NS ? 2 * gs_pool.alone_for
-                                                                         : GS_POOL_QUIET_MAX_NS;
-    } else {
-        gs_pool.alone_for = GS_POOL_QUIET_MIN_NS;
-    }
     pthread_mutex_unlock(&gs_pool.owner);
     return 0;
 }
