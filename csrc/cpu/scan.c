@@ -55,10 +55,11 @@
  * compensation term exact enough: its own rounding stays below (4096 u)^2 <= eps/2 of sum|x|.
  * Results depend on this value: changing it changes float add's low bits. */
 #define GS_CPU_CHUNK 4096
-/* Below this many values the whole scan runs on the calling thread, with no worker woken: at 2^17
- * values two threads first beat one (a 2-core host, float32 and int32 add; see
- * the -cpu.txt files of benchmarks/results/ for the sizes around it). */
-#define GS_CPU_PARALLEL_MIN (32 * GS_CPU_CHUNK)
+/* Below this many values the whole scan runs on the calling thread, with no worker woken.  Waking
+ * a worker on an idle core takes about 5 us (2-core host, measured with a parallel_for between
+ * busy gaps), and the front of a parallel scan never waits for the back, so 2^16 values (about
+ * 40 us of float32 add on one thread) leave the wake-up a small share. */
+#define GS_CPU_PARALLEL_MIN (16 * GS_CPU_CHUNK)
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256

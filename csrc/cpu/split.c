@@ -36,10 +36,10 @@
 /* Values per chunk: 64 Ki values are tens of microseconds of work, far above the cost of a task,
  * and 2^28 values make 4096 counts, a negligible sequential phase 2. */
 #define GS_CPU_SPLIT_CHUNK (64 * 1024)
-/* Below this many values one thread does everything, with no worker woken: at 2^18 two threads
- * first beat one (a 2-core host, int32 and float32 values, half and 1% of the flags set; see the
- * -cpu.txt files of benchmarks/results/). */
-#define GS_CPU_SPLIT_PARALLEL_MIN (4 * GS_CPU_SPLIT_CHUNK)
+/* Below this many values one thread does everything, with no worker woken: 2^17 values are two
+ * chunks, and 60 us of an int32 compact with half the flags set on one thread, against the 5 us
+ * or so of waking a worker on an idle core. */
+#define GS_CPU_SPLIT_PARALLEL_MIN (2 * GS_CPU_SPLIT_CHUNK)
 
 #define GS_PASTE(a, b) gs_cpu_split_##a##_##b
 #define GS_NAME2(a, b) GS_PASTE(a, b)
