@@ -25,8 +25,8 @@ typedef union gs_val {
 /* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
 int gs_cpu_threads(void);
 
-/* The instruction set the backend's loops run with (cpu/simd.h): "base", or "avx2" on x86-64
- * processors that have it, unless $GPUSCAN_CPU_SIMD asks for "base". */
+/* The instruction set the backend's loops run with (cpu/simd.h): "base", or "avx2" or "avx512" on
+ * x86-64 processors that have them, unless $GPUSCAN_CPU_SIMD asks for another. */
 const char *gs_cpu_isa_name(void);
 
 /*

@@ -3,8 +3,8 @@
  *
  * Level: CPU backend (host side).  Decided once per process, at the first call: the best that
  * the processor and the operating system support, unless $GPUSCAN_CPU_SIMD asks for another
- * one ("base"; "avx2" where supported; "auto" or unset: the best).  An unknown name, or one the
- * processor does not support, gives the best: never a set the processor lacks.
+ * one ("base"; "avx2" or "avx512" where supported; "auto" or unset: the best).  An unknown name, or
+ * one the processor does not support, gives the best: never a set the processor lacks.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,6 +22,7 @@ static const char *const gs_isa_names[GS_NISA] = {
     [GS_ISA_BASE] = "base",
 #if GS_CPU_X86
     [GS_ISA_AVX2] = "avx2",
+    [GS_ISA_AVX512] = "avx512",
 #endif
 };
 
@@ -32,9 +33,13 @@ static gs_isa gs_isa_best(void)
     __builtin_cpu_init();
     /* Every processor with AVX2 has BMI1, BMI2 and POPCNT too (Haswell, Excavator on): the
      * set's loops may use them, so all four are asked for. */
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
-        __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt"))
-        return GS_ISA_AVX2;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi") ||
+        !__builtin_cpu_supports("bmi2") || !__builtin_cpu_supports("popcnt"))
+        return GS_ISA_BASE;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return GS_ISA_AVX512;
+    return GS_ISA_AVX2;
 #endif
     return GS_ISA_BASE;
 }

@@ -1,9 +1,10 @@
 /*
- * cpu/reduce.c - gs_cpu_reduce: the CPU backend's reduction of contiguous rows.
+ * cpu/reduce.c - gs_cpu_reduce: the CPU backend's reduction of contiguous rows, and of the
+ * middle of rows x row_len x inner (axes read in place).
  *
  * Level: backend (host side).  Sees one gs_reduce_desc (include/gpuscan/backend_api.h) over flat
- * buffers; the loops over values live in cpu/reduce_body.h, stamped out once per dtype; the threads
- * come from cpu/pool.c.
+ * buffers; the loops over values live in cpu/reduce_body.h, stamped out once per dtype and per
+ * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
  * Algorithm.  Each of the `rows` rows is cut into chunks of GS_REDUCE_CHUNK values counted from
  * the row's start (the device's chunk, gpuscan/config.h), and then:
@@ -11,12 +12,15 @@
  *                         compensation term for float add);
  *   phase 2 (sequential)  each row combines its chunks' partials in chunk order and rounds once.
  * Rows of one chunk have no phase 2: tasks take whole rows, many short ones each.  Run on one
- * thread, a row goes chunk after chunk through the same two steps, with no buffer.
+ * thread, a row goes chunk after chunk through the same two steps, with no buffer.  With
+ * inner > 1 each column is folded in blocks of GS_CPU_BLOCK rows, the blocks combined in order
+ * (gs_reduce_cols: tasks take tiles of columns, or single blocks of them).
  *
  * Guarantees:
  *  - the chunks, and the lanes and blocks inside them, depend on row_len only, never on the
- *    thread count, so every result is the same bits on every run, machine and
- *    GPUSCAN_NUM_THREADS, and a row gives the bits that reducing it alone would give;
+ *    thread count or the instruction set, so every result is the same bits on every run,
+ *    machine and GPUSCAN_NUM_THREADS, and a row (a column) gives the bits that reducing it alone
+ *    would give;
  *  - integers and bool are bit-identical to NumPy (wrapping); float min/max give the first NaN of
  *    the row with its bits, else the first value equal to the extremum (the earlier of +0/-0);
  *  - float add carries TwoSum's exact errors in every lane and (hi, lo) pairs in every partial,
@@ -51,21 +55,26 @@
  * independent chains to hide the latency of an add, a max or a min behind the loads.  Results
  * depend on it, as on GS_CPU_BLOCK. */
 #define GS_CPU_LANE_VECS 4
-/* Columns whose states one fold_cols block keeps: two arrays of 1024 values, 16 KiB at 8 bytes,
- * which stay in L1 while the rows stream past. */
-#define GS_CPU_COLS 1024
-/* Below this many values the whole reduction runs on the calling thread, with no worker woken:
- * 2^18 values are four chunks of GS_REDUCE_CHUNK, two per thread on two cores, and about 40 us of
- * float32 add on one thread, against the 5 us or so of waking a worker on an idle core. */
-#define GS_CPU_PARALLEL_MIN (256 * 1024)
+/* Columns whose states one fold_cols block keeps: two arrays of 16384 values (256 KiB at 8
+ * bytes), in L2 while the rows stream past, so that a row of 16384 values is read whole, in
+ * memory order, as NumPy's own axis-0 loop reads it. */
+#define GS_CPU_COLS 16384
+/* Rows a column's state takes between a load and a store (cols_block): four, so that the state's
+ * memory traffic is a fraction of the values'.  Results do not depend on it (each column takes its
+ * rows in order). */
+#define GS_CPU_COL_ROWS 4
+/* Below this many bytes of input the whole reduction runs on the calling thread, with no worker
+ * woken: 1 MiB (2^18 float32 values) is four chunks of GS_REDUCE_CHUNK, two per thread on two
+ * cores, and some 40 us of a float32 sum on one thread, against the 5 us or so of waking a worker
+ * on an idle core; a uint8 max of 2^18 values takes 3 us, too little for a thread (bytes, not
+ * values, measure the work). */
+#define GS_CPU_PARALLEL_MIN_BYTES (1 << 20)
 /* Values per task when tasks take whole rows: a few microseconds of work, far above the cost
  * of handing out a task, and small enough to balance many rows over many threads. */
 #define GS_CPU_TASK_VALUES 16384
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
- * uint64 on the stack, which stays in L1 between the conversion and the loop; columns take up
- * to GS_CPU_WIDEN_ROWS rows of such a block at once (16 KiB). */
+ * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
-#define GS_CPU_WIDEN_ROWS 8
 
 _Static_assert(GS_CPU_BLOCK % 32 == 0, "a block is a whole number of lane rounds of every dtype");
 _Static_assert(GS_REDUCE_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number of blocks");
@@ -85,13 +94,14 @@ typedef struct gs_part {
 typedef struct gs_reduce_kernels {
     /* *p = the partial of in[0, len) */
     void (*fold)(gs_op op, const void *in, int64_t len, gs_part *p);
-    /* part[c] = the partial of column c, rows [0, nrows) at in + r * stride, c < ncols */
+    /* part[c] = the partial of column c, rows [0, nrows) at in + r * stride, c < ncols;
+     * scratch holds 2 * ncols values of 8 bytes */
     void (*fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride, int64_t ncols,
-                      gs_part *part);
+                      gs_part *part, void *scratch);
     /* fold() and fold_cols() of a narrower integer dtype widened to 64 bits (uint64 only) */
     void (*fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len, gs_part *p);
     void (*fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t nrows,
-                              int64_t stride, int64_t ncols, gs_part *part);
+                              int64_t stride, int64_t ncols, gs_part *part, void *scratch);
     /* *acc = *acc op *x, x holding the values after acc's */
     void (*combine)(gs_op op, gs_part *acc, const gs_part *x);
     /* *out = the value *p stands for, rounded once */
@@ -197,25 +207,28 @@ static void gs_phase2(const gs_reduce_job *j)
 typedef struct gs_cols_job {
     const gs_reduce_job *j;
     int64_t inner, tile, tiles, blocks;
-    gs_part *part; /* per row, block and column when tasks take single blocks, else NULL */
+    gs_part *part;   /* per row, block and column when tasks take single blocks, else NULL */
+    uint64_t *state; /* per task: 2 * tile values of 8 bytes, the columns' states */
 } gs_cols_job;
 
 /* part[0, nc) = the partials of block b of row r, columns [c0, c0 + nc). */
-static void gs_cols_block(const gs_cols_job *cj, int64_t r, int64_t b, int64_t c0, int64_t nc,
-                          gs_part *part)
+static void gs_cols_block(const gs_cols_job *cj, int64_t task, int64_t r, int64_t b, int64_t c0,
+                          int64_t nc, gs_part *part)
 {
+    uint64_t *state = cj->state + task * 2 * cj->tile;
     const gs_reduce_job *j = cj->j;
     const gs_reduce_desc *d = j->d;
     int64_t r0 = b * GS_CPU_BLOCK;
     int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
     const char *in = (const char *)d->in + ((r * d->row_len + r0) * cj->inner + c0) * j->in_size;
     if (j->widen)
-        j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, part);
+        j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, part, state);
     else
-        j->k->fold_cols(d->op, in, nr, cj->inner, nc, part);
+        j->k->fold_cols(d->op, in, nr, cj->inner, nc, part, state);
 }
 
-/* A task of a tile of columns through every block: task = row * tiles + tile. */
+/* A task of a tile of columns through every block: task = row * tiles + tile.  Its partials and
+ * its blocks' go to part and part + rows * inner (the tile's own columns of each). */
 static void gs_cols_task(void *ctx, int64_t task)
 {
     const gs_cols_job *cj = ctx;
@@ -223,11 +236,12 @@ static void gs_cols_task(void *ctx, int64_t task)
     const gs_reduce_desc *d = j->d;
     int64_t r = task / cj->tiles, c0 = task % cj->tiles * cj->tile;
     int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
-    gs_part acc[GS_CPU_COLS], blk[GS_CPU_COLS];
+    gs_part *acc = cj->part + r * cj->inner + c0;
+    gs_part *blk = acc + d->rows * cj->inner;
 
-    gs_cols_block(cj, r, 0, c0, nc, acc);
+    gs_cols_block(cj, task, r, 0, c0, nc, acc);
     for (int64_t b = 1; b < cj->blocks; b++) {
-        gs_cols_block(cj, r, b, c0, nc, blk);
+        gs_cols_block(cj, task, r, b, c0, nc, blk);
         for (int64_t c = 0; c < nc; c++)
             j->k->combine(d->op, &acc[c], &blk[c]);
     }
@@ -241,44 +255,65 @@ static void gs_cols_block_task(void *ctx, int64_t task)
     const gs_cols_job *cj = ctx;
     int64_t t = task % cj->tiles, rb = task / cj->tiles, c0 = t * cj->tile;
     int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
-    gs_cols_block(cj, rb / cj->blocks, rb % cj->blocks, c0, nc, cj->part + rb * cj->inner + c0);
+    gs_cols_block(cj, task, rb / cj->blocks, rb % cj->blocks, c0, nc,
+                  cj->part + rb * cj->inner + c0);
 }
 
 static int gs_reduce_cols(const gs_reduce_job *j, int parallel)
 {
     const gs_reduce_desc *d = j->d;
-    gs_cols_job cj = { j, d->inner, GS_CPU_COLS, 0, 0, NULL };
+    gs_cols_job cj = { j,    d->inner, d->inner < GS_CPU_COLS ? d->inner : GS_CPU_COLS, 0, 0,
+                       NULL, NULL };
+    int64_t ntasks;
     int64_t want = 2 * (int64_t)gs_cpu_threads(); /* tasks that keep every thread busy */
+    int split_blocks = 0;
+    int rc = 0;
 
+    /* Tiles as wide as the states allow (each row's tile read whole, in memory order).  Too few
+     * of them for the threads: single blocks as tasks, or, with one block, narrower tiles. */
     cj.blocks = (d->row_len + GS_CPU_BLOCK - 1) / GS_CPU_BLOCK;
-    if (parallel)
-        cj.tile = gs_cpu_tile(cj.inner, d->rows, want, GS_CPU_COLS);
     cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
-
-    if (!parallel) {
-        for (int64_t t = 0; t < d->rows * cj.tiles; t++)
-            gs_cols_task(&cj, t);
-        return 0;
-    }
-    if (d->rows * cj.tiles >= want || cj.blocks == 1)
-        return gs_cpu_parallel_for(d->rows * cj.tiles, gs_cols_task, &cj);
-
-    /* Too few tiles: each block of each tile is a task; then each column combines its blocks. */
-    cj.part = malloc((size_t)(d->rows * cj.blocks * cj.inner) * sizeof(gs_part));
-    if (cj.part == NULL)
-        return -ENOMEM;
-    gs_cpu_parallel_for(d->rows * cj.blocks * cj.tiles, gs_cols_block_task, &cj);
-    for (int64_t r = 0; r < d->rows; r++) {
-        for (int64_t c = 0; c < cj.inner; c++) {
-            const gs_part *p = cj.part + r * cj.blocks * cj.inner + c;
-            gs_part acc = p[0];
-            for (int64_t b = 1; b < cj.blocks; b++)
-                j->k->combine(d->op, &acc, &p[b * cj.inner]);
-            j->k->store(d->op, &acc, (char *)d->out + (r * cj.inner + c) * j->out_size);
+    if (parallel && d->rows * cj.tiles < want) {
+        if (cj.blocks > 1) {
+            split_blocks = 1;
+        } else {
+            cj.tile = gs_cpu_tile(cj.inner, d->rows, want, GS_CPU_COLS);
+            cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
         }
     }
+    /* A partial per block and column when blocks are tasks, else two per column (its own and a
+     * block's); the states of each task's columns. */
+    ntasks = d->rows * (split_blocks ? cj.blocks : 1) * cj.tiles;
+    cj.part =
+        malloc((size_t)(d->rows * (split_blocks ? cj.blocks : 2) * cj.inner) * sizeof(gs_part));
+    cj.state = malloc((size_t)(ntasks * 2 * cj.tile) * sizeof(uint64_t));
+    if (cj.part == NULL || cj.state == NULL) {
+        rc = -ENOMEM;
+        goto finally;
+    }
+
+    if (!parallel) {
+        for (int64_t t = 0; t < ntasks; t++)
+            gs_cols_task(&cj, t);
+    } else if (!split_blocks) {
+        rc = gs_cpu_parallel_for(ntasks, gs_cols_task, &cj);
+    } else {
+        /* Each block of each tile a task; then each column combines its blocks in order. */
+        rc = gs_cpu_parallel_for(ntasks, gs_cols_block_task, &cj);
+        for (int64_t r = 0; r < d->rows; r++) {
+            for (int64_t c = 0; c < cj.inner; c++) {
+                const gs_part *p = cj.part + r * cj.blocks * cj.inner + c;
+                gs_part acc = p[0];
+                for (int64_t b = 1; b < cj.blocks; b++)
+                    j->k->combine(d->op, &acc, &p[b * cj.inner]);
+                j->k->store(d->op, &acc, (char *)d->out + (r * cj.inner + c) * j->out_size);
+            }
+        }
+    }
+finally:
     free(cj.part);
-    return 0;
+    free(cj.state);
+    return rc;
 }
 
 int gs_cpu_reduce(const gs_reduce_desc *d)
@@ -303,7 +338,8 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.chunks_per_row = gs_reduce_chunks(d->row_len);
-    parallel = d->rows * d->row_len * (d->inner > 1 ? d->inner : 1) >= GS_CPU_PARALLEL_MIN &&
+    parallel = d->rows * d->row_len * (d->inner > 1 ? d->inner : 1) * (int64_t)j.in_size >=
+                   GS_CPU_PARALLEL_MIN_BYTES &&
                gs_cpu_threads() > 1;
     if (d->inner > 1)
         return gs_reduce_cols(&j, parallel);

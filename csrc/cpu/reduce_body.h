@@ -9,8 +9,8 @@
  * the work into chunks and hands them to threads; this file never sees a thread.
  *
  * The includer defines cpu/stamp.h's and cpu/stamp_isa.h's parameters and finds gs_val, gs_part,
- * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_WIDEN_BLOCK and
- * GS_CPU_WIDEN_ROWS already defined.
+ * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_COL_ROWS and
+ * GS_CPU_WIDEN_BLOCK already defined.
  *
  * Contiguous runs: integers fold in order (any grouping gives the same bits: the ops are
  * associative and commutative modulo 2^k) in a loop the compiler vectorises; floats fold over
@@ -72,6 +72,64 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VE
     }
 }
 
+#if GS_ISA_ZMM
+/* Float min/max over 64-byte vectors (AVX-512): VMAXPS/VMINPS keep numbers only, an unordered
+ * compare notes NaNs in a mask register; a run with a NaN, or whose extremum is a zero, is read
+ * again for its first NaN or first zero, as fold_float does a block, so the answer is the same
+ * bits (the extremum of numbers is one value, of one bit pattern unless it is a zero). */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_minmax_zmm)(const gs_op op, const GS_T *p,
+                                                                int64_t len, gs_part *acc)
+{
+    GS_T v;
+    int64_t i = 0;
+#if GS_SIZE == 4
+#define GS_Z(name) _mm512_##name##_ps
+#define GS_ZUNORD(x) _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)
+    __m512 m0;
+    __mmask16 nan = 0;
+#else
+#define GS_Z(name) _mm512_##name##_pd
+#define GS_ZUNORD(x) _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q)
+    __m512d m0;
+    __mmask8 nan = 0;
+#endif
+#define GS_ZOP(x, m) (op == GS_OP_MIN ? GS_Z(min)(x, m) : GS_Z(max)(x, m))
+#define GS_ZREDUCE(m) (op == GS_OP_MIN ? GS_Z(reduce_min)(m) : GS_Z(reduce_max)(m))
+#define GS_ZLOAD GS_Z(loadu)
+    __typeof__(m0) m1, m2, m3;
+    m0 = m1 = m2 = m3 = GS_Z(set1)(GS_FN(op_identity)(op));
+    for (; i + 256 / GS_SIZE <= len; i += 256 / GS_SIZE) {
+        for (int q = 0; q < 256; q += 64)
+            GS_PREFETCH((const char *)(p + i) + q);
+        __typeof__(m0) x0 = GS_ZLOAD(p + i), x1 = GS_ZLOAD(p + i + 64 / GS_SIZE);
+        __typeof__(m0) x2 = GS_ZLOAD(p + i + 128 / GS_SIZE), x3 = GS_ZLOAD(p + i + 192 / GS_SIZE);
+        nan |= GS_ZUNORD(x0) | GS_ZUNORD(x1) | GS_ZUNORD(x2) | GS_ZUNORD(x3);
+        m0 = GS_ZOP(x0, m0);
+        m1 = GS_ZOP(x1, m1);
+        m2 = GS_ZOP(x2, m2);
+        m3 = GS_ZOP(x3, m3);
+    }
+    /* No NaN in the lanes: any order gives the value. */
+    v = GS_ZREDUCE(GS_ZOP(GS_ZOP(m0, m1), GS_ZOP(m2, m3)));
+    int has_nan = nan != 0;
+#undef GS_Z
+#undef GS_ZOP
+#undef GS_ZREDUCE
+#undef GS_ZLOAD
+#undef GS_ZUNORD
+    for (; i < len; i++) {
+        has_nan |= isnan(p[i]);
+        if (!isnan(p[i]))
+            v = GS_FN(op)(op, v, p[i]);
+    }
+    if (has_nan)
+        v = GS_FN(first_nan)(p, len);
+    else if (v == 0)
+        v = GS_FN(first_zero)(p, len);
+    acc->hi.GS_SFX = GS_FN(op)(op, acc->hi.GS_SFX, v);
+}
+#endif
+
 /*
  * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block,
  * GS_CPU_LANE_VECS vectors of lanes take the values in turn (lane k the values at k, k + lanes,
@@ -82,6 +140,12 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VE
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const GS_T *in,
                                                            int64_t len, gs_part *acc)
 {
+#if GS_ISA_ZMM
+    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+        GS_FN(fold_minmax_zmm)(op, in, len, acc);
+        return;
+    }
+#endif
     enum { NV = GS_CPU_LANE_VECS, LANES = GS_CPU_LANE_VECS * GS_W };
     const GS_T ident = GS_FN(op_identity)(op);
     const GS_VEC id = GS_V(splat)(ident);
@@ -174,7 +238,8 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const G
 {
     GS_T a = acc->hi.GS_SFX;
     int64_t i = 0;
-#if GS_SIZE >= 4
+#if GS_SIZE >= 4 && !GS_ISA_ZMM
+    /* (With AVX-512 the plain loop below runs over 64-byte vectors instead.) */
     enum { NV = GS_CPU_LANE_VECS };
     GS_VEC h[NV];
     for (int v = 0; v < NV; v++)
@@ -189,6 +254,20 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const G
         h[0] = GS_V(op)(op, h[0], h[v]);
     for (int k = 0; k < GS_W; k++)
         a = GS_FN(op)(op, a, GS_V(get)(h[0], k));
+#else
+    /* 4 KiB pieces, each prefetched ahead as it starts and folded by a loop the compiler
+     * vectorises (over 64-byte vectors with AVX-512). */
+    for (; i + 4096 / GS_SIZE <= len; i += 4096 / GS_SIZE) {
+        for (int q = 0; q < 4096; q += 64)
+            GS_PREFETCH((const char *)(in + i) + q);
+        for (int k = 0; k < 4096 / GS_SIZE; k++) {
+#if GS_KIND == 'b'
+            a = GS_FN(op)(op, a, in[i + k] != 0);
+#else
+            a = GS_FN(op)(op, a, in[i + k]);
+#endif
+        }
+    }
 #endif
     for (; i < len; i++) {
 #if GS_KIND == 'b'
@@ -261,20 +340,41 @@ static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, G
     *h = GS_FN(op)(op, *h, x);
 }
 
+#if GS_SIZE >= 4
+/* One vector x of columns into their states (hv, lv), as col_step value by value. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_step)(const gs_op op, GS_VEC *hv, GS_VEC *lv,
+                                                          GS_VEC x)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_VEC s = GS_V(add)(*hv, x);
+        GS_VEC bp = GS_V(sub)(s, *hv);
+        *lv = GS_V(add)(*lv, GS_V(add)(GS_V(sub)(*hv, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
+        *hv = s;
+        return;
+    }
+#endif
+    (void)lv;
+    *hv = GS_V(op)(op, *hv, x);
+}
+#endif
+
 /*
  * Rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <= GS_CPU_COLS), row r at
  * in + r * stride: column c's state starts from the identity, takes the rows in order (float add:
- * TwoSum), and joins part[c] (float add: pair_add).  The states live in two arrays that stay in L1
- * while the rows stream past, a vector of columns at a time (the columns past the last whole vector
- * one by one, with the same operations).  Always inlined with a constant op.
+ * TwoSum), and joins part[c] (float add: pair_add).  The states live in two arrays (h, then
+ * ncols values further on, l) that stay in cache while the rows stream past, a vector of columns at
+ * a time and GS_CPU_COL_ROWS rows at a time (a state is loaded and stored once per group of rows,
+ * taking each row in order in between); the columns past the last whole vector go one by one, with
+ * the same operations. Always inlined with a constant op.
  */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *in,
                                                            int64_t nrows, int64_t stride,
-                                                           int64_t ncols, gs_part *part)
+                                                           int64_t ncols, gs_part *part, GS_T *h)
 {
-    GS_T h[GS_CPU_COLS], l[GS_CPU_COLS];
+    GS_T *l = h + ncols;
     const GS_T ident = GS_FN(op_identity)(op);
-    int64_t vcols = 0;
+    int64_t vcols = 0, r = 0;
 
     for (int64_t c = 0; c < ncols; c++) {
         h[c] = ident;
@@ -282,26 +382,28 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
     }
 #if GS_SIZE >= 4
     vcols = ncols / GS_W * GS_W;
-    for (int64_t r = 0; r < nrows; r++) {
-        const GS_T *row = in + r * stride;
+    for (; r < nrows; r += GS_CPU_COL_ROWS) {
+        const int64_t nr = nrows - r < GS_CPU_COL_ROWS ? nrows - r : GS_CPU_COL_ROWS;
+        const GS_T *rows = in + r * stride;
         for (int64_t c = 0; c < vcols; c += GS_W) {
-            GS_VEC x = GS_V(load)(row + c), hv = GS_V(load)(h + c);
-#if GS_KIND == 'f'
-            if (op == GS_OP_ADD) {
-                GS_VEC lv = GS_V(load)(l + c);
-                GS_VEC s = GS_V(add)(hv, x);
-                GS_VEC bp = GS_V(sub)(s, hv);
-                lv = GS_V(add)(lv, GS_V(add)(GS_V(sub)(hv, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
-                GS_V(store)(l + c, lv);
-                GS_V(store)(h + c, s);
-                continue;
+            GS_VEC hv = GS_V(load)(h + c), lv = GS_V(load)(l + c);
+            if (c % (64 / GS_SIZE) == 0 && nr == GS_CPU_COL_ROWS &&
+                r + 2 * GS_CPU_COL_ROWS <= nrows)
+                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
+                    __builtin_prefetch(rows + (GS_CPU_COL_ROWS + k) * stride + c);
+            if (nr == GS_CPU_COL_ROWS) {
+                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
+            } else {
+                for (int64_t k = 0; k < nr; k++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
             }
-#endif
-            GS_V(store)(h + c, GS_V(op)(op, hv, x));
+            GS_V(store)(h + c, hv);
+            GS_V(store)(l + c, lv);
         }
     }
 #endif
-    for (int64_t r = 0; r < nrows && vcols < ncols; r++)
+    for (r = 0; r < nrows && vcols < ncols; r++)
         for (int64_t c = vcols; c < ncols; c++)
             GS_FN(col_step)(op, &h[c], &l[c], in[r * stride + c]);
 
@@ -317,16 +419,16 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
 }
 
 /* Columns [0, ncols) (ncols <= GS_CPU_COLS) down rows [0, nrows) (one block: nrows <=
- * GS_CPU_BLOCK), row r at in + r * stride, into part[0, ncols), each from the identity
- * (gs_reduce_kernels.fold_cols). */
+ * GS_CPU_BLOCK), row r at in + r * stride, into part[0, ncols), each from the identity; `scratch`
+ * holds 2 * ncols values of 8 bytes (gs_reduce_kernels.fold_cols). */
 static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
-                                         int64_t ncols, gs_part *part)
+                                         int64_t ncols, gs_part *part, void *scratch)
 {
     for (int64_t c = 0; c < ncols; c++) {
         part[c].hi.GS_SFX = GS_FN(op_identity)(op);
         part[c].lo.GS_SFX = 0;
     }
-    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, part)
+    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, part, scratch)
 }
 
 #if GS_KIND == 'u' && GS_SIZE == 8
@@ -350,24 +452,37 @@ static GS_ISA_ATTR void GS_FN(fold_widened)(gs_op op, const void *in, gs_dtype i
     }
 }
 
+/* Columns of a narrower integer dtype added (or multiplied) into 64 bits down the rows: a loop per
+ * input dtype over the row's values, which the compiler vectorises with the widening folded in
+ * (VPMOVSXDQ and an add on AVX2), the accumulators in cache while the rows stream past. */
 static GS_ISA_ATTR void GS_FN(fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type,
                                                  int64_t nrows, int64_t stride, int64_t ncols,
-                                                 gs_part *part)
+                                                 gs_part *part, void *scratch)
 {
-    /* Up to GS_CPU_WIDEN_BLOCK columns at a time, as many rows as fill the buffer. */
-    uint64_t buf[GS_CPU_WIDEN_ROWS * GS_CPU_WIDEN_BLOCK];
-    gs_part blk[GS_CPU_WIDEN_BLOCK];
-    for (int64_t c0 = 0; c0 < ncols; c0 += GS_CPU_WIDEN_BLOCK) {
-        int64_t nc = ncols - c0 < GS_CPU_WIDEN_BLOCK ? ncols - c0 : GS_CPU_WIDEN_BLOCK;
-        GS_FN(fold_cols)(op, buf, 0, nc, nc, part + c0);
-        for (int64_t r0 = 0; r0 < nrows; r0 += GS_CPU_WIDEN_ROWS) {
-            int64_t nr = nrows - r0 < GS_CPU_WIDEN_ROWS ? nrows - r0 : GS_CPU_WIDEN_ROWS;
-            for (int64_t r = 0; r < nr; r++)
-                gs_widen_u64(in, in_type, (r0 + r) * stride + c0, nc, buf + r * nc);
-            GS_FN(fold_cols)(op, buf, nr, nc, nc, blk);
-            for (int64_t c = 0; c < nc; c++)
-                GS_FN(combine)(op, &part[c0 + c], &blk[c]);
-        }
+    uint64_t *acc = scratch;
+    for (int64_t c = 0; c < ncols; c++)
+        acc[c] = op == GS_OP_MUL ? 1 : 0;
+    switch (in_type) {
+#define GS_X_COLS(code, ctype, sfx, kind, npy)                          \
+    case code:                                                          \
+        for (int64_t r = 0; r < nrows; r++) {                           \
+            const ctype *p = (const ctype *)in + r * stride;            \
+            if (op == GS_OP_MUL)                                        \
+                for (int64_t c = 0; c < ncols; c++)                     \
+                    acc[c] *= kind == 'b' ? p[c] != 0 : (uint64_t)p[c]; \
+            else                                                        \
+                for (int64_t c = 0; c < ncols; c++)                     \
+                    acc[c] += kind == 'b' ? p[c] != 0 : (uint64_t)p[c]; \
+        }                                                               \
+        break;
+        GS_DTYPES(GS_X_COLS)
+#undef GS_X_COLS
+    default:
+        break;
+    }
+    for (int64_t c = 0; c < ncols; c++) {
+        part[c].hi.GS_SFX = acc[c];
+        part[c].lo.GS_SFX = 0;
     }
 }
 #endif

@@ -5,20 +5,19 @@
  * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype and per
  * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
- * Algorithm (the classic reduce-then-scan).  A scan is cut into independent scans ("rows": the
- * rows of row_len, or the whole array), each row into chunks of GS_CPU_CHUNK values counted from
- * the row's start, and then:
- *   phase 1 (parallel)    each chunk reduces its values: the state after its last segment head,
- *                         and whether it holds one;
- *   phase 2 (sequential)  a scan of the chunk totals gives each chunk its carry-in;
- *   phase 3 (parallel)    each chunk scans its values from its carry-in, restarting from the
- *                         identity at every segment head.
- * Rows no longer than a chunk skip phases 1 and 2: each is one chunk, and tasks take many rows.
- * On one thread (or a small scan) the same chunks run one after the other in one pass: for
- * float add and mul each chunk's state starts from the identity and its outputs combine it with
- * the carry-in, so the state a chunk ends with is the total phase 1 computes, and the carries
- * are the same bits whatever the number of threads; every other operator is exact, and one
- * running state carries through the row.
+ * Algorithm.  A scan is cut into independent scans ("rows": the rows of row_len, or the whole
+ * array), each row into chunks of GS_CPU_CHUNK values counted from the row's start.  A chunk is
+ * scanned from its carry-in: for float add and mul its state starts from the identity and its
+ * outputs combine that state with the carry-in, so the state it ends with is its total and the
+ * next carry-in is carry-in combine total (or the state since its last segment head); every
+ * other operator is exact, and the carry-in is simply the starting state.
+ *   one thread (or a small scan)  the chunks one after the other, in one pass;
+ *   several (gs_scan_parallel)    one thread (the front) does exactly that from the first chunk
+ *                                 while the others (the back) compute chunk totals from the last
+ *                                 one down; where they meet, the front chains the carry-ins of
+ *                                 the rest from those totals, and every thread scans the rest;
+ *   rows of one chunk             tasks of many whole rows;
+ *   axes in place (inner > 1)     tiles of columns, each scanned down its rows (gs_scan_cols).
  *
  * Guarantees:
  *  - the chunks depend on n and row_len only, never on the thread count or the instruction set,
@@ -387,7 +386,7 @@ static void gs_cols_task(void *ctx, int64_t task)
 static void gs_scan_cols(const gs_scan_job *j, int parallel)
 {
     gs_cols_job cj = { j, j->d->inner, GS_CPU_COLS, 0 };
-    int64_t blocks = j->d->n / (j->row_len * cj.inner), want = 2 * (int64_t)gs_cpu_threads();
+    int64_t blocks = j->d->n / (j->row_len * cj.inner), want = gs_cpu_threads();
     if (parallel)
         cj.tile = gs_cpu_tile(cj.inner, blocks, want, GS_CPU_COLS);
     cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;

@@ -61,6 +61,7 @@ static const gs_split_kernels gs_split_of[GS_NISA] = {
     [GS_ISA_BASE] = { GS_NAME2(count, base), GS_NAME2(move, base) },
 #if GS_CPU_X86
     [GS_ISA_AVX2] = { GS_NAME2(count, avx2), GS_NAME2(move, avx2) },
+    [GS_ISA_AVX512] = { GS_NAME2(count, avx512), GS_NAME2(move, avx512) },
 #endif
 };
 
