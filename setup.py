@@ -1,16 +1,22 @@
-"""Build gpuscan._gpuscan: one C extension, plus CUDA kernels when nvcc is found.
+"""Build gpuscan._gpuscan: one C extension, plus CUDA kernels for the GPUs that are there.
 
-The kernels in kernels/*.cu are compiled to objects by nvcc and linked into the extension with
-the CUDA runtime linked statically, so importing needs neither libcudart nor a driver.
-Environment:
-  GPUSCAN_CUDA_ARCHS  semicolon-separated SM targets, default "80;90" (Ampere, Hopper) plus PTX
-                      of the last one for newer GPUs; "none" builds the CPU backend only.
-  CUDA_HOME           where to look for nvcc first (then PATH, then /usr/local/cuda).
+The kernels in kernels/ are compiled to objects by nvcc and linked into the extension with the
+CUDA runtime linked statically, so importing needs neither libcudart nor a driver.  Which
+kernels, decided once per build and printed on stdout (``pip install -v`` shows it; so does
+``python -m gpuscan`` afterwards):
+  GPUSCAN_CUDA_ARCHS unset  the architectures of the GPUs nvidia-smi lists (deduplicated), plus
+                            PTX of the highest for newer GPUs; with no GPU visible (or no nvcc)
+                            the CPU backend alone, which builds in seconds.
+  GPUSCAN_CUDA_ARCHS=80;90  exactly these SM targets (plus PTX of the last), GPU or not: what
+                            CI and wheel builds set.
+  GPUSCAN_CUDA_ARCHS=none   the CPU backend alone.
+  CUDA_HOME                 where to look for nvcc first (then PATH, then /usr/local/cuda).
 """
+import hashlib
 import os
+import re
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy
@@ -18,7 +24,13 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_ARCHS = "80;90"
+# The oldest architecture the kernels compile for: they use cp.async and __reduce_add_sync.
+MIN_ARCH = 80
+
+
+def say(message):
+    """A line for the person building: stdout, which pip shows with -v (and on failure)."""
+    print(f"gpuscan: {message}", flush=True)
 
 
 def find_nvcc():
@@ -31,12 +43,78 @@ def find_nvcc():
     return None
 
 
+def run_text(cmd):
+    """(stdout, None) of a command that succeeded, else (None, why it did not)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return None, "not found"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, str(exc)
+    if proc.returncode != 0:
+        lines = (proc.stdout + proc.stderr).strip().splitlines() or [f"exit {proc.returncode}"]
+        return None, lines[0]
+    return proc.stdout, None
+
+
+def visible_archs(smi_output):
+    """SM targets from `nvidia-smi --query-gpu=compute_cap --format=csv,noheader` ("8.6" -> 86),
+    deduplicated, ascending."""
+    return sorted({int(m.group(1) + m.group(2))
+                   for m in re.finditer(r"^\s*(\d+)\.(\d)\s*$", smi_output, re.M)})
+
+
+def fit_archs(wanted, supported):
+    """The targets to compile for GPUs of the `wanted` architectures with an nvcc that knows
+    `supported` (None: unknown): newer than nvcc knows -> nvcc's newest (its PTX runs there);
+    older than MIN_ARCH -> dropped.  Returns (targets, notes)."""
+    targets, notes = set(), []
+    for arch in wanted:
+        if arch < MIN_ARCH:
+            notes.append(f"sm_{arch} is older than the kernels need (sm_{MIN_ARCH})")
+        elif supported and arch not in supported:
+            newest = max(supported)
+            notes.append(f"nvcc does not know sm_{arch}: compiling sm_{newest} and its PTX")
+            targets.add(newest)
+        else:
+            targets.add(arch)
+    return sorted(targets), notes
+
+
+def nvcc_archs(nvcc):
+    out, _ = run_text([nvcc, "--list-gpu-arch"])
+    return {int(a) for a in re.findall(r"compute_(\d+)", out or "")} or None
+
+
+def cuda_plan(archs_env, nvcc):
+    """(archs, note): the SM targets to compile, [] for the CPU backend alone, and why."""
+    env = (archs_env or "").strip()
+    if env.lower() == "none":
+        return [], "GPUSCAN_CUDA_ARCHS=none"
+    if nvcc is None:
+        return [], "nvcc was not found (CUDA_HOME, PATH, /usr/local/cuda)"
+    if env:
+        words = [w for w in re.split(r"[;,\s]+", env) if w]
+        if not all(w.isdigit() and int(w) >= MIN_ARCH for w in words):
+            raise SystemExit(f"gpuscan: GPUSCAN_CUDA_ARCHS must be 'none' or SM numbers of at "
+                             f"least {MIN_ARCH} such as '80;90', not {env!r}")
+        return sorted({int(w) for w in words}), f"GPUSCAN_CUDA_ARCHS={env}"
+    out, why = run_text(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"])
+    if out is None:
+        return [], f"no GPU was visible at build time (nvidia-smi: {why})"
+    wanted = visible_archs(out)
+    if not wanted:
+        return [], "no GPU was visible at build time (nvidia-smi listed none)"
+    archs, notes = fit_archs(wanted, nvcc_archs(nvcc))
+    gpus = ", ".join(f"sm_{a}" for a in wanted)
+    if not archs:
+        return [], f"no visible GPU can run the kernels ({'; '.join(notes)})"
+    return archs, f"the GPUs visible at build time ({gpus}{''.join('; ' + n for n in notes)})"
+
+
 def gencode_flags(archs):
-    flags = []
-    for arch in archs:
-        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
-    flags.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
-    return flags
+    flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+    return flags + [f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}"]
 
 
 def tree_files(top, suffixes):
@@ -47,30 +125,53 @@ def tree_files(top, suffixes):
     return sorted(found)
 
 
-def newer(target, sources):
-    if not os.path.exists(target):
+def kernel_key(nvcc, flags, src, headers):
+    """What a kernel object depends on, hashed: the compiler's version, the flags (less the
+    include folders), the source and every header.  An object whose stamp file holds this key is
+    current, wherever it was built: by content, not by time, so objects built on one machine are
+    reused on another with the same nvcc (the GPU check carries them)."""
+    h = hashlib.sha256()
+    h.update(subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.encode())
+    h.update(" ".join(f for f in flags if not f.startswith("-I")).encode())
+    for path in [src] + sorted(headers):
+        h.update(os.path.relpath(path, HERE).encode())
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def stale(obj, key):
+    try:
+        with open(obj + ".key") as f:
+            return f.read().strip() != key or not os.path.exists(obj)
+    except OSError:
         return True
-    mtime = os.path.getmtime(target)
-    return any(os.path.getmtime(s) > mtime for s in sources)
 
 
 class BuildExt(build_ext):
-    """build_ext that first compiles kernels/*.cu with nvcc and links the objects in."""
+    """build_ext that first compiles the kernels with nvcc (when planned) and links them in."""
 
     def build_extensions(self):
-        archs_env = os.environ.get("GPUSCAN_CUDA_ARCHS", DEFAULT_ARCHS).strip()
-        nvcc = None if archs_env.lower() in ("", "none", "0") else find_nvcc()
-        if nvcc is None:
-            why = "GPUSCAN_CUDA_ARCHS=none" if archs_env.lower() in ("", "none", "0") \
-                else "nvcc not found (CUDA_HOME, PATH, /usr/local/cuda)"
-            print(f"gpuscan: {why}: building the CPU backend only", file=sys.stderr)
-        else:
-            archs = [a.strip() for a in archs_env.replace(",", ";").split(";") if a.strip()]
-            print(f"gpuscan: building CUDA kernels with {nvcc} for sm_{', sm_'.join(archs)}",
-                  file=sys.stderr)
+        nvcc = find_nvcc()
+        archs, note = cuda_plan(os.environ.get("GPUSCAN_CUDA_ARCHS"), nvcc)
+        if archs:
+            targets = ", ".join(f"sm_{a}" for a in archs) + f" + PTX compute_{archs[-1]}"
+            say(f"compiling the CUDA kernels with {nvcc} for {targets}: {note} (minutes)")
+            summary = f"CUDA kernels for {targets}"
             for ext in self.extensions:
                 self._add_cuda(ext, nvcc, archs)
+        else:
+            say(f"building the CPU backend only: {note}")
+            if nvcc is not None and note.startswith("no GPU"):
+                say("to compile the CUDA kernels anyway, set GPUSCAN_CUDA_ARCHS (for example "
+                    "GPUSCAN_CUDA_ARCHS=90 for Hopper) and build again")
+            summary = f"no CUDA kernels: {note}"
+        # module.c returns it from _gpuscan._build_note(): printable ASCII, no quote or backslash.
+        literal = '"' + re.sub(r'[^ -~]|["\\]', "'", summary) + '"'
+        for ext in self.extensions:
+            ext.define_macros.append(("GS_BUILD_NOTE", literal))
         super().build_extensions()
+        say(f"built gpuscan._gpuscan with {summary}")
 
     def _add_cuda(self, ext, nvcc, archs):
         cuda_root = os.path.dirname(os.path.dirname(nvcc))
@@ -80,7 +181,7 @@ class BuildExt(build_ext):
                    for h in tree_files("kernels", (".cuh", ".h")) + tree_files("include", (".h",))]
         # Under build/ in the source tree, not self.build_temp: an editable install makes a new
         # temporary build_temp each time, and the README's two commands would compile twice.
-        outdir = os.path.join(HERE, "build", "kernels", "_".join(archs))
+        outdir = os.path.join(HERE, "build", "kernels", "_".join(map(str, archs)))
         os.makedirs(outdir, exist_ok=True)
         flags = ["-O3", "-lineinfo", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler",
                  "-fvisibility=hidden", f"-I{kdir}", f"-I{os.path.join(HERE, 'include')}",
@@ -93,10 +194,13 @@ class BuildExt(build_ext):
             # kernels/dispatch/scan.cu -> dispatch_scan.o: one flat folder of objects.
             obj = os.path.join(outdir, os.path.relpath(name, "kernels")[:-3].replace(os.sep, "_")
                                + ".o")
-            if newer(obj, [src, __file__, nvcc] + headers):
+            key = kernel_key(nvcc, flags, src, headers)
+            if stale(obj, key):
                 cmd = [nvcc, "-c", src, "-o", obj] + flags
-                print(" ".join(cmd), file=sys.stderr)
+                say(" ".join(cmd))
                 subprocess.run(cmd, check=True)
+                with open(obj + ".key", "w") as f:
+                    f.write(key + "\n")
             return obj
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -122,4 +226,5 @@ ext = Extension(
     depends=tree_files("csrc", (".h",)) + tree_files("include", (".h",)),
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+if __name__ == "__main__":  # as pip and build run it; tests/test_build.py imports the helpers
+    setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

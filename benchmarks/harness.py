@@ -238,8 +238,8 @@ def make_parser(description) -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(description, argv=None, default_tag=None):
-    args = make_parser(description).parse_args(argv)
+def parse_args(description, argv=None, default_tag=None, parser=None):
+    args = (parser or make_parser(description)).parse_args(argv)
     if args.tag is None:
         args.tag = default_tag
     if args.quick:
@@ -301,7 +301,10 @@ def optional_torch(disabled):
 class Harness:
     """Times cases, keeps the rows, prints progress and writes the result file."""
 
-    def __init__(self, args, title):
+    def __init__(self, args, title, device=True):
+        """device=False: host cases only (wall-clock timing of work that may run elsewhere,
+        e.g. on Dask workers): no CuPy, PyTorch or CUDA backend needed in this process, and
+        the result file is named after whatever gpuscan.device_info() calls this device."""
         self.args = args
         self.title = title
         self.t_start = time.perf_counter()
@@ -312,19 +315,22 @@ class Harness:
         self._memcpy: dict = {}
         self._printed_header = False
 
-        self.cp = require_cupy()
-        self.torch, self.torch_version = optional_torch(args.no_torch)
         import gpuscan
         self.gpuscan = gpuscan
-        try:
-            be = gpuscan.backend()      # raises with the cause when GPUSCAN_BACKEND=cuda fails
-        except RuntimeError as exc:
-            die(f"bench: gpuscan's CUDA backend is not usable: {exc}")
-        if be != "cuda":
-            die(f"bench: gpuscan.backend() is {be!r}: the device benchmark needs the CUDA "
-                f"backend (device_info: {gpuscan.device_info()})")
+        self.device = device
+        self.cp, self.torch, self.torch_version = None, None, "not used"
+        if device:
+            self.cp = require_cupy()
+            self.torch, self.torch_version = optional_torch(args.no_torch)
+            try:
+                be = gpuscan.backend()  # raises with the cause when GPUSCAN_BACKEND=cuda fails
+            except RuntimeError as exc:
+                die(f"bench: gpuscan's CUDA backend is not usable: {exc}")
+            if be != "cuda":
+                die(f"bench: gpuscan.backend() is {be!r}: the device benchmark needs the CUDA "
+                    f"backend (device_info: {gpuscan.device_info()})")
         self.info = dict(gpuscan.device_info())
-        self.l2_bytes = self._l2_bytes()
+        self.l2_bytes = self._l2_bytes() if device else None
         self.date = datetime.date.today().isoformat()
         self.started = datetime.datetime.now().isoformat(timespec="seconds")
         self.rng_seed = args.seed
@@ -349,16 +355,22 @@ class Harness:
             cc = ".".join(str(c) for c in cc)
         mem = info.get("memory_bytes")
         mem = f"{mem / 2**30:.1f} GiB" if isinstance(mem, (int, float)) else str(mem)
+        if info.get("backend") == "cuda":
+            l2 = "" if self.l2_bytes is None else f"  L2 {self.l2_bytes / 2**20:.0f} MiB"
+            where = [f"gpu            {info.get('name')}  SMs {info.get('multiprocessors')}  "
+                     f"cc {cc}  memory {mem}{l2}",
+                     f"driver/runtime {info.get('driver_version')} / "
+                     f"{info.get('runtime_version')}"]
+        else:
+            where = [f"cpu            {info.get('name')}  gpuscan threads {info.get('threads')}"]
         lines = [
             f"gpuscan benchmark: {self.title}",
             f"date           {self.date} (started {self.started})",
-            f"gpu            {info.get('name')}  SMs {info.get('multiprocessors')}  cc {cc}  "
-            f"memory {mem}  L2 {self.l2_bytes / 2**20:.0f} MiB",
-            f"driver/runtime {info.get('driver_version')} / {info.get('runtime_version')}",
+            *where,
             f"gpuscan        {getattr(self.gpuscan, '__version__', '?')}  backend "
             f"{self.gpuscan.backend()}  {git_describe()}",
             f"python         {platform.python_version()}  numpy {np.__version__}  cupy "
-            f"{self.cp.__version__}  torch {self.torch_version}",
+            f"{self.cp.__version__ if self.cp else 'not used'}  torch {self.torch_version}",
             f"host           {platform.machine()}  {os.cpu_count()} cpus",
             f"command        {' '.join([os.path.basename(sys.argv[0])] + sys.argv[1:])}",
             "method         device: CUDA events on the legacy default stream, warm-up, median of "
@@ -443,6 +455,8 @@ class Harness:
 
     def free(self):
         """Give cached device memory back between cases (2^28 int64 buffers are 2 GiB)."""
+        if self.cp is None:
+            return
         self.cp.cuda.Stream.null.synchronize()
         self.cp.get_default_memory_pool().free_all_blocks()
         self.cp.get_default_pinned_memory_pool().free_all_blocks()
@@ -767,10 +781,11 @@ class Harness:
         return 1 if self.failures else 0
 
 
-def run_main(title, suite, argv=None, default_tag=None):
-    """parse_args -> Harness -> suite(h) -> finish(); exit status 1 on failures."""
-    args = parse_args(title, argv, default_tag)
-    h = Harness(args, title)
+def run_main(title, suite, argv=None, default_tag=None, device=True, parser=None):
+    """parse_args -> Harness -> suite(h) -> finish(); exit status 1 on failures.  parser: a
+    make_parser() with the benchmark's own options added (parsed with the common ones)."""
+    args = parse_args(title, argv, default_tag, parser)
+    h = Harness(args, title, device=device)
     print("\n".join(h.header_lines()), flush=True)
     try:
         suite(h)

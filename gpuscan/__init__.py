@@ -17,6 +17,15 @@ segmented_scan(a, flags, op="add", *, exclusive=False, dtype=None, out=None, alg
 reduce(a, op="add", *, axis=None, dtype=None, keepdims=False)
     ``np.add.reduce(a)`` and friends for the same ops: ``axis`` None, an int or a tuple; a
     NumPy scalar for a full reduction; min/max of nothing is a ``ValueError`` as in NumPy.
+reduceat(a, indices, op="add", *, axis=0, dtype=None, out=None)
+    ``np.<ufunc>.reduceat``: the reduction of each slice indices[i]:indices[i+1] along ``axis``
+    (an index not smaller than the next gives the one value at it; IndexError out of range).
+segmented_reduce(a, flags, op="add", *, dtype=None)
+    One reduction per segment of the flattened ``a`` (a nonzero flag starts a segment, element
+    0 always does): ``reduceat(a.ravel(), <positions of the heads>)``.
+linear_recurrence(a, b, *, axis=-1, h0=None, reverse=False, out=None)
+    ``h[t] = a[t] * h[t-1] + b[t]`` along ``axis`` (float32, float64), ``h[-1] = h0``; one
+    scan of pairs, deterministic, within 4 (log2 n + 2) eps of the magnitudes involved.
 split(a, flags)
     Stable partition: ``(out, count)``, the elements of ``a`` whose flag is nonzero first, then
     the others, each group in order (``a`` and ``flags`` the same shape, flattened in C order;
@@ -24,7 +33,7 @@ split(a, flags)
 compact(a, flags)
     The flagged elements in order: ``a[flags != 0]`` flattened.
 trace.scan(a, algorithm="blelloch", op="add", *, exclusive=False), trace.segmented_scan(a,
-flags, op="add", *, exclusive=False), trace.split(a, flags)
+flags, op="add", *, exclusive=False, algorithm="blelloch"), trace.split(a, flags)
     The teaching algorithms (Hillis-Steele, Blelloch, flagged Blelloch, split) one parallel step
     at a time on the active backend: a ``Trace`` with ``.steps``, ``.result``, ``.work``
     (operator applications, counted), ``.span`` (steps) and ``.plot()`` (matplotlib).  The same
@@ -48,6 +57,12 @@ to_device(a)
 GpuscanError
     Raised when a CUDA call fails (a ``RuntimeError``); the message names the call.
 
+gpuscan.dask (``import gpuscan.dask``, needs ``pip install "gpuscan[dask]"``)
+    The same primitives over dask arrays, lazily, each chunk run by gpuscan on its worker
+    (CuPy chunks stay on their GPU): ``scan``, ``segmented_scan``, ``reduce``, ``histogram``,
+    ``bincount``, ``compact``, ``split``, and ``gpu_cluster()`` (one worker per GPU).
+    ``import gpuscan`` never imports Dask.
+
 Backends
 --------
 ``GPUSCAN_BACKEND=cuda|cpu`` forces one (default: CUDA when a device is usable);
@@ -69,23 +84,26 @@ try:
         bincount,
         device_info,
         histogram,
+        linear_recurrence,
         reduce,
+        reduceat,
         scan,
+        segmented_reduce,
         segmented_scan,
         split,
         to_device,
     )
-except ImportError as exc:
+except ImportError as _exc:
     import os as _os
 
     raise ImportError(
         f"gpuscan's C extension (gpuscan._gpuscan) is not built or cannot be loaded from "
-        f"{_os.path.dirname(_os.path.abspath(__file__))}: {exc}\n"
+        f"{_os.path.dirname(_os.path.abspath(__file__))}: {_exc}\n"
         "Build it in place with `python3 -m pip install -e .` run from the repository root "
         "(an editable install puts _gpuscan*.so beside this file).  A plain `pip install .` "
         "installs into site-packages, which the source folder shadows when Python runs from "
         "the repository root."
-    ) from exc
+    ) from _exc
 
 from gpuscan import trace  # noqa: E402  (after the extension, which it needs)
 
@@ -98,8 +116,11 @@ __all__ = [
     "bincount",
     "device_info",
     "histogram",
+    "linear_recurrence",
     "reduce",
+    "reduceat",
     "scan",
+    "segmented_reduce",
     "segmented_scan",
     "split",
     "to_device",

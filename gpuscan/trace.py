@@ -14,7 +14,7 @@ scan(a, algorithm="blelloch", op="add", *, exclusive=False)
     the one 2**d before it) or Blelloch (``"blelloch"``: up-sweep, down-sweep from a cleared
     root, and for an inclusive scan one more step combining the input back in; the input is
     padded with the identity to the next power of two).
-segmented_scan(a, flags, op="add", *, exclusive=False)
+segmented_scan(a, flags, op="add", *, exclusive=False, algorithm="blelloch")
     Blelloch's flagged sweeps: the up-sweep combines only into nodes with no head below them
     and ORs the flags; the down-sweep resets the right child to the identity where the original
     flag just right of the left child is set.
@@ -26,9 +26,16 @@ split(a, flags)
 Each returns a ``Trace``.
 """
 
+from typing import TYPE_CHECKING, Any, Literal
+
 import numpy as np
+import numpy.typing as npt
 
 from gpuscan import _gpuscan
+from gpuscan._ops import op_name
+
+if TYPE_CHECKING:
+    from gpuscan._gpuscan import _Op
 
 __all__ = ["Trace", "scan", "segmented_scan", "split"]
 
@@ -61,8 +68,21 @@ class Trace:
         ``split`` only: ``e``, ``f``, ``NF``, ``t``, ``addr``, ``out``.
     """
 
-    def __init__(self, algorithm, op, steps, result, work, span, kinds=(), flag_steps=None,
-                 arrays=None, n=None):
+    algorithm: str
+    op: str
+    steps: list[tuple[str, npt.NDArray[Any]]]
+    result: Any  # numpy.ndarray, or (numpy.ndarray, int) for split
+    work: int
+    span: int
+    flag_steps: list[npt.NDArray[Any] | None] | None
+    arrays: dict[str, Any]
+    n: int | None
+    step_work: list[int]
+
+    def __init__(self, algorithm: str, op: str, steps: list[tuple[str, npt.NDArray[Any]]],
+                 result: Any, work: int, span: int, kinds: Any = (),
+                 flag_steps: list[npt.NDArray[Any] | None] | None = None,
+                 arrays: dict[str, Any] | None = None, n: int | None = None) -> None:
         self.algorithm = algorithm
         self.op = op
         self.steps = steps
@@ -75,11 +95,11 @@ class Trace:
         self.step_work = []
         self._kinds = list(kinds)  # (kind, stride) per entry of steps, for plot()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Trace({self.algorithm!r}, op={self.op!r}, {len(self.steps)} arrays, "
                 f"work={self.work}, span={self.span})")
 
-    def plot(self, ax=None, values=True):
+    def plot(self, ax: Any = None, values: bool = True) -> Any:  # matplotlib Axes
         """Draw the steps as a grid of cells, one row per step, with an arrow from each input of
         every combine to its result (the textbook picture).
 
@@ -188,18 +208,10 @@ def _label(kind, s, op, first_down, shifted, padded):
     return f"inclusive: x[i] {sym} input[i]"
 
 
-def _op_name(op):
-    if isinstance(op, str):
-        return op
-    names = {"add": "add", "multiply": "mul", "minimum": "min", "maximum": "max",
-             "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
-    return names.get(getattr(op, "__name__", ""), str(op))
-
-
 def _run(algorithm, a, flags, op, exclusive):
     raw, result, work, span = _gpuscan._trace(algorithm, a, flags, op, exclusive)
     n = np.asarray(a).size
-    name = _op_name(op)
+    name = op_name(op)
     steps, kinds, flag_steps, step_work = [], [], [], []
     first_down = True
     for kind, s, vals, fl, w in raw:
@@ -217,7 +229,8 @@ def _run(algorithm, a, flags, op, exclusive):
     return t
 
 
-def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
+def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "blelloch",
+         op: "_Op" = "add", *, exclusive: bool = False) -> Trace:
     """Trace a scan step by step on the active backend.
 
     Parameters
@@ -247,17 +260,21 @@ def scan(a, algorithm="blelloch", op="add", *, exclusive=False):
     return _run(algorithm, a, None, op, exclusive)
 
 
-def segmented_scan(a, flags, op="add", *, exclusive=False):
+def segmented_scan(a: npt.ArrayLike, flags: npt.ArrayLike, op: "_Op" = "add", *,
+                   exclusive: bool = False, algorithm: Literal["blelloch"] = "blelloch") -> Trace:
     """Trace the flagged Blelloch scan (``segmented_scan(..., algorithm="blelloch")``).
 
-    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``Trace.flag_steps`` holds
-    the up-swept flags after each step.  Raises ``ValueError`` beyond 2**16 elements or when
-    the sizes differ.
+    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``algorithm`` names the one
+    algorithm traced, ``"blelloch"`` (accepted as ``trace.scan`` and ``segmented_scan`` take
+    it).  ``Trace.flag_steps`` holds the up-swept flags after each step.  Raises ``ValueError``
+    beyond 2**16 elements, when the sizes differ, or for another algorithm.
     """
+    if algorithm != "blelloch":
+        raise ValueError(f"trace.segmented_scan: algorithm must be 'blelloch', got {algorithm!r}")
     return _run("blelloch", a, flags, op, exclusive)
 
 
-def split(a, flags):
+def split(a: npt.ArrayLike, flags: npt.ArrayLike) -> Trace:
     """Trace the classic split: flagged elements first, each group in order.
 
     The arrays of the formulation are in ``Trace.arrays`` and, in this order, ``Trace.steps``:

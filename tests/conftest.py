@@ -8,6 +8,7 @@ too); `-m "not slow"` leaves them out of a quick local run.
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -16,7 +17,12 @@ import gpuscan
 from gpuscan import _gpuscan
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The source tree these tests came from (a clone or an unpacked sdist).  The package under test
+# is the gpuscan that `import gpuscan` finds, which may be installed elsewhere: tests that read
+# the tree (notebooks/, kernels/) skip, with the reason, when it is not there.
 ROOT = os.path.dirname(HERE)
+# The folder holding the gpuscan under test: fresh interpreters (run_python) import it from there.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(gpuscan.__file__)))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # tests/reference.py importable as `reference`
 
@@ -77,7 +83,8 @@ def pytest_report_header(config):
         info = gpuscan.device_info()
     except Exception as exc:  # reported, then the tests show the failure
         info = f"device_info() raised {exc!r}"
-    return [f"gpuscan backend: {_backend_or_error()}, tile NV = {NV}, device: {info}"]
+    return [f"gpuscan from {os.path.dirname(os.path.abspath(gpuscan.__file__))}",
+            f"gpuscan backend: {_backend_or_error()}, tile NV = {NV}, device: {info}"]
 
 
 def _backend_or_error():
@@ -181,9 +188,23 @@ def make_layout(layout, base):
 
 
 def run_python(code, env=None, timeout=120):
-    """Run `code` in a fresh interpreter from the repository root; returns CompletedProcess."""
+    """Run `code` in a fresh interpreter that imports the gpuscan under test and the tests'
+    helpers (reference.py), from outside the source tree; returns CompletedProcess."""
     full_env = dict(os.environ)
     full_env.pop("GPUSCAN_BACKEND", None)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [PACKAGE_PARENT, HERE] + [p for p in [full_env.get("PYTHONPATH")] if p])
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=full_env,
+    return subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def outputs_on_thread_counts(code, counts=("1", "2", "3")):
+    """The stdout of `code` run on the CPU backend with each GPUSCAN_NUM_THREADS in counts (each
+    run must succeed): a result printed by `code` must not depend on the thread count."""
+    outs = []
+    for threads in counts:
+        p = run_python(code, env={"GPUSCAN_BACKEND": "cpu", "GPUSCAN_NUM_THREADS": threads})
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout)
+    return outs

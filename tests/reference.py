@@ -19,6 +19,16 @@ independent of the package under test, so a test compares two computations that 
                                                  return (float add: the bound per segment)
   reduce_reference(a, op, axis, dtype, keepdims)  np.<ufunc>.reduce with the contract's dtypes
   check_reduce(res, a, op, axis, dtype, keepdims) assert that res is what reduce must return
+  reduceat_slices(indices, n)                     [start, end) of each slice np.ufunc.reduceat takes
+  reduceat_python(a, indices, op, dtype)          reduceat of 1-D a, one slice at a time in Python
+  check_reduceat(res, a, indices, op, axis, dtype) assert that res is what reduceat must return
+                                                 (float add: the bound per slice; mul: len*eps)
+  check_segmented_reduce(res, a, flags, op, dtype) the same for segmented_reduce (reduceat of the
+                                                 flattened a at the heads)
+  linrec_python(a, b, h0, axis, reverse, dtype)   the linear recurrence step by step in long double,
+                                                 with m, the same recurrence on |a|, |b|, |h0|
+  check_linrec(res, a, b, h0, axis, reverse)      assert that res is what linear_recurrence must
+                                                 return: |h - exact| <= 4 (log2 n + 2) eps m
   split_python(a, flags)                          the plain-Python split (one loop, slow)
   split_reference(a, flags)                       the same from NumPy: concatenate(a[f], a[~f])
   check_split(res, a, flags, compact)             assert that res is what split (or compact)
@@ -476,3 +486,168 @@ def check_split(res, a, flags, compact=False):
         i = int(np.flatnonzero(got_bits != want_bits)[0])
         raise AssertionError(f"first difference at {i} of {out.size}: {out[i]!r}, expected "
                              f"{want[i]!r} (count {count})")
+
+
+# ------------------------------------------------------------------------------------------
+# Reduceat and segmented reduce.
+# ------------------------------------------------------------------------------------------
+def reduceat_slices(indices, n):
+    """The [start, end) of each slice np.ufunc.reduceat reduces: from an index to the next one
+    when that is larger (the last index: to n), else the one value at the index."""
+    idx = np.asarray(indices, dtype=np.int64)
+    ends = np.empty_like(idx)
+    if idx.size:
+        nxt = idx[1:]
+        ends[:-1] = np.where(nxt > idx[:-1], nxt, idx[:-1] + 1)
+        ends[-1] = n
+    return idx, ends
+
+
+def reduceat_python(a, indices, op="add", dtype=None):
+    """reduceat of 1-D a, one slice at a time in plain Python (for small inputs)."""
+    a = np.asarray(a)
+    rt = result_dtype(a.dtype, op, dtype)
+    x = a.astype(rt, casting="unsafe")
+    starts, ends = reduceat_slices(indices, a.size)
+    out = np.empty(len(starts), rt)
+    with np.errstate(all="ignore"):
+        for i, (s, e) in enumerate(zip(starts, ends)):
+            acc = x[s]
+            for j in range(s + 1, e):
+                acc = UFUNCS[op](acc, x[j], dtype=rt)
+            out[i] = acc
+    return out
+
+
+def _slice_sums(x, starts, ends, wide):
+    """The exact sums (float64 input: math.fsum, correctly rounded) of x[:, s:e] per slice, and
+    the sums of |x|, each (rows, slices)."""
+    rows = x.shape[0]
+    exact = np.empty((rows, len(starts)), wide)
+    mag = np.empty((rows, len(starts)), np.float64)
+    for r in range(rows):
+        for i, (s, e) in enumerate(zip(starts, ends)):
+            v = x[r, s:e]
+            exact[r, i] = math.fsum(v.astype(np.float64)) if wide is np.float64 else \
+                np.sum(v.astype(wide))
+            mag[r, i] = math.fsum(np.abs(v.astype(np.float64)))
+    return exact, mag
+
+
+def check_reduceat(res, a, indices, op="add", axis=0, dtype=None):
+    """Assert that res is what reduceat(a, indices, op, axis=, dtype=) must return: a's shape
+    with len(indices) along axis, the contract's dtype; integers, bool and float min/max
+    bit-identical to np.<ufunc>.reduceat (NaN: any NaN, zeros of either sign); float add within
+    (log2(len)+2)*eps*sum|x| of each slice's exact sum; float mul within len*eps relative."""
+    a = np.asarray(a)
+    idx = np.asarray(indices, dtype=np.int64).ravel()
+    rt = result_dtype(a.dtype, op, dtype)
+    axis = axis % a.ndim
+    want_shape = a.shape[:axis] + (idx.size,) + a.shape[axis + 1:]
+    assert isinstance(res, np.ndarray)
+    assert res.shape == want_shape, (res.shape, want_shape)
+    assert res.dtype.type is rt.type, (res.dtype, rt)
+    x = np.moveaxis(a.astype(rt, casting="unsafe"), axis, -1)
+    x = x.reshape(-1, x.shape[-1]) if x.size else x.reshape(-1, a.shape[axis])
+    got = np.moveaxis(res, axis, -1).reshape(x.shape[0], idx.size)
+    if rt.kind == "f" and op in ("add", "mul") and idx.size:
+        starts, ends = reduceat_slices(idx, a.shape[axis])
+        lens = (ends - starts).astype(np.float64)
+        eps = float(np.finfo(rt).eps)
+        if op == "add":
+            exact, mag = _slice_sums(x, starts, ends, np.float64)
+            # float64 slices are correctly rounded (half an ulp of the sum); float32 slices are
+            # summed in float64 (len * 2^-53 of sum|x|).
+            slack = np.abs(exact) * 2.0**-52 + mag * lens * 2.0**-53
+            bound = (np.log2(lens) + 2) * eps * mag + slack
+        else:
+            wide = np.longdouble if rt.itemsize == 8 else np.float64
+            if rt.itemsize == 8 and np.finfo(np.longdouble).nmant < 60:
+                raise RuntimeError("no extended long double on this platform")
+            exact = np.stack([np.multiply.reduceat(row.astype(wide), idx) for row in x]) \
+                if x.shape[0] else np.empty((0, idx.size), wide)
+            bound = lens * (eps + 2 * float(np.finfo(wide).eps)) * np.abs(exact)
+        with np.errstate(all="ignore"):
+            err = np.abs(got.astype(exact.dtype) - exact)
+        bad = ~(err <= bound) & ~((got == exact) | (np.isnan(got) & np.isnan(exact)))
+        if bad.any():
+            r, i = np.argwhere(bad)[0]
+            raise AssertionError(
+                f"float {op} bound violated at {int(bad.sum())} of {bad.size} slices; first at "
+                f"(row {r}, slice {i}) [{starts[i]}, {ends[i]}): out {got[r, i]!r}, exact "
+                f"{exact[r, i]!r}, bound {bound[r, i]!r}")
+        return
+    with np.errstate(all="ignore"):
+        expected = UFUNCS[op].reduceat(a.astype(rt, casting="unsafe"), idx, axis=axis, dtype=rt) \
+            if idx.size else np.empty(want_shape, rt)
+    same = _same_values(res, expected)
+    if not same.all():
+        i = tuple(int(v) for v in np.argwhere(~same)[0])
+        raise AssertionError(f"differs at {int((~same).sum())} of {same.size}; first at {i}: "
+                             f"{res[i]!r}, expected {expected[i]!r}")
+
+
+def check_segmented_reduce(res, a, flags, op="add", dtype=None):
+    """Assert that res is what segmented_reduce(a, flags, op, dtype=) must return: reduceat of
+    the flattened a at the segment heads (element 0 and every nonzero flag)."""
+    heads = np.flatnonzero(segment_heads(flags))
+    check_reduceat(res, np.asarray(a).ravel(), heads, op, 0, dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# Linear recurrence.
+# ------------------------------------------------------------------------------------------
+def linrec_python(a, b, h0=None, axis=-1, reverse=False):
+    """h[t] = a[t] h[t-1] + b[t] along axis, step by step in long double (every row at once),
+    and m, the same recurrence on |a|, |b|, |h0|.  Returns (h, m) in long double, a's shape."""
+    if np.finfo(np.longdouble).nmant < 60:
+        raise RuntimeError("no extended long double on this platform")
+    a = np.moveaxis(np.asarray(a), axis, -1).astype(np.longdouble)
+    b = np.moveaxis(np.asarray(b), axis, -1).astype(np.longdouble)
+    shape = a.shape
+    n = shape[-1] if a.ndim else 1
+    a, b = a.reshape(-1, n), b.reshape(-1, n)
+    h = np.zeros(a.shape[0], np.longdouble)
+    if h0 is not None:
+        h = h + np.asarray(h0, dtype=np.longdouble).reshape(-1)
+    m = np.abs(h)
+    hs, ms = np.empty_like(a), np.empty_like(a)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    with np.errstate(all="ignore"):
+        for t in order:
+            h = a[:, t] * h + b[:, t]
+            m = np.abs(a[:, t]) * m + np.abs(b[:, t])
+            hs[:, t], ms[:, t] = h, m
+    hs, ms = hs.reshape(shape), ms.reshape(shape)
+    return np.moveaxis(hs, -1, axis), np.moveaxis(ms, -1, axis)
+
+
+def check_linrec(res, a, b, h0=None, axis=-1, reverse=False, dtype=None):
+    """Assert that res is what linear_recurrence(a, b, axis=, h0=, reverse=) must return: a's
+    shape, float64 if a or b is (else float32, or `dtype`); NaN where the step-by-step loop has
+    NaN, its infinities where it overflows, and elsewhere |h - exact| <= 4 (log2 n + 2) eps m
+    (plus the long double reference's own error, (t+1) eps_ld m)."""
+    a, b = np.asarray(a), np.asarray(b)
+    rt = np.dtype(dtype) if dtype is not None else np.result_type(a.dtype, b.dtype)
+    assert isinstance(res, np.ndarray)
+    assert res.shape == a.shape, (res.shape, a.shape)
+    assert res.dtype.type is rt.type, (res.dtype, rt)
+    # The recurrence runs in rt: its inputs are rounded to rt first.
+    exact, m = linrec_python(a.astype(rt), b.astype(rt),
+                             None if h0 is None else np.asarray(h0).astype(rt), axis, reverse)
+    n = a.shape[axis] if a.ndim else 1
+    t = np.moveaxis(np.indices(a.shape)[axis], 0, 0) if a.ndim else np.zeros(())
+    t = (n - 1 - t) if reverse else t
+    eps, eps_ld = float(np.finfo(rt).eps), float(np.finfo(np.longdouble).eps)
+    bound = 4 * (math.log2(max(n, 1)) + 2) * eps * m + (t + 1) * eps_ld * m
+    with np.errstate(all="ignore"):
+        rounded = exact.astype(rt)
+        err = np.abs(res.astype(np.longdouble) - exact)
+    nan = np.isnan(exact)
+    inf = np.isinf(rounded) & ~nan
+    ok = np.where(nan, np.isnan(res), np.where(inf, res == rounded, err <= bound))
+    if not ok.all():
+        i = tuple(int(v) for v in np.argwhere(~ok)[0])
+        raise AssertionError(
+            f"linear_recurrence off at {int((~ok).sum())} of {ok.size}; first at {i}: out "
+            f"{res[i]!r}, exact {exact[i]!r}, m {m[i]!r}, bound {bound[i]!r}")

@@ -18,8 +18,9 @@ CUDA_INFO_KEYS = ("compute_capability", "multiprocessors", "memory_bytes", "driv
 # backend() and device_info()
 # ------------------------------------------------------------------------------------------
 def test_public_names():
-    for name in ("scan", "segmented_scan", "reduce", "backend", "device_info", "to_device",
-                 "DeviceArray", "GpuscanError"):
+    for name in ("scan", "segmented_scan", "reduce", "reduceat", "segmented_reduce",
+                 "linear_recurrence", "backend", "device_info", "to_device", "DeviceArray",
+                 "GpuscanError"):
         assert hasattr(gpuscan, name), name
     assert callable(gpuscan.scan)
 

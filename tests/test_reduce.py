@@ -252,7 +252,7 @@ def test_bitwise_on_float(op):
         gpuscan.reduce(np.arange(5), op, dtype=np.float32)
 
 
-@pytest.mark.parametrize("op", ["sum", "", np.subtract, np.fmax, None, 1])
+@pytest.mark.parametrize("op", ["sum", "", np.subtract, np.fmax, None, 1.0])
 def test_bad_op(op):
     with pytest.raises(ValueError) as info:
         gpuscan.reduce(np.arange(5), op)
@@ -393,7 +393,7 @@ def test_keyword_only_arguments():
     with pytest.raises(TypeError):
         gpuscan.reduce(np.arange(5), "add", 0)  # axis is keyword-only
     with pytest.raises(TypeError):
-        gpuscan.reduce(np.arange(5), out=np.empty(()))  # no out=
+        gpuscan.reduce(np.arange(5), "add", None, None, np.empty(()))  # out is keyword-only
     assert gpuscan.reduce(a=np.arange(5), op="max", axis=0, dtype=None, keepdims=False) == 4
 
 

@@ -290,6 +290,18 @@ def test_out_dtype(in_dtype, out_dtype, rng):
     check_scan(out, a, "add", dtype=out_dtype)
 
 
+def test_float_into_int_out_as_numpy_ufunc_calls():
+    # The README's claim: gpuscan keeps the same_kind rule of NumPy's element-wise ufunc calls,
+    # while np.cumsum and np.add.accumulate cast a float input into an integer out unsafely.
+    f = np.array([1.5, 2.5, -0.25], dtype=np.float32)
+    with pytest.raises(TypeError):
+        np.add(f, f, out=np.empty(3, np.int64))
+    with pytest.raises(TypeError, match="same_kind"):
+        gpuscan.scan(f, out=np.empty(3, np.int64))
+    np.testing.assert_array_equal(np.cumsum(f, out=np.empty(3, np.int64)), [1, 4, 3])
+    np.testing.assert_array_equal(np.add.accumulate(f, out=np.empty(3, np.int64)), [1, 4, 3])
+
+
 def test_out_int8_wraps():
     a = np.full(300, 100, dtype=np.int8)
     out = np.empty(300, dtype=np.int8)
@@ -774,15 +786,29 @@ def test_algorithm_not_a_string(algorithm):
 # Errors of the contract that concern scan.
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["sum", "plus", "", "ADD", "prod", np.subtract,
-                                np.logical_and, np.fmax, len, None, 1],
+                                np.logical_and, np.fmax, len, None, 1.5, True],
                          ids=["sum", "plus", "empty", "ADD", "prod", "np.subtract",
-                              "np.logical_and", "np.fmax", "builtin_len", "None", "int"])
+                              "np.logical_and", "np.fmax", "builtin_len", "None", "float",
+                              "bool"])
 def test_bad_op(op):
     with pytest.raises(ValueError) as info:
         gpuscan.scan(np.arange(10), op)
     message = str(info.value)
     for name in OPS:
         assert name in message, f"the ValueError should list the choices: {message!r}"
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, np.int64(1)])
+def test_integer_op_is_numpys_axis_habit(axis):
+    # np.cumsum(m, 1) means axis=1; here the second argument is the operator.  NumPy's answer
+    # for the call the user meant is what the hint leads to.
+    m = np.arange(12).reshape(3, 4)
+    with pytest.raises(TypeError, match=f"axis={int(axis)}"):
+        gpuscan.scan(m, axis)
+    np.testing.assert_array_equal(gpuscan.scan(m, axis=int(axis)), np.cumsum(m, int(axis)))
+    with pytest.raises(TypeError, match="axis="):
+        gpuscan.reduce(m, axis)
+    np.testing.assert_array_equal(gpuscan.reduce(m, axis=int(axis)), np.sum(m, int(axis)))
 
 
 @pytest.mark.parametrize("value", [
@@ -911,10 +937,8 @@ def test_concurrent_calls():
 
 
 CPU_THREADS_SCRIPT = r"""
-import sys
 import numpy as np
 import gpuscan
-sys.path.insert(0, "tests")
 from reference import assert_sum_within_bound, scan_reference
 assert gpuscan.backend() == "cpu", gpuscan.backend()
 assert gpuscan.device_info()["threads"] == {threads}, gpuscan.device_info()

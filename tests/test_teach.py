@@ -385,6 +385,19 @@ def test_trace_segmented_example():
     assert t.span == 6
 
 
+def test_trace_segmented_algorithm():
+    # trace.segmented_scan takes algorithm= as trace.scan and segmented_scan do: its one
+    # algorithm, the flagged Blelloch sweeps.
+    a, flags = [4, 2, 1, 3, 0, 2, 1, 5], [1, 0, 0, 1, 0, 0, 1, 0]
+    t = gpuscan.trace.segmented_scan(a, flags, exclusive=True, algorithm="blelloch")
+    assert t.result.tolist() == [0, 4, 6, 0, 3, 3, 0, 1]
+    default = gpuscan.trace.segmented_scan(a, flags, exclusive=True)
+    assert len(t.steps) == len(default.steps)
+    assert all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(t.steps, default.steps))
+    for bad in ("hillis_steele", "auto", "nope"):
+        with pytest.raises(ValueError, match="blelloch"):
+            gpuscan.trace.segmented_scan(a, flags, algorithm=bad)
+
 def test_trace_ops_and_dtypes(rng):
     for dtype in (np.int8, np.uint16, np.float32, np.bool_):
         for op in ops_for(dtype):
@@ -514,6 +527,8 @@ def test_teach_device_arrays(rng):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "kernels")),
+                    reason=f"no kernels/ in {ROOT}: the tests run without the source tree")
 @pytest.mark.parametrize("pad", ["", "-DGS_TEACH_LOG_BANKS=4"])
 def test_teach_kernels_compile(pad, tmp_path):
     """dispatch/teach.cu builds without warnings, also with another bank geometry."""

@@ -1,7 +1,8 @@
 /*
  * check_common.h - what the standalone kernel checks (tools/kernel_check.cu, hist_check.cu)
- * share: the definition of the launchers' debug switch, an exit-on-error CUDA check and a
- * reproducible random stream (xorshift64).  Tools only; not part of the package.
+ * share: an exit-on-error CUDA check and a reproducible random stream (xorshift64).  They link
+ * kernels/dispatch/launch.cu, which defines the launchers' debug switch.  Tools only; not part of
+ * the package.
  */
 #ifndef GS_CHECK_COMMON_H
 #define GS_CHECK_COMMON_H
@@ -9,8 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-int gs_cuda_debug_sync = 0;
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \

@@ -26,8 +26,11 @@
 #                          kills a command at 600 s); each step gets what is left, so the
 #                          summary always prints
 #   GPU_CHECK_TEST_TIMEOUT per-test timeout of pytest-timeout (default 300)
+#   GPU_CHECK_TEST_CAP     seconds the test step may take at most (default 240)
+#   GPU_CHECK_TESTS        the test files or folders (default "tests")
 #   PYTEST_ARGS            extra pytest arguments (e.g. "-x" or "-m 'not slow'")
-#   SANITIZE_ARGS          arguments of sanitize_run.py under memcheck and synccheck
+#   SANITIZE_ARGS          arguments of sanitize_run.py under memcheck and synccheck (e.g.
+#                          "--only apps,split" for the cases of the kernels a change touched)
 #   SANITIZE_RACE_ARGS     ... under racecheck (default --reduced)
 #   BENCH_ARGS             arguments of the benchmark (e.g. "--quick")
 #   PYTHON                 interpreter (default python3)
@@ -133,7 +136,7 @@ fi
 
 # ---- tests --------------------------------------------------------------------------------
 if want tests; then
-    secs=$(budget 240)
+    secs=$(budget "${GPU_CHECK_TEST_CAP:-240}")
     log "tests: pytest with GPUSCAN_BACKEND=cuda (limit ${secs}s) -> tests.log"
     if (( secs == 0 )); then
         fail tests "not run: deadline"
@@ -144,7 +147,9 @@ if want tests; then
         fi
         # shellcheck disable=SC2206  # PYTEST_ARGS is split on purpose
         extra=(${PYTEST_ARGS:-})
-        GPUSCAN_BACKEND=cuda run_limited "$secs" "$PY" -m pytest tests "${targs[@]}" "${extra[@]}" \
+        # shellcheck disable=SC2206  # GPU_CHECK_TESTS is split on purpose
+        paths=(${GPU_CHECK_TESTS:-tests})
+        GPUSCAN_BACKEND=cuda run_limited "$secs" "$PY" -m pytest "${paths[@]}" "${targs[@]}" "${extra[@]}" \
             2>&1 | tee "$OUTDIR/tests.log" | tail -n 25
         rc=$?
         counts=$(tail -n 5 "$OUTDIR/tests.log" | grep -E '[0-9]+ (passed|failed|error)' | tail -n 1 \

@@ -8,7 +8,8 @@
  *
  * Build and run on a GPU machine:
  *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -Iinclude -arch=sm_90 tools/hist_check.cu \
- *        kernels/dispatch/hist.cu -o /tmp/hist_check && /tmp/hist_check [log2 n, default 28]
+ *        kernels/dispatch/hist.cu kernels/dispatch/launch.cu -o /tmp/hist_check && /tmp/hist_check
+ * [log2 n, default 28]
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static float time_ms(const gs_hist_desc *d, void *dst, const void *src, size_t b
     for (int r = -2; r < REPS; r++) {
         CHECK(cudaEventRecord(a, 0));
         if (d != NULL)
-            CHECK(gs_cuda_hist(d, 0));
+            CHECK(gs_launch_hist(d, 0));
         else
             CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0));
         CHECK(cudaEventRecord(b, 0));
@@ -127,7 +128,7 @@ static void run_case(const char *name, gs_dtype t, int64_t n, int64_t nb, gs_his
     d.edges = d_edges;
 
     /* ---- Counts against the host's bins (gs_hist_bin, the CPU backend's function). ---- */
-    CHECK(gs_cuda_hist(&d, 0));
+    CHECK(gs_launch_hist(&d, 0));
     CHECK(cudaDeviceSynchronize());
     uint64_t *got = (uint64_t *)malloc((size_t)nb * 8), *want = (uint64_t *)calloc(nb, 8);
     CHECK(cudaMemcpy(got, d_out, (size_t)nb * 8, cudaMemcpyDeviceToHost));
@@ -153,7 +154,7 @@ static void run_case(const char *name, gs_dtype t, int64_t n, int64_t nb, gs_his
     failures += !ok;
 
     gs_hist_launch last;
-    gs_cuda_hist_last(&last);
+    gs_launch_hist_last(&last);
     const float ms = time_ms(&d, NULL, NULL, 0);
     const float mc = time_ms(NULL, copy_dst, d_in, bytes);
     printf("%-28s n=2^%-3d %8.4f ms  %7.1f GB/s  %5.1f%% memcpy  (memcpy %.4f ms)  shared=%d "

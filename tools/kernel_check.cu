@@ -6,7 +6,7 @@
  * Build and run on a GPU machine:
  *   nvcc -O3 -std=c++17 -DGS_HAVE_CUDA -Ikernels -Iinclude -arch=sm_90 tools/kernel_check.cu \
  *        kernels/dispatch/scan.cu kernels/dispatch/instances/*.cu kernels/dispatch/reduce.cu \
- *        kernels/dispatch/copy.cu -o /tmp/kernel_check &&
+ *        kernels/dispatch/copy.cu kernels/dispatch/launch.cu -o /tmp/kernel_check &&
  * /tmp/kernel_check
  * Arguments: [largest log2 n] [bench: timings only] [first log2 n timed].
  */
@@ -40,7 +40,7 @@ static void run_scan(gs_scan_desc *d)
         epoch = 0;
     }
     d->epoch = zero_each_scan ? 0 : ++epoch;
-    CHECK(gs_cuda_scan(d, scratch, scratch_cap, 0));
+    CHECK(gs_launch_scan(d, scratch, scratch_cap, 0));
 }
 
 /* int32 add/max, int32->int64 add, in the given mode; exact comparison. */
@@ -222,7 +222,7 @@ static void run_reduce(gs_reduce_desc *d)
         CHECK(cudaMalloc(&rscratch, need));
         rscratch_cap = need;
     }
-    CHECK(gs_cuda_reduce(d, rscratch, rscratch_cap, 0));
+    CHECK(gs_launch_reduce(d, rscratch, rscratch_cap, 0));
 }
 
 /* int32 sums (wrapping, exact) and float32 sums (against the bound) of rows x row_len. */

@@ -17,7 +17,8 @@ and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); d
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
 other algorithms where the build has them; split and compact (every value and flag width, tile
 edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
-bins, weights, searched edges, uneven and unaligned n) and bincount.  Device buffers come from
+bins, weights, searched edges, uneven and unaligned n) and bincount; reduceat, segmented_reduce
+and linear_recurrence (apps_cases).  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -334,6 +335,100 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
+def apps_cases(run, nv, reduced):
+    """reduceat (increasing indices: the segmented scan storing segment ends, one row and rows
+    with a gap in front; other indices: a warp per slice), segmented_reduce (the heads counted
+    and placed from the split's count pass), the index check (a bad index), and
+    linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
+    rng = np.random.default_rng(17)
+    sizes = [nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
+    for n in sizes:
+        for dt, op in ((np.int32, "add"), (np.int8, "add"), (np.float32, "add"),
+                       (np.float64, "max"), (np.uint16, "xor")):
+            x = rng.integers(0, 100, n).astype(dt)
+            f = rng.random(n) < 0.02
+            f[[i for i in (nv - 1, nv, nv + 1) if i < n]] = True
+            up = np.flatnonzero(f)
+            down = np.concatenate([up[:5], up[:3], [0]]) if up.size else np.array([0])
+            ufunc = {"add": np.add, "max": np.maximum, "xor": np.bitwise_xor}[op]
+            wide = np.int64 if dt in (np.int32, np.int8) and op == "add" else \
+                (np.uint64 if dt == np.uint16 and op == "add" else dt)
+
+            def red(idx, x=x, op=op, ufunc=ufunc, wide=wide):
+                if idx.size == 0:
+                    return None
+                res = gpuscan.reduceat(gpuscan.to_device(x), gpuscan.to_device(idx), op).get()
+                ref = ufunc.reduceat(x.astype(wide), idx)
+                ok = np.allclose(res, ref, rtol=1e-5) if x.dtype.kind == "f" else \
+                    np.array_equal(res, ref)
+                return None if ok else "reduceat differs"
+
+            def seg(x=x, f=f, op=op, ufunc=ufunc, wide=wide):
+                res = gpuscan.segmented_reduce(gpuscan.to_device(x), gpuscan.to_device(f), op)
+                heads = f.copy()
+                heads[0] = True
+                ref = ufunc.reduceat(x.astype(wide), np.flatnonzero(heads))
+                got = res.get()
+                ok = np.allclose(got, ref, rtol=1e-5) if x.dtype.kind == "f" else \
+                    np.array_equal(got, ref)
+                return None if ok else "segmented_reduce differs"
+
+            name = f"n={n} {np.dtype(dt).name} {op}"
+            run.case(f"reduceat increasing {name}", lambda red=red, up=up: red(up))
+            run.case(f"reduceat any {name}", lambda red=red, down=down: red(down))
+            run.case(f"segmented_reduce {name}", seg)
+    m = rng.integers(0, 50, (5, 3 * nv + 1)).astype(np.int32)
+    run.case("reduceat rows with a gap",
+             lambda: None if np.array_equal(
+                 gpuscan.reduceat(gpuscan.to_device(m), [3, nv, 2 * nv], axis=1).get(),
+                 np.add.reduceat(m, [3, nv, 2 * nv], axis=1)) else "reduceat differs")
+
+    def bad_index():
+        try:
+            gpuscan.reduceat(gpuscan.to_device(m[0]), gpuscan.to_device(np.array([0, 10**9])))
+        except IndexError:
+            return None
+        return "no IndexError"
+
+    run.case("reduceat bad device index", bad_index)
+    for n in ([33, nv + 3, 3 * nv + 7] if reduced else [1, 2, 33, nv - 1, nv, nv + 3, 3 * nv + 7]):
+        for dt in (np.float32, np.float64):
+            a = rng.uniform(0.5, 1.0, n).astype(dt)
+            b = rng.uniform(-1, 1, n).astype(dt)
+
+            def lin(a=a, b=b, reverse=False, h0=None):
+                res = gpuscan.linear_recurrence(gpuscan.to_device(a), gpuscan.to_device(b),
+                                                reverse=reverse, h0=h0).get()
+                h, ref = 0.0 if h0 is None else h0, np.empty(a.size)
+                order = range(a.size - 1, -1, -1) if reverse else range(a.size)
+                for i in order:
+                    h = float(a[i]) * h + float(b[i])
+                    ref[i] = h
+                return None if np.allclose(res, ref, rtol=1e-4, atol=1e-5) else "differs"
+
+            name = f"n={n} {np.dtype(dt).name}"
+            run.case(f"linear_recurrence {name}", lin)
+            run.case(f"linear_recurrence reverse h0 {name}",
+                     lambda lin=lin: lin(reverse=True, h0=0.5))
+            if n > 1:  # unaligned views
+                run.case(f"linear_recurrence unaligned {name}",
+                         lambda lin=lin, a=a, b=b: lin(a[1:], b[1:]))
+    r = rng.uniform(0.5, 1.0, (7, nv + 5))
+    q = rng.uniform(-1, 1, (7, nv + 5))
+
+    def rows():
+        res = gpuscan.linear_recurrence(gpuscan.to_device(r), gpuscan.to_device(q), axis=1,
+                                        h0=np.arange(7.0)).get()
+        ref = np.empty_like(r)
+        h = np.arange(7.0)
+        for t in range(r.shape[1]):
+            h = r[:, t] * h + q[:, t]
+            ref[:, t] = h
+        return None if np.allclose(res, ref, rtol=1e-10) else "rows differ"
+
+    run.case("linear_recurrence rows", rows)
+
+
 def mul_within_bound(res, x):
     """The contract's float mul bound, |out[i] - exact[i]| <= (i+1) eps |exact[i]| (over
     hundreds of tiles a product of factors near 1 drifts past compare()'s fixed tolerance, as
@@ -493,10 +588,68 @@ def histogram_cases(run, cp):
                 cx[o:], x[o:], bins=4096, range=(-1, 3)))
 
 
+def streamed_cases(run):
+    """The host<->device pipeline with tiny chunks: carries from chunk to chunk (flat and
+    segmented scans), rows per chunk and rows longer than a chunk, partial reductions, counts
+    accumulated, split's two passes, to_device and get through the staging ring."""
+    old = _gpuscan._pipeline_chunk_bytes(4096)
+    try:
+        rng = run.rng
+        for dtype, op in ((np.int32, "add"), (np.float32, "add"), (np.float64, "add"),
+                          (np.int64, "max"), (np.float64, "mul")):
+            for n in (5, 4103) + ((20_011,) if op != "mul" else ()):
+                x = make_input(rng, dtype, n, op)
+                for exclusive in (False, True):
+                    run.case(f"streamed scan {np.dtype(dtype).name} {op} n={n} excl={exclusive}",
+                             lambda x=x, op=op, e=exclusive:
+                             compare(gpuscan.scan(x, op, exclusive=e), reference(x, op, e), op))
+        x = make_input(rng, np.int32, 20_011, "add")
+        f = rng.random(x.size) < 0.01
+        run.case("streamed segmented scan int32",
+                 lambda: None if np.array_equal(
+                     gpuscan.segmented_scan(x, f), gpuscan.segmented_scan(gpuscan.to_device(x),
+                                                                          f).get())
+                 else "differs from the device operands' result")
+        m = make_input(rng, np.float64, 40 * 3001, "add").reshape(40, 3001)
+        run.case("streamed scan axis=1 (rows longer than a chunk)",
+                 lambda: compare(gpuscan.scan(m, axis=1), np.cumsum(m, axis=1), "add"))
+        run.case("streamed scan axis=0",
+                 lambda: compare(gpuscan.scan(m[:, :50], axis=0), np.cumsum(m[:, :50], axis=0),
+                                 "add"))
+        run.case("streamed reduce rows and long rows",
+                 lambda: compare(gpuscan.reduce(m, axis=1), np.sum(m, axis=1), "add") or
+                 compare(np.atleast_1d(gpuscan.reduce(m)), np.atleast_1d(np.sum(m)), "add"))
+        h = rng.normal(size=30_001).astype(np.float32)
+        run.case("streamed histogram",
+                 lambda: None if np.array_equal(gpuscan.histogram(h, 64)[0], np.histogram(h, 64)[0])
+                 else "counts differ")
+        b = rng.integers(0, 500, 30_001)
+        run.case("streamed bincount",
+                 lambda: None if np.array_equal(gpuscan.bincount(b), np.bincount(b))
+                 else "counts differ")
+        fl = rng.random(h.size) < 0.3
+        run.case("streamed split",
+                 lambda: None if np.array_equal(gpuscan.split(h, fl)[0],
+                                                np.concatenate([h[fl], h[~fl]]))
+                 else "split differs")
+        run.case("streamed to_device and get",
+                 lambda: None if np.array_equal(gpuscan.to_device(h[::-3]).get(), h[::-3])
+                 else "round trip differs")
+    finally:
+        _gpuscan._pipeline_chunk_bytes(old)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (matrix, layout, "
+                    "algorithm, segmented, driver, split, apps, streamed, histogram); default all")
     args = ap.parse_args()
+    only = {g for g in args.only.split(",") if g}
+
+    def want(group):
+        return not only or group in only
+
     t0 = time.perf_counter()
     try:
         be = gpuscan.backend()
@@ -526,19 +679,26 @@ def main():
 
     run = Run()
     every = [1, 33, nv - 1, nv + 1, 3 * nv + 7]
-    if args.reduced:
+    if want("matrix") and args.reduced:
         matrix(run, [3 * nv + 7], dtypes, OPS, (False,))
         matrix(run, every, [np.int32, np.float64], ("add",), (False, True))
-    else:
+    elif want("matrix"):
         matrix(run, every, dtypes, OPS, (False, True))
-    layout_cases(run, nv, cp)
-    algorithm_cases(run, nv)
-    segmented_and_reduce_cases(run, nv, args.reduced)
-    driver_cases(run, nv, args.reduced)
-    split_cases(run, nv, cp, args.reduced)
-
-
-    if hasattr(gpuscan, "histogram"):
+    if want("layout"):
+        layout_cases(run, nv, cp)
+    if want("algorithm"):
+        algorithm_cases(run, nv)
+    if want("segmented"):
+        segmented_and_reduce_cases(run, nv, args.reduced)
+    if want("driver"):
+        driver_cases(run, nv, args.reduced)
+    if want("split"):
+        split_cases(run, nv, cp, args.reduced)
+    if want("apps"):
+        apps_cases(run, nv, args.reduced)
+    if want("streamed"):
+        streamed_cases(run)
+    if want("histogram"):
         histogram_cases(run, cp)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:

@@ -2,11 +2,11 @@
  * binding/args.c - argument parsing shared by the Python-facing functions: operators, algorithms,
  * dtypes, axes, and NumPy's result-dtype rules.
  *
- * Level: host layer.  Pure functions of their arguments; every failure is the exception NumPy
+ * Level: binding.  Pure functions of their arguments; every failure is the exception NumPy
  * would raise (TypeError for dtypes, AxisError for axes, ValueError for names), with a message
  * that lists the valid choices.
  */
-#include "gpuscan.h"
+#include "binding/binding.h"
 
 /* ---- operators ---------------------------------------------------------------------------- */
 
@@ -18,13 +18,36 @@ static const char *const op_names[GS_NOPS] = { GS_OPS(GS_X_OPNAME) };
 static const char *const op_ufuncs[GS_NOPS] = { GS_OPS(GS_X_UFUNC) };
 #undef GS_X_UFUNC
 
-static int bad_op(void)
+#define GS_OP_CHOICES                                                                      \
+    "'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the matching NumPy ufunc (np.add, " \
+    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor)"
+
+/* ValueError listing the choices (the contract's), except for an integer: a TypeError with a
+ * hint, since np.cumsum(a, 1) and np.sum(a, 1) mean axis=1 there. */
+static int bad_op(PyObject *obj)
 {
-    PyErr_SetString(PyExc_ValueError,
-                    "op must be one of 'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the "
-                    "matching NumPy ufunc (np.add, np.multiply, np.minimum, np.maximum, "
-                    "np.bitwise_and, np.bitwise_or, np.bitwise_xor)");
+    PyObject *index;
+
+    if (PyIndex_Check(obj) && !PyBool_Check(obj) && (index = PyNumber_Index(obj)) != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "op must be an operator name or ufunc, not the integer %R; the second "
+                     "positional argument is the operator here (NumPy's np.cumsum(a, %R) "
+                     "means axis %R: write axis=%R)",
+                     index, index, index, index);
+        Py_DECREF(index);
+    } else if (PyErr_Occurred())
+        ; /* PyNumber_Index's own error */
+    else if (PyUnicode_Check(obj) || strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") == 0)
+        PyErr_Format(PyExc_ValueError, "op must be one of " GS_OP_CHOICES ", not %R", obj);
+    else
+        PyErr_Format(PyExc_ValueError, "op must be one of " GS_OP_CHOICES ", not %.100s",
+                     Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+const char *gs_op_ufunc_name(gs_op op)
+{
+    return op >= 0 && op < GS_NOPS ? op_ufuncs[op] : "?";
 }
 
 int gs_parse_op(PyObject *obj, gs_op *op)
@@ -42,27 +65,27 @@ int gs_parse_op(PyObject *obj, gs_op *op)
         table = op_ufuncs;
         name = PyObject_GetAttrString(obj, "__name__");
         if (name == NULL)
-            goto finally;
+            goto done;
         if (!PyUnicode_Check(name)) {
-            bad_op();
-            goto finally;
+            bad_op(obj);
+            goto done;
         }
     } else {
-        bad_op();
-        goto finally;
+        bad_op(obj);
+        goto done;
     }
     s = PyUnicode_AsUTF8(name);
     if (s == NULL)
-        goto finally;
+        goto done;
     for (int i = 0; i < GS_NOPS; i++) {
         if (strcmp(s, table[i]) == 0) {
             *op = (gs_op)i;
             rc = 0;
-            goto finally;
+            goto done;
         }
     }
-    bad_op();
-finally:
+    bad_op(obj);
+done:
     Py_XDECREF(name);
     return rc;
 }
@@ -93,8 +116,43 @@ int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
 
-#define GS_SUPPORTED_DTYPES \
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+/* NumPy's name of a dtype, from the table's kind letter and storage size ("bool", "int8",
+ * "uint16", "float32", ...), made once. */
+static char dtype_names[GS_NDTYPES][8];
+static char supported[GS_NDTYPES * 9];
+
+static void make_names(void)
+{
+    static const char *const prefix[] = {
+        ['b'] = "bool", ['i'] = "int", ['u'] = "uint", ['f'] = "float"
+    };
+    size_t used = 0;
+
+    if (dtype_names[0][0] != '\0')
+        return;
+    for (int t = 0; t < GS_NDTYPES; t++) {
+        const char kind = gs_dtype_kind((gs_dtype)t);
+        if (kind == 'b')
+            snprintf(dtype_names[t], sizeof(dtype_names[t]), "bool");
+        else
+            snprintf(dtype_names[t], sizeof(dtype_names[t]), "%s%d", prefix[(int)kind],
+                     8 * (int)gs_dtype_size((gs_dtype)t));
+        used += (size_t)snprintf(supported + used, sizeof(supported) - used, "%s%s",
+                                 t > 0 ? ", " : "", dtype_names[t]);
+    }
+}
+
+const char *gs_dtype_name(gs_dtype t)
+{
+    make_names();
+    return (t >= 0 && t < GS_NDTYPES) ? dtype_names[t] : "?";
+}
+
+const char *gs_supported_dtypes(void)
+{
+    make_names();
+    return supported;
+}
 
 int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out)
 {
@@ -114,8 +172,13 @@ int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out)
         gs_dtype_from_kind(descr->kind, (int)PyDataType_ELSIZE(descr), out) == 0) {
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "%s dtype %R is not supported; supported dtypes: %s", what,
-                 (PyObject *)descr, GS_SUPPORTED_DTYPES);
+    /* "dtype=float16 is not supported; ..." or "input dtype complex64 is not supported; ..." */
+    if (strcmp(what, "dtype") == 0)
+        PyErr_Format(PyExc_TypeError, "dtype=%S is not supported; supported dtypes: %s",
+                     (PyObject *)descr, gs_supported_dtypes());
+    else
+        PyErr_Format(PyExc_TypeError, "%s dtype %S is not supported; supported dtypes: %s", what,
+                     (PyObject *)descr, gs_supported_dtypes());
     return -1;
 }
 
@@ -131,15 +194,6 @@ PyArray_Descr *gs_descr(gs_dtype t)
         PyErr_SetString(PyExc_SystemError, "gpuscan: bad dtype code");
         return NULL;
     }
-}
-
-const char *gs_dtype_name(gs_dtype t)
-{
-    static const char *const names[GS_NDTYPES] = {
-        "bool",   "int8",   "int16",  "int32",   "int64",   "uint8",
-        "uint16", "uint32", "uint64", "float32", "float64",
-    };
-    return (t >= 0 && t < GS_NDTYPES) ? names[t] : "?";
 }
 
 gs_dtype gs_default_acc_type(gs_dtype in, gs_op op)
@@ -210,15 +264,15 @@ int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
         return -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
         if (gs_normalize_axis(PySequence_Fast_GET_ITEM(items, i), ndim, &ax) < 0)
-            goto finally;
+            goto done;
         if (reduced[ax]) {
             PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
-            goto finally;
+            goto done;
         }
         reduced[ax] = 1;
     }
     rc = 0;
-finally:
+done:
     Py_DECREF(items);
     return rc;
 }

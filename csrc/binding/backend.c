@@ -1,19 +1,15 @@
 /*
  * binding/backend.c - which backend runs the calls of this process, decided once, at first use.
  *
- * Level: host layer.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
+ * Level: binding.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
  * when the build has it and a device is usable, else the CPU.  Importing never touches CUDA, so
  * a machine without a GPU or driver imports fine; a forced but unusable CUDA makes every call
  * (and backend()) raise RuntimeError naming the cause.  Called with the GIL held, which also
- * serialises the one-time decision.  gs_run_host hands one call over NumPy buffers to the chosen
- * backend (ops/scan.c and ops/reduce.c share it).
+ * serialises the one-time decision.
  */
-#include "gpuscan.h"
+#include "cuda/cuda.h"
 
-#include <errno.h>
 #include <stdlib.h>
-
-#include "cpu/cpu.h"
 
 static int decided;
 static gs_backend chosen = GS_BACKEND_CPU;
@@ -42,14 +38,10 @@ static void decide(void)
     }
     if (!want_cuda)
         return;
-#ifdef GS_HAVE_CUDA
     if (gs_cuda_init(reason, sizeof(reason)) == 0) {
         chosen = GS_BACKEND_CUDA;
         return;
     }
-#else
-    snprintf(reason, sizeof(reason), "gpuscan was built without CUDA");
-#endif
     if (force)
         forced_failure = 1;
 }
@@ -86,29 +78,4 @@ int gs_require_cuda(void)
         return -1;
     }
     return 0;
-}
-
-int gs_run_host(gs_backend backend, const gs_scan_desc *scan, const gs_reduce_desc *reduce)
-{
-    int rc;
-
-#ifdef GS_HAVE_CUDA
-    if (backend == GS_BACKEND_CUDA)
-        return gs_cuda_run_host(scan, reduce);
-#endif
-    Py_BEGIN_ALLOW_THREADS rc = scan != NULL ? gs_cpu_scan(scan) : gs_cpu_reduce(reduce);
-    Py_END_ALLOW_THREADS return gs_cpu_status(rc);
-}
-
-int gs_cpu_status(int rc)
-{
-    if (rc == -ENOMEM) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (rc < 0) {
-        PyErr_Format(PyExc_RuntimeError, "the CPU backend failed: %s", strerror(-rc));
-        return -1;
-    }
-    return PyErr_CheckSignals();
 }

@@ -2,20 +2,20 @@
  * binding/operand.c - Python arguments as the host layer sees them: a NumPy array, or a view of
  * device memory owned by someone else.
  *
- * Level: host layer.  Recognises, in this order: gpuscan.DeviceArray; NumPy arrays; objects
+ * Level: binding.  Recognises, in this order: gpuscan.DeviceArray; NumPy arrays; objects
  * exposing __cuda_array_interface__ (versions 0-3: CuPy, PyTorch, Numba); objects whose
  * __dlpack_device__() is a CUDA device (the "dltensor" capsule is consumed, renamed
  * "used_dltensor" and its deleter called on release); anything else through PyArray_FromAny.
  * Device memory is used in place: nothing is copied here.  A device argument on the CPU backend
  * is a TypeError saying why the backend is the CPU one.
  */
-#include "gpuscan.h"
+#include "cuda/cuda.h"
 
 #include "binding/dlpack.h"
 
 /* ---- device views ------------------------------------------------------------------------- */
 
-int64_t gs_devview_size(const gs_devview *v)
+int64_t gs_view_size(const gs_view *v)
 {
     int64_t n = 1;
     for (int i = 0; i < v->ndim; i++)
@@ -23,7 +23,7 @@ int64_t gs_devview_size(const gs_devview *v)
     return n;
 }
 
-void gs_devview_set_c_strides(gs_devview *v)
+void gs_view_set_c_strides(gs_view *v)
 {
     int64_t stride = (int64_t)gs_dtype_size(v->dtype);
     for (int i = v->ndim - 1; i >= 0; i--) {
@@ -32,10 +32,10 @@ void gs_devview_set_c_strides(gs_devview *v)
     }
 }
 
-int gs_devview_is_c_contig(const gs_devview *v)
+int gs_view_is_c_contig(const gs_view *v)
 {
     int64_t stride = (int64_t)gs_dtype_size(v->dtype);
-    if (gs_devview_size(v) <= 1)
+    if (gs_view_size(v) <= 1)
         return 1;
     for (int i = v->ndim - 1; i >= 0; i--) {
         /* A dimension of length 1 may have any stride. */
@@ -71,19 +71,19 @@ static int dlpack_device(PyObject *obj, int *device_type, int *device_id)
     *device_type = 0;
     *device_id = 0;
     if (get_optional_attr(obj, "__dlpack_device__", &meth) < 0)
-        goto finally;
+        goto done;
     if (meth == NULL) {
         rc = 0;
-        goto finally;
+        goto done;
     }
     res = PyObject_CallNoArgs(meth);
     if (res == NULL)
-        goto finally;
+        goto done;
     if (!PyArg_ParseTuple(res, "ii;__dlpack_device__() must return (device_type, device_id)",
                           device_type, device_id))
-        goto finally;
+        goto done;
     rc = 0;
-finally:
+done:
     Py_XDECREF(meth);
     Py_XDECREF(res);
     return rc;
@@ -114,8 +114,6 @@ int gs_is_device_object(PyObject *obj)
         return -1;
     return is_cuda_dl_device(type);
 }
-
-#ifdef GS_HAVE_CUDA
 
 /* ---- __cuda_array_interface__ ------------------------------------------------------------- */
 
@@ -181,9 +179,8 @@ static int typestr_dtype(PyObject *typestr, gs_dtype *out)
         return 0;
     }
     PyErr_Format(PyExc_TypeError,
-                 "device array typestr '%s' is not supported; supported dtypes: bool, int8, "
-                 "int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64",
-                 s);
+                 "device array typestr '%s' is not supported; supported dtypes: %s", s,
+                 gs_supported_dtypes());
     return -1;
 }
 
@@ -201,14 +198,14 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
         PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'shape'");
         return -1;
     }
-    if (int_tuple(item, "shape", &ndim, op->dev.shape) < 0)
+    if (int_tuple(item, "shape", &ndim, op->view.shape) < 0)
         return -1;
-    op->dev.ndim = ndim;
+    op->view.ndim = ndim;
     if ((item = PyDict_GetItemString(cai, "typestr")) == NULL) {
         PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'typestr'");
         return -1;
     }
-    if (typestr_dtype(item, &op->dev.dtype) < 0)
+    if (typestr_dtype(item, &op->view.dtype) < 0)
         return -1;
     item = PyDict_GetItemString(cai, "data");
     if (item == NULL || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
@@ -221,11 +218,11 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
     op->readonly = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
     if (op->readonly < 0)
         return -1;
-    op->dev.ptr = (char *)(uintptr_t)ptr;
+    op->view.ptr = (char *)(uintptr_t)ptr;
     item = PyDict_GetItemString(cai, "strides");
     if (item == NULL || item == Py_None)
-        gs_devview_set_c_strides(&op->dev);
-    else if (int_tuple(item, "strides", &ndim, op->dev.strides) < 0)
+        gs_view_set_c_strides(&op->view);
+    else if (int_tuple(item, "strides", &ndim, op->view.strides) < 0)
         return -1;
     item = PyDict_GetItemString(cai, "mask");
     if (item != NULL && item != Py_None) {
@@ -246,7 +243,7 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
             return -1;
         op->foreign_stream = (uintptr_t)stream;
     }
-    if (gs_devview_size(&op->dev) > 0 && gs_cuda_check_pointer(op->dev.ptr) < 0)
+    if (gs_view_size(&op->view) > 0 && gs_cuda_check_pointer(op->view.ptr) < 0)
         return -1;
     Py_INCREF(obj);
     op->owner = obj;
@@ -264,10 +261,8 @@ static int dl_dtype(gs_DLDataType t, gs_dtype *out)
         gs_dtype_from_kind(kinds[t.code], t.bits / 8, out) == 0)
         return 0;
     PyErr_Format(PyExc_TypeError,
-                 "DLPack dtype (code %d, bits %d, lanes %d) is not supported; supported dtypes: "
-                 "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, "
-                 "float64",
-                 (int)t.code, (int)t.bits, (int)t.lanes);
+                 "DLPack dtype (code %d, bits %d, lanes %d) is not supported; supported dtypes: %s",
+                 (int)t.code, (int)t.bits, (int)t.lanes, gs_supported_dtypes());
     return -1;
 }
 
@@ -281,52 +276,52 @@ static int operand_from_dlpack(PyObject *obj, gs_operand *op)
     /* The producer makes the stream we pass wait for its pending work on the tensor. */
     meth = PyObject_GetAttrString(obj, "__dlpack__");
     if (meth == NULL)
-        goto finally;
+        goto done;
     empty = PyTuple_New(0);
-    kwargs = Py_BuildValue("{s:K}", "stream", (unsigned long long)(uintptr_t)gs_cuda_stream);
+    kwargs = Py_BuildValue("{s:K}", "stream", (unsigned long long)gs_cuda_stream_handle());
     if (empty == NULL || kwargs == NULL)
-        goto finally;
+        goto done;
     capsule = PyObject_Call(meth, empty, kwargs);
     if (capsule == NULL)
-        goto finally;
+        goto done;
     managed = PyCapsule_GetPointer(capsule, GS_DL_CAPSULE);
     if (managed == NULL)
-        goto finally;
+        goto done;
     t = &managed->dl_tensor;
     if (!is_cuda_dl_device(t->device.device_type)) {
         PyErr_Format(PyExc_ValueError, "__dlpack__ gave a tensor on device type %d, not CUDA",
                      (int)t->device.device_type);
-        goto finally;
+        goto done;
     }
-    if (t->device.device_type == GS_DL_CUDA && t->device.device_id != gs_cuda_device) {
+    if (t->device.device_type == GS_DL_CUDA && t->device.device_id != gs_cuda_device_ordinal()) {
         PyErr_Format(PyExc_ValueError,
                      "the array is on CUDA device %d but gpuscan runs on device %d",
-                     (int)t->device.device_id, gs_cuda_device);
-        goto finally;
+                     (int)t->device.device_id, gs_cuda_device_ordinal());
+        goto done;
     }
     if (t->ndim < 0 || t->ndim > GS_MAX_NDIM) {
         PyErr_Format(PyExc_ValueError, "device arrays may have at most %d dimensions", GS_MAX_NDIM);
-        goto finally;
+        goto done;
     }
-    if (dl_dtype(t->dtype, &op->dev.dtype) < 0)
-        goto finally;
-    op->dev.ndim = t->ndim;
-    op->dev.ptr = (char *)t->data + t->byte_offset;
+    if (dl_dtype(t->dtype, &op->view.dtype) < 0)
+        goto done;
+    op->view.ndim = t->ndim;
+    op->view.ptr = (char *)t->data + t->byte_offset;
     for (int i = 0; i < t->ndim; i++)
-        op->dev.shape[i] = t->shape[i];
+        op->view.shape[i] = t->shape[i];
     if (t->strides == NULL)
-        gs_devview_set_c_strides(&op->dev);
+        gs_view_set_c_strides(&op->view);
     else
         for (int i = 0; i < t->ndim; i++)
-            op->dev.strides[i] = t->strides[i] * (int64_t)gs_dtype_size(op->dev.dtype);
+            op->view.strides[i] = t->strides[i] * (int64_t)gs_dtype_size(op->view.dtype);
     /* Take ownership: the producer's capsule destructor no longer frees the tensor. */
     if (PyCapsule_SetName(capsule, GS_DL_CAPSULE_USED) < 0)
-        goto finally;
+        goto done;
     op->managed = managed;
     op->owner = capsule;
     capsule = NULL;
     rc = 0;
-finally:
+done:
     Py_XDECREF(meth);
     Py_XDECREF(empty);
     Py_XDECREF(kwargs);
@@ -334,19 +329,81 @@ finally:
     return rc;
 }
 
-#endif /* GS_HAVE_CUDA */
-
 /* ---- operands ----------------------------------------------------------------------------- */
+
+/* op->view of a NumPy operand of dtype t (its own byte order and strides). */
+static void host_view(gs_operand *op, gs_dtype t)
+{
+    PyArrayObject *a = op->host;
+
+    memset(&op->view, 0, sizeof(op->view));
+    op->view.ptr = PyArray_BYTES(a);
+    op->view.dtype = t;
+    op->view.mem = GS_MEM_HOST;
+    op->view.swapped = !PyArray_ISNOTSWAPPED(a);
+    op->view.ndim = PyArray_NDIM(a);
+    for (int i = 0; i < op->view.ndim; i++) {
+        op->view.shape[i] = PyArray_DIM(a, i);
+        op->view.strides[i] = PyArray_STRIDE(a, i);
+    }
+}
+
+/* A device object as an operand (the CUDA backend is active). */
+static int device_operand(PyObject *obj, gs_operand *op)
+{
+    PyObject *cai = NULL;
+    int rc;
+
+    op->on_device = 1;
+    if (gs_DeviceArray_Check(obj)) {
+        gs_devarray_view((gs_DeviceArray *)obj, &op->view);
+        op->owner = Py_NewRef(obj);
+        return 0;
+    }
+    if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
+        return -1;
+    rc = cai != NULL ? operand_from_cai(obj, cai, op) : operand_from_dlpack(obj, op);
+    Py_XDECREF(cai);
+    op->view.mem = GS_MEM_DEVICE;
+    return rc;
+}
+
+/* 1 when obj is a numpy.ma.MaskedArray (which PyArray_FromAny would silently unmask), 0 when
+ * not, -1 on error.  Only ndarray subclasses are asked: plain arrays cost nothing. */
+static int is_masked(PyObject *obj)
+{
+    PyObject *ma, *cls;
+    int rc;
+
+    if (!PyArray_Check(obj) || PyArray_CheckExact(obj))
+        return 0;
+    if ((ma = PyImport_ImportModule("numpy.ma")) == NULL)
+        return -1;
+    cls = PyObject_GetAttrString(ma, "MaskedArray");
+    Py_DECREF(ma);
+    if (cls == NULL)
+        return -1;
+    rc = PyObject_IsInstance(obj, cls);
+    Py_DECREF(cls);
+    return rc;
+}
 
 int gs_operand_get(PyObject *obj, gs_operand *op)
 {
-    int is_device;
+    int is_device, masked;
 
     memset(op, 0, sizeof(*op));
     is_device = gs_is_device_object(obj);
     if (is_device < 0)
         return -1;
     if (!is_device) {
+        if ((masked = is_masked(obj)) != 0) {
+            if (masked > 0)
+                PyErr_SetString(PyExc_TypeError,
+                                "masked arrays are not supported: their masks would be ignored; "
+                                "pass a.filled(<identity>) or a.compressed() instead");
+            return -1;
+        }
         op->host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
         if (op->host == NULL)
             return -1;
@@ -355,32 +412,10 @@ int gs_operand_get(PyObject *obj, gs_operand *op)
     }
     if (gs_require_cuda() < 0)
         return -1;
-#ifdef GS_HAVE_CUDA
-    op->on_device = 1;
-    if (gs_DeviceArray_Check(obj)) {
-        gs_devarray_view((gs_DeviceArray *)obj, &op->dev);
-        Py_INCREF(obj);
-        op->owner = obj;
+    if (device_operand(obj, op) == 0)
         return 0;
-    }
-    {
-        PyObject *cai = NULL;
-        int rc;
-        if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
-            goto error;
-        rc = cai != NULL ? operand_from_cai(obj, cai, op) : operand_from_dlpack(obj, op);
-        Py_XDECREF(cai);
-        if (rc == 0)
-            return 0;
-    }
-error:
     gs_operand_release(op);
     return -1;
-#else
-    /* Unreachable: gs_require_cuda always fails in a CPU-only build. */
-    PyErr_SetString(PyExc_SystemError, "gpuscan: device array without CUDA");
-    return -1;
-#endif
 }
 
 void gs_operand_release(gs_operand *op)
@@ -394,23 +429,28 @@ void gs_operand_release(gs_operand *op)
     Py_CLEAR(op->host);
 }
 
-int gs_operand_info(const gs_operand *op, const char *what, gs_dtype *dtype, int *ndim,
-                    int64_t *shape)
+int gs_operand_info(gs_operand *op, const char *what, gs_dtype *dtype, int *ndim, int64_t *shape)
 {
-    if (op->on_device) {
-        *dtype = op->dev.dtype;
-        *ndim = op->dev.ndim;
-        memcpy(shape, op->dev.shape, sizeof(int64_t) * (size_t)op->dev.ndim);
-        return 0;
+    if (!op->on_device) {
+        if (gs_dtype_from_descr(PyArray_DESCR(op->host), what, dtype) < 0)
+            return -1;
+        if (PyArray_NDIM(op->host) > GS_MAX_NDIM) {
+            PyErr_Format(PyExc_ValueError, "arrays may have at most %d dimensions", GS_MAX_NDIM);
+            return -1;
+        }
+        host_view(op, *dtype);
     }
-    if (gs_dtype_from_descr(PyArray_DESCR(op->host), what, dtype) < 0)
-        return -1;
-    *ndim = PyArray_NDIM(op->host);
-    if (*ndim > GS_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "arrays may have at most %d dimensions", GS_MAX_NDIM);
-        return -1;
-    }
-    for (int i = 0; i < *ndim; i++)
-        shape[i] = PyArray_DIM(op->host, i);
+    *dtype = op->view.dtype;
+    *ndim = op->view.ndim;
+    memcpy(shape, op->view.shape, sizeof(int64_t) * (size_t)op->view.ndim);
     return 0;
+}
+
+int gs_operand_release_foreign(const gs_operand *op)
+{
+    if (!op->on_device || gs_DeviceArray_Check(op->owner))
+        return 0;
+    if (op->foreign_stream != 0)
+        return gs_cuda_signal_foreign(op->foreign_stream);
+    return gs_cuda_sync();
 }

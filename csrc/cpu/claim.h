@@ -2,7 +2,7 @@
  * cpu/claim.h - work claimed from both ends, for the CPU backend's one-pass parallel loops
  * (cpu/scan.c, cpu/split.c).
  *
- * Level: CPU backend (host side), beside cpu/pool.c.  Units [0, n) are claimed one at a time, in
+ * Level: backend (CPU), beside cpu/pool.c.  Units [0, n) are claimed one at a time, in
  * order from the front by one thread (which does in one pass what one thread alone would do) and
  * from the back by the others (which prepare what the front will need where the two meet), each
  * unit exactly once; claims stop where the two meet.  Lock-free: a thread kept off its core never

@@ -1,7 +1,7 @@
 /*
  * cpu/cpu.h - the CPU backend: real multi-threaded C over flat buffers.
  *
- * Level: backend (host side).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
+ * Level: backend (CPU).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
  * nothing of Python.  Called with the GIL released.  Every function returns 0 on success or a
  * negative errno-style code (-ENOMEM: a thread or buffer could not be made) and leaves no thread or
  * allocation behind on either path.
@@ -60,6 +60,24 @@ int gs_cpu_reduce(const gs_reduce_desc *d);
 /* Split or compact as described by `d` (see gs_split_desc); *count receives the flagged count.
  * With d->out == NULL it only counts.  Stable; the same bytes on any thread count. */
 int gs_cpu_split(const gs_split_desc *d, int64_t *count);
+/* Segmented reduction as described by `d` (see gs_segreduce_desc): each segment reduced by
+ * gs_cpu_reduce, so as deterministic and accurate as a reduction (cpu/segreduce.c). */
+int gs_cpu_segreduce(const gs_segreduce_desc *d);
+
+/* The segment heads of d->flags (element 0 and every nonzero flag, of d->flag_type): their
+ * number into *count and, unless `positions` is NULL, their positions, ascending, into it
+ * (cpu/segreduce.c). */
+int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count);
+
+/* reduceat's m indices against [0, n): *first_bad the first position outside (-1: none),
+ * *increasing whether they strictly increase (cpu/segreduce.c). */
+int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing);
+
+/* First-order linear recurrences as described by `d` (see gs_linrec_desc): double-double
+ * carries, a grouping fixed by row_len (cpu/linrec.c). */
+int gs_cpu_linrec(const gs_linrec_desc *d);
+
 /* ---- The teaching scans (cpu/teach.c) --------------------------------------------------- */
 
 /* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its

@@ -2,7 +2,7 @@
  * cpu/flags.h - flags of any dtype read as bits: the one place the CPU backend decides whether a
  * flag is set (segment heads of cpu/scan.c and cpu/teach.c, the selection of cpu/split.c).
  *
- * Level: CPU backend (host side), below the loops.  A flag is set when it compares unequal to
+ * Level: backend (CPU), below the loops.  A flag is set when it compares unequal to
  * zero in its own dtype: any nonzero integer, a float other than +-0 (NaN included), a bool's
  * nonzero byte.  Derived from the GS_DTYPES table, so every dtype is covered.
  */

@@ -1,7 +1,7 @@
 /*
  * cpu/hist.c - gs_cpu_hist: the CPU backend's histogram and bincount.
  *
- * Level: backend (host side).  Sees one gs_hist_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_hist_desc (include/gpuscan/backend_api.h) over flat
  * buffers; the bin of each value comes from include/gpuscan/hist_bin.h, the same functions the CUDA
  * kernels call, so both backends count every value in the same bin.  Threads come from cpu/pool.c.
  *

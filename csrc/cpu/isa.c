@@ -1,7 +1,7 @@
 /*
  * cpu/isa.c - which instruction set the CPU backend's loops run with (see cpu/simd.h).
  *
- * Level: CPU backend (host side).  Decided once per process, at the first call: the best that
+ * Level: backend (CPU).  Decided once per process, at the first call: the best that
  * the processor and the operating system support, unless $GPUSCAN_CPU_SIMD asks for another
  * one ("base"; "avx2" or "avx512" where supported; "auto" or unset: the best).  An unknown name, or
  * one the processor does not support, gives the best: never a set the processor lacks.

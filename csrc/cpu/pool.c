@@ -1,7 +1,7 @@
 /*
  * cpu/pool.c - the CPU backend's worker threads.
  *
- * Level: backend (host side), below cpu/scan.c; plain C11 and POSIX threads, nothing of Python.
+ * Level: backend (CPU), below cpu/scan.c; plain C11 and POSIX threads, nothing of Python.
  *
  * One process-wide pool of gs_cpu_threads() - 1 workers, created on the first parallel call and
  * kept for the next ones.  gs_cpu_parallel_for posts a job (fn, ctx, ntasks) with one ticket per

@@ -3,7 +3,7 @@
  * included once per dtype and set by cpu/reduce.c through cpu/stamp_isa.h (no include guard on
  * purpose).
  *
- * Level: backend (host side), the innermost level of the CPU reduction: folds a run of
+ * Level: backend (CPU), the innermost level of the CPU reduction: folds a run of
  * contiguous values (at most one chunk of a row), or a block of rows of many columns, into
  * partials, combines two partials, and rounds a partial to the output value.  cpu/reduce.c cuts
  * the work into chunks and hands them to threads; this file never sees a thread.

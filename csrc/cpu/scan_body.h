@@ -2,7 +2,7 @@
  * cpu/scan_body.h - the scan loops of one dtype and one instruction set: written once, included
  * once per dtype and set by cpu/scan.c through cpu/stamp_isa.h (no include guard on purpose).
  *
- * Level: backend (host side), the innermost level of the CPU scan: loops over a contiguous run
+ * Level: backend (CPU), the innermost level of the CPU scan: loops over a contiguous run
  * of values with no segment head inside.  cpu/scan.c splits a scan into chunks and runs, and
  * combines the chunks' carries; this file only scans values from a state.
  *
@@ -217,9 +217,11 @@ static GS_ALWAYS_INLINE GS_T GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, G
     return exclusive ? before : *h;
 }
 
-static GS_ALWAYS_INLINE GS_ISA_ATTR void
-GS_FN(cols_rows)(const gs_op op, const GS_T *in, int64_t in_stride, GS_T *out, int64_t out_stride,
-                 int64_t nrows, int64_t ncols, const int exclusive, int64_t row, GS_T *h, GS_T *l)
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_rows)(const gs_op op, const GS_T *in,
+                                                          int64_t in_stride, GS_T *out,
+                                                          int64_t out_stride, int64_t nrows,
+                                                          int64_t ncols, const int exclusive,
+                                                          int64_t row, GS_T *h, GS_T *l)
 {
     for (int64_t r = 0; r < nrows; r++) {
         const GS_T *x = in + r * in_stride;

@@ -2,7 +2,7 @@
  * cpu/simd.h - the instruction sets the CPU backend's loops are compiled for, and the choice
  * between them at run time.
  *
- * Level: CPU backend (host side), below the loop bodies.  The hot loops (cpu/scan_body.h,
+ * Level: backend (CPU), below the loop bodies.  The hot loops (cpu/scan_body.h,
  * cpu/reduce_body.h) are stamped once per dtype and once per instruction set (cpu/stamp_isa.h):
  *   GS_ISA_BASE  what every host of the architecture runs (x86-64: SSE2; elsewhere: whatever
  *                the compiler targets, e.g. NEON on aarch64);

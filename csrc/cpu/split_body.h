@@ -3,7 +3,7 @@
  * included once per set by cpu/split.c through cpu/stamp_isa.h (GS_CPU_ISA_ONLY; no include guard
  * on purpose).
  *
- * Level: backend (host side), the innermost level of split and compact.  The flags are read 64 at
+ * Level: backend (CPU), the innermost level of split and compact.  The flags are read 64 at
  * a time as the bits of a word (cpu/flags.h; 1-byte flags with vector compares), so that:
  *   count  adds the words' popcounts;
  *   move   skips a word of no flag set (a compact's sparse masks), copies a word of all set

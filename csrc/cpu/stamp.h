@@ -2,7 +2,7 @@
  * cpu/stamp.h - stamps one CPU-backend body (GS_CPU_BODY, a header name) once for every dtype
  * of GS_DTYPES, in its order: the one list of the CPU backend's per-dtype parameters.
  *
- * Level: CPU backend.  Each body sees
+ * Level: backend (CPU).  Each body sees
  *   GS_T     the storage type          GS_U     the unsigned type its wrapping arithmetic uses
  *   GS_SFX   the suffix of gpuscan/types.h  GS_KIND  'b', 'i', 'u' or 'f'
  *   GS_MIN, GS_MAX  the dtype's range (the identities of max and min)

@@ -2,7 +2,7 @@
  * cpu/stamp_isa.h - stamps one CPU-backend body (GS_CPU_BODY) once per dtype (cpu/stamp.h) and
  * once per instruction set of cpu/simd.h, in gs_isa order.
  *
- * Level: CPU backend.  Besides cpu/stamp.h's parameters each body sees
+ * Level: backend (CPU).  Besides cpu/stamp.h's parameters each body sees
  *   GS_ISA       the set's suffix (base, avx2, avx512), which the includer's GS_NAME pastes into
  *                every name, so that each set has its own copy of every function;
  *   GS_ISA_ATTR  the attribute that compiles a function for the set (empty for base);

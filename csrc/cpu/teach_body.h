@@ -2,7 +2,7 @@
  * cpu/teach_body.h - the teaching scans' loops for one dtype: written once, included once per
  * dtype by cpu/teach.c through cpu/stamp.h (no include guard on purpose).
  *
- * Level: backend (host side), the innermost level: one parallel step of Hillis-Steele or of
+ * Level: backend (CPU), the innermost level: one parallel step of Hillis-Steele or of
  * Blelloch's tree over a range of its units (elements or tree nodes), exactly as the CUDA
  * kernels of kernels/agent/teach.cuh do it per thread, counting the operator applications.
  * The operators are cpu/operators.h's (the earlier operand first).

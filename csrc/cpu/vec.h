@@ -4,7 +4,7 @@
  * of 4 or 8 bytes and per instruction set (cpu/stamp_isa.h), after cpu/operators.h; no include
  * guard on purpose.
  *
- * Level: CPU backend (host side), the lowest: element-wise operations and fixed shuffles.
+ * Level: backend (CPU), the lowest: element-wise operations and fixed shuffles.
  * A vector holds GS_W = 32 / GS_SIZE values, as two 16-byte halves of GS_HW values each:
  *   GS_ISA_WIDE 1 (AVX2)  one 32-byte GCC/Clang vector: each operation one instruction or two;
  *   GS_ISA_WIDE 0 (base)  a pair of 16-byte vectors (SSE2, NEON): each operation done per half.

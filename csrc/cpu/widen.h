@@ -2,7 +2,7 @@
  * cpu/widen.h - the widening of narrow dtypes, for the whole CPU backend: the one place that
  * turns a value of any dtype into the wide value the loops compute with.
  *
- * Level: CPU backend (host side), below the loops.  Derived from the GS_DTYPES table, so a dtype
+ * Level: backend (CPU), below the loops.  Derived from the GS_DTYPES table, so a dtype
  * added there is widened here with no other change:
  *   to 64 bits modulo 2^64  NumPy's add/mul accumulation of bool and integers narrower than 64
  *                           bits into int64/uint64 (cpu/scan.c, cpu/reduce.c, cpu/teach.c):

@@ -1,100 +1,15 @@
 /*
- * ops/split.c - gpuscan.split() and gpuscan.compact(): argument settling, the CPU path and the
- * device path.
+ * ops/split.c - gpuscan.split() and gpuscan.compact().
  *
- * Level: host layer.  Both take `a` and `flags` of the same shape (any supported dtypes), read
- * in C order, and move a's values as bits (every dtype, NaN payloads kept):
- *   CPU path     (CPU backend, NumPy in): NumPy's C API makes both C-contiguous, aligned and
- *                native-order (flags at their own width), gs_cpu_split runs with the GIL
- *                released into a new NumPy array;
- *   device path  (CUDA backend): device operands are used in place (copied only when not
- *                contiguous), NumPy ones uploaded; the count pass runs, a compact downloads the
- *                flagged count to size its output exactly, the scatter pass writes a new
- *                DeviceArray (device input) or a pool buffer downloaded into a new NumPy array
- *                (NumPy input).  split's count is downloaded at the end: one host sync.
- * Every pool buffer goes back on every path; Ctrl-C is honoured when the work returns.
+ * Level: ops.  Both take `a` and `flags` of the same shape (any supported dtypes), read in C
+ * order, and move a's values as bits (every dtype, NaN payloads kept).  One path for every
+ * backend (ops/ops.h): both operands placed where the backend reads them, each in its own
+ * dtype; the backend's count pass (a compact learns its length from it: one small wait on
+ * CUDA); the result (a NumPy array for NumPy input, a DeviceArray when an operand is on the
+ * device) written directly or through a temporary by the scatter pass, which also hands back
+ * split's count; the delivery.  Ctrl-C is honoured when the passes return.
  */
-#include "gpuscan.h"
-
-#include "cpu/cpu.h"
-#include "gpuscan/config.h"
-
-const char gs_split_doc[] =
-    "split(a, flags)\n"
-    "--\n\n"
-    "Stable partition: the elements whose flag is nonzero first, then the others.\n\n"
-    "Each group keeps its original order.  ``a`` and ``flags`` have the same shape and are\n"
-    "read together in C order; the result is 1-D.  Values are moved bit for bit (NaN\n"
-    "payloads included).\n\n"
-    "Parameters\n"
-    "----------\n"
-    "a : array_like or device array\n"
-    "    Values of any supported dtype (bool, integers, float32, float64): NumPy arrays of any\n"
-    "    strides and byte order, lists, scalars, or arrays in CUDA device memory\n"
-    "    (``__cuda_array_interface__``, ``__dlpack__``, ``DeviceArray``), used in place.\n"
-    "flags : array_like or device array\n"
-    "    ``a``'s shape, any supported dtype, read at its own width: an element is flagged when\n"
-    "    its flag is nonzero (for floats -0.0 is not flagged and NaN is).\n\n"
-    "Returns\n"
-    "-------\n"
-    "out : numpy.ndarray or DeviceArray\n"
-    "    ``a.size`` values of ``a``'s dtype: ``np.concatenate([a[f], a[~f]])`` with\n"
-    "    ``f = flags.ravel() != 0``.  A DeviceArray when ``a`` or ``flags`` is a device array.\n"
-    "count : int\n"
-    "    The number of flagged elements (a Python int; for device input, reading it waits for\n"
-    "    the split to finish).\n\n"
-    "Raises\n"
-    "------\n"
-    "ValueError\n"
-    "    ``a`` and ``flags`` of different shapes.\n"
-    "TypeError\n"
-    "    Unsupported dtype of ``a`` or ``flags`` (complex, object, str, datetime, float16), or\n"
-    "    a device array on the CPU backend.\n"
-    "GpuscanError\n"
-    "    A CUDA call failed (the message names it); MemoryError when device memory runs out.\n\n"
-    "See Also\n"
-    "--------\n"
-    "compact : the flagged elements only.\n\n"
-    "Examples\n"
-    "--------\n"
-    ">>> import numpy as np, gpuscan\n"
-    ">>> out, count = gpuscan.split([5, 7, 3, 1, 4, 2, 7, 2], [1, 1, 0, 1, 0, 0, 1, 0])\n"
-    ">>> out, count\n"
-    "(array([5, 7, 1, 7, 3, 4, 2, 2]), 4)\n";
-
-const char gs_compact_doc[] =
-    "compact(a, flags)\n"
-    "--\n\n"
-    "The elements whose flag is nonzero, in order: ``a[flags != 0]`` flattened.\n\n"
-    "Parameters\n"
-    "----------\n"
-    "a : array_like or device array\n"
-    "    Values of any supported dtype, host or device (as for :func:`split`).\n"
-    "flags : array_like or device array\n"
-    "    ``a``'s shape, any supported dtype, read at its own width: nonzero is flagged (for\n"
-    "    floats -0.0 is not flagged and NaN is).\n\n"
-    "Returns\n"
-    "-------\n"
-    "numpy.ndarray or DeviceArray\n"
-    "    The flagged values, 1-D, of ``a``'s dtype, moved bit for bit.  A DeviceArray when\n"
-    "    ``a`` or ``flags`` is a device array: its length is the flagged count, downloaded\n"
-    "    from the device between the two passes (one small host sync).\n\n"
-    "Raises\n"
-    "------\n"
-    "ValueError\n"
-    "    ``a`` and ``flags`` of different shapes.\n"
-    "TypeError\n"
-    "    Unsupported dtype of ``a`` or ``flags``, or a device array on the CPU backend.\n"
-    "GpuscanError\n"
-    "    A CUDA call failed (the message names it); MemoryError when device memory runs out.\n\n"
-    "See Also\n"
-    "--------\n"
-    "split : the flagged elements, then the others.\n\n"
-    "Examples\n"
-    "--------\n"
-    ">>> import numpy as np, gpuscan\n"
-    ">>> gpuscan.compact(np.array([1.5, -2.0, 3.0, 0.5]), np.array([True, False, True, True]))\n"
-    "array([1.5, 3. , 0.5])\n";
+#include "ops/ops.h"
 
 /* One split or compact call as it is settled. */
 typedef struct split_call {
@@ -113,109 +28,103 @@ static PyObject *split_result(PyObject *out, int64_t count, int compact)
     return Py_BuildValue("(NL)", out, (long long)count);
 }
 
-/* ---- CPU path ----------------------------------------------------------------------------- */
-
-/* gs_cpu_split with the GIL released; its failures as Python exceptions. */
-static int run_cpu(const gs_split_desc *d, int64_t *count)
+/* The backend's two passes: count (the total now when `total_first`), then, once `prepare`
+ * has made d->out, scatter; *total the flagged count.  The state between them is released on
+ * every path. */
+static int split_backend(const gs_backend_ops *be, gs_split_desc *d, int64_t *total,
+                         int (*prepare)(gs_split_desc *d, int64_t total, void *ctx), void *ctx)
 {
+    gs_fail f = { 0 };
+    void *state = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = gs_cpu_split(d, count);
-    Py_END_ALLOW_THREADS return gs_cpu_status(rc);
+
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->split_count(d, &state, d->compact ? total : NULL, &f);
+    Py_END_ALLOW_THREADS
+    if (rc == 0 && prepare(d, *total, ctx) < 0)
+        f.kind = 'p';
+    if (rc == 0 && f.kind == 0) {
+        Py_BEGIN_ALLOW_THREADS
+            rc = be->split_scatter(d, state, d->compact ? NULL : total, &f);
+        Py_END_ALLOW_THREADS
+    }
+    be->split_end(state);
+    return f.kind ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
-static PyObject *split_cpu(const split_call *c)
+/* Where the scatter writes: the result (made here, now that its length is known) or a
+ * temporary in the backend's memory. */
+typedef struct split_target {
+    const gs_backend_ops *be;
+    gs_mem mem; /* the result's memory */
+    PyObject *res;
+    gs_view view; /* the result */
+    gs_view dst;  /* where the backend writes */
+    gs_bag *bag;
+} split_target;
+
+static int split_prepare(gs_split_desc *d, int64_t total, void *ctx)
 {
-    PyArrayObject *src = NULL, *heads = NULL, *res = NULL;
-    PyArray_Descr *descr;
-    PyObject *ret = NULL;
-    npy_intp len;
-    int64_t count = 0;
+    split_target *t = ctx;
+    int64_t len = d->compact ? total : d->n;
+
+    t->res = gs_result_new(t->mem, 1, &len, d->in_type, &t->view);
+    if (t->res == NULL)
+        return -1;
+    t->dst = t->view;
+    if (!gs_view_ready(&t->view, t->be->mem, d->in_type) &&
+        gs_temp_like(t->bag, &t->view, t->be->mem, d->in_type, &t->dst) < 0)
+        return -1;
+    d->out = t->dst.ptr;
+    return 0;
+}
+
+/* The streamed split's result: a NumPy array of `len` values (gs_backend_ops.stream_split). */
+static int stream_result(void *ctx, int64_t len, gs_view *out)
+{
+    split_target *t = ctx;
+    t->res = gs_result_new(GS_MEM_HOST, 1, &len, t->view.dtype, out);
+    return t->res != NULL ? 0 : -1;
+}
+
+/* Host operands streamed through a backend with its own memory. */
+static PyObject *split_stream(split_call *c, split_target *t)
+{
     gs_split_desc d;
+    int64_t total = 0;
 
-    /* 1. Both C-contiguous, aligned, native order, each in its own dtype. */
-    if ((descr = gs_descr(c->in_type)) == NULL)
-        goto finally;
-    src = (PyArrayObject *)PyArray_FromAny((PyObject *)c->in.host, descr, 0, 0, NPY_ARRAY_CARRAY_RO,
-                                           NULL);
-    if (src == NULL || (descr = gs_descr(c->flag_type)) == NULL)
-        goto finally;
-    heads = (PyArrayObject *)PyArray_FromAny((PyObject *)c->flags.host, descr, 0, 0,
-                                             NPY_ARRAY_CARRAY_RO, NULL);
-    if (heads == NULL)
-        goto finally;
-
-    /* 2. A compact counts first, to size its result. */
     memset(&d, 0, sizeof(d));
-    d.in = PyArray_DATA(src);
-    d.flags = PyArray_DATA(heads);
     d.n = c->n;
     d.in_type = c->in_type;
     d.flag_type = c->flag_type;
     d.compact = c->compact;
-    if (c->compact && run_cpu(&d, &count) < 0)
-        goto finally;
-
-    /* 3. The result, and the move into it. */
-    len = (npy_intp)(c->compact ? count : c->n);
-    if ((descr = gs_descr(c->in_type)) == NULL)
-        goto finally;
-    res = (PyArrayObject *)PyArray_Empty(1, &len, descr, 0);
-    if (res == NULL)
-        goto finally;
-    d.out = PyArray_DATA(res);
-    if (run_cpu(&d, &count) < 0)
-        goto finally;
-    ret = split_result((PyObject *)res, count, c->compact);
-    res = NULL;
-finally:
-    Py_XDECREF(src);
-    Py_XDECREF(heads);
-    Py_XDECREF(res);
-    return ret;
+    t->view.dtype = c->in_type;
+    if (t->be->stream_split(&d, &c->in.view, &c->flags.view, stream_result, t, &total) < 0) {
+        Py_CLEAR(t->res);
+        return NULL;
+    }
+    return split_result(t->res, total, c->compact);
 }
 
-/* ---- device path -------------------------------------------------------------------------- */
-
-#ifdef GS_HAVE_CUDA
-/* A device operand as a contiguous 1-D view, or a NumPy one uploaded as such; the pool buffers
- * it takes go to *up and *flat (the caller frees them). */
-static int device_flat(gs_operand *op, gs_dtype dtype, gs_devview *v, void **up, void **flat)
+/* Place, count, target, scatter, deliver. */
+static PyObject *split_run(split_call *c)
 {
-    gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
-    if (op->on_device)
-        *v = op->dev;
-    else if (gs_devview_upload(op->host, dtype, v, up) < 0)
-        return -1;
-    if (gs_devview_flatten(v, 1, flat, &fail) != cudaSuccess)
-        return gs_cuda_raise(&fail);
-    return 0;
-}
-
-static PyObject *split_device(split_call *c)
-{
-    gs_cuda_fail fail = { cudaSuccess, NULL, 0 };
-    gs_devview src, heads;
-    void *up_in = NULL, *flat_in = NULL, *up_flags = NULL, *flat_flags = NULL;
-    void *scratch = NULL, *tmp_out = NULL;
-    size_t scratch_bytes = gs_split_scratch_bytes(c->n);
-    const size_t size = gs_dtype_size(c->in_type);
-    const int host_result = !c->in.on_device && !c->flags.on_device;
-    unsigned long long total = 0;
-    gs_DeviceArray *dev_res = NULL;
-    PyArrayObject *host_res = NULL;
-    PyArray_Descr *descr;
-    PyObject *ret = NULL;
-    int64_t len;
+    const int device = c->in.on_device || c->flags.on_device;
+    gs_operand *const used[] = { &c->in, &c->flags };
+    gs_bag bag = { 0 };
+    split_target t = { gs_backend_for(c->backend, device), device ? GS_MEM_DEVICE : GS_MEM_HOST,
+                       NULL };
+    gs_view src, heads;
     gs_split_desc d;
+    int64_t total = 0;
+    PyObject *ret = NULL;
 
-    GS_CUDA_CHECK(fail, gs_cuda_enter());
-
-    /* 1. Both operands contiguous on the device, each in its own dtype. */
-    if (device_flat(&c->in, c->in_type, &src, &up_in, &flat_in) < 0 ||
-        device_flat(&c->flags, c->flag_type, &heads, &up_flags, &flat_flags) < 0)
-        goto error;
-
-    /* 2. The count pass; a compact learns its length from it. */
+    t.bag = &bag;
+    if (!device && t.be->stream_split != NULL)
+        return split_stream(c, &t);
+    if (gs_place(&c->in.view, t.be->mem, c->in_type, &bag, &src) < 0 ||
+        gs_place(&c->flags.view, t.be->mem, c->flag_type, &bag, &heads) < 0)
+        goto done;
     memset(&d, 0, sizeof(d));
     d.in = src.ptr;
     d.flags = heads.ptr;
@@ -223,68 +132,92 @@ static PyObject *split_device(split_call *c)
     d.in_type = c->in_type;
     d.flag_type = c->flag_type;
     d.compact = c->compact;
-    GS_CUDA_ALLOC(fail, scratch, scratch_bytes);
-    GS_CUDA_CHECK(fail, gs_cuda_split_count(&d, scratch, scratch_bytes, gs_cuda_stream));
-    if (c->compact && c->n > 0 && gs_cuda_download(&total, scratch, sizeof(total)) < 0)
-        goto error;
-
-    /* 3. The result: a new DeviceArray, or a pool buffer for a new NumPy array. */
-    len = c->compact ? (int64_t)total : c->n;
-    if (host_result) {
-        npy_intp dim = (npy_intp)len;
-        if ((descr = gs_descr(c->in_type)) == NULL)
-            goto error;
-        host_res = (PyArrayObject *)PyArray_Empty(1, &dim, descr, 0);
-        if (host_res == NULL)
-            goto error;
-        GS_CUDA_ALLOC(fail, tmp_out, (size_t)len * size);
-        d.out = tmp_out;
-    } else {
-        dev_res = gs_devarray_new(1, &len, c->in_type);
-        if (dev_res == NULL)
-            goto error;
-        d.out = dev_res->data;
-    }
-
-    /* 4. The scatter pass; split's count and a host result come back. */
-    GS_CUDA_CHECK(fail, gs_cuda_split_scatter(&d, scratch, scratch_bytes, gs_cuda_stream));
-    if (!c->compact && c->n > 0 && gs_cuda_download(&total, scratch, sizeof(total)) < 0)
-        goto error;
-    if (host_result && gs_cuda_download(PyArray_DATA(host_res), tmp_out, (size_t)len * size) < 0)
-        goto error;
-    if (gs_cuda_release_foreign(&c->in) < 0 || gs_cuda_release_foreign(&c->flags) < 0 ||
-        PyErr_CheckSignals() < 0)
-        goto error;
-    if (host_result) {
-        ret = split_result((PyObject *)host_res, (int64_t)total, c->compact);
-        host_res = NULL;
-    } else {
-        ret = split_result((PyObject *)dev_res, (int64_t)total, c->compact);
-        dev_res = NULL;
-    }
-error:
-    if (fail.err != cudaSuccess)
-        gs_cuda_raise(&fail);
-    gs_cuda_free(tmp_out);
-    gs_cuda_free(scratch);
-    gs_cuda_free(flat_flags);
-    gs_cuda_free(up_flags);
-    gs_cuda_free(flat_in);
-    gs_cuda_free(up_in);
-    Py_XDECREF(dev_res);
-    Py_XDECREF(host_res);
+    if (split_backend(t.be, &d, &total, split_prepare, &t) < 0 ||
+        (t.dst.ptr != t.view.ptr && gs_move(&t.dst, &t.view, &bag) < 0) ||
+        gs_release_operands(used, 2) < 0)
+        goto done;
+    ret = split_result(t.res, total, c->compact);
+    t.res = NULL;
+done:
+    Py_XDECREF(t.res);
+    gs_bag_free(&bag);
     return ret;
 }
-#endif /* GS_HAVE_CUDA */
+
+/* ---- values of any fixed-size dtype ---------------------------------------------------- */
+
+/*
+ * A split moves values without reading them, so a host array of a dtype the table lacks
+ * (float16, complex, datetime, bytes and str, structured; not one holding Python objects) is
+ * split as its bits: viewed as unsigned integers of its item size when that is 1, 2, 4 or 8
+ * bytes (the result viewed back, byte order and all), else as the indices 0..n-1 (split by the
+ * backend, then the values gathered by NumPy).  Device operands come with table dtypes only.
+ */
+typedef struct bits_plan {
+    PyArray_Descr *descr; /* the input's dtype (a new reference), NULL: no bits path */
+    PyObject *values;     /* the input, for the gather of the indices path, else NULL */
+} bits_plan;
+
+/* *stand_in = what the backend splits in place of the host array `arr` when its dtype is not
+ * in the table (a new reference; bp filled), else NULL. */
+static int bits_stand_in(PyArrayObject *arr, bits_plan *bp, PyObject **stand_in)
+{
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    const int itemsize = (int)PyDataType_ELSIZE(descr);
+    const int word = itemsize == 1   ? NPY_UINT8
+                     : itemsize == 2 ? NPY_UINT16
+                     : itemsize == 4 ? NPY_UINT32
+                     : itemsize == 8 ? NPY_UINT64
+                                     : -1;
+    PyArray_Dims dims = { PyArray_DIMS(arr), PyArray_NDIM(arr) };
+    PyObject *indices;
+    gs_dtype t;
+
+    *stand_in = NULL;
+    if ((!PyDataType_HASFIELDS(descr) && !PyDataType_HASSUBARRAY(descr) &&
+         gs_dtype_from_kind(descr->kind, itemsize, &t) == 0) ||
+        PyDataType_REFCHK(descr) || itemsize <= 0)
+        return 0; /* the table's, or refused later with the supported dtypes named */
+    bp->descr = (PyArray_Descr *)Py_NewRef(descr);
+    if (word >= 0) {
+        *stand_in = PyArray_View(arr, PyArray_DescrFromType(word), &PyArray_Type);
+        return *stand_in != NULL ? 0 : -1;
+    }
+    if ((bp->values = PyArray_Ravel(arr, NPY_CORDER)) == NULL)
+        return -1;
+    indices = PyArray_Arange(0, (double)PyArray_SIZE(arr), 1, NPY_INT64);
+    if (indices == NULL)
+        return -1;
+    *stand_in = PyArray_Newshape((PyArrayObject *)indices, &dims, NPY_CORDER); /* a's shape */
+    Py_DECREF(indices);
+    return *stand_in != NULL ? 0 : -1;
+}
+
+/* The values of the stand-in's 1-D result `out` (stolen) in the input's dtype. */
+static PyObject *bits_back(const bits_plan *bp, PyObject *out)
+{
+    PyObject *res;
+
+    if (bp->values != NULL) {
+        res = PyArray_TakeFrom((PyArrayObject *)bp->values, out, 0, NULL, NPY_RAISE);
+        Py_DECREF(out);
+        return res;
+    }
+    Py_INCREF(bp->descr); /* PyArray_View steals it */
+    res = PyArray_View((PyArrayObject *)out, bp->descr, &PyArray_Type);
+    Py_DECREF(out);
+    return res;
+}
 
 /* ---- split(), compact() ------------------------------------------------------------------- */
 
 static PyObject *split_call_run(PyObject *args, PyObject *kwargs, int compact)
 {
     static char *kwlist[] = { "a", "flags", NULL };
-    PyObject *a, *flags_obj, *ret = NULL;
+    PyObject *a, *flags_obj, *ret = NULL, *stand_in = NULL;
     int64_t shape[GS_MAX_NDIM], fshape[GS_MAX_NDIM];
-    int ndim, fnd, same;
+    int ndim, fnd;
+    bits_plan bp = { 0 };
     split_call c;
 
     memset(&c, 0, sizeof(c));
@@ -293,37 +226,38 @@ static PyObject *split_call_run(PyObject *args, PyObject *kwargs, int compact)
                                      &flags_obj))
         return NULL;
     if (gs_backend_get(&c.backend) < 0 || gs_operand_get(a, &c.in) < 0 ||
-        gs_operand_get(flags_obj, &c.flags) < 0 ||
+        (!c.in.on_device && bits_stand_in(c.in.host, &bp, &stand_in) < 0))
+        goto done;
+    if (stand_in != NULL) {
+        gs_operand_release(&c.in);
+        if (gs_operand_get(stand_in, &c.in) < 0)
+            goto done;
+    }
+    if (gs_operand_get(flags_obj, &c.flags) < 0 ||
         gs_operand_info(&c.in, "input", &c.in_type, &ndim, shape) < 0 ||
         gs_operand_info(&c.flags, "flags", &c.flag_type, &fnd, fshape) < 0)
-        goto finally;
-
+        goto done;
     /* Exactly a's shape (no broadcasting); both flattened in C order. */
-    same = fnd == ndim;
-    for (int i = 0; same && i < fnd; i++)
-        same = fshape[i] == shape[i];
-    if (!same) {
-        gs_shape_error("flags", fnd, fshape, "a", ndim, shape);
-        goto finally;
+    if (gs_check_same_shape("flags", fnd, fshape, "a", ndim, shape) < 0)
+        goto done;
+    c.n = gs_shape_size(ndim, shape);
+    ret = split_run(&c);
+    if (ret != NULL && bp.descr != NULL) {
+        if (compact) {
+            ret = bits_back(&bp, ret);
+        } else {
+            PyObject *values = bits_back(&bp, Py_NewRef(PyTuple_GET_ITEM(ret, 0)));
+            Py_SETREF(ret, values == NULL
+                               ? NULL
+                               : Py_BuildValue("(NO)", values, PyTuple_GET_ITEM(ret, 1)));
+        }
     }
-    c.n = 1;
-    for (int i = 0; i < ndim; i++)
-        c.n *= shape[i];
-
-#ifdef GS_HAVE_CUDA
-    if (c.backend == GS_BACKEND_CUDA) {
-        ret = split_device(&c);
-        goto finally;
-    }
-#endif
-    if (c.in.on_device || c.flags.on_device) {
-        PyErr_SetString(PyExc_SystemError, "gpuscan: device array on the CPU backend");
-        goto finally;
-    }
-    ret = split_cpu(&c);
-finally:
+done:
     gs_operand_release(&c.in);
     gs_operand_release(&c.flags);
+    Py_XDECREF(stand_in);
+    Py_XDECREF(bp.descr);
+    Py_XDECREF(bp.values);
     return ret;
 }
 

@@ -28,11 +28,11 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
  *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
  *                (a row start is a segment head); row_len == 0: one scan over all n.
- *   inner > 1:   (with row_len > 0; the CPU backend only) the n elements are n / (row_len *
- *                inner) blocks, each row_len x inner in C order, and each of a block's inner
- *                columns is scanned down its row_len values (the scanned axis is not the last
- *                one, and is read in place, with no transposed copy); out has the same layout.
- *                0 or 1: the layout above (a zeroed descriptor keeps it).
+ *   inner > 1:   (with row_len > 0; a backend whose table sets inner_axes) the n elements are
+ *                n / (row_len * inner) blocks, each row_len x inner in C order, and each of a
+ *                block's inner columns is scanned down its row_len values (the scanned axis is
+ *                not the last one, and is read in place, with no transposed copy); out has the
+ *                same layout.  0 or 1: the layout above (a zeroed descriptor keeps it).
  *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
  *                  element 0 always starts a segment.  Not combined with row_len.
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
@@ -41,7 +41,17 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *                  once and every scan over it since had a distinct epoch below GS_EPOCH_LIMIT
  *                  (its look-back descriptors are tagged with it, and each scan leaves the
  *                  tile counter at zero): no zeroing, one launch.
+ *   carry_in, carry_out (GS_ALGO_AUTO, row_len == 0; NULL for none): GS_CARRY_BYTES each, in
+ *                  the backend's memory.  The scan runs as the continuation of an earlier one:
+ *                  carry_in holds the running value before element 0 (element 0 is then no
+ *                  head unless its flag says so), and the scan leaves its own running value
+ *                  in carry_out (the value since its last head, for a segmented scan).  The
+ *                  bytes are the backend's wide form of the value (a float add keeps its
+ *                  rounding error beside it), written only by a carry_out of a scan with the
+ *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them, so its
+ *                  error does not grow with the number of chunks.
  */
+#define GS_CARRY_BYTES 16
 #define GS_EPOCH_LIMIT (1u << 29)
 typedef struct gs_scan_desc {
     const void *in;
@@ -57,6 +67,8 @@ typedef struct gs_scan_desc {
     int exclusive;
     gs_algorithm algorithm;
     unsigned epoch;
+    const void *carry_in;
+    void *carry_out;
 } gs_scan_desc;
 
 /*
@@ -67,11 +79,11 @@ typedef struct gs_scan_desc {
  * ValueError) and never reach a backend.  Float results are deterministic (a fixed grouping
  * that depends on rows, row_len and inner only, never on the device or the thread count) and
  * float add stays within (log2(row_len)+2)*eps*sum|x|; float min/max return the first NaN.
- *   inner > 1: (the CPU backend only) the input is rows x row_len x inner in C order, reduced
- *              over the middle: out receives rows x inner values, out[r][c] the reduction of
- *              in[r][0..row_len)[c] (the reduced axes are a block of axes followed by kept
- *              ones, read in place with no transposed copy).  0 or 1: the layout above (a
- *              zeroed descriptor keeps it).
+ *   inner > 1: (a backend whose table sets inner_axes) the input is rows x row_len x inner in
+ *              C order, reduced over the middle: out receives rows x inner values, out[r][c]
+ *              the reduction of in[r][0..row_len)[c] (the reduced axes are a block of axes
+ *              followed by kept ones, read in place with no transposed copy).  0 or 1: the
+ *              layout above (a zeroed descriptor keeps it).
  */
 typedef struct gs_reduce_desc {
     const void *in;
@@ -83,6 +95,53 @@ typedef struct gs_reduce_desc {
     gs_dtype out_type;
     gs_op op;
 } gs_reduce_desc;
+
+/*
+ * One segmented reduction over n contiguous values `in`: out[s] = in[starts[s]] op ... op
+ * in[ends[s] - 1] for each of the nseg segments (out_type values), with (in_type, out_type,
+ * op) as gs_reduce_desc has them.  starts and ends (int64, in the backend's memory) hold
+ * 0 <= starts[s] < ends[s] <= n; the host settles that (and the empty cases) first.
+ *   ends != NULL: any segments, in any order, overlapping or not (reduceat's general case);
+ *   ends == NULL: starts strictly increase, and segment s ends where s + 1 starts, the last one
+ *                 at n (a sorted partition of [starts[0], n): segmented_reduce, and reduceat
+ *                 with increasing indices).  Values before starts[0] are in no segment.
+ * Float results are deterministic (a grouping fixed by the segments alone, never by the
+ * device or the thread count); float add stays within (log2(len)+2)*eps*sum|x| per segment of
+ * len values, float min/max give the segment's first NaN.
+ */
+typedef struct gs_segreduce_desc {
+    const void *in;
+    void *out;
+    const int64_t *starts;
+    const int64_t *ends;
+    int64_t n;
+    int64_t nseg;
+    gs_dtype in_type;
+    gs_dtype out_type;
+    gs_op op;
+} gs_segreduce_desc;
+
+/*
+ * One first-order linear recurrence per row: the n values of `a` and `b` (`type`: GS_FLOAT32
+ * or GS_FLOAT64) are n / row_len rows of row_len values (row_len >= 1 divides n), and
+ *   h[t] = a[t] * h[t-1] + b[t] along each row, h[-1] = h0[row] (h0: n / row_len values of
+ *   `type`, or NULL for 0);
+ *   reverse: from the row's end instead, h[t] = a[t] * h[t+1] + b[t], h[row_len] = h0[row].
+ * `h` (n values of `type`) may be `a` or `b` themselves (in place), and overlaps neither
+ * otherwise.  Deterministic (a grouping fixed by n and row_len), and within
+ * 4 (log2(row_len) + 2) eps m[t] of the exact h[t], m being the same recurrence on |a|, |b|
+ * and |h0|.
+ */
+typedef struct gs_linrec_desc {
+    const void *a;
+    const void *b;
+    const void *h0;
+    void *h;
+    int64_t n;
+    int64_t row_len;
+    gs_dtype type;
+    int reverse;
+} gs_linrec_desc;
 
 /*
  * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
@@ -177,9 +236,9 @@ typedef struct gs_hist_bound {
 
 /*
  * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
- * zeroed by the backend first: int64 counts, or with `weights` (n values of w_type) their sums,
- * in double for float weights and in int64 (wrapping) for bool and integer weights.
- *   UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
+ * zeroed by the backend first (unless `accumulate`): int64 counts, or with `weights` (n values of
+ * w_type) their sums, in double for float weights and in int64 (wrapping) for bool and integer
+ * weights. UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
  *            its bin is that of xe = (edge_type) x among `edges` (nbins + 1 values of
  *            edge_type, GS_FLOAT32 or GS_FLOAT64): the i with edges[i] <= xe < edges[i + 1],
  *            the last bin closed.  p = (xe - edges[0]) * scale, computed in edge_type, gives it
@@ -209,6 +268,8 @@ typedef struct gs_hist_desc {
      * input, lo.f and hi.f as float (all exact), so that nothing is converted per value. */
     float first_f, scale_f, fast_lo_f, fast_hi_f, lo_f, hi_f;
     gs_hist_method method;
+    int accumulate; /* add to `out` as it is, not zeroed: a streamed chunk after the first
+                     * (streamed entries only, so never on the CPU backend) */
 } gs_hist_desc;
 
 /* The accumulator dtype of a histogram: int64 counts, double sums of float weights, int64
@@ -218,16 +279,142 @@ static inline GS_HD gs_dtype gs_hist_acc_type(const gs_hist_desc *d)
     return d->weights != NULL && gs_dtype_is_float(d->w_type) ? GS_FLOAT64 : GS_INT64;
 }
 
+/* Bytes of a histogram's `edges`: nbins + 1 values of edge_type, the 256-entry int32 table, or
+ * none for bincount. */
+static inline GS_HD size_t gs_hist_edge_bytes(const gs_hist_desc *d)
+{
+    if (d->mode == GS_HIST_INDEX)
+        return 0;
+    if (d->mode == GS_HIST_TABLE)
+        return 256 * sizeof(int32_t);
+    return (size_t)(d->nbins + 1) * gs_dtype_size(d->edge_type);
+}
+
+/* ---- the backend table: what an op asks of the backend that runs it ------------------------ */
+
+/* Where an array's memory is. */
+typedef enum gs_mem { GS_MEM_HOST, GS_MEM_DEVICE } gs_mem;
+
+/* An array: element 0 at `ptr`, byte strides (any sign, 0 for broadcast), in host or device
+ * memory; `swapped`: host values in non-native byte order (NumPy's '>' on this machine). */
+typedef struct gs_view {
+    char *ptr;
+    gs_dtype dtype;
+    gs_mem mem;
+    int swapped;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int64_t strides[GS_MAX_NDIM];
+} gs_view;
+
+/*
+ * The first failure of a call, recorded where it happens (often without the GIL) and raised as
+ * a Python exception once the GIL is held again (csrc/ops/run.c gs_raise: the one converter).
+ *   kind 'c': code is a cudaError_t (GpuscanError naming `call`, or MemoryError with `bytes`);
+ *   kind 'e': code is an errno value (ENOMEM: MemoryError; others: RuntimeError);
+ *   kind 'p': a Python exception is already set.
+ */
+typedef struct gs_fail {
+    char kind; /* 0 while nothing failed */
+    int code;
+    const char *call; /* the failed call or expression; its function name is reported */
+    size_t bytes;     /* bytes requested, for allocation failures */
+} gs_fail;
+
+/* Record a failure; the first one wins.  Returns -1. */
+static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call, size_t bytes)
+{
+    if (f->kind == 0) {
+        f->kind = kind;
+        f->code = code;
+        f->call = call;
+        f->bytes = bytes;
+    }
+    return -1;
+}
+
+/*
+ * One table per backend (csrc/cpu/backend.c, csrc/cuda/backend.c; a build without CUDA links
+ * csrc/cuda/stubs.c's).  Every entry works on flat, C-contiguous buffers in the backend's
+ * memory (`mem`) described by the descriptors above, is called WITHOUT the GIL, and returns 0,
+ * or -1 with the failure in *f.  Work may be left enqueued (CUDA): a later move to the host
+ * waits for it.
+ */
+typedef struct gs_backend_ops {
+    const char *name; /* "cpu" or "cuda" */
+    gs_mem mem;       /* where its buffers live */
+    int inner_axes;   /* takes scan and reduce descriptors with inner > 1 */
+    int (*scan)(const gs_scan_desc *d, gs_fail *f);
+    int (*reduce)(const gs_reduce_desc *d, gs_fail *f);
+    /* A split in two phases.  count: reads the flags (d->out unused) and, when `total` is not
+     * NULL, stores the flagged count there (waiting for it); *state keeps what the count left
+     * for the scatter.  scatter: writes d->out, then stores the count in *total when not NULL.
+     * split_end releases *state on every path (NULL is fine). */
+    int (*split_count)(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f);
+    int (*split_scatter)(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f);
+    void (*split_end)(void *state);
+    /* d->edges is host memory (gs_hist_edge_bytes of it); the backend reads it where it needs
+     * it.  The other pointers are the backend's. */
+    int (*hist)(const gs_hist_desc *d, gs_fail *f);
+    /* One parallel step of a teaching algorithm (gpuscan.trace). */
+    int (*step)(const gs_step_desc *d, gs_fail *f);
+    /* A segmented reduction (reduceat, segmented_reduce). */
+    int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
+    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
+     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
+     * backend's memory, *count int64).  split_end releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
+    int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
+    /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n).
+     * *first_bad = the first i with idx[i] outside it (-1: none); *increasing = whether they
+     * strictly increase.  Waits for the answer. */
+    int (*index_check)(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing, gs_fail *f);
+    /* First-order linear recurrences (linear_recurrence). */
+    int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
+
+    /* Streamed entries (NULL for a backend whose memory is the host's: the CPU): the same work
+     * with operands and results in host memory, views of any strides, byte order and dtype
+     * (converted on the way as NumPy's unsafe casting does), moved through the backend's memory
+     * chunk by chunk, so that arrays larger than it work and the copies overlap the work.  The
+     * descriptors' pointers are unused; their dtypes are the ones the backend computes in.
+     * Called WITH the GIL (they release it while they run and honour Ctrl-C between chunks),
+     * they raise a Python exception on failure. */
+    /* A scan (row_len 0: one over every element in C order; else rows of row_len) of `in` (and
+     * `flags`, NULL for none) into `out`, each of the same shape. */
+    int (*stream_scan)(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
+                       const gs_view *out);
+    /* d->rows reductions of d->row_len values: `in` has d->rows * d->row_len elements in C
+     * order (the rows consecutive), `out` d->rows. */
+    int (*stream_reduce)(const gs_reduce_desc *d, const gs_view *in, const gs_view *out);
+    /* The min and the max of `in`'s values (of in->dtype) as their bits, zero-extended. */
+    int (*stream_min_max)(const gs_view *in, uint64_t out[2]);
+    /* A histogram of `in` (as d->in_type) and `weights` (as d->w_type; NULL for none) into
+     * `out` (d->nbins accumulators of gs_hist_acc_type). */
+    int (*stream_hist)(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
+                       const gs_view *out);
+    /* A split or compact of `in` by `flags` (both d->n elements in C order): `result` makes
+     * the 1-D result of the length it is given (d->n, or the flagged count for a compact) and
+     * views it; *total receives the flagged count. */
+    int (*stream_split)(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
+                        int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
+                        int64_t *total);
+} gs_backend_ops;
+
+extern const gs_backend_ops gs_cpu_backend;
+extern const gs_backend_ops gs_cuda_backend;
+
 #ifdef GS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 /* A teaching scan (d->algorithm != GS_ALGO_AUTO) on `stream`; `scratch` holds at least
  * gs_teach_scratch_bytes(d) bytes (gpuscan/teach_config.h). */
-cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
-                               cudaStream_t stream);
+cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                                 cudaStream_t stream);
 
 /* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
-cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream);
 
 /* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
 extern int gs_teach_unpadded;
@@ -237,32 +424,59 @@ extern int gs_teach_unpadded;
  * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the
  * scratch was zeroed, and every scan over it since had another epoch).  Returns the first CUDA
  * error. */
-cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
-                         cudaStream_t stream);
+cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                           cudaStream_t stream);
 
 /* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
  * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes. */
-cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
-                           cudaStream_t stream);
+cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
 
 /* Enqueue the strided converting copy on `stream`. */
-cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 
 /* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
- * (gpuscan/config.h) kept between them.  gs_cuda_split_count zeroes the descriptors and runs the
+ * (gpuscan/config.h) kept between them.  gs_launch_split_count zeroes the descriptors and runs the
  * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
- * uint64, which a compact downloads to size its output.  gs_cuda_split_scatter then writes
+ * uint64, which a compact downloads to size its output.  gs_launch_split_scatter then writes
  * d->out.  Both return the first CUDA error. */
-cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                cudaStream_t stream);
-cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
+cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                    cudaStream_t stream);
+
+/* Enqueue the segmented reduction on `stream`; `scratch` holds at least
+ * gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL) bytes (gpuscan/config.h). */
+cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
+                                cudaStream_t stream);
+
+/* The count of the segment heads of d->flags: the split's count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
+ * scratch's first 8 bytes) when its flag is clear. */
+cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
+/* Enqueue the positions of the segment heads of d->flags into `positions`, after
+ * gs_launch_heads_count over the same `scratch` (whose descriptors and mask it reads). */
+cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                            int64_t *positions, cudaStream_t stream);
+
+/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (the first bad
+ * index's position, or all ones) and result[1] (nonzero when they do not strictly increase);
+ * `result` is two device uint64, which the launcher sets first. */
+cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
+                                  unsigned long long *result, cudaStream_t stream);
+
+/* Enqueue the linear recurrences on `stream` (one launch after zeroing the scratch);
+ * `scratch` holds at least gs_linrec_scratch_bytes(d->n) bytes (gpuscan/config.h). */
+cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
 
 /* Enqueue the histogram on `stream`: the accumulators zeroed, then one kernel launch (the
  * method's; auto picks by nbins), with no scratch.  All pointers are device memory. */
-cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream);
+cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream);
 
-/* How the last gs_cuda_hist launch of the process counted (for the tests). */
+/* How the last gs_launch_hist launch of the process counted (for the tests). */
 typedef struct gs_hist_launch {
     int shared;         /* shared-memory histograms (else global atomics) */
     int replicas;       /* copies of a slice per block */
@@ -271,11 +485,11 @@ typedef struct gs_hist_launch {
     int64_t blocks;     /* grid size */
     int64_t smem_bytes; /* dynamic shared memory per block */
 } gs_hist_launch;
-void gs_cuda_hist_last(gs_hist_launch *out);
+void gs_launch_hist_last(gs_hist_launch *out);
 
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */
-extern int gs_cuda_debug_sync;
+extern int gs_launch_debug_sync;
 #endif
 
 #ifdef __cplusplus

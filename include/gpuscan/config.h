@@ -32,13 +32,6 @@
     "GS_VT must be a power of two in [2, 32] (one head bit per value in a word; whole 16-byte vectors per thread for every dtype)"
 #endif
 
-/* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
- * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
- * (below that the two tie or one tile per block wins: H200). */
-#ifndef GS_AHEAD_MIN_WAVES
-#define GS_AHEAD_MIN_WAVES 4
-#endif
-
 /* Alignment of each region of the scan scratch, in bytes (a full L2 line). */
 #define GS_SCRATCH_ALIGN 128
 
@@ -128,6 +121,43 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
     if (rows == 0 || chunks <= 1)
         return 0;
     return (size_t)(gs_round_up(4 * rows, GS_SCRATCH_ALIGN) + 16 * rows * chunks);
+}
+
+/*
+ * Scratch of one segmented reduction over n values in nseg segments (dispatch/segreduce.cu).  A
+ * sorted partition runs as a segmented scan that stores each segment's last value: the scan's
+ * look-back scratch (gs_scan_scratch_bytes, zeroed before the launch), then each tile's first
+ * segment (tiles + 1 int64, found by a search over the starts).  Any other segments take a warp
+ * each and need none.  Pure, so the tests can check it.
+ */
+static inline int64_t gs_segreduce_first_offset(int64_t n)
+{
+    return gs_round_up((int64_t)gs_scan_scratch_bytes(n), GS_SCRATCH_ALIGN);
+}
+
+static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sorted)
+{
+    if (n == 0 || nseg == 0 || !sorted)
+        return 0;
+    return (size_t)(gs_segreduce_first_offset(n) + 8 * (gs_scan_tiles(n) + 1));
+}
+
+/*
+ * Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
+ * line), one look-back descriptor per tile (two 16-byte words: the tile's pair (A, B) as
+ * doubles) and one per anchor (four words: the anchor's exclusive prefix as double-double
+ * numbers A, B), zeroed before the launch.  Pure, so the tests can check it.
+ */
+#define GS_LINREC_TILE_BYTES 32
+#define GS_LINREC_ANCHOR_BYTES 64
+
+static inline size_t gs_linrec_scratch_bytes(int64_t n)
+{
+    int64_t tiles = gs_scan_tiles(n);
+    if (tiles == 0)
+        return 0;
+    return (size_t)(GS_SCRATCH_ALIGN + GS_LINREC_TILE_BYTES * tiles +
+                    GS_LINREC_ANCHOR_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
 }
 
 /* ---- histogram kernels (dispatch/hist.cu) ---- */

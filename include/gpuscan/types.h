@@ -96,6 +96,13 @@ static inline GS_HD char gs_dtype_kind(gs_dtype t)
     }
 }
 
+/* The kind a value is read as: bool reads as an unsigned integer (its bits are 0 or 1). */
+static inline GS_HD char gs_dtype_read_kind(gs_dtype t)
+{
+    const char k = gs_dtype_kind(t);
+    return k == 'b' ? 'u' : k;
+}
+
 static inline GS_HD int gs_dtype_is_float(gs_dtype t)
 {
     return gs_dtype_kind(t) == 'f';

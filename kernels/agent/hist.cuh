@@ -26,7 +26,7 @@
 #ifndef GS_AGENT_HIST_CUH
 #define GS_AGENT_HIST_CUH
 
-#include "device/common.cuh"
+#include "thread/load_store.cuh"
 #include "gpuscan/hist_bin.h"
 
 /* Kernel parameters (by value): the histogram and how the grid shares it. */

@@ -21,7 +21,7 @@ typedef struct GS_FN(gs_reduce_smem) {
 /* The block's carries combined in a fixed tree; the total is valid in thread 0.  The caller
  * synchronises before reusing the shared memory. */
 static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(block_reduce)(gs_op op, gs_dtype t, GS_FN(gs_carry) c, GS_FN(gs_reduce_smem) * sm)
+    GS_FN(block_reduce)(gs_op op, gs_dtype t, GS_FN(gs_carry) c, GS_FN(gs_reduce_smem) *sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;

@@ -152,7 +152,8 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
                     const uint64_t fb =
                         vec_flags ? gs_word_elem(p->flag_type, fw, c)
                                   : (g < p->n ? gs_load_bits(p->flag_type, p->flags, g) : 0);
-                    if (g < p->n && (g == 0 || gs_flag_set(p->flag_type, fb)))
+                    if (g < p->n &&
+                        ((g == 0 && p->carry_in == NULL) || gs_flag_set(p->flag_type, fb)))
                         heads |= 1u << (k * C + c);
                 }
             }
@@ -167,9 +168,9 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
  * a plain scan passes heads 0 and neither computes, moves nor tests a flag. */
 static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                         int seg, const GS_R *x, unsigned heads,
-                                                        GS_FN(gs_tile_mine) * mine,
-                                                        GS_FN(gs_tile_totals) * tot,
-                                                        GS_FN(gs_block_scan_smem) * sm)
+                                                        GS_FN(gs_tile_mine) *mine,
+                                                        GS_FN(gs_tile_totals) *tot,
+                                                        GS_FN(gs_block_scan_smem) *sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
@@ -200,12 +201,44 @@ static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t,
     }
 }
 
-/* A tile publishes its aggregate as soon as it has it (tile 0: its prefix). */
-static __device__ __forceinline__ void
-GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(gs_tile_totals) * t)
+/* The exclusive prefix of tile 0: the running value of the scan this one continues (its
+ * carry_in: two words, the carry's high and low parts), else the identity. */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(carry_before)(gs_op op, gs_dtype out_t, const gs_scan_kparams *p)
 {
-    if (threadIdx.x == 0)
-        GS_FN(publish)(ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, t->tv);
+    if (p->carry_in == NULL)
+        return GS_FN(carry_of)(GS_FN(identity)(op, out_t));
+    const unsigned long long *w = (const unsigned long long *)p->carry_in;
+    GS_FN(gs_carry) c;
+    c.hi = GS_FN(of_bits)(w[0]);
+    c.lo = GS_FN(of_bits)(w[1]);
+    return c;
+}
+
+/* The last tile leaves the scan's running value (its inclusive prefix) in carry_out. */
+static __device__ __forceinline__ void GS_FN(carry_after)(const gs_scan_kparams *p, int64_t tile,
+                                                          GS_FN(gs_carry) c)
+{
+    if (p->carry_out != NULL && threadIdx.x == 0 && tile == gs_scan_tiles(p->n) - 1) {
+        unsigned long long *w = (unsigned long long *)p->carry_out;
+        w[0] = GS_FN(bits_of)(c.hi);
+        w[1] = GS_FN(bits_of)(c.lo);
+    }
+}
+
+/* A tile publishes its aggregate as soon as it has it (tile 0: its inclusive prefix, the
+ * carry-in combined for an exact operator; a rounding one's look-back starts from the carry). */
+static __device__ __forceinline__ void GS_FN(publish_aggregate)(gs_op op, gs_dtype out_t,
+                                                                const gs_scan_kparams *p,
+                                                                int64_t tile,
+                                                                const GS_FN(gs_tile_totals) *t)
+{
+    if (threadIdx.x != 0)
+        return;
+    GS_R v = t->tv;
+    if (tile == 0 && p->carry_in != NULL && !t->tf && GS_FN(exact)(op))
+        v = GS_FN(combine)(op, GS_FN(carry_before)(op, out_t, p).hi, v);
+    GS_FN(publish)(p->ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, t->tf, v);
 }
 
 /* Look-back phase: the tile's exclusive prefix into sm->excl_*, published for the tiles after
@@ -213,8 +246,8 @@ GS_FN(publish_aggregate)(gs_op op, gs_tile_state ts, int64_t tile, const GS_FN(g
  * barrier. */
 static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype out_t, int seg,
                                                            const gs_scan_kparams *p, int64_t tile,
-                                                           const GS_FN(gs_tile_totals) * t,
-                                                           GS_FN(gs_scan_smem) * sm)
+                                                           const GS_FN(gs_tile_totals) *t,
+                                                           GS_FN(gs_scan_smem) *sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
 #ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
@@ -227,7 +260,8 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
 #if GS_R_KIND == 'f'
     if (!GS_FN(exact)(op)) {
         GS_FN(gs_part) excl;
-        excl = GS_FN(look_back_anchored)(op, out_t, seg, p->ts, tile, &sm->lookback);
+        excl = GS_FN(look_back_anchored)(op, out_t, seg, p->ts, tile,
+                                         GS_FN(carry_before)(op, out_t, p), &sm->lookback);
         if (threadIdx.x == 0) {
             if (GS_FN(part_double)(op)) {
                 sm->excl_d = gs_f32_prefix(excl.d);
@@ -242,8 +276,9 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
 #endif
     if (tile == 0) {
         if (threadIdx.x == 0) {
-            sm->excl_hi = id;
-            sm->excl_lo = (GS_R)0;
+            const GS_FN(gs_carry) first = GS_FN(carry_before)(op, out_t, p);
+            sm->excl_hi = first.hi;
+            sm->excl_lo = first.lo;
         }
     } else if (threadIdx.x < GS_WARP) {
         GS_FN(gs_carry) excl = GS_FN(look_back)(op, out_t, p->ts, tile);
@@ -258,21 +293,55 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
     __syncthreads();
 }
 
-/* Emit phase: scan each piece from its prefix (the tile's carry, the rows before, the threads
- * before in its row; a running value since the piece start or its last head) and store it. */
-static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg,
-                                                   const gs_scan_kparams *p, int64_t tile,
-                                                   const GS_R *x, const GS_FN(gs_tile_mine) * mine,
-                                                   const GS_FN(gs_tile_totals) * t,
-                                                   const GS_FN(gs_scan_smem) * sm)
+/* The scan's values y[0, C) of this thread's piece in row k (x: its C values) from the row's
+ * prefix: a carry, or for float32 add a double (row_d: one DADD per row); the prefix then moves
+ * past the row.  A running value since the piece's start or its last head. */
+static __device__ __forceinline__ void GS_FN(emit_piece)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, int exclusive, int k, const GS_R *x,
+    const GS_FN(gs_tile_mine) *mine, const GS_FN(gs_tile_totals) *t, GS_FN(gs_carry) *row_carry,
+    double *row_d, GS_R *y)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
+    const int C = GS_PIECE(in_t, out_t);
+    const unsigned heads = seg ? mine->heads : 0u;
+    GS_R base = mine->ev[k];
+    if (!(seg && mine->ef[k]))
+        base = GS_FN(part_double)(op) ? (GS_R)(*row_d + (double)base)
+                                      : GS_FN(carry_apply)(op, *row_carry, base);
+    GS_R run = id;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        if ((heads >> (k * C + c)) & 1u) {
+            base = id;
+            run = id;
+        }
+        if (exclusive)
+            y[c] = GS_FN(combine)(op, base, run);
+        run = GS_FN(combine)(op, run, x[c]);
+        if (!exclusive)
+            y[c] = GS_FN(combine)(op, base, run);
+    }
+    if (GS_FN(part_double)(op))
+        *row_d = seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(*row_d + (double)t->av[k]);
+    else
+        *row_carry = seg && t->af[k]
+                         ? GS_FN(carry_of)(t->av[k])
+                         : GS_FN(carry_combine)(op, *row_carry, GS_FN(carry_of)(t->av[k]));
+}
+
+/* Emit phase: scan each piece from its prefix (the tile's carry, the rows before, the threads
+ * before in its row) and store it. */
+static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg,
+                                                   const gs_scan_kparams *p, int64_t tile,
+                                                   const GS_R *x, const GS_FN(gs_tile_mine) *mine,
+                                                   const GS_FN(gs_tile_totals) *t,
+                                                   const GS_FN(gs_scan_smem) *sm)
+{
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     const int64_t row_stride = (int64_t)GS_NT * C;
     const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
     const int whole = tile < p->n / GS_NV;
-    const unsigned heads = seg ? mine->heads : 0u;
     /* The prefix of each row: a carry, or for float32 add a double (one DADD per row). */
     GS_FN(gs_carry) row_carry;
     row_carry.hi = sm->excl_hi;
@@ -282,30 +351,8 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
             GS_R y[16];
-            GS_R base = mine->ev[k];
-            if (!(seg && mine->ef[k]))
-                base = GS_FN(part_double)(op) ? (GS_R)(row_d + (double)base)
-                                              : GS_FN(carry_apply)(op, row_carry, base);
-            GS_R run = id;
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                if ((heads >> (k * C + c)) & 1u) {
-                    base = id;
-                    run = id;
-                }
-                if (p->exclusive)
-                    y[c] = GS_FN(combine)(op, base, run);
-                run = GS_FN(combine)(op, run, x[k * C + c]);
-                if (!p->exclusive)
-                    y[c] = GS_FN(combine)(op, base, run);
-            }
-            if (GS_FN(part_double)(op))
-                row_d =
-                    seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(row_d + (double)t->av[k]);
-            else
-                row_carry = seg && t->af[k]
-                                ? GS_FN(carry_of)(t->av[k])
-                                : GS_FN(carry_combine)(op, row_carry, GS_FN(carry_of)(t->av[k]));
+            GS_FN(emit_piece)
+            (op, in_t, out_t, seg, p->exclusive, k, x + k * C, mine, t, &row_carry, &row_d, y);
             if (whole && p->vec_out) {
                 uint32_t w[4];
 #pragma unroll
@@ -322,6 +369,13 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
             }
         }
     }
+    /* The running value after the tile's last row: the scan's, after its last tile. */
+    if (GS_FN(part_double)(op)) {
+        GS_FN(gs_part) last;
+        last.d = row_d;
+        row_carry = GS_FN(part_carry)(op, last);
+    }
+    GS_FN(carry_after)(p, tile, row_carry);
 }
 
 /* The next tile index from the scratch's counter.  A scan takes exactly `takes` indices (one
@@ -356,7 +410,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     GS_FN(aggregate)
     (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, tile) : 0u, &mine, &tot,
      &sm.block);
-    GS_FN(publish_aggregate)(op, p->ts, tile, &tot);
+    GS_FN(publish_aggregate)(op, out_t, p, tile, &tot);
     GS_FN(learn_prefix)(op, out_t, seg, p, tile, &tot, &sm);
     GS_FN(emit)(op, in_t, out_t, seg, p, tile, x, &mine, &tot, &sm);
 }
@@ -368,8 +422,9 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
  * 16 bytes off, float32 add 87% against 84% 24 bytes off). */
 extern __shared__ __align__(128) uint4 gs_dynamic_smem[];
 
-static __device__ __forceinline__ void
-GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, const gs_scan_kparams *p)
+static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t,
+                                                               gs_dtype out_t, int seg,
+                                                               const gs_scan_kparams *p)
 {
     __shared__ GS_FN(gs_scan_smem) sm;
     const int C = GS_PIECE(in_t, out_t);
@@ -416,7 +471,7 @@ GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t, gs_dtype out_t, int seg, const 
             GS_FN(aggregate)
             (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, cur) : 0u, &mine_c,
              &tot, &sm.block);
-            GS_FN(publish_aggregate)(op, p->ts, cur, &tot);
+            GS_FN(publish_aggregate)(op, out_t, p, cur, &tot);
             if (threadIdx.x == 0) {
                 sm.totals[bc] = tot;
                 sm.tiles[2] = after;

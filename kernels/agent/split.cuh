@@ -19,6 +19,7 @@
  *
  * Values are moved as bits of their width (any dtype, NaN payloads kept).
  */
+#include "device/tile_state.cuh"
 
 /* Kernel parameters of both passes (passed by value). */
 typedef struct gs_split_kparams {

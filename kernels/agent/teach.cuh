@@ -152,6 +152,58 @@ static __device__ __forceinline__ void GS_FN(tree_step)(gs_op op, gs_dtype t,
         atomicAdd(p->work, count);
 }
 
+/* Up-sweep of a tile's tree in shared memory: each level combines pairs of nodes `offset`
+ * apart, half as many; flagged, a node below a head keeps its own value.  Ends with a barrier. */
+static __device__ __forceinline__ void GS_FN(tile_up_sweep)(gs_op op, GS_R *x, unsigned char *fup,
+                                                            const int seg, const int padded)
+{
+    int offset = 1;
+    for (int d = GS_TEACH_TILE >> 1; d > 0; d >>= 1) {
+        __syncthreads();
+        if (threadIdx.x < d) {
+            const int ai = GS_TEACH_PAD(offset * (2 * threadIdx.x + 1) - 1, padded);
+            const int bi = GS_TEACH_PAD(offset * (2 * threadIdx.x + 2) - 1, padded);
+            if (!seg || !fup[bi])
+                x[bi] = GS_FN(combine)(op, x[ai], x[bi]);
+            if (seg)
+                fup[bi] |= fup[ai];
+        }
+        offset <<= 1;
+    }
+    __syncthreads();
+}
+
+/* Down-sweep from the root to the leaves: the parent's value goes left, parent op left to the
+ * right; flagged, the identity where the right child starts a segment and the left child's sum
+ * where a head lies in it.  Ends with a barrier. */
+static __device__ __forceinline__ void GS_FN(tile_down_sweep)(gs_op op, GS_R *x, unsigned char *fup,
+                                                              const unsigned char *forig,
+                                                              const int seg, const int padded,
+                                                              const GS_R id)
+{
+    int offset = GS_TEACH_TILE;
+    for (int d = 1; d < GS_TEACH_TILE; d <<= 1) {
+        offset >>= 1;
+        __syncthreads();
+        if (threadIdx.x < d) {
+            const int l = offset * (2 * threadIdx.x + 1) - 1; /* the left child's last leaf */
+            const int ai = GS_TEACH_PAD(l, padded);
+            const int bi = GS_TEACH_PAD(l + offset, padded);
+            const GS_R t = x[ai], parent = x[bi];
+            x[ai] = parent;
+            if (seg && forig[GS_TEACH_PAD(l + 1, padded)])
+                x[bi] = id; /* the right child starts a segment */
+            else if (seg && fup[ai])
+                x[bi] = t; /* a head in the left child: its sum since that head */
+            else
+                x[bi] = GS_FN(combine)(op, parent, t);
+            if (seg)
+                fup[ai] = 0;
+        }
+    }
+    __syncthreads();
+}
+
 /* ==== A tile scanned in shared memory (GS_TEACH_PAD against bank conflicts when `padded`) ===== */
 static __device__ __forceinline__ void GS_FN(blelloch_tile)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                             const gs_tile_kparams *p,
@@ -186,21 +238,7 @@ static __device__ __forceinline__ void GS_FN(blelloch_tile)(gs_op op, gs_dtype i
                 gs_flag_set(p->flag_type, gs_load_bits(p->flag_type, p->flags, base + b));
         }
 
-        /* ---- Up-sweep: each level combines pairs of nodes 'offset' apart, half as many. ---- */
-        int offset = 1;
-        for (int d = GS_TEACH_TILE >> 1; d > 0; d >>= 1) {
-            __syncthreads();
-            if (threadIdx.x < d) {
-                const int ai = GS_TEACH_PAD(offset * (2 * threadIdx.x + 1) - 1, padded);
-                const int bi = GS_TEACH_PAD(offset * (2 * threadIdx.x + 2) - 1, padded);
-                if (!seg || !fup[bi])
-                    x[bi] = GS_FN(combine)(op, x[ai], x[bi]);
-                if (seg)
-                    fup[bi] |= fup[ai];
-            }
-            offset <<= 1;
-        }
-        __syncthreads();
+        GS_FN(tile_up_sweep)(op, x, fup, seg, padded);
 
         const int root = GS_TEACH_PAD(GS_TEACH_TILE - 1, padded);
         if (p->reduce) {
@@ -222,26 +260,7 @@ static __device__ __forceinline__ void GS_FN(blelloch_tile)(gs_op op, gs_dtype i
                 carry = GS_FN(from_bits)(out_t, gs_load_bits(out_t, p->carries, blk - 1));
             x[root] = carry;
         }
-        for (int d = 1; d < GS_TEACH_TILE; d <<= 1) {
-            offset >>= 1;
-            __syncthreads();
-            if (threadIdx.x < d) {
-                const int l = offset * (2 * threadIdx.x + 1) - 1; /* the left child's last leaf */
-                const int ai = GS_TEACH_PAD(l, padded);
-                const int bi = GS_TEACH_PAD(l + offset, padded);
-                const GS_R t = x[ai], parent = x[bi];
-                x[ai] = parent;
-                if (seg && forig[GS_TEACH_PAD(l + 1, padded)])
-                    x[bi] = id; /* the right child starts a segment */
-                else if (seg && fup[ai])
-                    x[bi] = t; /* a head in the left child: its sum since that head */
-                else
-                    x[bi] = GS_FN(combine)(op, parent, t);
-                if (seg)
-                    fup[ai] = 0;
-            }
-        }
-        __syncthreads();
+        GS_FN(tile_down_sweep)(op, x, fup, forig, seg, padded, id);
 
         /* ---- Store: exclusive as swept, inclusive with the leaf's own value combined in. ---- */
         if (a < len)

@@ -20,7 +20,7 @@ typedef struct GS_FN(gs_block_scan_smem) {
 static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int seg,
                                                          int *f, GS_R *v, int *ef, GS_R *ev,
                                                          int *af, GS_R *av,
-                                                         GS_FN(gs_block_scan_smem) * sm)
+                                                         GS_FN(gs_block_scan_smem) *sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;

@@ -19,6 +19,7 @@
  * - Deadlock-free: tiles are handed out in launch order by an atomic counter, so every tile a
  *   block waits for belongs to a block that is already running.
  */
+#include "device/tile_state.cuh"
 
 #ifndef GS_LOOKBACK_NS
 #define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
@@ -126,7 +127,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 /* A carry from one descriptor word (two when `split` holds a float64 add's compensation in the
  * next word); 0 while unpublished. */
 static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, const ulonglong2 *w,
-                                                        int split, GS_FN(gs_carry) * c, int *head)
+                                                        int split, GS_FN(gs_carry) *c, int *head)
 {
     gs_tile_word d = gs_tile_load(w, tag);
     if (d.status == GS_ST_INVALID)
@@ -186,7 +187,7 @@ static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(part_carry)(gs_op op, GS
 /* The segmented combination of an earlier part (fa, a) with a later one (*f, *b), into the
  * later. */
 static __device__ __forceinline__ void GS_FN(part_prepend)(gs_op op, int fa, GS_FN(gs_part) a,
-                                                           int *f, GS_FN(gs_part) * b)
+                                                           int *f, GS_FN(gs_part) *b)
 {
     if (!*f) {
         if (GS_FN(part_double)(op))
@@ -200,7 +201,7 @@ static __device__ __forceinline__ void GS_FN(part_prepend)(gs_op op, int fa, GS_
 /* Reduction across the warp where lane l holds an earlier part than lane l-1; lane 0 gets the
  * total.  Without `seg` the flags are all zero and stay in place. */
 static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int seg, int *f,
-                                                                   GS_FN(gs_part) * p)
+                                                                   GS_FN(gs_part) *p)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
@@ -237,19 +238,22 @@ typedef struct GS_FN(gs_lookback_smem) {
 /*
  * The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
  * called by every thread of the block after the tile's aggregate is published; valid in thread
- * 0.  An anchor publishes it (as a carry).
+ * 0.  An anchor publishes it (as a carry).  `first` is tile 0's exclusive prefix: the identity,
+ * or the carry of the scan this one continues.
  */
 static __device__ __forceinline__ GS_FN(gs_part)
     GS_FN(look_back_anchored)(gs_op op, gs_dtype t, int seg, gs_tile_state ts, int64_t tile,
-                              GS_FN(gs_lookback_smem) * sm)
+                              GS_FN(gs_carry) first, GS_FN(gs_lookback_smem) *sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t anchor =
         tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
+    const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(identity)(op, t));
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
-     * once and folded latest first; thread 0 also reads the anchor's prefix. ---- */
-    GS_FN(gs_carry) x[GS_ANCHOR_PER_THREAD], a = GS_FN(carry_of)(GS_FN(identity)(op, t));
+     * once and folded latest first; thread 0 also reads the anchor's prefix (anchor 0's is
+     * `first`, the scan's exclusive prefix of tile 0). ---- */
+    GS_FN(gs_carry) x[GS_ANCHOR_PER_THREAD], a = anchor > 0 ? id : first;
     int xf[GS_ANCHOR_PER_THREAD], af = 0;
     const ulonglong2 *aw = gs_anchor_words(ts, anchor);
     unsigned pending = threadIdx.x == 0 && anchor > 0 ? 1u << GS_ANCHOR_PER_THREAD : 0u;
@@ -257,7 +261,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
     for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
         const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
         xf[k] = 0;
-        x[k] = a;
+        x[k] = id;
         if (q >= anchor)
             pending |= 1u << k;
     }

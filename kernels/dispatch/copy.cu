@@ -7,7 +7,7 @@
  * run-time switches.  A value passes through the widest exact type of its kind (int64, uint64
  * or double), so every conversion rounds at most once, as a C cast from the source type would.
  */
-#include "device/common.cuh"
+#include "dispatch/launch.cuh"
 
 /* A value of any dtype, exactly. */
 typedef struct gs_value {
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(GS_NT) gs_copy_kernel(gs_copy_desc d, int64_t 
     }
 }
 
-extern "C" cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream)
 {
     int64_t n = 1;
     int device, sms;
@@ -100,8 +100,5 @@ extern "C" cudaError_t gs_cuda_copy(const gs_copy_desc *d, cudaStream_t stream)
     if (blocks > 8 * (int64_t)sms)
         blocks = 8 * (int64_t)sms;
     gs_copy_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(*d, n);
-    err = cudaGetLastError();
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
+    return gs_launch_check(stream);
 }

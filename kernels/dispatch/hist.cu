@@ -9,6 +9,7 @@
  * shared memory and launches one persistent grid.
  */
 #include "agent/hist.cuh"
+#include "dispatch/launch.cuh"
 
 #define GS_HIST_KERNEL_NAME(variant, sfx) gs_hist_##variant##_##sfx
 
@@ -66,10 +67,10 @@ static gs_hist_kernel gs_hist_kernel_for(const gs_hist_desc *d)
 #undef GS_X_PICK
 }
 
-/* What the last launch did, for the tests (gs_cuda_hist_last). */
+/* What the last launch did, for the tests (gs_launch_hist_last). */
 static gs_hist_launch gs_hist_last;
 
-extern "C" void gs_cuda_hist_last(gs_hist_launch *out)
+extern "C" void gs_launch_hist_last(gs_hist_launch *out)
 {
     *out = gs_hist_last;
 }
@@ -94,7 +95,7 @@ static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
     return cudaSuccess;
 }
 
-extern "C" cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream)
 {
     gs_hist_kernel kernel = gs_hist_kernel_for(d);
     gs_hist_kparams p;
@@ -105,9 +106,11 @@ extern "C" cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream)
 
     if (kernel == NULL || d->nbins < 0 || d->n < 0)
         return cudaErrorInvalidValue;
-    err = cudaMemsetAsync(d->out, 0, (size_t)d->nbins * 8, stream);
-    if (err != cudaSuccess || d->n == 0 || d->nbins == 0)
+    if (!d->accumulate &&
+        (err = cudaMemsetAsync(d->out, 0, (size_t)d->nbins * 8, stream)) != cudaSuccess)
         return err;
+    if (d->n == 0 || d->nbins == 0)
+        return cudaSuccess;
 
     /* ---- The method: shared histograms unless the bins need too many slices. ---- */
     err = gs_hist_smem_budget(&budget, &sms);
@@ -160,16 +163,11 @@ extern "C" cudaError_t gs_cuda_hist(const gs_hist_desc *d, cudaStream_t stream)
     p.replicas = replicas;
     p.shared = shared;
     kernel<<<(unsigned)(parts * slices), GS_HIST_NT, smem, stream>>>(p);
-    err = cudaGetLastError();
-    if (err == cudaSuccess) {
-        gs_hist_last.shared = shared;
-        gs_hist_last.slices = slices;
-        gs_hist_last.slice_bins = slice_bins;
-        gs_hist_last.replicas = replicas;
-        gs_hist_last.blocks = parts * slices;
-        gs_hist_last.smem_bytes = (int64_t)smem;
-    }
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
+    gs_hist_last.shared = shared;
+    gs_hist_last.slices = slices;
+    gs_hist_last.slice_bins = slice_bins;
+    gs_hist_last.replicas = replicas;
+    gs_hist_last.blocks = parts * slices;
+    gs_hist_last.smem_bytes = (int64_t)smem;
+    return gs_launch_check(stream);
 }

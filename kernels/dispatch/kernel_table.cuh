@@ -1,16 +1,17 @@
 /*
- * dispatch/kernel_table.cuh - host side of every typed kernel family: the one table of (op, in,
- * out, register type) combinations, how a requested (in, out, op) maps onto a row of it, the
- * register budget per register type, and the resident-grid size.
+ * dispatch/kernel_table.cuh - the one table of typed kernels: the (op, in, out, register type)
+ * combinations every primitive with a typed accumulation stamps (scan, reduce, the teaching
+ * scans), and how a requested (in, out, op) maps onto a row of it.
  *
- * Level: device-wide dispatch (host code in the .cu files).  Dtypes whose bits behave the same
- * under an operator share a kernel (signed and unsigned integers of one width under add, mul
- * and the bitwise ops), so the table stays small.
+ * Level: dispatch (read by the kernel stamps and the launchers of kernels/dispatch/).  Dtypes
+ * whose bits behave the same under an operator share a kernel (signed and unsigned integers of
+ * one width under add, mul and the bitwise ops), so the table stays small.
  */
-#ifndef GS_DISPATCH_CUH
-#define GS_DISPATCH_CUH
+#ifndef GS_KERNEL_TABLE_CUH
+#define GS_KERNEL_TABLE_CUH
 
-#include "device/common.cuh"
+#include "dispatch/launch.cuh"
+#include "dispatch/tuning.h"
 
 /*
  * X(op, in, out, rs): one kernel that takes `in` values to `out` values under `op` in
@@ -76,87 +77,6 @@
     GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
     GS_KT_ARITH_FLOAT(X, GS_OP_MUL)
 
-/* Blocks per multiprocessor the register budget must allow, by register type: 4-byte
- * registers leave room for more resident blocks than 8-byte ones. */
-#ifndef GS_MIN_BLOCKS_4
-#define GS_MIN_BLOCKS_4 5 /* measured best for one tile per block (H200) */
-#endif
-#ifndef GS_MIN_BLOCKS_8
-#define GS_MIN_BLOCKS_8 2
-#endif
-#define GS_MIN_BLOCKS_u32 GS_MIN_BLOCKS_4
-#define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
-/* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
- * kernel spilled (ptxas: 120 bytes), and 4 blocks measured faster (H200, float32 add in the
- * three passes that preceded the anchored look-back: 46% of memcpy at 2^28 against 40%). */
-#ifndef GS_MIN_BLOCKS_f32
-#define GS_MIN_BLOCKS_f32 4
-#endif
-#define GS_MIN_BLOCKS_u64 GS_MIN_BLOCKS_8
-#define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
-#define GS_MIN_BLOCKS_f64 GS_MIN_BLOCKS_8
-
-/* The lookahead driver holds three input tiles in shared memory: 4-byte inputs leave room for
- * four blocks per multiprocessor (H100/H200), 8-byte ones for two. */
-#ifndef GS_AHEAD_MIN_BLOCKS_4 /* overridable for tuning (tools/kernel_check.cu) */
-#define GS_AHEAD_MIN_BLOCKS_4 4
-#endif
-#ifndef GS_AHEAD_MIN_BLOCKS_8
-#define GS_AHEAD_MIN_BLOCKS_8 2
-#endif
-#define GS_AHEAD_MIN_BLOCKS_u32 GS_AHEAD_MIN_BLOCKS_4
-#define GS_AHEAD_MIN_BLOCKS_i32 GS_AHEAD_MIN_BLOCKS_4
-#define GS_AHEAD_MIN_BLOCKS_f32 GS_AHEAD_MIN_BLOCKS_4
-#define GS_AHEAD_MIN_BLOCKS_u64 GS_AHEAD_MIN_BLOCKS_8
-#define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
-#define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
-
-/*
- * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
- * same for one kernel) that fit on the current device at once (a persistent or grid-stride
- * grid), computed once per kernel and device: the occupancy query costs microseconds, a
- * launch's own budget.  Shared memory past 48 KiB needs an opt-in, set here once per kernel.
- * Calls may race (the GIL is released around device work): a slot is cleared, then written
- * blocks first and kernel last, and a reader re-checks the kernel after reading the blocks, so
- * a racing reader queries again rather than take another kernel's count.  (Even a wrong count
- * would only size a grid: every driver takes its tiles or chunks dynamically.)
- */
-#define GS_MAX_DEVICES 64
-#define GS_RESIDENT_SLOTS 256
-static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
-{
-    static const void *cached_kernel[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
-    static int cached_blocks[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
-    int device, sms, per_sm;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err != cudaSuccess)
-        return err;
-    const unsigned slot = (unsigned)(((uintptr_t)kernel >> 4) % GS_RESIDENT_SLOTS);
-    if (device < GS_MAX_DEVICES &&
-        __atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
-        const int cached = __atomic_load_n(&cached_blocks[device][slot], __ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
-            *blocks = cached;
-            return cudaSuccess;
-        }
-    }
-    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess && dynamic_smem > 0)
-        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)dynamic_smem);
-    if (err == cudaSuccess)
-        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GS_NT, dynamic_smem);
-    if (err != cudaSuccess)
-        return err;
-    *blocks = sms * (per_sm > 0 ? per_sm : 1);
-    if (device < GS_MAX_DEVICES) {
-        __atomic_store_n(&cached_kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
-        __atomic_store_n(&cached_blocks[device][slot], *blocks, __ATOMIC_RELEASE);
-        __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
-    }
-    return cudaSuccess;
-}
-
 /* The unsigned dtype of the same width as an integer dtype t. */
 static gs_dtype gs_unsigned_of(gs_dtype t)
 {
@@ -191,4 +111,4 @@ static void gs_kernel_key(gs_dtype *in, gs_dtype *out, gs_op *op)
     }
 }
 
-#endif /* GS_DISPATCH_CUH */
+#endif /* GS_KERNEL_TABLE_CUH */

@@ -46,8 +46,8 @@ static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op
     return NULL;
 }
 
-extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
-                                      cudaStream_t stream)
+extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
+                                        size_t scratch_bytes, cudaStream_t stream)
 {
     gs_reduce_kernel kernel = gs_reduce_kernel_for(d->in_type, d->out_type, d->op);
     const int64_t chunks = gs_reduce_chunks(d->row_len);
@@ -86,8 +86,5 @@ extern "C" cudaError_t gs_cuda_reduce(const gs_reduce_desc *d, void *scratch, si
     if (blocks > resident)
         blocks = resident;
     kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
-    err = cudaGetLastError();
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
+    return gs_launch_check(stream);
 }

@@ -28,8 +28,8 @@ static void gs_scan_kernels_for(gs_dtype in, gs_dtype out, gs_op op, int seg, gs
 #undef GS_X_MATCH
 }
 
-extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
-                                    cudaStream_t stream)
+extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
+                                      cudaStream_t stream)
 {
     const int64_t tiles = gs_scan_tiles(d->n);
     gs_scan_kernel kernel, ahead;
@@ -41,7 +41,8 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
     gs_scan_kernels_for(d->in_type, d->out_type, d->op, d->row_len > 0 || d->flags != NULL, &kernel,
                         &ahead);
     if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX ||
-        d->epoch >= GS_EPOCH_LIMIT)
+        d->epoch >= GS_EPOCH_LIMIT ||
+        (d->row_len > 0 && (d->carry_in != NULL || d->carry_out != NULL)))
         return cudaErrorInvalidValue;
 
     p.in = d->in;
@@ -55,6 +56,8 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
     p.vec_in = ((uintptr_t)d->in % 16) == 0;
     p.vec_out = ((uintptr_t)d->out % 16) == 0;
     p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
+    p.carry_in = d->carry_in;
+    p.carry_out = d->carry_out;
 
     /* ---- A scratch without an epoch: zero the tile counter and descriptors. ---- */
     if (d->epoch == 0 &&
@@ -76,8 +79,5 @@ extern "C" cudaError_t gs_cuda_scan(const gs_scan_desc *d, void *scratch, size_t
         smem = ahead_smem;
     }
     kernel<<<(unsigned)blocks, GS_NT, smem, stream>>>(p);
-    err = cudaGetLastError();
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
+    return gs_launch_check(stream);
 }

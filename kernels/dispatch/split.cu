@@ -121,16 +121,8 @@ static cudaError_t gs_split_check(const gs_split_desc *d, gs_split_kernel kernel
     return cudaSuccess;
 }
 
-static cudaError_t gs_split_launched(cudaStream_t stream)
-{
-    cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
-}
-
-extern "C" cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch,
-                                           size_t scratch_bytes, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
 {
     const int64_t tiles = gs_scan_tiles(d->n);
     gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
@@ -147,11 +139,11 @@ extern "C" cudaError_t gs_cuda_split_count(const gs_split_desc *d, void *scratch
     /* ---- A warp per tile. ---- */
     kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(
         gs_split_params(d, scratch));
-    return gs_split_launched(stream);
+    return gs_launch_check(stream);
 }
 
-extern "C" cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scratch,
-                                             size_t scratch_bytes, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
+                                               size_t scratch_bytes, cudaStream_t stream)
 {
     gs_split_kernel kernel = gs_split_scatter_kernel_for(d->in_type);
     cudaError_t err;
@@ -162,5 +154,5 @@ extern "C" cudaError_t gs_cuda_split_scatter(const gs_split_desc *d, void *scrat
         return err;
     /* ---- A block per tile. ---- */
     kernel<<<(unsigned)gs_scan_tiles(d->n), GS_NT, 0, stream>>>(gs_split_params(d, scratch));
-    return gs_split_launched(stream);
+    return gs_launch_check(stream);
 }

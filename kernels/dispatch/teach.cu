@@ -18,7 +18,7 @@
  *                  launcher (recursively), and the tiles again, each root seeded with the total
  *                  of the tiles before it.  Segmented: the flagged sweeps, each tile also
  *                  reporting whether it holds a head, which the recursion takes as its flags.
- *   steps          gs_cuda_step: one step of either algorithm over a working array, for the
+ *   steps          gs_launch_step: one step of either algorithm over a working array, for the
  *                  traces (gpuscan.trace), counting operator applications with an atomic.
  */
 #include "dispatch/kernel_table.cuh"
@@ -77,14 +77,6 @@ static int gs_teach_kernels_for(gs_dtype in, gs_dtype out, gs_op op, gs_hs_kerne
 /* Set (to nonzero) by the tests to run the tiles without bank-conflict padding. */
 extern "C" int gs_teach_unpadded = 0;
 
-static cudaError_t gs_launched(cudaStream_t stream)
-{
-    cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess && gs_cuda_debug_sync)
-        err = cudaStreamSynchronize(stream);
-    return err;
-}
-
 /* ---- Hillis-Steele ---------------------------------------------------------------------- */
 
 static cudaError_t gs_hillis_steele(const gs_scan_desc *d, gs_hs_kernel kernel, char *scratch,
@@ -117,7 +109,7 @@ static cudaError_t gs_hillis_steele(const gs_scan_desc *d, gs_hs_kernel kernel, 
         p.shift = k == 0 && d->exclusive;
         kernel<<<gs_teach_blocks((d->n + GS_TEACH_NT - 1) / GS_TEACH_NT), GS_TEACH_NT, 0, stream>>>(
             p);
-        if ((err = gs_launched(stream)) != cudaSuccess)
+        if ((err = gs_launch_check(stream)) != cudaSuccess)
             return err;
         p.src = p.dst;
     }
@@ -168,7 +160,7 @@ static cudaError_t gs_blelloch_level(const void *in, gs_dtype in_t, void *out, g
         }
         p.reduce = 1;
         tile<<<blocks, GS_TEACH_NT, 0, stream>>>(p, padded);
-        if ((err = gs_launched(stream)) != cudaSuccess)
+        if ((err = gs_launch_check(stream)) != cudaSuccess)
             return err;
         /* ---- Pass 2: the totals' inclusive scan, per row (segmented by the tiles' heads). */
         err = gs_blelloch_level(p.totals, out_t, p.totals, out_t, op, p.tflags, GS_UINT8,
@@ -180,11 +172,11 @@ static cudaError_t gs_blelloch_level(const void *in, gs_dtype in_t, void *out, g
     }
     /* ---- Pass 3 (or the only pass): every tile scanned from its carry. ---- */
     tile<<<blocks, GS_TEACH_NT, 0, stream>>>(p, padded);
-    return gs_launched(stream);
+    return gs_launch_check(stream);
 }
 
-extern "C" cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch,
-                                          size_t scratch_bytes, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch,
+                                            size_t scratch_bytes, cudaStream_t stream)
 {
     gs_hs_kernel hs;
     gs_tree_kernel tree;
@@ -207,7 +199,7 @@ extern "C" cudaError_t gs_cuda_teach_scan(const gs_scan_desc *d, void *scratch,
 
 /* ---- One step, for the traces ------------------------------------------------------------ */
 
-extern "C" cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream)
 {
     gs_hs_kernel hs;
     gs_tree_kernel tree;
@@ -246,5 +238,5 @@ extern "C" cudaError_t gs_cuda_step(const gs_step_desc *d, cudaStream_t stream)
         tree<<<gs_teach_blocks((units + GS_TEACH_NT - 1) / GS_TEACH_NT), GS_TEACH_NT, 0, stream>>>(
             p);
     }
-    return gs_launched(stream);
+    return gs_launch_check(stream);
 }

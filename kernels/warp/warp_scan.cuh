@@ -30,7 +30,7 @@ static __device__ __forceinline__ void GS_FN(warp_scan)(gs_op op, int seg, int *
  * (the look-back window: lane 0 is the nearest predecessor).  Lane 0 receives the total.
  */
 static __device__ __forceinline__ void GS_FN(warp_reduce_reversed)(gs_op op, int *f,
-                                                                   GS_FN(gs_carry) * c)
+                                                                   GS_FN(gs_carry) *c)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
@@ -49,7 +49,7 @@ static __device__ __forceinline__ void GS_FN(warp_reduce_reversed)(gs_op op, int
 
 /* Reduction of carries across the warp in a fixed tree (lane order = element order); lane 0
  * receives the total. */
-static __device__ __forceinline__ void GS_FN(warp_reduce)(gs_op op, GS_FN(gs_carry) * c)
+static __device__ __forceinline__ void GS_FN(warp_reduce)(gs_op op, GS_FN(gs_carry) *c)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll

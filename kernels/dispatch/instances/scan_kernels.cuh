@@ -22,6 +22,7 @@
 #ifndef GS_SCAN_KERNELS_CUH
 #define GS_SCAN_KERNELS_CUH
 
+#include "agent/scan_params.cuh"
 #include "dispatch/kernel_table.cuh"
 
 #define GS_SCAN_NAME_(family, op, in, out) gs_scan_##family##_##op##_##in##_##out

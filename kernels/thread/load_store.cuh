@@ -1,12 +1,13 @@
 /*
- * device/common.cuh - type-independent device helpers: name pasting for the per-type bodies, raw
- * element loads and stores by dtype, and the release/acquire accesses that publish tile state
- * between blocks.
+ * thread/load_store.cuh - what one thread does with raw memory, whatever the register type: name
+ * pasting for the per-type bodies, element loads and stores by dtype, a thread's run of values
+ * held as 32-bit words, vector pieces, asynchronous copies to shared memory, flag truth.
  *
- * Level: device, below the per-type headers.  Included once per translation unit.
+ * Level: thread, below the per-type headers (thread_ops.cuh and up).  Included once per
+ * translation unit.
  */
-#ifndef GS_COMMON_CUH
-#define GS_COMMON_CUH
+#ifndef GS_LOAD_STORE_CUH
+#define GS_LOAD_STORE_CUH
 
 #include <stdint.h>
 
@@ -206,96 +207,4 @@ static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
     return bits != 0;
 }
 
-/*
- * Tile descriptors of the look-back (device/lookback.cuh).  A tile publishes a value as one 16-byte
- * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits
- * 0-31} and {status:32 | value bits 32-63}.  PTX makes each aligned 8-byte access single-copy
- * atomic but not the 16-byte pair, so a reader accepts a word only when both halves show the same
- * status: a tile's status only moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean
- * both halves come from the same publication, and no fence is needed on either side.  A second word
- * carries the compensation term of a float64 add, validated the same way.  Accesses use .cg (L2): a
- * word read early from a stale L1 line would never change.
- *
- * The status's bits from GS_ST_TAG_SHIFT up hold the scan's tag (its epoch, gs_scan_desc): a
- * word written by another scan over the same scratch reads as INVALID, so a scratch reused by
- * scans with distinct epochs needs no zeroing between them.  Tag 0 is a zeroed scratch's.
- */
-#define GS_ST_INVALID 0u
-#define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */
-#define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */
-#define GS_ST_HEAD 4u      /* the tile's aggregate contains a segment head */
-#define GS_ST_TAG_SHIFT 3
-
-typedef struct gs_tile_word {
-    unsigned status; /* GS_ST_INVALID while the two halves disagree or carry another tag */
-    unsigned long long value;
-} gs_tile_word;
-
-static __device__ __forceinline__ gs_tile_word gs_tile_load(const ulonglong2 *p, unsigned tag)
-{
-    unsigned long long a, b;
-    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
-    gs_tile_word w;
-    const unsigned st = (unsigned)(a >> 32);
-    w.status = st == (unsigned)(b >> 32) && (st >> GS_ST_TAG_SHIFT) << GS_ST_TAG_SHIFT == tag
-                   ? st & ((1u << GS_ST_TAG_SHIFT) - 1u)
-                   : GS_ST_INVALID;
-    w.value = (a & 0xffffffffull) | (b << 32);
-    return w;
-}
-
-static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned tag, unsigned status,
-                                                     unsigned long long value)
-{
-    const unsigned long long st = (unsigned long long)(tag | status) << 32;
-    asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
-                 :
-                 : "l"(p), "l"(st | (value & 0xffffffffull)), "l"(st | (value >> 32))
-                 : "memory");
-}
-
-/* The scratch of one look-back over `tiles` tiles, carved as gs_scan_scratch_bytes() sized it:
- * the tile counter, two descriptor words per tile (value, compensation), then two per anchor
- * (every GS_ANCHOR_EVERY-th tile: its exclusive prefix, value and compensation) for the
- * anchored look-back of float add and mul (device/lookback.cuh).  The counter is zero when a
- * scan starts, and the block that takes the scan's last index (agent/scan.cuh take_tile)
- * puts it back to zero. */
-typedef struct gs_tile_state {
-    unsigned *counter;   /* next tile to hand out: tiles start in launch order */
-    ulonglong2 *words;   /* 2 per tile */
-    ulonglong2 *anchors; /* 2 per anchor */
-    unsigned tag;        /* the scan's epoch << GS_ST_TAG_SHIFT (0: a zeroed scratch) */
-} gs_tile_state;
-
-static inline gs_tile_state gs_tile_state_carve(void *scratch, int64_t tiles, unsigned epoch)
-{
-    gs_tile_state s;
-    s.counter = (unsigned *)scratch;
-    s.words = (ulonglong2 *)((char *)scratch + GS_SCRATCH_ALIGN);
-    s.anchors = s.words + 2 * tiles;
-    s.tag = epoch << GS_ST_TAG_SHIFT;
-    return s;
-}
-
-/* An anchor tile's prefix words (value, compensation). */
-static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, int64_t anchor)
-{
-    return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
-}
-
-/* Kernel parameters of every scan kernel (passed by value). */
-typedef struct gs_scan_kparams {
-    const void *in;
-    void *out;
-    const void *flags;
-    int64_t n;
-    int64_t row_len;
-    gs_tile_state ts;
-    gs_dtype flag_type;
-    int exclusive;
-    int vec_in;    /* `in` is 16-byte aligned: whole runs load as vectors */
-    int vec_out;   /* `out` is 16-byte aligned */
-    int vec_flags; /* `flags` is 16-byte aligned */
-} gs_scan_kparams;
-
-#endif /* GS_COMMON_CUH */
+#endif /* GS_LOAD_STORE_CUH */

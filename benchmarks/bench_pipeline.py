@@ -1,0 +1,216 @@
+"""benchmarks/bench_pipeline.py - NumPy in, NumPy out: the host<->device pipeline's wall-clock
+times against PCIe, CuPy and NumPy in the same run (issue 14).
+
+    python3 benchmarks/bench_pipeline.py [--max-log2 28] [--huge GIB] [--out DIR]
+
+Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.host_case):
+  scan round trip, fresh output        gpuscan.scan(h)  | CuPy asnumpy(cumsum(asarray(h))) | np.cumsum
+  scan round trip, out= preallocated   gpuscan.scan(h, out=o)
+  to_device, DeviceArray.get()         GB/s of the array's bytes
+  histogram (256 bins), reduce         one direction: the array up, a few bytes back
+  split round trip                     gpuscan.split(h, f) | CuPy | NumPy
+References measured in the same run: pinned host->device, device->host and both at once
+(CuPy, 1 GiB), and a fresh NumPy array's allocation + first touch.  --huge GIB streams an int32
+scan of GIB gibibytes (input + output beyond the GPU's memory when large enough) and checks it
+against NumPy piece by piece.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fmt_n  # noqa: E402
+
+TITLE = "host<->device pipeline: NumPy in, NumPy out"
+
+
+def pinned_reference(h, n):
+    """Pinned H2D, D2H and both directions at once (CuPy, n float32), ms (median of 5)."""
+    cp = h.cp
+    nbytes = 4 * n
+    mem = cp.cuda.alloc_pinned_memory(2 * nbytes)
+    host = np.frombuffer(mem, np.float32, 2 * n)
+    a, b = host[:n], host[n:]
+    a[:] = 1.0
+    d1, d2 = cp.empty(n, cp.float32), cp.empty(n, cp.float32)
+    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+
+    def timed(fn):
+        ts = []
+        for _ in range(6):
+            cp.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            fn()
+            cp.cuda.runtime.deviceSynchronize()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return sorted(ts[1:])[2]
+
+    up = timed(lambda: d1.set(a, stream=s1))
+    down = timed(lambda: d2.get(stream=s2, out=b))
+
+    def both():
+        d1.set(a, stream=s1)
+        d2.get(stream=s2, out=b)
+    return up, down, timed(both)
+
+
+def first_touch_ms(n):
+    ts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        x = np.empty(n, np.float32)
+        x[::1024] = 0   # one write per 4 KiB page: every page faulted in
+        ts.append((time.perf_counter() - t0) * 1e3)
+        del x
+    return sorted(ts)[1]
+
+
+def suite(h):
+    import gpuscan
+    cp = h.cp
+    n = 1 << h.args.max_log2
+    rng = np.random.default_rng(h.args.seed)
+    x = rng.random(n, dtype=np.float32)
+    flags = (rng.random(n) < 0.5).astype(np.uint8)
+    out = np.empty_like(x)
+    gib = x.nbytes / 2**30
+    harness.log(f"n = {fmt_n(n)} float32 ({gib:.2f} GiB)")
+
+    up, down, both = pinned_reference(h, n)
+    touch = first_touch_ms(n)
+    h.note(f"pinned host->device {up:.1f} ms ({x.nbytes / up / 1e6:.1f} GB/s), device->host "
+           f"{down:.1f} ms ({x.nbytes / down / 1e6:.1f} GB/s), both at once {both:.1f} ms "
+           f"(CuPy, {gib:.2f} GiB each way): the round trip's floor")
+    h.note(f"np.empty + first touch of {gib:.2f} GiB on one thread: {touch:.1f} ms")
+
+    def check_scan(res, a):
+        if res.shape != a.shape or res.dtype != np.float32:
+            return f"result {res.dtype}{res.shape}"
+        ref = np.cumsum(a[:1 << 20], dtype=np.float64)
+        err = np.abs(res[:1 << 20] - ref).max()
+        return None if err <= 1e-3 * ref[-1] else f"max error {err} in the first 2^20"
+
+    scan_rows = h.host_case("scan f32 round trip (fresh out)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h)", lambda a: gpuscan.scan(a)),
+        ("cupy", "cp.asnumpy(cp.cumsum(cp.asarray(h)))",
+         lambda a: cp.asnumpy(cp.cumsum(cp.asarray(a)))),
+        ("numpy", "np.cumsum(h)", lambda a: np.cumsum(a)),
+    ], check=check_scan)
+    h.host_case("scan f32 round trip (out= given)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h, out=o)", lambda a: gpuscan.scan(a, out=out)),
+        ("numpy", "np.cumsum(h, out=o)", lambda a: np.cumsum(a, out=out)),
+    ], check=check_scan, nbytes=2 * x.nbytes)
+    h.host_case("to_device f32", n, [x], [
+        ("gpuscan", "gpuscan.to_device(h)", lambda a: gpuscan.to_device(a)),
+        ("cupy", "cp.asarray(h)", lambda a: cp.asarray(a)),
+    ], nbytes=x.nbytes)
+    d = gpuscan.to_device(x)
+    c = cp.asarray(x)
+    h.host_case("DeviceArray.get f32", n, [x], [
+        ("gpuscan", "d.get()", lambda a: d.get()),
+        ("cupy", "cp.asnumpy(c)", lambda a: cp.asnumpy(c)),
+    ], nbytes=x.nbytes)
+    del d, c
+    h.host_case("histogram f32 256 bins (up only)", n, [x], [
+        ("gpuscan", "gpuscan.histogram(h, 256, (0, 1))",
+         lambda a: gpuscan.histogram(a, 256, range=(0, 1))[0]),
+        ("cupy", "cp.histogram(cp.asarray(h), 256, (0, 1))",
+         lambda a: cp.asnumpy(cp.histogram(cp.asarray(a), 256, range=(0, 1))[0])),
+        ("numpy", "np.histogram(h, 256, (0, 1))", lambda a: np.histogram(a, 256, range=(0, 1))[0]),
+    ], check=lambda r, a: None if r.sum() == a.size else "counts do not add up",
+        check_libs=("gpuscan",), nbytes=x.nbytes)
+    h.host_case("reduce f32 (up only)", n, [x], [
+        ("gpuscan", "gpuscan.reduce(h)", lambda a: gpuscan.reduce(a)),
+        ("cupy", "cp.asarray(h).sum()", lambda a: float(cp.asarray(a).sum())),
+        ("numpy", "np.add.reduce(h)", lambda a: np.add.reduce(a)),
+    ], nbytes=x.nbytes)
+    h.host_case("split f32, u8 flags (round trip)", n, [x, flags], [
+        ("gpuscan", "gpuscan.split(h, f)", lambda a, f: gpuscan.split(a, f)[0]),
+        ("cupy", "concatenate((x[m], x[~m]))",
+         lambda a, f: (lambda xx, m: cp.asnumpy(cp.concatenate((xx[m], xx[~m]))))(
+             cp.asarray(a), cp.asarray(f).view(cp.bool_))),
+        ("numpy", "concatenate((x[m], x[~m]))",
+         lambda a, f: (lambda m: np.concatenate((a[m], a[~m])))(f.view(bool))),
+    ], nbytes=2 * x.nbytes + flags.nbytes)
+
+    def ms(case):
+        r = h.row(case, "gpuscan", n)
+        return r.ms if r is not None and r.ms else float("nan")
+
+    def goal(figure, value_ms, target_ms):
+        ok = value_ms == value_ms and value_ms <= target_ms
+        h.goal(figure, n, f"{value_ms:.1f} ms", f"<= {target_ms:g} ms", "ok" if ok else "MISS")
+
+    big = n == 1 << 28
+    if big:
+        goal("scan round trip, fresh output", ms("scan f32 round trip (fresh out)"), 60)
+        h.goal("  (stretch)", n, f"{ms('scan f32 round trip (fresh out)'):.1f} ms", "<= 30 ms",
+               "info")
+        cupy_row = h.row("scan f32 round trip (fresh out)", "cupy", n)
+        ratio = cupy_row.ms / ms("scan f32 round trip (fresh out)") if cupy_row and cupy_row.ms \
+            else float("nan")
+        h.goal("scan round trip vs CuPy's", n, f"{ratio:.1f}x", ">= 8x",
+               "ok" if ratio >= 8 else "MISS")
+        goal("scan round trip, out= preallocated", ms("scan f32 round trip (out= given)"), 40)
+        for case in ("to_device f32", "DeviceArray.get f32"):
+            gbps = x.nbytes / ms(case) / 1e6
+            h.goal(f"{case} GB/s", n, f"{gbps:.1f}", ">= 40", "ok" if gbps >= 40 else "MISS")
+        goal("histogram 256 bins (NumPy in)", ms("histogram f32 256 bins (up only)"), 25)
+        goal("reduce (NumPy in)", ms("reduce f32 (up only)"), 25)
+        goal("split round trip", ms("split f32, u8 flags (round trip)"), 60)
+    del scan_rows
+    if h.args.huge:
+        huge_scan(h, h.args.huge)
+
+
+def huge_scan(h, gib):
+    """An int32 scan (dtype=int32: it wraps, as np.cumsum(dtype=int32)) of `gib` GiB, streamed
+    through the device: input + output beyond its memory for large `gib`; checked piece by
+    piece against NumPy with the running carry."""
+    import gpuscan
+    n = int(gib * 2**30) // 4
+    dev = gpuscan.device_info().get("memory_bytes", 0)
+    harness.log(f"huge scan: {n:,} int32 ({gib} GiB in, {gib} GiB out; device {dev / 2**30:.0f} GiB)")
+    x = np.empty(n, np.int32)
+    step = 1 << 26
+    # Cheap, varied values (a random fill of tens of GiB takes minutes): a pattern of random
+    # values, shifted by one per piece so that no two pieces are alike.
+    pattern = np.random.default_rng(h.args.seed).integers(-1000, 1000, step, dtype=np.int32)
+    for s in range(0, n, step):
+        m = min(n, s + step) - s
+        x[s:s + m] = np.roll(pattern, s // step)[:m]
+    t0 = time.perf_counter()
+    res = gpuscan.scan(x, dtype=np.int32)
+    dt = time.perf_counter() - t0
+    carry = np.int32(0)
+    bad = None
+    for s in range(0, n, step):
+        piece = np.cumsum(x[s:s + step], dtype=np.int32) + carry
+        if not np.array_equal(res[s:s + step], piece):
+            bad = s + int(np.flatnonzero(res[s:s + step] != piece)[0])
+            break
+        carry = piece[-1]
+    gbps = x.nbytes / dt / 1e9
+    beyond = 2 * x.nbytes > dev
+    h.note(f"huge scan: {gib} GiB int32 in and out ({'beyond' if beyond else 'within'} the "
+           f"device's {dev / 2**30:.0f} GiB) in {dt:.2f} s: {gbps:.1f} GB/s of input; "
+           + ("matches NumPy piece by piece" if bad is None else f"FIRST DIFFERENCE at {bad}"))
+    if bad is not None:
+        h.fail(f"huge scan differs from NumPy at {bad}")
+    h.goal("scan beyond device memory (GB/s of input)", f"{gib}G", f"{gbps:.1f}", ">= 35",
+           "ok" if gbps >= 35 and beyond else ("MISS" if beyond else "n/a"))
+
+
+def extra_args(parser):
+    parser.add_argument("--huge", type=float, default=0,
+                        help="also stream an int32 scan of this many GiB (in and out each)")
+
+
+if __name__ == "__main__":
+    parser = harness.make_parser(TITLE)
+    extra_args(parser)
+    sys.exit(harness.run_main(TITLE, suite, default_tag="pipeline", parser=parser))

@@ -1,0 +1,218 @@
+/*
+ * binding/binding.h - the Python-facing layer: objects in, settled arguments out.
+ *
+ * Level: binding.  Every .c file of the extension that talks to Python or NumPy includes this
+ * header first (through ops/ops.h or cuda/cuda.h or directly).  It sets up the NumPy C API for a
+ * multi-file extension (module.c imports it, the other files see the same table through
+ * PY_ARRAY_UNIQUE_SYMBOL) and declares:
+ *   module.c       the module's exception, AxisError, the method table;
+ *   docstrings.c   every docstring of the module, in one place;
+ *   backend.c      which backend runs a call, and why;
+ *   args.c         op / algorithm / dtype / axis parsing and NumPy's result dtype rules;
+ *   operand.c      Python objects -> views of host or device memory (CAI v2/v3, DLPack);
+ *   devarray.c     gpuscan.DeviceArray and to_device();
+ *   half.c         float16 NumPy input, computed in float32 and rounded once per output;
+ *   testing.c      the private hooks through which the tests read the configuration;
+ * and the entry points of the ops (csrc/ops/).
+ * Functions that return int return 0 on success and -1 with a Python exception set.
+ */
+#ifndef GS_BINDING_H
+#define GS_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define PY_ARRAY_UNIQUE_SYMBOL gpuscan_ARRAY_API
+#ifndef GS_IMPORT_NUMPY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include "gpuscan/backend_api.h"
+
+/* ---- module.c ------------------------------------------------------------------------- */
+
+/* gpuscan.GpuscanError (a RuntimeError): a CUDA call failed. */
+extern PyObject *gs_GpuscanError;
+/* numpy.exceptions.AxisError, fetched at import. */
+extern PyObject *gs_AxisError;
+
+/* ---- backend.c ------------------------------------------------------------------------ */
+
+typedef enum gs_backend { GS_BACKEND_CPU, GS_BACKEND_CUDA } gs_backend;
+
+/* The backend of this process, chosen lazily at first use from $GPUSCAN_BACKEND and what the
+ * machine offers.  Fails with RuntimeError naming the cause when CUDA is forced but unusable. */
+int gs_backend_get(gs_backend *backend);
+
+/* Why the backend is the CPU one (valid after gs_backend_get chose it). */
+const char *gs_backend_cpu_reason(void);
+
+/* Succeeds when the CUDA backend is active; else TypeError explaining why device arrays cannot
+ * be used (or the RuntimeError of a forced, unusable CUDA). */
+int gs_require_cuda(void);
+
+/* ---- half.c --------------------------------------------------------------------------- */
+
+typedef enum gs_half_kind { GS_HALF_ACCUMULATE, GS_HALF_HISTOGRAM } gs_half_kind;
+
+/* The float16 door of an op (fn: its own entry; ACCUMULATE: scan, segmented_scan, reduce,
+ * HISTOGRAM: histogram): 0 when the call has no float16 NumPy operand (the op goes on), else 1
+ * with *ret the float16 call's result (NULL with an exception set on failure). */
+int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
+                  PyObject *kwargs, PyObject **ret);
+
+/* ---- args.c --------------------------------------------------------------------------- */
+
+/* op: a name from GS_OPS or the matching NumPy ufunc; else ValueError listing the choices. */
+int gs_parse_op(PyObject *obj, gs_op *op);
+
+/* The name of op's NumPy ufunc ("add", "multiply", "minimum", ...). */
+const char *gs_op_ufunc_name(gs_op op);
+
+/* algorithm: "auto", "hillis_steele" or "blelloch" (segmented: "auto" or "blelloch"); else
+ * ValueError listing the choices. */
+int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo);
+
+/* The gs_dtype of a NumPy kind letter and item size; -1 (no exception) when unsupported. */
+int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out);
+
+/* The gs_dtype of a NumPy dtype, whatever its byte order; else TypeError naming the supported
+ * dtypes.  `what` names the argument in the message ("input", "out", "dtype"). */
+int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out);
+
+/* The native-byte-order NumPy dtype of `t` (a new reference). */
+PyArray_Descr *gs_descr(gs_dtype t);
+
+/* NumPy's name of `t` ("int64", ...), derived from the dtype table. */
+const char *gs_dtype_name(gs_dtype t);
+
+/* The supported dtypes' names, comma-separated, from the dtype table ("bool, int8, ..."). */
+const char *gs_supported_dtypes(void);
+
+/* NumPy's accumulate result dtype: add/mul widen bool and narrow integers to 64 bits. */
+gs_dtype gs_default_acc_type(gs_dtype in, gs_op op);
+
+/* TypeError for a bitwise operator on a float accumulation dtype. */
+int gs_check_op_dtype(gs_op op, gs_dtype acc);
+
+/* A Python int axis (negative counts from the end) -> [0, ndim); else TypeError or AxisError. */
+int gs_normalize_axis(PyObject *axis, int ndim, int *out);
+
+/* reduce()'s axis: None (every axis), an int or a tuple of ints -> reduced[i] = 1 for each
+ * reduced axis i < ndim; duplicates are a ValueError, out of range an AxisError (as NumPy). */
+int gs_parse_axes(PyObject *axis, int ndim, unsigned char *reduced);
+
+/* ValueError for an array whose shape is not the one wanted; `what` names both ("out has
+ * shape (3,) but the result has shape (4,)").  Returns -1. */
+int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, const char *want_name,
+                   int want_nd, const int64_t *want);
+
+/* ---- operand.c ------------------------------------------------------------------------ */
+
+/* Number of elements of a view. */
+int64_t gs_view_size(const gs_view *v);
+
+/* Whether a view is C-contiguous (size 0 and 1 views always are). */
+int gs_view_is_c_contig(const gs_view *v);
+
+/* Set v's strides to the C-contiguous strides of its shape and dtype. */
+void gs_view_set_c_strides(gs_view *v);
+
+/*
+ * A Python argument: a NumPy array (`host`: a new reference), or a device array whose memory
+ * is kept alive by `owner` (the producer, or a consumed DLPack capsule) and, for DLPack,
+ * released through `managed`'s deleter.  `view` describes it once gs_operand_info succeeded.
+ */
+typedef struct gs_operand {
+    int on_device;
+    int readonly;
+    PyArrayObject *host;
+    gs_view view;
+    PyObject *owner;
+    void *managed;
+    /* The producer's stream from __cuda_array_interface__ v3 (1: the legacy default stream),
+     * or 0 when the producer named none (CAI v2, "stream": None, DLPack). */
+    uintptr_t foreign_stream;
+} gs_operand;
+
+/* 1 when obj exposes __cuda_array_interface__, is a DeviceArray, or has a CUDA __dlpack__;
+ * 0 when not; -1 on error. */
+int gs_is_device_object(PyObject *obj);
+
+/* Turn obj into an operand.  Device objects need the CUDA backend (see gs_require_cuda);
+ * anything else goes through PyArray_FromAny.  On success the caller owns `op` and must call
+ * gs_operand_release; on failure `op` holds nothing. */
+int gs_operand_get(PyObject *obj, gs_operand *op);
+
+/* Release what gs_operand_get took; safe on a zeroed operand and called twice. */
+void gs_operand_release(gs_operand *op);
+
+/* An operand's dtype (TypeError naming the supported dtypes otherwise; `what` names the
+ * argument), number of dimensions (at most GS_MAX_NDIM, else ValueError) and shape; fills
+ * op->view. */
+int gs_operand_info(gs_operand *op, const char *what, gs_dtype *dtype, int *ndim, int64_t *shape);
+
+/* After a call that used op's device memory: order the producer's later work after ours (its
+ * CAI stream waits on an event; a producer that named no stream gets a host sync).  Nothing
+ * for host operands and for gpuscan's own DeviceArrays. */
+int gs_operand_release_foreign(const gs_operand *op);
+
+/* ---- devarray.c ----------------------------------------------------------------------- */
+
+/* gpuscan.DeviceArray: a C-contiguous array in device memory. */
+typedef struct gs_DeviceArray {
+    PyObject_HEAD void *data; /* device pointer of element 0 */
+    gs_dtype dtype;
+    int ndim;
+    int64_t shape[GS_MAX_NDIM];
+    int device;     /* CUDA device ordinal */
+    int owns;       /* data is a pool allocation freed in dealloc */
+    PyObject *base; /* else: keeps the memory's owner alive (may be NULL) */
+} gs_DeviceArray;
+
+extern PyTypeObject gs_DeviceArray_Type;
+
+#define gs_DeviceArray_Check(op) PyObject_TypeCheck(op, &gs_DeviceArray_Type)
+
+/* A view of a DeviceArray's memory. */
+void gs_devarray_view(const gs_DeviceArray *a, gs_view *v);
+
+/* A new DeviceArray of the given shape and dtype, uninitialised, from the pool (a build
+ * without CUDA raises). */
+gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype);
+
+/* gpuscan.to_device(a). */
+PyObject *gs_to_device(PyObject *self, PyObject *arg);
+
+/* ---- docstrings.c --------------------------------------------------------------------- */
+
+extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_doc_split[],
+    gs_doc_compact[], gs_doc_histogram[], gs_doc_bincount[], gs_doc_backend[], gs_doc_device_info[],
+    gs_doc_to_device[], gs_doc_module[], gs_doc_reduceat[], gs_doc_segmented_reduce[],
+    gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[], gs_doc_devarray_dlpack[],
+    gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
+
+/* ---- testing.c ------------------------------------------------------------------------ */
+
+/* The private hooks (_scan_tile_items, _hist_plan, ...), appended to the module's methods. */
+extern PyMethodDef gs_testing_methods[];
+
+/* ---- the ops (csrc/ops/) -------------------------------------------------------------- */
+
+PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs);
+/* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
+ * one step at a time on the active backend -> (steps, result, work, span), steps a list of
+ * (kind, stride, values, flags or None, work of the step). */
+PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
+
+#endif /* GS_BINDING_H */

@@ -1,0 +1,201 @@
+/*
+ * binding/half.c - float16 NumPy arrays at the door of scan, segmented_scan, reduce and
+ * histogram: computed in float32 and rounded once per output, as the contract says.
+ *
+ * Level: binding.  The backends' dtype table has no float16 (no kernel reads it), so a float16
+ * NumPy input is widened to float32 here (exactly: every float16 is a float32), the call runs
+ * as a float32 one, and a result whose dtype NumPy would make float16 (no dtype= or
+ * dtype=float16, no out= of another dtype) is rounded back; a float16 out= receives the result
+ * by NumPy's cast.  histogram's edges are NumPy's own for a float16 input (np.histogram makes
+ * them in float16), so that its counts and edges are np.histogram's.  Device arrays of float16
+ * are refused where their dtype is read (no kernel takes them).
+ */
+#include "binding/binding.h"
+
+/* 1 when obj is a NumPy array of float16. */
+static int is_half(PyObject *obj)
+{
+    return obj != NULL && PyArray_Check(obj) && PyArray_TYPE((PyArrayObject *)obj) == NPY_HALF;
+}
+
+/* The call's argument `name` (at `pos` or a keyword), borrowed, or NULL when absent. */
+static PyObject *argument(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name)
+{
+    if (pos >= 0 && PyTuple_GET_SIZE(args) > pos)
+        return PyTuple_GET_ITEM(args, pos);
+    return kwargs != NULL ? PyDict_GetItemString(kwargs, name) : NULL;
+}
+
+/* Set argument `name` (at `pos` or a keyword) of the copies *args and *kwargs to value (NULL:
+ * remove the keyword). */
+static int set_argument(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name,
+                        PyObject *value)
+{
+    if (pos >= 0 && PyTuple_GET_SIZE(args) > pos) {
+        Py_XINCREF(value);
+        Py_SETREF(((PyTupleObject *)args)->ob_item[pos],
+                  value != NULL ? value : Py_NewRef(Py_None));
+        return 0;
+    }
+    if (value == NULL)
+        return PyDict_GetItemString(kwargs, name) ? PyDict_DelItemString(kwargs, name) : 0;
+    return PyDict_SetItemString(kwargs, name, value);
+}
+
+static PyObject *as_float32(PyObject *a)
+{
+    return PyArray_Cast((PyArrayObject *)a, NPY_FLOAT32);
+}
+
+/* Whether a dtype= argument (None or absent: NumPy's rule) leaves a float16 result. */
+static int dtype_is_half(PyObject *dtype, int *half)
+{
+    PyArray_Descr *d = NULL;
+
+    *half = 1;
+    if (dtype == NULL || dtype == Py_None)
+        return 0;
+    if (!PyArray_DescrConverter(dtype, &d))
+        return -1;
+    *half = d->type_num == NPY_HALF;
+    Py_DECREF(d);
+    return 0;
+}
+
+/* The result `res` (stolen) as float16, or written into `out` (then returned). */
+static PyObject *round_back(PyObject *res, PyObject *out, int half)
+{
+    PyObject *ret;
+
+    if (res == NULL)
+        return NULL;
+    if (out != NULL) {
+        PyObject *src = PyArray_FromAny(res, NULL, 0, 0, 0, NULL);
+        int rc = src == NULL ? -1 : PyArray_CopyInto((PyArrayObject *)out, (PyArrayObject *)src);
+        Py_XDECREF(src);
+        Py_DECREF(res);
+        return rc < 0 ? NULL : Py_NewRef(out);
+    }
+    if (!half)
+        return res;
+    ret = PyObject_CallMethod(res, "astype", "s", "float16"); /* arrays and NumPy scalars */
+    Py_DECREF(res);
+    return ret;
+}
+
+/* scan, segmented_scan, reduce: `a` first; dtype= and out= keywords only. */
+static void route_accumulate(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
+                             PyObject *kwargs, PyObject **ret)
+{
+    PyObject *out = kwargs != NULL ? PyDict_GetItemString(kwargs, "out") : NULL;
+    PyObject *dtype = kwargs != NULL ? PyDict_GetItemString(kwargs, "dtype") : NULL;
+    PyObject *wide = NULL, *nargs = NULL, *nkw = NULL, *f32 = NULL, *half_out = NULL;
+    int half;
+
+    *ret = NULL;
+    if (dtype_is_half(dtype, &half) < 0 ||
+        (wide = as_float32(argument(args, kwargs, 0, "a"))) == NULL ||
+        (nargs = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX)) == NULL ||
+        (nkw = kwargs != NULL ? PyDict_Copy(kwargs) : PyDict_New()) == NULL ||
+        set_argument(nargs, nkw, 0, "a", wide) < 0)
+        goto done;
+    if (half && dtype != NULL && dtype != Py_None) { /* dtype=float16: float32, rounded once */
+        f32 = (PyObject *)PyArray_DescrFromType(NPY_FLOAT32);
+        if (PyDict_SetItemString(nkw, "dtype", f32) < 0)
+            goto done;
+    }
+    if (is_half(out)) { /* a float16 out=: the result cast into it, as NumPy's */
+        half_out = out;
+        if (PyDict_DelItemString(nkw, "out") < 0)
+            goto done;
+    } else if (out != NULL && out != Py_None) {
+        half = 0; /* an out= of another dtype fixes the accumulation to its own */
+    }
+    *ret = round_back(fn(self, nargs, nkw), half_out, half);
+done:
+    Py_XDECREF(wide);
+    Py_XDECREF(nargs);
+    Py_XDECREF(nkw);
+    Py_XDECREF(f32);
+}
+
+/* histogram(a, bins, range, density, weights, *, method): a float16 `a` counted in float32
+ * against NumPy's float16 edges (np.histogram_bin_edges makes them as np.histogram does; every
+ * float16 compares with them in float32 exactly as in float16), float16 weights summed in
+ * float32 and rounded once per bin. */
+static void route_histogram(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
+                            PyObject *kwargs, PyObject **ret)
+{
+    PyObject *a = argument(args, kwargs, 0, "a"), *bins = argument(args, kwargs, 1, "bins");
+    PyObject *range = argument(args, kwargs, 2, "range");
+    PyObject *density = argument(args, kwargs, 3, "density");
+    PyObject *weights = argument(args, kwargs, 4, "weights");
+    PyObject *numpy = NULL, *edges = NULL, *nargs = NULL, *nkw = NULL, *res = NULL, *w = NULL;
+    PyObject *counts = NULL, *ten = PyLong_FromLong(10);
+    int half_a = is_half(a), half_w = is_half(weights), dens;
+
+    *ret = NULL;
+    if (ten == NULL || (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
+        (nargs = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX)) == NULL ||
+        (nkw = kwargs != NULL ? PyDict_Copy(kwargs) : PyDict_New()) == NULL)
+        goto done;
+    if (half_a) {
+        /* NumPy's edges for the float16 input, handed over as explicit float32 edges. */
+        PyObject *wide;
+        if ((numpy = PyImport_ImportModule("numpy")) == NULL ||
+            (edges = PyObject_CallMethod(numpy, "histogram_bin_edges", "OOOO", a,
+                                         bins != NULL ? bins : ten, range != NULL ? range : Py_None,
+                                         weights != NULL ? weights : Py_None)) == NULL ||
+            (wide = as_float32(a)) == NULL)
+            goto done;
+        if (set_argument(nargs, nkw, 0, "a", wide) < 0) {
+            Py_DECREF(wide);
+            goto done;
+        }
+        Py_DECREF(wide);
+        if ((wide = as_float32(edges)) == NULL)
+            goto done;
+        if (set_argument(nargs, nkw, 1, "bins", wide) < 0 ||
+            (range != NULL && set_argument(nargs, nkw, 2, "range", Py_None) < 0)) {
+            Py_DECREF(wide);
+            goto done;
+        }
+        Py_DECREF(wide);
+    }
+    if (half_w) {
+        if ((w = as_float32(weights)) == NULL || set_argument(nargs, nkw, 4, "weights", w) < 0)
+            goto done;
+    }
+    if ((res = fn(self, nargs, nkw)) == NULL)
+        goto done;
+    counts = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+    if (half_w && !dens)
+        Py_SETREF(counts, PyObject_CallMethod(counts, "astype", "s", "float16"));
+    if (counts != NULL)
+        *ret = PyTuple_Pack(2, counts, half_a ? edges : PyTuple_GET_ITEM(res, 1));
+done:
+    Py_XDECREF(ten);
+    Py_XDECREF(numpy);
+    Py_XDECREF(edges);
+    Py_XDECREF(nargs);
+    Py_XDECREF(nkw);
+    Py_XDECREF(res);
+    Py_XDECREF(w);
+    Py_XDECREF(counts);
+}
+
+int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
+                  PyObject *kwargs, PyObject **ret)
+{
+    if (kind == GS_HALF_HISTOGRAM) {
+        if (!is_half(argument(args, kwargs, 0, "a")) &&
+            !is_half(argument(args, kwargs, 4, "weights")))
+            return 0;
+        route_histogram(fn, self, args, kwargs, ret);
+        return 1;
+    }
+    if (!is_half(argument(args, kwargs, 0, "a")))
+        return 0;
+    route_accumulate(fn, self, args, kwargs, ret);
+    return 1;
+}

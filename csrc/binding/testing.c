@@ -1,0 +1,268 @@
+/*
+ * binding/testing.c - the module's private hooks, through which the tests read the kernels'
+ * configuration (tile size, reduction chunk, scratch sizes, histogram plans), how the
+ * extension was built and how the last histogram launch counted, and flip the teaching
+ * kernels' test switch.
+ *
+ * Level: binding.  None of these is public API; gpuscan/__init__.py does not re-export them.
+ */
+#include "cuda/cuda.h"
+
+#include "gpuscan/config.h"
+#include "gpuscan/teach_config.h"
+
+static PyObject *scan_tile_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_NV);
+}
+
+/* A count of values, n >= 0, from a Python int. */
+static int size_arg(PyObject *arg, int64_t *n)
+{
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return -1;
+    }
+    *n = (int64_t)v;
+    return 0;
+}
+
+static PyObject *scan_scratch_bytes(PyObject *self, PyObject *arg)
+{
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_scan_scratch_bytes(n));
+}
+
+static PyObject *split_scratch_bytes(PyObject *self, PyObject *arg)
+{
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_split_scratch_bytes(n));
+}
+
+static PyObject *reduce_chunk_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_REDUCE_CHUNK);
+}
+
+static PyObject *reduce_scratch_bytes(PyObject *self, PyObject *args)
+{
+    long long rows, row_len;
+    if (!PyArg_ParseTuple(args, "LL:_reduce_scratch_bytes", &rows, &row_len))
+        return NULL;
+    if (rows < 0 || row_len < 0) {
+        PyErr_SetString(PyExc_ValueError, "rows and row_len must be >= 0");
+        return NULL;
+    }
+    return PyLong_FromSize_t(gs_reduce_scratch_bytes((int64_t)rows, (int64_t)row_len));
+}
+
+static PyObject *segreduce_scratch_bytes(PyObject *self, PyObject *args)
+{
+    long long n, nseg;
+    int sorted;
+    if (!PyArg_ParseTuple(args, "LLp:_segreduce_scratch_bytes", &n, &nseg, &sorted))
+        return NULL;
+    if (n < 0 || nseg < 0) {
+        PyErr_SetString(PyExc_ValueError, "n and nseg must be >= 0");
+        return NULL;
+    }
+    return PyLong_FromSize_t(gs_segreduce_scratch_bytes((int64_t)n, (int64_t)nseg, sorted));
+}
+
+static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
+{
+    int64_t n;
+    return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_linrec_scratch_bytes(n));
+}
+
+static PyObject *teach_tile_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_TEACH_TILE);
+}
+
+static PyObject *teach_scratch_bytes(PyObject *self, PyObject *args)
+{
+    const char *algorithm;
+    long long n, row_len;
+    int itemsize, segmented, in_place;
+    gs_scan_desc d;
+    gs_algorithm algo;
+    if (!PyArg_ParseTuple(args, "sLLipp:_teach_scratch_bytes", &algorithm, &n, &row_len, &itemsize,
+                          &segmented, &in_place))
+        return NULL;
+    if (gs_parse_algorithm(algorithm, segmented, &algo) < 0)
+        return NULL;
+    if (n < 0 || row_len < 0 || gs_dtype_from_kind('u', itemsize, &d.out_type) < 0) {
+        PyErr_SetString(PyExc_ValueError, "n, row_len >= 0 and an item size of 1, 2, 4 or 8");
+        return NULL;
+    }
+    d.n = n;
+    d.row_len = row_len;
+    d.algorithm = algo;
+    d.flags = segmented ? &d : NULL; /* only whether there are flags counts */
+    d.in = &d;
+    d.out = in_place ? (void *)&d : (void *)&d.n;
+    return PyLong_FromSize_t(gs_teach_scratch_bytes(&d));
+}
+
+static PyObject *teach_set_unpadded(PyObject *self, PyObject *flag)
+{
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+#ifdef GS_HAVE_CUDA /* a switch of the kernels (dispatch/teach.cu) */
+    int was = gs_teach_unpadded;
+    gs_teach_unpadded = on;
+    return PyBool_FromLong(was);
+#else
+    PyErr_SetString(PyExc_RuntimeError, "the Blelloch tiles exist in CUDA builds only");
+    return NULL;
+#endif
+}
+
+static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
+{
+#ifdef GS_HAVE_CUDA
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *hist_last_launch(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+#ifdef GS_HAVE_CUDA
+    gs_hist_launch l;
+    gs_launch_hist_last(&l);
+    return Py_BuildValue("{sisisLsLsLsL}", "shared", l.shared, "replicas", l.replicas, "slices",
+                         (long long)l.slices, "slice_bins", (long long)l.slice_bins, "blocks",
+                         (long long)l.blocks, "smem_bytes", (long long)l.smem_bytes);
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
+static PyObject *hist_plan(PyObject *self, PyObject *args)
+{
+    long long nbins, budget;
+    int acc_bytes, replicas;
+    int64_t slices, slice_bins;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LiL:_hist_plan", &nbins, &acc_bytes, &budget))
+        return NULL;
+    if (nbins < 1 || (acc_bytes != 4 && acc_bytes != 8) || budget < 1) {
+        PyErr_SetString(PyExc_ValueError, "_hist_plan: nbins >= 1, acc_bytes 4 or 8, budget >= 1");
+        return NULL;
+    }
+    gs_hist_plan(nbins, acc_bytes, budget, &slices, &slice_bins, &replicas);
+    return Py_BuildValue("(LLi)", (long long)slices, (long long)slice_bins, replicas);
+}
+
+/* _pipeline_chunk_bytes(n=None): the pipeline's chunk in bytes; with n, set it (0: back to the
+ * default) and return the previous one. */
+static PyObject *pipeline_chunk_bytes(PyObject *self, PyObject *args)
+{
+    PyObject *arg = NULL;
+    size_t old = gs_xfer_chunk_bytes();
+    long long v;
+
+    if (!PyArg_ParseTuple(args, "|O:_pipeline_chunk_bytes", &arg))
+        return NULL;
+    if (arg != NULL) {
+        if (!PyLong_Check(arg)) {
+            PyErr_Format(PyExc_TypeError, "the chunk size must be an int, not %.100s",
+                         Py_TYPE(arg)->tp_name);
+            return NULL;
+        }
+        if ((v = PyLong_AsLongLong(arg)) == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0) {
+            PyErr_SetString(PyExc_ValueError, "the chunk size must be >= 0 (0: the default)");
+            return NULL;
+        }
+        gs_xfer_set_chunk_bytes((size_t)v);
+    }
+    return PyLong_FromSize_t(old);
+}
+
+/* Why the backend is the CPU one (binding/backend.c's reason), None on CUDA: for the demo. */
+static PyObject *backend_reason(PyObject *self, PyObject *unused)
+{
+    gs_backend b;
+    if (gs_backend_get(&b) < 0)
+        return NULL;
+    if (b == GS_BACKEND_CUDA)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(gs_backend_cpu_reason());
+}
+
+/* setup.py's one line on the kernels it compiled, or why it compiled none. */
+#ifndef GS_BUILD_NOTE
+#define GS_BUILD_NOTE "not recorded: built without setup.py"
+#endif
+
+static PyObject *build_note(PyObject *self, PyObject *unused)
+{
+    return PyUnicode_FromString(GS_BUILD_NOTE);
+}
+
+PyMethodDef gs_testing_methods[] = {
+    { "_scan_tile_items", scan_tile_items, METH_NOARGS,
+      "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
+    { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
+      "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
+    { "_split_scratch_bytes", split_scratch_bytes, METH_O,
+      "_split_scratch_bytes(n)\n--\n\nScratch bytes of a device split over n values, for tests." },
+    { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
+      "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
+      "for tests." },
+    { "_hist_last_launch", hist_last_launch, METH_NOARGS,
+      "_hist_last_launch()\n--\n\nHow the last CUDA histogram launch counted (shared, replicas, "
+      "slices, slice_bins, blocks, smem_bytes), for tests; None without CUDA." },
+    { "_hist_plan", hist_plan, METH_VARARGS,
+      "_hist_plan(nbins, acc_bytes, budget)\n--\n\nThe shared-memory split of a histogram "
+      "(slices, slice_bins, replicas), for tests." },
+    { "_reduce_scratch_bytes", reduce_scratch_bytes, METH_VARARGS,
+      "_reduce_scratch_bytes(rows, row_len)\n--\n\nScratch bytes of a device reduction, for "
+      "tests." },
+    { "_segreduce_scratch_bytes", segreduce_scratch_bytes, METH_VARARGS,
+      "_segreduce_scratch_bytes(n, nseg, sorted)\n--\n\nScratch bytes of a device segmented "
+      "reduction, for tests." },
+    { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
+      "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
+      "values, for tests." },
+    { "_trace", (PyCFunction)(void (*)(void))gs_trace, METH_VARARGS | METH_KEYWORDS,
+      "_trace(algorithm, a, flags=None, op='add', exclusive=False)\n--\n\n"
+      "A teaching scan one parallel step at a time on the active backend, for gpuscan.trace: "
+      "(steps, result, work, span), each step (kind, stride, values, flags or None, work)." },
+    { "_teach_tile_items", teach_tile_items, METH_NOARGS,
+      "_teach_tile_items()\n--\n\nValues per tile of the Blelloch scan on CUDA "
+      "(GS_TEACH_TILE), for tests." },
+    { "_teach_scratch_bytes", teach_scratch_bytes, METH_VARARGS,
+      "_teach_scratch_bytes(algorithm, n, row_len, out_itemsize, segmented, in_place)\n--\n\n"
+      "Scratch bytes of a teaching scan on CUDA, for tests." },
+    { "_teach_set_unpadded", teach_set_unpadded, METH_O,
+      "_teach_set_unpadded(flag)\n--\n\nRun the Blelloch tiles without bank-conflict padding "
+      "(True) or with it (False, the default); returns the previous setting.  CUDA builds "
+      "only: the tests run both shared-memory layouts." },
+    { "_built_with_cuda", built_with_cuda, METH_NOARGS,
+      "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
+    { "_pipeline_chunk_bytes", pipeline_chunk_bytes, METH_VARARGS,
+      "_pipeline_chunk_bytes(n=None, /)\n--\n\nThe host<->device pipeline's chunk in bytes "
+      "($GPUSCAN_CHUNK_BYTES); with n, set it (0: the default) and return the previous one.  "
+      "The tests make it tiny, so that every primitive's streamed path runs at small sizes; "
+      "a float scan's bits depend on it." },
+    { "_backend_reason", backend_reason, METH_NOARGS,
+      "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
+      "found'), None on CUDA." },
+    { "_build_note", build_note, METH_NOARGS,
+      "_build_note()\n--\n\nHow the build went for CUDA: the kernels' targets, or why there "
+      "are none." },
+    { NULL, NULL, 0, NULL },
+};

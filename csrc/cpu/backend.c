@@ -1,0 +1,120 @@
+/*
+ * cpu/backend.c - the CPU backend's table (ops/ops.h): the multi-threaded C of csrc/cpu/ over
+ * host buffers.
+ *
+ * Level: backend (CPU).  Each entry calls the backend's function and turns its negative errno
+ * into the call's failure record; nothing here touches Python.  A split needs no state between
+ * its passes: the count pass counts, the scatter pass moves.
+ */
+#include "cpu/cpu.h"
+
+#include <errno.h>
+
+/* The outcome of a CPU backend function (0, or a negative errno) as an entry's result. */
+static int outcome(int rc, const char *call, gs_fail *f)
+{
+    return rc < 0 ? gs_fail_set(f, 'e', -rc, call, 0) : 0;
+}
+
+static int cpu_scan(const gs_scan_desc *d, gs_fail *f)
+{
+    /* Carries come from streamed scans, which this backend (host memory) never runs. */
+    if (d->carry_in != NULL || d->carry_out != NULL)
+        return gs_fail_set(f, 'e', EINVAL, "gs_cpu_scan (a carry)", 0);
+    return outcome(gs_cpu_scan(d), "gs_cpu_scan", f);
+}
+
+static int cpu_reduce(const gs_reduce_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_reduce(d), "gs_cpu_reduce", f);
+}
+
+static int cpu_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
+{
+    gs_split_desc count = *d;
+    int64_t n = 0;
+
+    *state = NULL;
+    if (total == NULL) /* the scatter pass counts as it moves */
+        return 0;
+    count.out = NULL;
+    if (outcome(gs_cpu_split(&count, &n), "gs_cpu_split", f) < 0)
+        return -1;
+    *total = n;
+    return 0;
+}
+
+static int cpu_split_scatter(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f)
+{
+    int64_t n = 0;
+
+    (void)state;
+    if (outcome(gs_cpu_split(d, &n), "gs_cpu_split", f) < 0)
+        return -1;
+    if (total != NULL)
+        *total = n;
+    return 0;
+}
+
+static void cpu_split_end(void *state)
+{
+    (void)state;
+}
+
+static int cpu_hist(const gs_hist_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_hist(d), "gs_cpu_hist", f);
+}
+
+static int cpu_step(const gs_step_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_step(d), "gs_cpu_step", f);
+}
+
+static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
+}
+
+static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    *state = NULL; /* the positions pass counts again as it writes */
+    return outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f);
+}
+
+static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    int64_t count;
+
+    (void)state;
+    return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
+}
+
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                           int *increasing, gs_fail *f)
+{
+    return outcome(gs_cpu_index_check(idx, m, n, first_bad, increasing), "gs_cpu_index_check", f);
+}
+
+static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
+}
+
+const gs_backend_ops gs_cpu_backend = {
+    .name = "cpu",
+    .mem = GS_MEM_HOST,
+    .inner_axes = 1, /* scans and reductions along axes read in place (cpu/scan.c, cpu/reduce.c) */
+    .scan = cpu_scan,
+    .reduce = cpu_reduce,
+    .split_count = cpu_split_count,
+    .split_scatter = cpu_split_scatter,
+    .split_end = cpu_split_end,
+    .hist = cpu_hist,
+    .step = cpu_step,
+    .segreduce = cpu_segreduce,
+    .heads_count = cpu_heads_count,
+    .heads = cpu_heads,
+    .index_check = cpu_index_check,
+    .linrec = cpu_linrec,
+};

@@ -1,0 +1,246 @@
+/*
+ * cpu/segreduce.c - gs_cpu_segreduce and gs_cpu_heads: the CPU backend's segmented reductions
+ * and the segment heads of a flag array.
+ *
+ * Level: backend (CPU).  Sees gs_segreduce_desc and gs_split_desc (include/gpuscan/backend_api.h)
+ * over flat buffers.  A segment is one reduction of one row by gs_cpu_reduce (cpu/reduce.c), so
+ * its bits are those of reducing its values alone: the same on every run, thread count and
+ * grouping of segments into tasks, integers and min/max as NumPy's, float add within
+ * (log2(len) + 2) eps sum|x|.
+ *
+ * Tasks take runs of consecutive short segments (about GS_SEG_TASK_VALUES values each); a long
+ * segment is left out of them and reduced afterwards by the calling thread, whose gs_cpu_reduce
+ * then has the pool to itself (a reduction called from a task runs on that task's thread).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+/* Values of short segments per task: tens of microseconds of work, far above a task's hand-out
+ * cost, and small enough to balance uneven segments over the threads. */
+#define GS_SEG_TASK_VALUES 65536
+/* A segment at least this long is reduced on its own by all the threads (gs_cpu_reduce
+ * parallelises from 65536 values; below a few times that, tasks of segments do better). */
+#define GS_SEG_LONG (1 << 20)
+/* Flags per task of the heads' two passes. */
+#define GS_HEADS_CHUNK 65536
+
+typedef struct gs_seg_job {
+    const gs_segreduce_desc *d;
+    size_t in_size, out_size;
+    int64_t per_task; /* segments per task */
+    atomic_int rc;    /* the first failure of a task (a negative errno), else 0 */
+} gs_seg_job;
+
+/* Segment s: [*start, *end). */
+static void gs_seg_bounds(const gs_segreduce_desc *d, int64_t s, int64_t *start, int64_t *end)
+{
+    *start = d->starts[s];
+    if (d->ends != NULL)
+        *end = d->ends[s];
+    else
+        *end = s + 1 < d->nseg ? d->starts[s + 1] : d->n;
+}
+
+/* Reduce segment s into its output (0 or a negative errno). */
+static int gs_seg_one(const gs_seg_job *j, int64_t s)
+{
+    const gs_segreduce_desc *d = j->d;
+    gs_reduce_desc r;
+    int64_t start, end;
+
+    gs_seg_bounds(d, s, &start, &end);
+    memset(&r, 0, sizeof(r));
+    r.in = (const char *)d->in + start * (int64_t)j->in_size;
+    r.out = (char *)d->out + s * (int64_t)j->out_size;
+    r.rows = 1;
+    r.row_len = end - start;
+    r.in_type = d->in_type;
+    r.out_type = d->out_type;
+    r.op = d->op;
+    return gs_cpu_reduce(&r);
+}
+
+/* Task t: its run of segments, the long ones left for later. */
+static void gs_seg_task(void *ctx, int64_t task)
+{
+    gs_seg_job *j = ctx;
+    const int64_t first = task * j->per_task;
+    const int64_t last = first + j->per_task < j->d->nseg ? first + j->per_task : j->d->nseg;
+    int64_t start, end;
+    int rc, ok = 0;
+
+    for (int64_t s = first; s < last; s++) {
+        gs_seg_bounds(j->d, s, &start, &end);
+        if (end - start < GS_SEG_LONG && (rc = gs_seg_one(j, s)) < 0)
+            atomic_compare_exchange_strong(&j->rc, &ok, rc);
+    }
+}
+
+int gs_cpu_segreduce(const gs_segreduce_desc *d)
+{
+    gs_seg_job j;
+    int64_t start, end;
+
+    if (d == NULL || d->n < 0 || d->nseg < 0 || d->in_type < 0 || d->in_type >= GS_NDTYPES ||
+        d->out_type < 0 || d->out_type >= GS_NDTYPES ||
+        (d->nseg > 0 && (d->in == NULL || d->out == NULL || d->starts == NULL)))
+        return -EINVAL;
+    if (d->nseg == 0)
+        return 0;
+    memset(&j, 0, sizeof(j));
+    j.d = d;
+    j.in_size = gs_dtype_size(d->in_type);
+    j.out_size = gs_dtype_size(d->out_type);
+    atomic_init(&j.rc, 0);
+    /* Segments per task from their mean length: the long ones, left out, count as nothing. */
+    j.per_task = GS_SEG_TASK_VALUES / (d->n / d->nseg + 1) + 1;
+    gs_cpu_parallel_for((d->nseg + j.per_task - 1) / j.per_task, gs_seg_task, &j);
+    for (int64_t s = 0; s < d->nseg && atomic_load(&j.rc) == 0; s++) {
+        gs_seg_bounds(d, s, &start, &end);
+        if (end - start >= GS_SEG_LONG) {
+            const int rc = gs_seg_one(&j, s);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return atomic_load(&j.rc);
+}
+
+/* ---- reduceat's indices ------------------------------------------------------------------- */
+
+/* Indices per task of the check. */
+#define GS_INDEX_CHUNK 65536
+
+typedef struct gs_index_job {
+    const int64_t *idx;
+    int64_t m, n;
+    int64_t *bad;        /* per chunk: its first bad position, or -1 */
+    unsigned char *down; /* per chunk: a step that does not increase (the one into it counts) */
+} gs_index_job;
+
+static void gs_index_task(void *ctx, int64_t c)
+{
+    gs_index_job *j = ctx;
+    const int64_t from = c * GS_INDEX_CHUNK;
+    const int64_t to = from + GS_INDEX_CHUNK < j->m ? from + GS_INDEX_CHUNK : j->m;
+
+    j->bad[c] = -1;
+    j->down[c] = 0;
+    for (int64_t i = from; i < to; i++) {
+        if (j->bad[c] < 0 && (j->idx[i] < 0 || j->idx[i] >= j->n))
+            j->bad[c] = i;
+        if (i > 0 && j->idx[i] <= j->idx[i - 1])
+            j->down[c] = 1;
+    }
+}
+
+int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                       int *increasing)
+{
+    const int64_t chunks = (m + GS_INDEX_CHUNK - 1) / GS_INDEX_CHUNK;
+    gs_index_job j = { idx, m, n, NULL, NULL };
+
+    *first_bad = -1;
+    *increasing = 1;
+    if (m <= 0)
+        return m < 0 ? -EINVAL : 0;
+    j.bad = malloc((size_t)chunks * (sizeof(int64_t) + 1));
+    if (j.bad == NULL)
+        return -ENOMEM;
+    j.down = (unsigned char *)(j.bad + chunks);
+    gs_cpu_parallel_for(chunks, gs_index_task, &j);
+    for (int64_t c = chunks - 1; c >= 0; c--) {
+        if (j.bad[c] >= 0)
+            *first_bad = j.bad[c];
+        if (j.down[c])
+            *increasing = 0;
+    }
+    free(j.bad);
+    return 0;
+}
+
+/* ---- Segment heads ------------------------------------------------------------------------- */
+
+/* The heads among flags [from, to) (element 0 always one), counted from k: written to
+ * positions[k...] unless positions is NULL; returns the count after them.  A flag is set when
+ * nonzero (floats: -0.0 is zero and NaN nonzero, as C's comparison has them), read at its own
+ * width, one loop per width. */
+static int64_t gs_heads_range(const gs_split_desc *d, int64_t from, int64_t to, int64_t *positions,
+                              int64_t k)
+{
+#define GS_HEADS_LOOP(T)                      \
+    do {                                      \
+        const T *f = (const T *)d->flags;     \
+        for (int64_t i = from; i < to; i++) { \
+            if (f[i] != 0 || i == 0) {        \
+                if (positions != NULL)        \
+                    positions[k] = i;         \
+                k++;                          \
+            }                                 \
+        }                                     \
+    } while (0)
+    if (d->flag_type == GS_FLOAT32)
+        GS_HEADS_LOOP(float);
+    else if (d->flag_type == GS_FLOAT64)
+        GS_HEADS_LOOP(double);
+    else if (gs_dtype_size(d->flag_type) == 1)
+        GS_HEADS_LOOP(uint8_t);
+    else if (gs_dtype_size(d->flag_type) == 2)
+        GS_HEADS_LOOP(uint16_t);
+    else if (gs_dtype_size(d->flag_type) == 4)
+        GS_HEADS_LOOP(uint32_t);
+    else
+        GS_HEADS_LOOP(uint64_t);
+#undef GS_HEADS_LOOP
+    return k;
+}
+
+typedef struct gs_heads_job {
+    const gs_split_desc *d;
+    int64_t *counts; /* heads per chunk, then the heads before each chunk */
+    int64_t *positions;
+} gs_heads_job;
+
+/* Pass 1 (positions NULL): count chunk c's heads; pass 2: write their positions. */
+static void gs_heads_task(void *ctx, int64_t c)
+{
+    gs_heads_job *j = ctx;
+    const int64_t from = c * GS_HEADS_CHUNK;
+    const int64_t to = from + GS_HEADS_CHUNK < j->d->n ? from + GS_HEADS_CHUNK : j->d->n;
+
+    if (j->positions != NULL)
+        gs_heads_range(j->d, from, to, j->positions, j->counts[c]);
+    else
+        j->counts[c] = gs_heads_range(j->d, from, to, NULL, 0);
+}
+
+int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
+{
+    const int64_t chunks = (d->n + GS_HEADS_CHUNK - 1) / GS_HEADS_CHUNK;
+    gs_heads_job j = { d, NULL, NULL };
+    int64_t before = 0;
+
+    *count = 0;
+    if (d->n < 0 || (d->n > 0 && d->flags == NULL))
+        return -EINVAL;
+    if (d->n == 0)
+        return 0;
+    if ((j.counts = malloc((size_t)chunks * sizeof(int64_t))) == NULL)
+        return -ENOMEM;
+    gs_cpu_parallel_for(chunks, gs_heads_task, &j);
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t k = j.counts[c];
+        j.counts[c] = before;
+        before += k;
+    }
+    *count = before;
+    j.positions = positions;
+    if (positions != NULL)
+        gs_cpu_parallel_for(chunks, gs_heads_task, &j);
+    free(j.counts);
+    return 0;
+}

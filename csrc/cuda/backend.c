@@ -1,0 +1,270 @@
+/*
+ * cuda/backend.c - the CUDA backend's table (ops/ops.h): the launchers of kernels/dispatch/
+ * with the scratch each needs.
+ *
+ * Level: backend (CUDA), host side; a build with CUDA only (stubs.c fills the table
+ * otherwise).  Every entry runs without the GIL, enqueues on gpuscan's stream and waits only
+ * where its contract says so (a flagged count the host must know).  Scratch comes from the
+ * pool (its size from the pure functions of gpuscan/config.h and teach_config.h) and goes back
+ * stream-ordered, after the launches that use it; the single-pass scans share one scratch
+ * (scan_scratch.c).
+ */
+#ifdef GS_HAVE_CUDA
+
+#include "cuda/pipeline.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "gpuscan/config.h"
+#include "gpuscan/teach_config.h"
+
+static int cuda_scan(const gs_scan_desc *d, gs_fail *f)
+{
+    void *scratch = NULL;
+    size_t bytes;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (d->algorithm == GS_ALGO_AUTO) {
+        GS_CUDA_TRY(f, gs_cuda_scan_shared(d));
+        goto done;
+    }
+    bytes = gs_teach_scratch_bytes(d);
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_teach_scan(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_reduce(const gs_reduce_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_reduce_scratch_bytes(d->rows, d->row_len);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_reduce(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+/* *total = the flagged count the split's scratch holds (its first 8 bytes), waiting for it. */
+static int read_total(void *scratch, int64_t n, int64_t *total, gs_fail *f)
+{
+    unsigned long long t = 0;
+
+    *total = 0;
+    if (n == 0)
+        return 0;
+    GS_CUDA_TRY(f, cudaMemcpyAsync(&t, scratch, sizeof(t), cudaMemcpyDeviceToHost, gs_cuda_stream));
+    GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+    *total = (int64_t)t;
+done:
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
+{
+    const size_t bytes = gs_split_scratch_bytes(d->n);
+
+    *state = NULL;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(state, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_split_count(d, *state, bytes, gs_cuda_stream));
+    if (total != NULL)
+        (void)read_total(*state, d->n, total, f);
+done:
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_split_scatter(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f, gs_launch_split_scatter(d, state, gs_split_scratch_bytes(d->n), gs_cuda_stream));
+    if (total != NULL)
+        (void)read_total(state, d->n, total, f);
+done:
+    return f->kind ? -1 : 0;
+}
+
+static void cuda_split_end(void *state)
+{
+    gs_cuda_free(state);
+}
+
+/*
+ * The last histogram's edges (or byte table) on the device, kept so that a repeated histogram
+ * (the same bins and range, the usual case) does not upload them again: a copy from pageable
+ * memory waits for the work already enqueued, which would serialise the host's preparation of a
+ * call with the device's work on the previous one.  A replaced copy is freed stream-ordered,
+ * after the kernels that read it.
+ */
+static pthread_mutex_t edge_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *host; /* a copy of what `dev` holds (NULL: empty) */
+    size_t bytes;
+    void *dev;
+} edge_cache;
+
+/* *dev = the host edges' device copy: the cached one, or a new upload that replaces it. */
+static int device_edges(const void *host, size_t bytes, const void **dev, gs_fail *f)
+{
+    void *copy = NULL, *up = NULL;
+
+    pthread_mutex_lock(&edge_lock);
+    if (edge_cache.host != NULL && edge_cache.bytes == bytes &&
+        memcmp(edge_cache.host, host, bytes) == 0) {
+        *dev = edge_cache.dev;
+        goto done;
+    }
+    if (gs_cuda_alloc(&up, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, cudaMemcpyAsync(up, host, bytes, cudaMemcpyHostToDevice, gs_cuda_stream));
+    *dev = up;
+    if ((copy = malloc(bytes)) == NULL)
+        goto done; /* no cache: nothing lost but speed (`up` is freed after the launch) */
+    memcpy(copy, host, bytes);
+    free(edge_cache.host);
+    gs_cuda_free(edge_cache.dev);
+    edge_cache.host = copy;
+    edge_cache.bytes = bytes;
+    edge_cache.dev = up;
+    up = NULL;
+done:
+    pthread_mutex_unlock(&edge_lock);
+    if (up != NULL && f->kind) /* uploaded, not cached: the caller frees it after its launch */
+        gs_cuda_free(up);
+    return f->kind ? -1 : (up != NULL ? 1 : 0);
+}
+
+static int cuda_hist(const gs_hist_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_hist_edge_bytes(d);
+    gs_hist_desc dd = *d;
+    const void *dev = NULL;
+    int fresh = 0;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (bytes > 0 && (fresh = device_edges(d->edges, bytes, &dev, f)) < 0)
+        goto done;
+    dd.edges = dev;
+    GS_CUDA_TRY(f, gs_launch_hist(&dd, gs_cuda_stream));
+done:
+    if (fresh == 1)
+        gs_cuda_free((void *)dev);
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_step(const gs_step_desc *d, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f, gs_launch_step(d, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_segreduce(const gs_segreduce_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_segreduce(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
+ * is the state that the positions pass reads (split_end frees it). */
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+{
+    const size_t bytes = gs_split_scratch_bytes(d->n);
+
+    *state = NULL;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(state, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
+    (void)read_total(*state, d->n, count, f);
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' positions from the count's scratch (`state`). */
+static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f,
+                gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* The check's two answers come back through a small device buffer (one sync). */
+static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
+                            int *increasing, gs_fail *f)
+{
+    unsigned long long res[2] = { ~0ull, 0 };
+    void *dev = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (m > 0) {
+        if (gs_cuda_alloc(&dev, sizeof(res), f) < 0)
+            goto done;
+        GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, dev, gs_cuda_stream));
+        GS_CUDA_TRY(f,
+                    cudaMemcpyAsync(res, dev, sizeof(res), cudaMemcpyDeviceToHost, gs_cuda_stream));
+        GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+    }
+    *first_bad = res[0] == ~0ull ? -1 : (int64_t)res[0];
+    *increasing = res[1] == 0;
+done:
+    gs_cuda_free(dev);
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_linrec(const gs_linrec_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_linrec_scratch_bytes(d->n);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_linrec(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+const gs_backend_ops gs_cuda_backend = {
+    .name = "cuda",
+    .mem = GS_MEM_DEVICE,
+    .scan = cuda_scan,
+    .reduce = cuda_reduce,
+    .split_count = cuda_split_count,
+    .split_scatter = cuda_split_scatter,
+    .split_end = cuda_split_end,
+    .hist = cuda_hist,
+    .step = cuda_step,
+    .segreduce = cuda_segreduce,
+    .heads_count = cuda_heads_count,
+    .heads = cuda_heads,
+    .index_check = cuda_index_check,
+    .linrec = cuda_linrec,
+    .stream_scan = gs_stream_scan,
+    .stream_reduce = gs_stream_reduce,
+    .stream_min_max = gs_stream_min_max,
+    .stream_hist = gs_stream_hist,
+    .stream_split = gs_stream_split,
+};
+
+#endif /* GS_HAVE_CUDA */

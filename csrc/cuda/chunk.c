@@ -1,0 +1,43 @@
+/*
+ * cuda/chunk.c - the pipeline's chunk size: $GPUSCAN_CHUNK_BYTES, or what the tests' knob
+ * (_gpuscan._pipeline_chunk_bytes) sets.
+ *
+ * Level: backend (CUDA), host side; in every build (a build without CUDA keeps the setting and
+ * streams nothing), so the knob behaves the same everywhere.
+ */
+#include "cuda/cuda.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* The default: 32 MiB of staging per direction and slot.  H2D and D2H of 32 MiB take ~0.6 ms
+ * at 55 GB/s, so a chunk's fixed costs (~20 us of events and launches) stay small; three slots
+ * each way pin 192 MiB of host memory. */
+#define GS_CHUNK_DEFAULT ((size_t)32 << 20)
+/* The smallest chunk: room for one element of each of a pipeline's arrays. */
+#define GS_CHUNK_MIN ((size_t)64)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t chunk; /* 0: not read yet, or reset */
+
+void gs_xfer_set_chunk_bytes(size_t bytes)
+{
+    pthread_mutex_lock(&lock);
+    chunk = bytes == 0 || bytes >= GS_CHUNK_MIN ? bytes : GS_CHUNK_MIN;
+    pthread_mutex_unlock(&lock);
+}
+
+size_t gs_xfer_chunk_bytes(void)
+{
+    size_t c;
+
+    pthread_mutex_lock(&lock);
+    if (chunk == 0) {
+        const char *env = getenv("GPUSCAN_CHUNK_BYTES");
+        long long v = env != NULL ? atoll(env) : 0;
+        chunk = v <= 0 ? GS_CHUNK_DEFAULT : (size_t)v < GS_CHUNK_MIN ? GS_CHUNK_MIN : (size_t)v;
+    }
+    c = chunk;
+    pthread_mutex_unlock(&lock);
+    return c;
+}

@@ -1,0 +1,41 @@
+/*
+ * cuda/cuda_rt.h - the CUDA-typed internals of csrc/cuda/: the stream, the device, the one
+ * error macro.  Included by the files of csrc/cuda/ only, and only in a build with CUDA.
+ *
+ * Level: backend (CUDA), host side.
+ */
+#ifndef GS_CUDA_RT_H
+#define GS_CUDA_RT_H
+
+#ifndef GS_HAVE_CUDA
+#error "cuda/cuda_rt.h is for builds with CUDA"
+#endif
+
+#include "cuda/cuda.h" /* Python.h first: it sets the feature macros of the system headers */
+
+#include <cuda_runtime_api.h>
+
+/* The stream every gpuscan operation is enqueued on (blocking: ordered with the legacy default
+ * stream) and the device it belongs to (runtime.c). */
+extern cudaStream_t gs_cuda_stream;
+extern int gs_cuda_device;
+
+/* Record a failed CUDA call (the first failure wins) and jump to the function's `done:`
+ * label, which always runs: its cleanup serves success and failure alike. */
+#define GS_CUDA_TRY(f, call)                               \
+    do {                                                   \
+        cudaError_t gs_err_ = (call);                      \
+        if (gs_err_ != cudaSuccess) {                      \
+            gs_fail_set((f), 'c', (int)gs_err_, #call, 0); \
+            goto done;                                     \
+        }                                                  \
+    } while (0)
+
+/* Make gpuscan's device current in the calling thread. */
+cudaError_t gs_cuda_enter(void);
+
+/* scan_scratch.c: enqueue one single-pass scan (gs_launch_scan) on the scans' shared scratch,
+ * zeroed once and reused with an epoch per scan.  No GIL needed. */
+cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d);
+
+#endif /* GS_CUDA_RT_H */

@@ -1,0 +1,318 @@
+/*
+ * cuda/pipeline.c - the chunked, overlapped host<->device pipeline (cuda/pipeline.h).
+ *
+ * Level: backend (CUDA), host side; a build with CUDA only.
+ *
+ * Chunk k of n elements goes through one of GS_PIPE_RING slots: the pool's threads pack it
+ * from the host arrays into the slot's pinned staging buffer; the host-to-device stream copies
+ * it into the slot's device buffer; the compute stream (gpuscan's stream) runs the primitive on
+ * it; the device-to-host stream copies its outputs into the slot's pinned output buffer; the
+ * pool's threads unpack them into the host arrays.  Per slot, events order each step after the
+ * one before it and after the previous chunk that used the slot:
+ *
+ *   up[s]    recorded after the upload of the slot's chunk: the compute waits for it, and the
+ *            host before packing the slot again;
+ *   done[s]  after the compute: the download waits for it, and the next upload into the slot;
+ *   down[s]  after the download: the host waits before unpacking, the next compute into the
+ *            slot's output before writing it.
+ *
+ * The host issues chunk k, then packs chunk k + 1 and unpacks chunk k - 1 in one parallel
+ * section: the two copy engines, the kernels and the host's threads all work at once.
+ */
+#ifdef GS_HAVE_CUDA
+
+#include "cuda/pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cpu/cpu.h"
+#include "cuda/pack.h"
+#include "gpuscan/config.h"
+
+/* Alignment of each array's part of a slot, and the slack it costs per slot. */
+#define GS_PIPE_ALIGN 256
+#define GS_PIPE_SLACK (GS_PIPE_MAX * GS_PIPE_ALIGN)
+/* Bytes of one pack or unpack task: enough to amortise a task's start. */
+#define GS_PIPE_TASK_BYTES ((int64_t)1 << 20)
+
+static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The staging ring and the copy streams, made at first use (under pipe_lock). */
+static struct {
+    size_t slot;              /* bytes of one slot, each way */
+    char *host_in, *host_out; /* pinned: GS_PIPE_RING slots each */
+    cudaStream_t h2d, d2h;
+    cudaEvent_t up[GS_PIPE_RING], done[GS_PIPE_RING], down[GS_PIPE_RING];
+} ring;
+
+int64_t gs_pipe_chunk(int64_t n, int64_t bytes_per_elem, int64_t align)
+{
+    int64_t per = (int64_t)gs_xfer_chunk_bytes() / (bytes_per_elem > 0 ? bytes_per_elem : 1);
+    int64_t cmax = per / align * align, k;
+
+    if (n <= 0)
+        return 0;
+    if (cmax < align)
+        cmax = align;
+    k = (n + cmax - 1) / cmax;
+    return ((n + k - 1) / k + align - 1) / align * align;
+}
+
+/* The ring for slots of `slot` bytes: made, or remade when the chunk size changed.  Under
+ * pipe_lock, without the GIL. */
+static cudaError_t ring_ready(size_t slot)
+{
+    cudaError_t err = cudaSuccess;
+
+    if (ring.h2d == NULL) {
+        if ((err = cudaStreamCreateWithFlags(&ring.h2d, cudaStreamNonBlocking)) != cudaSuccess ||
+            (err = cudaStreamCreateWithFlags(&ring.d2h, cudaStreamNonBlocking)) != cudaSuccess)
+            return err;
+        for (int s = 0; s < GS_PIPE_RING; s++)
+            if ((err = cudaEventCreateWithFlags(&ring.up[s], cudaEventDisableTiming)) !=
+                    cudaSuccess ||
+                (err = cudaEventCreateWithFlags(&ring.done[s], cudaEventDisableTiming)) !=
+                    cudaSuccess ||
+                (err = cudaEventCreateWithFlags(&ring.down[s], cudaEventDisableTiming)) !=
+                    cudaSuccess)
+                return err;
+    }
+    if (ring.slot == slot)
+        return cudaSuccess;
+    if (ring.host_in != NULL)
+        (void)cudaFreeHost(ring.host_in);
+    if (ring.host_out != NULL)
+        (void)cudaFreeHost(ring.host_out);
+    ring.host_in = ring.host_out = NULL;
+    ring.slot = 0;
+    if ((err = cudaHostAlloc((void **)&ring.host_in, GS_PIPE_RING * slot, 0)) != cudaSuccess ||
+        (err = cudaHostAlloc((void **)&ring.host_out, GS_PIPE_RING * slot, 0)) != cudaSuccess)
+        return err;
+    ring.slot = slot;
+    return cudaSuccess;
+}
+
+/* Where array i of a chunk of `len` elements starts in a slot (each array 256-byte aligned). */
+static size_t part_offset(const gs_pipe_array *a, int i, int64_t len)
+{
+    size_t off = 0;
+    for (int j = 0; j < i; j++)
+        off += ((size_t)len * gs_dtype_size(a[j].dtype) + GS_PIPE_ALIGN - 1) / GS_PIPE_ALIGN *
+               GS_PIPE_ALIGN;
+    return off;
+}
+
+static size_t parts_bytes(const gs_pipe_array *a, int count, int64_t len)
+{
+    return part_offset(a, count, len);
+}
+
+/* Bytes of one element of every array. */
+static int64_t elem_bytes(const gs_pipe_array *a, int count)
+{
+    int64_t b = 0;
+    for (int i = 0; i < count; i++)
+        b += (int64_t)gs_dtype_size(a[i].dtype);
+    return b;
+}
+
+/* ---- one run ------------------------------------------------------------------------------ */
+
+typedef struct pipe_run {
+    const gs_pipe *p;
+    int64_t chunk, nchunks;
+    char *dev_in, *dev_out; /* GS_PIPE_RING device slots each */
+    size_t in_slot, out_slot;
+    /* The parallel section: pack chunk `pk` (-1: none), deliver chunk `dk` (-1: none). */
+    int64_t pk, dk, ptasks, dtasks;
+    gs_fail f;
+} pipe_run;
+
+static int64_t chunk_start(const pipe_run *r, int64_t k)
+{
+    return k * r->chunk;
+}
+
+static int64_t chunk_len(const pipe_run *r, int64_t k)
+{
+    int64_t e0 = chunk_start(r, k);
+    return r->p->n - e0 < r->chunk ? r->p->n - e0 : r->chunk;
+}
+
+/* Tasks for `len` elements of `bytes` bytes each: about one per GS_PIPE_TASK_BYTES. */
+static int64_t task_count(int64_t len, int64_t bytes)
+{
+    int64_t t = len * bytes / GS_PIPE_TASK_BYTES;
+    return t < 1 ? 1 : t;
+}
+
+/* One task of the parallel section: a sub-range of the pack of chunk pk, or of the delivery of
+ * chunk dk. */
+static void section_task(void *ctx, int64_t task)
+{
+    pipe_run *r = ctx;
+    const gs_pipe *p = r->p;
+    const int pack = task < r->ptasks;
+    const int64_t k = pack ? r->pk : r->dk, t = pack ? task : task - r->ptasks;
+    const int64_t ntasks = pack ? r->ptasks : r->dtasks;
+    const int64_t len = chunk_len(r, k), e0 = chunk_start(r, k);
+    const int64_t t0 = len * t / ntasks, t1 = len * (t + 1) / ntasks;
+    const int s = (int)(k % GS_PIPE_RING);
+    void *host[GS_PIPE_MAX];
+
+    if (pack) {
+        char *slot = ring.host_in + (size_t)s * ring.slot;
+        for (int i = 0; i < p->nin; i++) {
+            char *part = slot + part_offset(p->in, i, len);
+            gs_pack(p->in[i].view, p->base + e0 + t0, t1 - t0, p->in[i].dtype,
+                    part + (size_t)t0 * gs_dtype_size(p->in[i].dtype));
+        }
+        return;
+    }
+    for (int i = 0; i < p->nout; i++)
+        host[i] = ring.host_out + (size_t)s * ring.slot + part_offset(p->out, i, len);
+    if (p->deliver != NULL) {
+        p->deliver(p->ctx, k, e0, t0, t1, host);
+        return;
+    }
+    for (int i = 0; i < p->nout; i++)
+        gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
+                  p->out[i].view, p->base + e0 + t0, t1 - t0);
+}
+
+/* Pack chunk pk and deliver chunk dk (either may be -1) on the pool's threads, after waiting
+ * for the events that free their slots. */
+static int section(pipe_run *r, int64_t pk, int64_t dk)
+{
+    const gs_pipe *p = r->p;
+    cudaError_t err;
+    int rc;
+
+    r->pk = pk;
+    r->dk = p->nout > 0 ? dk : -1;
+    r->ptasks = r->pk >= 0 ? task_count(chunk_len(r, pk), elem_bytes(p->in, p->nin)) : 0;
+    r->dtasks = r->dk >= 0 ? task_count(chunk_len(r, dk), elem_bytes(p->out, p->nout)) : 0;
+    /* The slot of pk was last uploaded from for chunk pk - RING; dk's download must be done. */
+    if (r->pk >= GS_PIPE_RING &&
+        (err = cudaEventSynchronize(ring.up[pk % GS_PIPE_RING])) != cudaSuccess)
+        return gs_fail_set(&r->f, 'c', (int)err, "cudaEventSynchronize", 0);
+    if (r->dk >= 0 && (err = cudaEventSynchronize(ring.down[dk % GS_PIPE_RING])) != cudaSuccess)
+        return gs_fail_set(&r->f, 'c', (int)err, "cudaEventSynchronize", 0);
+    if (r->ptasks + r->dtasks == 0)
+        return 0;
+    rc = gs_cpu_parallel_for(r->ptasks + r->dtasks, section_task, r);
+    return rc < 0 ? gs_fail_set(&r->f, 'e', -rc, "gs_cpu_parallel_for", 0) : 0;
+}
+
+/* Enqueue chunk k: its upload, its compute, its download, each after what it depends on. */
+static int issue(pipe_run *r, int64_t k)
+{
+    const gs_pipe *p = r->p;
+    const int s = (int)(k % GS_PIPE_RING);
+    const int64_t len = chunk_len(r, k), e0 = chunk_start(r, k);
+    char *din = r->dev_in + (size_t)s * r->in_slot, *dout = r->dev_out + (size_t)s * r->out_slot;
+    void *dev_in[GS_PIPE_MAX], *dev_out[GS_PIPE_MAX];
+    gs_fail *f = &r->f;
+
+    for (int i = 0; i < p->nin; i++)
+        dev_in[i] = din + part_offset(p->in, i, len);
+    for (int i = 0; i < p->nout; i++)
+        dev_out[i] = dout + part_offset(p->out, i, len);
+    if (k >= GS_PIPE_RING)
+        GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.done[s], 0));
+    GS_CUDA_TRY(f,
+                cudaMemcpyAsync(din, ring.host_in + (size_t)s * ring.slot,
+                                parts_bytes(p->in, p->nin, len), cudaMemcpyHostToDevice, ring.h2d));
+    GS_CUDA_TRY(f, cudaEventRecord(ring.up[s], ring.h2d));
+    GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.up[s], 0));
+    if (k >= GS_PIPE_RING && p->nout > 0)
+        GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.down[s], 0));
+    if (p->run(p->ctx, k, e0, len, dev_in, dev_out, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, cudaEventRecord(ring.done[s], gs_cuda_stream));
+    if (p->nout > 0) {
+        GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.d2h, ring.done[s], 0));
+        GS_CUDA_TRY(f, cudaMemcpyAsync(ring.host_out + (size_t)s * ring.slot, dout,
+                                       parts_bytes(p->out, p->nout, len), cudaMemcpyDeviceToHost,
+                                       ring.d2h));
+        GS_CUDA_TRY(f, cudaEventRecord(ring.down[s], ring.d2h));
+    }
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* Ctrl-C between chunks: the GIL taken back for a moment. */
+static int interrupted(PyThreadState **save)
+{
+    int rc;
+    PyEval_RestoreThread(*save);
+    rc = PyErr_CheckSignals();
+    *save = PyEval_SaveThread();
+    return rc < 0;
+}
+
+/* Every chunk, in order; -1 with r->f (or a Python exception, kind 'p') on failure. */
+static int run_chunks(pipe_run *r, PyThreadState **save)
+{
+    if (section(r, 0, -1) < 0)
+        return -1;
+    for (int64_t k = 0; k < r->nchunks; k++) {
+        if (issue(r, k) < 0 || section(r, k + 1 < r->nchunks ? k + 1 : -1, k - 1) < 0)
+            return -1;
+        if (interrupted(save))
+            return gs_fail_set(&r->f, 'p', 0, "KeyboardInterrupt", 0);
+    }
+    return section(r, -1, r->nchunks - 1);
+}
+
+int gs_pipe_run(const gs_pipe *p)
+{
+    const int64_t in_bpe = elem_bytes(p->in, p->nin), out_bpe = elem_bytes(p->out, p->nout);
+    pipe_run r;
+    PyThreadState *save;
+    cudaError_t err;
+
+    memset(&r, 0, sizeof(r));
+    r.p = p;
+    if (p->n == 0)
+        return 0;
+    save = PyEval_SaveThread();
+    pthread_mutex_lock(&pipe_lock);
+    (void)gs_cuda_enter();
+    /* The chunk's bytes each way within the configured size (the slots' slack holds each
+     * array's alignment). */
+    r.chunk = p->chunk > 0 ? p->chunk
+                           : gs_pipe_chunk(p->n, in_bpe > out_bpe ? in_bpe : out_bpe,
+                                           p->chunk_align > 0 ? p->chunk_align : 1);
+    r.nchunks = (p->n + r.chunk - 1) / r.chunk;
+    r.in_slot = parts_bytes(p->in, p->nin, r.chunk);
+    r.out_slot = parts_bytes(p->out, p->nout, r.chunk);
+    if ((err = ring_ready(gs_xfer_chunk_bytes() + GS_PIPE_SLACK)) != cudaSuccess)
+        gs_fail_set(&r.f, 'c', (int)err, "cudaHostAlloc", 2 * GS_PIPE_RING * ring.slot);
+    else if (r.in_slot > ring.slot || r.out_slot > ring.slot)
+        gs_fail_set(&r.f, 'e', EINVAL, "gs_pipe_run (a row longer than a chunk)", 0);
+    else if (gs_cuda_alloc((void **)&r.dev_in, GS_PIPE_RING * r.in_slot, &r.f) == 0 &&
+             gs_cuda_alloc((void **)&r.dev_out, GS_PIPE_RING * r.out_slot, &r.f) == 0)
+        (void)run_chunks(&r, &save);
+    /* Nothing stays enqueued: on success the last delivery waited for the last download (and
+     * the compute, for a pipeline without outputs, is waited for here); after a failure or
+     * Ctrl-C, everything issued finishes before the buffers go back. */
+    if ((err = cudaStreamSynchronize(gs_cuda_stream)) != cudaSuccess)
+        gs_fail_set(&r.f, 'c', (int)err, "cudaStreamSynchronize", 0);
+    if (r.f.kind) {
+        (void)cudaStreamSynchronize(ring.h2d);
+        (void)cudaStreamSynchronize(ring.d2h);
+        (void)cudaGetLastError();
+    }
+    gs_cuda_free(r.dev_in);
+    gs_cuda_free(r.dev_out);
+    pthread_mutex_unlock(&pipe_lock);
+    PyEval_RestoreThread(save);
+    if (r.f.kind == 'p' && !PyErr_Occurred())
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+    return r.f.kind ? gs_raise(&r.f) : 0;
+}
+
+#endif /* GS_HAVE_CUDA */

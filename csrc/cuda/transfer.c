@@ -1,0 +1,100 @@
+/*
+ * cuda/transfer.c - the one place data moves between host and device memory (through the
+ * pipeline), and the device's strided copies.
+ *
+ * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
+ * ops/place.c's gs_move routes every move of an operand or a result through here when a side
+ * is device memory; to_device() and DeviceArray.get() come through gs_move too.  A host side of
+ * any strides, byte order or dtype is packed into (or unpacked from) the pipeline's pinned
+ * staging chunk by chunk by the pool's threads, converted on the way, while the copy engines
+ * move the chunks before and after it: never a whole contiguous host copy, and a fresh NumPy
+ * result's pages are first touched by many threads at once.
+ */
+#ifdef GS_HAVE_CUDA
+
+#include "cuda/pipeline.h"
+
+/* A chunk's device-side copy: `dev` + e0 elements <-> the chunk's slot. */
+typedef struct xfer_ctx {
+    char *dev;
+    size_t size; /* bytes of one element on the device */
+    int to_device;
+} xfer_ctx;
+
+static int xfer_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
+                      void *const *dev_out, gs_fail *f)
+{
+    const xfer_ctx *c = ctx;
+    char *at = c->dev + (size_t)e0 * c->size;
+
+    (void)k;
+    GS_CUDA_TRY(f,
+                cudaMemcpyAsync(c->to_device ? at : dev_out[0], c->to_device ? dev_in[0] : at,
+                                (size_t)len * c->size, cudaMemcpyDeviceToDevice, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
+/* dst = src, one of them a C-contiguous device view, the other a host view of any layout. */
+static int xfer(const gs_view *src, const gs_view *dst)
+{
+    const int to_device = dst->mem == GS_MEM_DEVICE;
+    const gs_view *dev = to_device ? dst : src, *host = to_device ? src : dst;
+    xfer_ctx c = { dev->ptr, gs_dtype_size(dev->dtype), to_device };
+    gs_pipe p;
+
+    memset(&p, 0, sizeof(p));
+    p.n = gs_view_size(src);
+    p.chunk_align = 1;
+    p.run = xfer_chunk;
+    p.ctx = &c;
+    if (to_device) {
+        p.nin = 1;
+        p.in[0].view = host;
+        p.in[0].dtype = dev->dtype;
+    } else {
+        p.nout = 1;
+        p.out[0].view = host;
+        p.out[0].dtype = dev->dtype;
+    }
+    return gs_pipe_run(&p);
+}
+
+int gs_xfer_copy(const gs_view *src, const gs_view *dst)
+{
+    return xfer(src, dst);
+}
+
+int gs_xfer_device_copy(const gs_view *src, const gs_view *dst)
+{
+    const int64_t n = gs_view_size(src);
+    gs_copy_desc d;
+    gs_fail f = { 0 };
+
+    if (n == 0)
+        return 0;
+    GS_CUDA_TRY(&f, gs_cuda_enter());
+    if (src->dtype == dst->dtype && gs_view_is_c_contig(src) && gs_view_is_c_contig(dst)) {
+        GS_CUDA_TRY(&f, cudaMemcpyAsync(dst->ptr, src->ptr, (size_t)n * gs_dtype_size(src->dtype),
+                                        cudaMemcpyDeviceToDevice, gs_cuda_stream));
+        goto done;
+    }
+    memset(&d, 0, sizeof(d));
+    d.src = src->ptr;
+    d.dst = dst->ptr;
+    d.src_type = src->dtype;
+    d.dst_type = dst->dtype;
+    /* A 0-d array is one element: the copy sees one dimension of length 1. */
+    d.ndim = src->ndim > 0 ? src->ndim : 1;
+    d.shape[0] = 1;
+    for (int i = 0; i < src->ndim; i++) {
+        d.shape[i] = src->shape[i];
+        d.src_strides[i] = src->strides[i];
+        d.dst_strides[i] = dst->strides[i];
+    }
+    GS_CUDA_TRY(&f, gs_launch_copy(&d, gs_cuda_stream));
+done:
+    return f.kind ? gs_raise(&f) : 0;
+}
+
+#endif /* GS_HAVE_CUDA */

@@ -1,0 +1,82 @@
+/*
+ * ops/settle.c - what the scan-like ops (scan, segmented_scan, reduceat, segmented_reduce,
+ * linear_recurrence) settle the same way: the `out=` operand, the accumulation dtype (dtype=,
+ * out's, NumPy's rule) with the checks of `out`, and a placed input kept apart from the buffer
+ * written over it.
+ *
+ * Level: ops.  Every failure is the exception NumPy raises for the same mistake.
+ */
+#include "ops/ops.h"
+
+int gs_out_get(PyObject *out_obj, gs_operand *out)
+{
+    int is_dev;
+
+    if (!PyArray_Check(out_obj)) {
+        if ((is_dev = gs_is_device_object(out_obj)) < 0)
+            return -1;
+        if (!is_dev) {
+            PyErr_Format(PyExc_TypeError, "out must be a NumPy array or a device array, not %.100s",
+                         Py_TYPE(out_obj)->tp_name);
+            return -1;
+        }
+    }
+    return gs_operand_get(out_obj, out);
+}
+
+int gs_check_same_kind(gs_dtype from, gs_dtype to)
+{
+    PyArray_Descr *f = gs_descr(from), *t = gs_descr(to);
+    int ok = f != NULL && t != NULL && PyArray_CanCastTypeTo(f, t, NPY_SAME_KIND_CASTING);
+
+    Py_XDECREF(f);
+    Py_XDECREF(t);
+    if (ok)
+        return 0;
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError,
+                     "cannot cast the result from %s to the out dtype %s with casting rule "
+                     "'same_kind'",
+                     gs_dtype_name(from), gs_dtype_name(to));
+    return -1;
+}
+
+int gs_settle_acc(gs_op op, gs_dtype in_type, PyArray_Descr *dtype, gs_operand *out, int rnd,
+                  const int64_t *rshape, gs_dtype *acc)
+{
+    gs_dtype out_type;
+    int64_t oshape[GS_MAX_NDIM];
+    int ond;
+
+    if (dtype != NULL && gs_dtype_from_descr(dtype, "dtype", acc) < 0)
+        return -1;
+    if (out != NULL) {
+        if (gs_operand_info(out, "out", &out_type, &ond, oshape) < 0)
+            return -1;
+        if (gs_check_same_shape("out", ond, oshape, "the result", rnd, rshape) < 0)
+            return -1;
+        if (out->readonly) {
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+            return -1;
+        }
+        if (dtype == NULL)
+            *acc = out_type;
+        if (gs_check_same_kind(dtype == NULL ? in_type : *acc, out_type) < 0)
+            return -1;
+    } else if (dtype == NULL) {
+        *acc = gs_default_acc_type(in_type, op);
+    }
+    return gs_check_op_dtype(op, *acc);
+}
+
+int gs_apart_from(const gs_view *dst, gs_view *src, int in_place_ok, gs_bag *bag)
+{
+    gs_view copy;
+
+    if (!gs_views_overlap(src, dst) || (in_place_ok && src->ptr == dst->ptr))
+        return 0;
+    if (gs_temp_like(bag, src, src->mem, src->dtype, &copy) < 0 || gs_move(src, &copy, bag) < 0)
+        return -1;
+    *src = copy;
+    return 0;
+}

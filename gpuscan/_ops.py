@@ -1,0 +1,26 @@
+"""The contract's operators for the package's Python layer: each name and its NumPy ufunc.
+
+Level: Python package (private).  The extension's own table is GS_OPS in
+include/gpuscan/types.h, which parses the names and ufuncs; this one serves the Python code that
+combines values itself (gpuscan.dask's carries) or names an op (gpuscan.trace's labels).
+"""
+import numpy as np
+
+# name -> ufunc, in GS_OPS's order.
+UFUNCS = {
+    "add": np.add,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+_BY_UFUNC_NAME = {u.__name__: name for name, u in UFUNCS.items()}
+
+
+def op_name(op):
+    """The name of an op given as a name or a ufunc ("add" for np.add); anything else as str."""
+    if isinstance(op, str):
+        return op
+    return _BY_UFUNC_NAME.get(getattr(op, "__name__", ""), str(op))

@@ -1,0 +1,651 @@
+"""gpuscan.dask: gpuscan's primitives over dask arrays, one chunk at a time on the workers.
+
+Level: Python package (an optional layer over the extension).  Needs Dask
+(``pip install "gpuscan[dask]"``); ``import gpuscan`` never imports this module.
+
+Every function here is lazy: it checks its arguments at once (the same exceptions as the
+single-array function, raised here rather than inside a worker), builds a task graph and returns
+dask arrays.  Each chunk is run by gpuscan on the worker that holds it: NumPy chunks on that
+worker's backend (the CUDA backend where it has a GPU, else the multi-threaded CPU one), CuPy
+chunks on its GPU, where the results stay (CuPy in, CuPy out: no host copy).
+
+The results are gpuscan's single-array results on the whole array: integers (and float
+min/max) bit for bit, a float sum within the contract's bound for the whole length, and the
+same bits on every run for the same chunking and method.
+
+Functions
+---------
+scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential")
+    Prefix scan in two levels: every chunk scanned by ``gpuscan.scan``, the chunk totals along
+    ``axis`` (``gpuscan.reduce``) combined into one carry per chunk, the carry combined into
+    the chunk's scan.  ``method="sequential"`` chains the carries one task per chunk;
+    ``"blelloch"`` combines them in an up-sweep/down-sweep tree (2 log2(chunks) levels).
+    ``axis=None`` scans the array flattened in C order (a 1-D result, as ``np.cumsum``); an
+    integer axis carries along that axis only.
+segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None)
+    ``gpuscan.segmented_scan`` over ``x`` and ``flags`` (same shape), read together in C order:
+    a segment's running value crosses chunk boundaries until the next nonzero flag.
+reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None)
+    ``gpuscan.reduce`` per chunk, then a tree of ``gpuscan.reduce`` over the partial results.
+histogram(x, bins, range=None, weights=None, density=None)
+    As ``dask.array.histogram``: ``bins`` an int (``range`` then required) or the edges; the
+    counts (a 1-D dask array) are ``gpuscan.histogram``'s per chunk, summed; the edges are a
+    NumPy array.
+bincount(x, weights=None, minlength=0)
+    ``gpuscan.bincount`` per chunk of a 1-D ``x``, summed; the length depends on the data, so the
+    result's chunk size is unknown (``nan``) until computed.
+compact(x, flags)
+    ``x[flags != 0]`` flattened in C order: one chunk of unknown size per chunk of ``x``.
+split(x, flags)
+    ``(out, count)``: the stable partition of the flattened ``x`` (flagged values first, then
+    the others, each group in order) as a 1-D dask array of unknown chunk sizes, and the number
+    flagged as a 0-d dask array.
+gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs)
+    A ``distributed.SpecCluster`` of one worker process per GPU, each with its
+    ``CUDA_VISIBLE_DEVICES`` set to one device (what ``dask_cuda.LocalCUDACluster`` does).
+"""
+
+import functools
+import itertools
+import math
+import os
+
+import numpy as np
+
+try:
+    import dask.array as da
+    from dask.array.utils import meta_from_array
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError(
+        f"gpuscan.dask needs Dask (dask.array): {exc}.  Install it with "
+        "`python3 -m pip install \"gpuscan[dask]\"` (from a clone: `pip install -e \".[dask]\"`)."
+    ) from exc
+
+import gpuscan
+from gpuscan._ops import UFUNCS, op_name
+
+__all__ = ["bincount", "compact", "gpu_cluster", "histogram", "reduce", "scan",
+           "segmented_scan", "split"]
+
+# Partial results (histogram and bincount counts, split counts) are summed in a tree that joins
+# this many at each level: the depth is log8(chunks) and no task holds more than eight partials.
+_SPLIT_EVERY = 8
+
+
+# ================================================================================================
+# Arguments: checked on the client, by gpuscan itself where it can be
+# ================================================================================================
+def _as_dask(x, name="x"):
+    """x as a dask array; masked chunks are refused (their mask would be dropped)."""
+    if not isinstance(x, da.Array):
+        x = da.asarray(x)
+    if isinstance(x._meta, np.ma.MaskedArray):
+        raise TypeError(f"gpuscan.dask: {name} is a masked dask array; gpuscan does not take "
+                        "masks (it would drop them): fill it first (x.filled(...))")
+    return x
+
+
+def _probe(x, shape=None):
+    """A small NumPy array of x's dtype (shape: all ones of x's ndim, or `shape`) on which the
+    single-array function is called to check the arguments and find the result's dtype."""
+    return np.zeros((1,) * x.ndim if shape is None else shape, dtype=x.dtype)
+
+
+def _same_shape(x, flags):
+    """x and flags (dask arrays) must have the same shape, as in the single-array functions."""
+    if x.shape != flags.shape:
+        raise ValueError(f"flags has shape {flags.shape} but a has shape {x.shape}")
+
+
+def _aligned(x, other):
+    """`other` rechunked to x's chunks (same shape), so blocks pair up."""
+    return other if other.chunks == x.chunks else other.rechunk(x.chunks)
+
+
+def _flat(x):
+    """x flattened in C order (dask rechunks so that every block is a run of the flat order)."""
+    return x if x.ndim == 1 else x.reshape(-1)
+
+
+def _meta(x, dtype, ndim):
+    return meta_from_array(x._meta, ndim=ndim, dtype=dtype)
+
+
+# ================================================================================================
+# Chunk-level helpers: run on the workers, NumPy or CuPy chunks
+# ================================================================================================
+def _xp(a):
+    """The array module of a chunk: CuPy for CuPy chunks, else NumPy."""
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy  # type: ignore[import-not-found, unused-ignore]
+
+        return cupy
+    return np
+
+
+def _like(result, chunk):
+    """gpuscan's result in the chunk's type: a DeviceArray (from CuPy chunks) becomes a CuPy
+    array over the same memory (no copy); NumPy results (and scalars) are returned as they are."""
+    if isinstance(result, gpuscan.DeviceArray):
+        return _xp(chunk).asarray(result)
+    return result
+
+
+def _two_sum(a, b):
+    """(s, e) with s = fl(a + b) and s + e = a + b exactly (Knuth), elementwise; e is 0 where
+    s is inf or NaN (s alone is then IEEE's answer)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, _xp(s).where(_xp(s).isfinite(s), e, 0)
+
+
+class _Carry:
+    """A combined value of the carry chain: `hi` (and, for a float add, the rounding error
+    `lo` that hi + lo leaves out, so a chain of many chunks still rounds once)."""
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, hi, lo=None):
+        self.hi, self.lo = hi, lo
+
+    def value(self):
+        if self.lo is None:
+            return self.hi
+        with np.errstate(all="ignore"):
+            return self.hi + self.lo
+
+
+def _combine(op, compensated, a, b):
+    """a op b for carries (a comes first in the array).  None is the empty carry."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    with np.errstate(all="ignore"):     # IEEE results (inf, NaN) as gpuscan's, no warnings
+        if compensated:
+            s, e = _two_sum(a.hi, b.hi)
+            return _Carry(s, a.lo + b.lo + e)
+        return _Carry(UFUNCS[op](a.hi, b.hi))
+
+
+def _scan_total(block, op, axis, dtype, compensated):
+    """The op-total of a block along axis (keepdims), or None for a block empty along it."""
+    if block.shape[axis] == 0:
+        return None
+    total = _like(gpuscan.reduce(block, op, axis=axis, dtype=dtype, keepdims=True), block)
+    return _Carry(total, _xp(total).zeros_like(total) if compensated else None)
+
+
+def _scan_block(block, carry, op, axis, exclusive, dtype):
+    """gpuscan.scan of one block, with the carry of the blocks before it combined in."""
+    out = _like(gpuscan.scan(block, op, axis=axis, exclusive=exclusive, dtype=dtype), block)
+    if carry is not None and out.size:
+        with np.errstate(all="ignore"):
+            UFUNCS[op](out, carry.value(), out=out)
+    return out
+
+
+def _first_head(flags):
+    """Index of the first nonzero flag of a 1-D block, or its length when there is none."""
+    nz = flags != 0
+    i = int(nz.argmax()) if nz.size else 0
+    return i if nz.size and bool(nz[i]) else nz.size
+
+
+def _seg_summary(block, flags, op, dtype, compensated):
+    """(has a head, op-total from the block's last head, or from its start, to its end), as a
+    _SegCarry; None for an empty block."""
+    if block.size == 0:
+        return None
+    nz = flags != 0
+    last = nz.size - 1 - int(nz[::-1].argmax())
+    has_head = bool(nz[last])
+    tail = block[last:] if has_head else block
+    total = _like(gpuscan.reduce(tail, op, dtype=dtype), block).reshape(1)
+    lo = _xp(total).zeros_like(total) if compensated else None
+    return _SegCarry(has_head, _Carry(total, lo))
+
+
+class _SegCarry:
+    """A carry of the segmented scan: whether a head was crossed, and the running value since
+    the last head crossed (or since the start)."""
+
+    __slots__ = ("head", "carry")
+
+    def __init__(self, head, carry):
+        self.head, self.carry = head, carry
+
+
+def _seg_combine(op, compensated, a, b):
+    """The segmented operator: b restarts the value when it holds a head."""
+    if a is None:
+        return b
+    if b is None or b.head:
+        return a if b is None else b
+    return _SegCarry(a.head, _combine(op, compensated, a.carry, b.carry))
+
+
+def _seg_block(block, flags, carry, op, exclusive, dtype):
+    """gpuscan.segmented_scan of one block; the values before its first head continue the
+    segment that the carry ends."""
+    out = _like(gpuscan.segmented_scan(block, flags, op, exclusive=exclusive, dtype=dtype),
+                block)
+    if carry is not None:
+        first = _first_head(flags)
+        if first:
+            head = out[:first]
+            with np.errstate(all="ignore"):
+                UFUNCS[op](head, carry.carry.value(), out=head)
+    return out
+
+
+# ================================================================================================
+# Carry chains over task keys: sequential, and the Blelloch up-sweep/down-sweep
+# ================================================================================================
+class _Graph:
+    """A task dict under one name; `combine(a, b)` adds a task that joins two carry keys."""
+
+    def __init__(self, name, fn):
+        self.name, self.fn, self.dsk, self._count = name, fn, {}, 0
+
+    def task(self, tag, task):
+        key = (f"{self.name}-{tag}", self._count)
+        self._count += 1
+        self.dsk[key] = task
+        return key
+
+    def combine(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.task("carry", (self.fn, a, b))
+
+
+def _exclusive_sequential(g, totals):
+    """carries[k] = totals[0] op ... op totals[k-1], one task after another (None for k = 0)."""
+    carries, carry = [], None
+    for total in totals:
+        carries.append(carry)
+        carry = g.combine(carry, total)
+    return carries
+
+
+def _exclusive_blelloch(g, totals):
+    """The same carries from a work-efficient tree: pairs are combined going up (the up-sweep),
+    then each pair's carry is handed to its left member and combined with the left member's
+    total for the right one (the down-sweep): 2 log2(len) levels of tasks."""
+    if len(totals) <= 1:
+        return [None] * len(totals)
+    pairs = [g.combine(totals[i], totals[i + 1]) for i in range(0, len(totals) - 1, 2)]
+    if len(totals) % 2:
+        pairs.append(totals[-1])
+    above = _exclusive_blelloch(g, pairs)
+    carries = []
+    for i in range(len(totals)):
+        carries.append(above[i // 2] if i % 2 == 0 else g.combine(above[i // 2], totals[i - 1]))
+    return carries
+
+
+_CARRY_METHODS = {"sequential": _exclusive_sequential, "blelloch": _exclusive_blelloch}
+
+
+def _tree(g, keys, fn):
+    """One key for fn over all `keys` (a list of partial results), joined _SPLIT_EVERY at a
+    time; fn takes a list and returns a partial of the same kind."""
+    while len(keys) > 1:
+        keys = [g.task("tree", (fn, keys[i:i + _SPLIT_EVERY]))
+                for i in range(0, len(keys), _SPLIT_EVERY)]
+    return keys[0]
+
+
+def _lines(x, axis):
+    """Block indices of x grouped by their index along axis: [[idx at 0...], [idx at 1...]]."""
+    others = [range(n) if i != axis else [None] for i, n in enumerate(x.numblocks)]
+    rest = list(itertools.product(*others))
+    return [[tuple(k if i != axis else j for i, k in enumerate(r)) for r in rest]
+            for j in range(x.numblocks[axis])]
+
+
+# ================================================================================================
+# Public functions
+# ================================================================================================
+def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential"):
+    """Lazy ``gpuscan.scan`` of a dask array.
+
+    The result equals ``gpuscan.scan(x.compute(), op, axis=axis, exclusive=exclusive,
+    dtype=dtype)``: ``axis=None`` scans the C-order flattening (1-D result), an integer axis
+    scans along it (same shape and chunks; blocks are combined along that axis only).  ``op``,
+    ``dtype``, ``exclusive`` and the result dtype are gpuscan's.  ``method``: ``"sequential"``
+    (each chunk's carry waits for the one before) or ``"blelloch"`` (the carries from an
+    up-sweep/down-sweep over the chunk totals).  Integer results and float min/max are
+    bit-identical to the single call; a float sum stays within the contract's bound (the
+    carries are combined with compensated additions, so the chunk count adds no error).
+    """
+    x = _as_dask(x)
+    dt = gpuscan.scan(_probe(x), op, axis=axis, exclusive=exclusive, dtype=dtype).dtype
+    if method not in _CARRY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, _CARRY_METHODS))}, "
+                         f"not {method!r}")
+    op = op_name(op)
+    if axis is None or x.ndim == 0:     # a 0-d x scans as one value along axis 0 (as NumPy)
+        x, axis = _flat(x), 0
+    axis = axis % x.ndim
+    compensated = op == "add" and dt.kind == "f"
+    name = "gpuscan-scan-" + tokenize(x, op, axis, exclusive, dt, method)
+    g = _Graph(name, functools.partial(_combine, op, compensated))
+    lines = _lines(x, axis)
+    totals = [[g.task("total", (functools.partial(_scan_total, op=op, axis=axis, dtype=dt,
+                                                  compensated=compensated), (x.name,) + idx))
+               for idx in line] for line in lines[:-1]]
+    block_fn = functools.partial(_scan_block, op=op, axis=axis, exclusive=exclusive, dtype=dt)
+    # One carry chain per row of blocks along the axis (the blocks at the same other indices).
+    for r in range(len(lines[0])):
+        carries = _CARRY_METHODS[method](g, [t[r] for t in totals] + [None])
+        for line, carry in zip(lines, carries):
+            g.dsk[(name,) + line[r]] = (block_fn, (x.name,) + line[r], carry)
+    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[x])
+    return da.Array(graph, name, x.chunks, meta=_meta(x, dt, x.ndim))
+
+
+def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
+    """Lazy ``gpuscan.segmented_scan`` of two dask arrays of the same shape.
+
+    ``x`` and ``flags`` are read together in C order (``flags`` is rechunked to ``x``'s chunks
+    where they differ); a nonzero flag starts a segment, element 0 always does, and a segment's
+    running value carries across chunk boundaries until the next head.  The result has ``x``'s
+    shape and equals the single-array call (bit for bit for integers; floats within the bound
+    per segment).
+    """
+    x, flags = _as_dask(x), _as_dask(flags, "flags")
+    _same_shape(x, flags)
+    dt = gpuscan.segmented_scan(_probe(x), _probe(flags), op, exclusive=exclusive,
+                                dtype=dtype).dtype
+    op = op_name(op)
+    shape = x.shape
+    xf = _flat(x)
+    ff = _aligned(xf, _flat(flags))
+    compensated = op == "add" and dt.kind == "f"
+    name = "gpuscan-segmented-scan-" + tokenize(xf, ff, op, exclusive, dt)
+    g = _Graph(name, functools.partial(_seg_combine, op, compensated))
+    nb = xf.numblocks[0]
+    summary = functools.partial(_seg_summary, op=op, dtype=dt, compensated=compensated)
+    totals = [g.task("summary", (summary, (xf.name, i), (ff.name, i))) for i in range(nb - 1)]
+    carries = _exclusive_sequential(g, totals + [None])
+    block_fn = functools.partial(_seg_block, op=op, exclusive=exclusive, dtype=dt)
+    for i, carry in enumerate(carries):
+        g.dsk[(name, i)] = (block_fn, (xf.name, i), (ff.name, i), carry)
+    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[xf, ff])
+    out = da.Array(graph, name, xf.chunks, meta=_meta(x, dt, 1))
+    return out if len(shape) == 1 else out.reshape(shape)
+
+
+def _reduce_part(block, axis, keepdims, op, dtype, identity):
+    """gpuscan.reduce of a block over axis (keepdims for the partial steps).  A block empty
+    along axis gives the op's identity (min/max have none in NumPy, but +/-inf or the dtype's
+    extremes are neutral in a combination of partials); an empty min/max of the whole array is
+    refused on the client."""
+    if any(block.shape[a] == 0 for a in axis) and identity is not None:
+        shape = tuple(1 if i in axis else s for i, s in enumerate(block.shape))
+        if not keepdims:
+            shape = tuple(s for i, s in enumerate(shape) if i not in axis)
+        return _xp(block).full(shape, identity, dtype)
+    return _like(gpuscan.reduce(block, op, axis=axis, dtype=dtype, keepdims=keepdims), block)
+
+
+def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None):
+    """Lazy ``gpuscan.reduce`` of a dask array: each chunk reduced by gpuscan, the partial
+    results reduced by gpuscan in a tree (``split_every`` as in ``dask.array.sum``).
+
+    ``axis`` None, an int or a tuple; ``dtype=``, ``keepdims`` and the result dtype as
+    ``gpuscan.reduce``; a min/max over nothing raises NumPy's ``ValueError`` here.  A full
+    reduction is a 0-d dask array.
+    """
+    x = _as_dask(x)
+    known = not any(math.isnan(s) for s in x.shape)
+    empty = known and 0 in x.shape
+    # The probe has x's real shape when x is empty (no memory), so an empty min/max raises
+    # NumPy's ValueError here; otherwise all ones.
+    probe = _probe(x, x.shape if empty else None)
+    res = np.asarray(gpuscan.reduce(probe, op, axis=axis, dtype=dtype, keepdims=keepdims))
+    dt = res.dtype
+    op = op_name(op)
+    # The identity from gpuscan itself: the first value of an exclusive scan.
+    identity = gpuscan.scan(np.zeros(1, dt), op, exclusive=True, dtype=dt)[0]
+    part = functools.partial(_reduce_part, op=op, dtype=dt)
+    return da.reduction(x, functools.partial(part, identity=identity),
+                        functools.partial(part, identity=None), axis=axis, keepdims=keepdims,
+                        dtype=dt, split_every=split_every,
+                        combine=functools.partial(part, identity=identity),
+                        name="gpuscan-reduce", concatenate=True,
+                        meta=_meta(x, dt, res.ndim))
+
+
+def _sum_padded(parts, dtype):
+    """The elementwise sum, in dtype, of 1-D partials of possibly different lengths (shorter
+    ones are zeros past their end: bincount's), or of 0-d ones (split's counts)."""
+    xp = _xp(parts[0])
+    out = xp.zeros(max(p.shape[0] for p in parts) if parts[0].ndim else (), dtype)
+    for p in parts:
+        if p.ndim:
+            out[: p.shape[0]] += p
+        else:
+            out += p
+    return out
+
+
+def _hist_chunk(block, weights, edges, bins, range):
+    counts, _ = gpuscan.histogram(block, edges if edges is not None else bins, range=range,
+                                  weights=weights)
+    return _like(counts, block)
+
+
+def _density(counts, edges):
+    """NumPy's density: counts / bin width / total count."""
+    xp = _xp(counts)
+    widths = xp.asarray(np.diff(edges).astype(float))
+    return counts / widths / counts.sum()
+
+
+def histogram(x, bins, range=None, weights=None, density=None):
+    """Lazy ``gpuscan.histogram`` of a dask array: ``(counts, edges)``, as
+    ``dask.array.histogram``.
+
+    ``bins`` is an int, in which case ``range`` is required (a dask array's min and max are not
+    known without computing them), or a monotonically increasing sequence of edges.  ``counts``
+    is a 1-D dask array (int64, the weights' dtype with ``weights``, float64 with ``density``):
+    the counts equal NumPy's on the whole array exactly; ``edges`` is NumPy's (a NumPy array).
+    ``weights``, if given, is an array of ``x``'s shape (rechunked to ``x``'s chunks).
+    """
+    x = _as_dask(x)
+    if isinstance(bins, str):
+        raise ValueError(f"bins={bins!r}: an estimator needs the data; for a dask array give "
+                         "an int and range, or the edges")
+    if np.ndim(bins) == 0 and range is None:
+        raise ValueError("dask arrays need range= with an integer bins (as "
+                         "dask.array.histogram): the data's min and max are not known")
+    if weights is not None:
+        weights = _as_dask(weights, "weights")
+        if weights.shape != x.shape:
+            raise ValueError("weights should have the same shape as a.")
+        weights = _aligned(x, weights)
+    wprobe = None if weights is None else np.zeros(0, weights.dtype)
+    with np.errstate(all="ignore"):     # density of no values: 0/0, on the probe only
+        counts, edges = gpuscan.histogram(np.zeros(0, x.dtype), bins, range=range,
+                                          weights=wprobe, density=density)
+    uniform = np.ndim(bins) == 0
+    name = "gpuscan-histogram-" + tokenize(x, weights, bins, range, density)
+    g = _Graph(name, None)
+    edge_key = None
+    if not uniform:
+        edge_key = g.task("edges", edges)    # one copy of the edges in the graph, not one a task
+    chunk = functools.partial(_hist_chunk, bins=bins if uniform else None,
+                              range=range if uniform else None)
+    parts = []
+    for idx in np.ndindex(*x.numblocks):
+        w = None if weights is None else (weights.name,) + idx
+        parts.append(g.task("part", (chunk, (x.name,) + idx, w, edge_key)))
+    dt = counts.dtype
+    total = _tree(g, parts, functools.partial(_sum_padded, dtype=dt))
+    if density:
+        total = g.task("density", (_density, total, edges))
+    g.dsk[(name, 0)] = total
+    deps = [x] if weights is None else [x, weights]
+    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=deps)
+    return da.Array(graph, name, ((edges.size - 1,),), meta=_meta(x, dt, 1)), edges
+
+
+def _bincount_chunk(block, weights, minlength):
+    return _like(gpuscan.bincount(block, weights=weights, minlength=minlength), block)
+
+
+def bincount(x, weights=None, minlength=0):
+    """Lazy ``gpuscan.bincount`` of a 1-D dask array of non-negative integers.
+
+    The result is ``np.bincount(x.compute(), weights, minlength)``: int64 counts (float64 with
+    weights).  Its length is ``max(x) + 1`` (at least ``minlength``), which is known only once
+    computed, so the result's one chunk has an unknown size (``nan``); a negative value raises
+    NumPy's ``ValueError`` when it is computed.
+    """
+    x = _as_dask(x)
+    if weights is not None:
+        weights = _as_dask(weights, "weights")
+        if weights.shape != x.shape:
+            raise ValueError("The weights and list don't have the same length.")
+        weights = _aligned(x, weights)
+    # A one-value probe: NumPy's weighted bincount of nothing is int64, of anything float64;
+    # the probe is empty only when x is.
+    size = 0 if x.shape and x.shape[0] == 0 else 1
+    wprobe = None if weights is None else np.zeros((size,) * weights.ndim, weights.dtype)
+    dt = gpuscan.bincount(np.zeros((size,) * x.ndim, x.dtype), weights=wprobe,
+                          minlength=minlength).dtype
+    name = "gpuscan-bincount-" + tokenize(x, weights, minlength)
+    g = _Graph(name, None)
+    chunk = functools.partial(_bincount_chunk, minlength=minlength)
+    parts = [g.task("part", (chunk, (x.name, i), None if weights is None else (weights.name, i)))
+             for i in range(x.numblocks[0])]
+    g.dsk[(name, 0)] = _tree(g, parts, functools.partial(_sum_padded, dtype=dt))
+    deps = [x] if weights is None else [x, weights]
+    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=deps)
+    return da.Array(graph, name, ((math.nan,),), meta=_meta(x, dt, 1))
+
+
+
+def _flat_pair(x, flags):
+    """x and flags (same shape) flattened in C order with the same chunks; the checks of the
+    single-array split/compact (dtypes, shapes) made on the client."""
+    x, flags = _as_dask(x), _as_dask(flags, "flags")
+    _same_shape(x, flags)
+    gpuscan.split(_probe(x), _probe(flags))
+    xf = _flat(x)
+    return xf, _aligned(xf, _flat(flags))
+
+
+def _compact_chunk(block, flags):
+    return _like(gpuscan.compact(block, flags), block)
+
+
+def compact(x, flags):
+    """Lazy ``gpuscan.compact``: ``x[flags != 0]`` flattened in C order, as a 1-D dask array
+    with one chunk of unknown size per chunk of the flattened ``x`` (as dask's boolean
+    indexing)."""
+    xf, ff = _flat_pair(x, flags)
+    return da.map_blocks(_compact_chunk, xf, ff, chunks=((math.nan,) * xf.numblocks[0],),
+                         dtype=xf.dtype, meta=_meta(xf, xf.dtype, 1),
+                         name="gpuscan-compact-" + tokenize(xf, ff))
+
+
+def _split_chunk(block, flags):
+    out, count = gpuscan.split(block, flags)
+    return _like(out, block), count
+
+
+def _split_part(res, first):
+    out, count = res
+    return out[:count] if first else out[count:]
+
+
+def _split_count(res):
+    return np.asarray(res[1], np.int64)
+
+
+
+def split(x, flags):
+    """Lazy ``gpuscan.split``: ``(out, count)``.
+
+    ``out`` is the stable partition of the C-order flattening of ``x``: the values whose flag
+    is nonzero, in order, then the others, in order; a 1-D dask array whose chunks (two per
+    chunk of ``x``: its flagged values, then, after all of those, its others) have unknown
+    sizes.  ``count`` is the number flagged, a 0-d int64 dask array.  Values move bit for bit.
+    """
+    xf, ff = _flat_pair(x, flags)
+    nb = xf.numblocks[0]
+    name = "gpuscan-split-" + tokenize(xf, ff)
+    g = _Graph(name, None)
+    parts = [g.task("part", (_split_chunk, (xf.name, i), (ff.name, i))) for i in range(nb)]
+    for i, part in enumerate(parts):
+        g.dsk[(name, i)] = (_split_part, part, True)
+        g.dsk[(name, nb + i)] = (_split_part, part, False)
+    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[xf, ff])
+    out = da.Array(graph, name, ((math.nan,) * (2 * nb),), meta=_meta(xf, xf.dtype, 1))
+    # The count: a layer of its own over the same per-chunk splits.
+    cname = name + "-count"
+    c = _Graph(cname, None)
+    counts = [c.task("part", (_split_count, p)) for p in parts]
+    # A NumPy int64 scalar, as a dask sum computes to.
+    c.dsk[(cname,)] = (np.int64, _tree(c, counts, functools.partial(_sum_padded,
+                                                                     dtype=np.int64)))
+    graph = HighLevelGraph.from_collections(cname, c.dsk, dependencies=[out])
+    count = da.Array(graph, cname, (), meta=np.empty((), np.int64))
+    return out, count
+
+
+# ================================================================================================
+# One worker per GPU
+# ================================================================================================
+def gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs):
+    """A local ``distributed.SpecCluster`` with one worker process per GPU.
+
+    Worker i runs with ``CUDA_VISIBLE_DEVICES`` set to ``devices[i]`` (default: every GPU that
+    ``nvidia-smi -L`` lists, else those named by this process's ``CUDA_VISIBLE_DEVICES``), so
+    gpuscan and CuPy in it see that one GPU as device 0 and never touch the others: the same
+    layout as ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  ``env``: more
+    environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).  Other keyword
+    arguments go to ``SpecCluster`` (e.g. ``asynchronous``); connect with
+    ``distributed.Client(cluster)``.
+    """
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    if devices is None:
+        devices = _visible_gpus()
+    devices = [str(d) for d in devices]
+    if not devices:
+        raise RuntimeError("gpu_cluster: no GPU found (nvidia-smi -L lists none and "
+                           "CUDA_VISIBLE_DEVICES is unset); name them with devices=[...]")
+    workers = {
+        f"gpu-{d}": {"cls": Nanny,
+                     "options": {"nthreads": threads_per_worker,
+                                 "env": {**(env or {}), "CUDA_VISIBLE_DEVICES": d},
+                                 "name": f"gpu-{d}"}}
+        for d in devices
+    }
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
+    return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
+
+
+def _visible_gpus():
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES if set, else nvidia-smi's list."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip()]
+    import subprocess
+
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                 timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU ")]

@@ -1,0 +1,70 @@
+/*
+ * dispatch/launch.cuh - what every launcher shares: the one check after a launch, and the size
+ * of a resident (persistent or grid-stride) grid.
+ *
+ * Level: dispatch (host code of kernels/dispatch/).  As CUB's launch idiom: the launch's own
+ * error first (cudaGetLastError: a bad configuration), then, in the opt-in debug mode
+ * (GPUSCAN_DEBUG_SYNC=1, set by the host at initialisation), a synchronization so that an
+ * error of the kernel itself is reported by the call that launched it.
+ */
+#ifndef GS_LAUNCH_CUH
+#define GS_LAUNCH_CUH
+
+#include "thread/load_store.cuh"
+
+/* The check after every launch on `stream`. */
+static inline cudaError_t gs_launch_check(cudaStream_t stream)
+{
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && gs_launch_debug_sync)
+        err = cudaStreamSynchronize(stream);
+    return err;
+}
+
+/*
+ * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
+ * same for one kernel) that fit on the current device at once (a persistent or grid-stride
+ * grid), computed once per kernel and device: the occupancy query costs microseconds, a
+ * launch's own budget.  Shared memory past 48 KiB needs an opt-in, set here once per kernel.
+ * Calls may race (the GIL is released around device work): a slot is cleared, then written
+ * blocks first and kernel last, and a reader re-checks the kernel after reading the blocks, so
+ * a racing reader queries again rather than take another kernel's count.  (Even a wrong count
+ * would only size a grid: every driver takes its tiles or chunks dynamically.)
+ */
+#define GS_MAX_DEVICES 64
+#define GS_RESIDENT_SLOTS 256
+static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
+{
+    static const void *cached_kernel[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
+    static int cached_blocks[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
+    int device, sms, per_sm;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err != cudaSuccess)
+        return err;
+    const unsigned slot = (unsigned)(((uintptr_t)kernel >> 4) % GS_RESIDENT_SLOTS);
+    if (device < GS_MAX_DEVICES &&
+        __atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
+        const int cached = __atomic_load_n(&cached_blocks[device][slot], __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
+            *blocks = cached;
+            return cudaSuccess;
+        }
+    }
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess && dynamic_smem > 0)
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)dynamic_smem);
+    if (err == cudaSuccess)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GS_NT, dynamic_smem);
+    if (err != cudaSuccess)
+        return err;
+    *blocks = sms * (per_sm > 0 ? per_sm : 1);
+    if (device < GS_MAX_DEVICES) {
+        __atomic_store_n(&cached_kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&cached_blocks[device][slot], *blocks, __ATOMIC_RELEASE);
+        __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
+    }
+    return cudaSuccess;
+}
+
+#endif /* GS_LAUNCH_CUH */

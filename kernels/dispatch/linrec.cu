@@ -1,0 +1,93 @@
+/*
+ * dispatch/linrec.cu - the linear recurrence h[t] = a[t] h[t-1] + b[t]: its __global__ kernels
+ * (float32, float64) and the extern "C" launcher.
+ *
+ * Level: device-wide algorithm (kernels + dispatch).  One launch after zeroing the scratch: a
+ * tile per block, in launch order, each reading its a and b once and writing its h once (12 n
+ * bytes for float32), the tiles chained by the anchored look-back over pairs
+ * (device/pair_lookback.cuh).  Rows (the other axes of the array) and the direction are run-time
+ * parameters: one kernel per floating type.
+ */
+#include "device/pair_lookback.cuh"
+#include "dispatch/launch.cuh"
+#include "dispatch/tuning.h"
+
+/* Kernel parameters (by value). */
+typedef struct gs_linrec_kparams {
+    const void *a;
+    const void *b;
+    const void *h0; /* n / row_len values, or NULL */
+    void *h;
+    int64_t n;
+    int64_t row_len;
+    int reverse;
+    int vec; /* a, b and h 16-byte aligned, and whole pieces in either direction */
+    gs_lr_state s;
+} gs_linrec_kparams;
+
+#define GS_R float
+#define GS_RS f32
+#define GS_LR_DT GS_FLOAT32
+#include "thread/pair_ops.cuh"
+#include "warp/warp_pair.cuh"
+#include "block/block_pair.cuh"
+#include "agent/linrec.cuh"
+#undef GS_R
+#undef GS_RS
+#undef GS_LR_DT
+
+#define GS_R double
+#define GS_RS f64
+#define GS_LR_DT GS_FLOAT64
+#include "thread/pair_ops.cuh"
+#include "warp/warp_pair.cuh"
+#include "block/block_pair.cuh"
+#include "agent/linrec.cuh"
+#undef GS_R
+#undef GS_RS
+#undef GS_LR_DT
+
+__global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_f32) gs_linrec_f32(gs_linrec_kparams p)
+{
+    linrec_tile_f32(&p);
+}
+
+__global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_f64) gs_linrec_f64(gs_linrec_kparams p)
+{
+    linrec_tile_f64(&p);
+}
+
+extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
+                                        size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    const int64_t C = 16 / (int64_t)gs_dtype_size(d->type);
+    gs_linrec_kparams p;
+    cudaError_t err;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if ((d->type != GS_FLOAT32 && d->type != GS_FLOAT64) || d->row_len < 1 ||
+        d->n % d->row_len != 0 || tiles > INT32_MAX ||
+        scratch_bytes < gs_linrec_scratch_bytes(d->n))
+        return cudaErrorInvalidValue;
+    p.a = d->a;
+    p.b = d->b;
+    p.h0 = d->h0;
+    p.h = d->h;
+    p.n = d->n;
+    p.row_len = d->row_len;
+    p.reverse = d->reverse;
+    p.vec = ((uintptr_t)d->a % 16) == 0 && ((uintptr_t)d->b % 16) == 0 &&
+            ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0);
+    p.s = gs_lr_state_carve(scratch, tiles);
+
+    /* ---- Zero the tile counter and the descriptors; then a block per tile. ---- */
+    if ((err = cudaMemsetAsync(scratch, 0, gs_linrec_scratch_bytes(d->n), stream)) != cudaSuccess)
+        return err;
+    if (d->type == GS_FLOAT32)
+        gs_linrec_f32<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
+    else
+        gs_linrec_f64<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
+    return gs_launch_check(stream);
+}

@@ -1,0 +1,273 @@
+/*
+ * dispatch/segreduce.cu - segmented reductions (reduceat, segmented_reduce) and the positions of
+ * segment heads: their __global__ kernels and extern "C" launchers.
+ *
+ * Level: device-wide algorithm (kernels + dispatch).
+ *   gs_launch_segreduce  a sorted partition: one launch that finds each tile's first segment (a
+ *                        binary search over the starts per tile), then the single-pass segmented
+ *                        scan that stores each segment's last value (agent/segreduce.cuh), one
+ *                        tile per block; values read once, starts once per tile.  Any other
+ *                        segments: a warp per segment, no scratch.  Both stamped for every row of
+ *                        GS_TYPED_KERNELS (dispatch/kernel_table.cuh).
+ *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
+ *                        one bit per value and every tile's flagged count as its look-back
+ *                        aggregate: a block per tile ranks its heads (element 0 always one) and
+ *                        writes their positions; the look-back never waits (every aggregate is
+ * out). Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) +
+ * n/8 (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K
+ * results), about 5.25 n against the 5 n read once.
+ */
+#include "dispatch/kernel_table.cuh"
+
+#include "agent/scan_params.cuh"
+
+/* Kernel parameters of both segmented-reduction kernels (by value). */
+typedef struct gs_segreduce_kparams {
+    gs_scan_kparams scan; /* the values (in, n, vec_in) and the look-back (ts): a plain scan's */
+    void *out;
+    const int64_t *starts;
+    const int64_t *ends; /* any segments: their ends; a sorted partition: NULL */
+    int64_t nseg;
+    const int64_t *first; /* sorted partition: the first start at or past each tile's start */
+} gs_segreduce_kparams;
+
+#define GS_AGENT "agent/segreduce.cuh"
+#include "stamp.cuh"
+
+/* Mask groups (of 16 flags, agent/split.cuh) each thread of a heads block takes. */
+#define GS_HEADS_GROUP 16
+#define GS_HEADS_PER_THREAD (GS_NV / GS_HEADS_GROUP / GS_NT)
+#if GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
+#error "a tile must be a whole number of 16-flag groups per thread"
+#endif
+
+#define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
+
+#define GS_X_KERNEL(op, in, out, rs)                                  \
+    __global__ void __launch_bounds__(GS_NT, GS_MIN_BLOCKS_##rs)      \
+        GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p) \
+    {                                                                 \
+        segreduce_tiles_##rs(op, in, out, &p);                        \
+    }                                                                 \
+    __global__ void __launch_bounds__(GS_NT)                          \
+        GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p) \
+    {                                                                 \
+        segreduce_warps_##rs(op, in, out, &p);                        \
+    }
+GS_TYPED_KERNELS(GS_X_KERNEL)
+#undef GS_X_KERNEL
+
+typedef void (*gs_segreduce_kernel)(gs_segreduce_kparams);
+
+/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts (NULL if none). */
+static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
+                                     gs_segreduce_kernel *tiles, gs_segreduce_kernel *warps)
+{
+    *tiles = *warps = NULL;
+    gs_kernel_key(&in, &out, &op);
+#define GS_X_MATCH(op_, in_, out_, rs)                     \
+    if (op == op_ && in == in_ && out == out_) {           \
+        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_); \
+        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_); \
+    }
+    GS_TYPED_KERNELS(GS_X_MATCH)
+#undef GS_X_MATCH
+}
+
+/* first[t] = the number of starts below t * GS_NV, for t in [0, tiles]: a binary search each. */
+__global__ void __launch_bounds__(GS_NT)
+    gs_segreduce_first(const int64_t *starts, int64_t nseg, int64_t tiles, int64_t *first)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_NT + threadIdx.x;
+    if (t > tiles)
+        return;
+    const int64_t at = t * GS_NV;
+    int64_t lo = 0, hi = nseg;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (__ldg(starts + mid) < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    first[t] = lo;
+}
+
+extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch,
+                                           size_t scratch_bytes, cudaStream_t stream)
+{
+    const int sorted = d->ends == NULL;
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_segreduce_kernel tiles_kernel, warps_kernel;
+    gs_segreduce_kparams p;
+    cudaError_t err;
+
+    if (d->nseg == 0 || d->n == 0)
+        return cudaSuccess;
+    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &warps_kernel);
+    if (tiles_kernel == NULL || tiles > INT32_MAX ||
+        scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
+        return cudaErrorInvalidValue;
+    memset(&p, 0, sizeof(p));
+    p.scan.in = d->in;
+    p.scan.n = d->n;
+    p.scan.vec_in = ((uintptr_t)d->in % 16) == 0;
+    p.out = d->out;
+    p.starts = d->starts;
+    p.ends = d->ends;
+    p.nseg = d->nseg;
+
+    /* ---- Any segments: a warp each, a grid-stride loop over them. ---- */
+    if (!sorted) {
+        int resident;
+        if ((err = gs_resident_blocks((const void *)warps_kernel, 0, &resident)) != cudaSuccess)
+            return err;
+        const int64_t blocks = (d->nseg + GS_NWARPS - 1) / GS_NWARPS;
+        warps_kernel<<<(unsigned)(blocks < resident ? blocks : resident), GS_NT, 0, stream>>>(p);
+        return gs_launch_check(stream);
+    }
+
+    /* ---- A sorted partition: the look-back's scratch zeroed, each tile's first segment, then
+     * the scan that stores the segments' last values, a block per tile. ---- */
+    p.scan.ts = gs_tile_state_carve(scratch, tiles, 0);
+    p.first = (const int64_t *)((char *)scratch + gs_segreduce_first_offset(d->n));
+    if ((err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream)) != cudaSuccess)
+        return err;
+    gs_segreduce_first<<<(unsigned)((tiles + GS_NT) / GS_NT), GS_NT, 0, stream>>>(
+        d->starts, d->nseg, tiles, (int64_t *)p.first);
+    if ((err = gs_launch_check(stream)) != cudaSuccess)
+        return err;
+    tiles_kernel<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
+    return gs_launch_check(stream);
+}
+
+/* ---- reduceat's indices -------------------------------------------------------------------- */
+
+/* result[0]: the first position whose index lies outside [0, n); result[1]: set when some
+ * index is not above the one before it.  A grid-stride loop. */
+__global__ void __launch_bounds__(GS_NT)
+    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result)
+{
+    int down = 0;
+    for (int64_t i = (int64_t)blockIdx.x * GS_NT + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * GS_NT) {
+        const int64_t v = __ldg(idx + i);
+        if (v < 0 || v >= n)
+            atomicMin(result, (unsigned long long)i);
+        down |= i > 0 && v <= __ldg(idx + i - 1);
+    }
+    if (__any_sync(GS_FULL_MASK, down) && (threadIdx.x & (GS_WARP - 1)) == 0)
+        atomicOr(result + 1, 1ull);
+}
+
+extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
+                                             unsigned long long *result, cudaStream_t stream)
+{
+    /* Enough blocks to stream the indices at full speed, a few per multiprocessor's worth. */
+    const int64_t blocks = (m + GS_NT - 1) / GS_NT < 1024 ? (m + GS_NT - 1) / GS_NT : 1024;
+    cudaError_t err;
+
+    if (m == 0)
+        return cudaSuccess;
+    if ((err = cudaMemsetAsync(result, 0xff, 8, stream)) != cudaSuccess ||
+        (err = cudaMemsetAsync(result + 1, 0, 8, stream)) != cudaSuccess)
+        return err;
+    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
+    return gs_launch_check(stream);
+}
+
+/* ---- Segment heads ------------------------------------------------------------------------ */
+
+/* Kernel parameters of the heads kernel (by value): the split's scratch after its count pass. */
+typedef struct gs_heads_kparams {
+    int64_t n;
+    gs_tile_state ts;     /* the count pass's descriptors: every tile's flagged count */
+    const uint16_t *mask; /* one bit per value, in groups of 16 */
+    int64_t *positions;
+} gs_heads_kparams;
+
+/* Block b: the heads of tile b, in order, at positions[heads before them]. */
+__global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
+{
+    __shared__ gs_block_scan_smem_u32 bsm;
+    __shared__ unsigned long long before_sm;
+    const int64_t tile = blockIdx.x;
+    const int64_t group0 =
+        tile * (GS_NV / GS_HEADS_GROUP) + (int64_t)threadIdx.x * GS_HEADS_PER_THREAD;
+    /* Element 0 is a head whatever its flag: when the flag is clear, it comes first, before
+     * every flagged one. */
+    const unsigned forced = (__ldg(p.mask) & 1u) == 0;
+
+    /* ---- This thread's flags, their count, and the count before them in the tile. ---- */
+    unsigned bits[GS_HEADS_PER_THREAD];
+    int pf[1] = { 0 }, ef[1], af[1];
+    uint32_t pc[1] = { 0 }, ev[1], av[1];
+#pragma unroll
+    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
+        const int64_t at = (group0 + g) * GS_HEADS_GROUP;
+        bits[g] = at < p.n ? __ldg(p.mask + group0 + g) : 0u;
+        pc[0] += __popc(bits[g]);
+    }
+    block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
+
+    /* ---- The flagged count before the tile (every aggregate is published), and this tile's
+     * prefix for the tiles after it. ---- */
+    if (threadIdx.x < GS_WARP) {
+        unsigned long long before = 0;
+        if (tile > 0)
+            before = look_back_u64(GS_OP_ADD, GS_UINT64, p.ts, tile).hi;
+        if (threadIdx.x == 0) {
+            if (tile > 0)
+                publish_u64(p.ts, tile, GS_ST_PREFIX, 0, before + av[0]);
+            before_sm = before;
+        }
+    }
+    __syncthreads();
+
+    /* ---- The positions, in order. ---- */
+    int64_t k = (int64_t)before_sm + ev[0] + forced;
+    if (forced && tile == 0 && threadIdx.x == 0)
+        p.positions[0] = 0;
+#pragma unroll
+    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
+        for (unsigned w = bits[g]; w != 0; w &= w - 1)
+            p.positions[k++] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
+    }
+}
+
+/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
+__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total)
+{
+    if ((mask[0] & 1u) == 0)
+        *total += 1;
+}
+
+extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
+    if (err != cudaSuccess || d->n == 0)
+        return err;
+    gs_heads_first<<<1, 1, 0, stream>>>(
+        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+        (unsigned long long *)scratch);
+    return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                       int64_t *positions, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_heads_kparams p;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    p.n = d->n;
+    p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
+    p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
+    p.positions = positions;
+    gs_heads_tile<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
+    return gs_launch_check(stream);
+}

@@ -1,0 +1,64 @@
+/*
+ * dispatch/tuning.h - the kernels' launch-bound tuning: the blocks per multiprocessor each
+ * register type's kernels are compiled for.
+ *
+ * Level: dispatch.  Each constant may be overridden with -D for tuning runs
+ * (tools/kernel_check.cu); the measurements behind them are in benchmarks/NOTES.md.
+ */
+#ifndef GS_TUNING_H
+#define GS_TUNING_H
+
+/* Blocks per multiprocessor the register budget must allow, by register type: 4-byte
+ * registers leave room for more resident blocks than 8-byte ones. */
+#ifndef GS_MIN_BLOCKS_4
+#define GS_MIN_BLOCKS_4 5 /* measured best for one tile per block (H200) */
+#endif
+#ifndef GS_MIN_BLOCKS_8
+#define GS_MIN_BLOCKS_8 2
+#endif
+#define GS_MIN_BLOCKS_u32 GS_MIN_BLOCKS_4
+#define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
+/* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
+ * kernel spilled (ptxas: 120 bytes), and 4 blocks measured faster (H200, float32 add in the
+ * three passes that preceded the anchored look-back: 46% of memcpy at 2^28 against 40%). */
+#ifndef GS_MIN_BLOCKS_f32
+#define GS_MIN_BLOCKS_f32 4
+#endif
+#define GS_MIN_BLOCKS_u64 GS_MIN_BLOCKS_8
+#define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
+#define GS_MIN_BLOCKS_f64 GS_MIN_BLOCKS_8
+
+/* The lookahead driver holds three input tiles in shared memory: 4-byte inputs leave room for
+ * four blocks per multiprocessor (H100/H200), 8-byte ones for two. */
+#ifndef GS_AHEAD_MIN_BLOCKS_4 /* overridable for tuning (tools/kernel_check.cu) */
+#define GS_AHEAD_MIN_BLOCKS_4 4
+#endif
+#ifndef GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_8 2
+#endif
+#define GS_AHEAD_MIN_BLOCKS_u32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_i32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_f32 GS_AHEAD_MIN_BLOCKS_4
+#define GS_AHEAD_MIN_BLOCKS_u64 GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
+#define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
+
+/* The linear recurrence's kernels (dispatch/linrec.cu) keep a tile's a and leaves in registers
+ * across the look-back.  ptxas (sm_90, CUDA 13): float32 under 4 blocks spills 332 bytes, under
+ * 3 uses 80 registers and spills 100 bytes (in the look-back, once per tile), under 2 none at 98
+ * registers; float64 under 2 uses 128 and spills 136 bytes.  Not yet timed: overridable. */
+#ifndef GS_LR_MIN_BLOCKS_f32
+#define GS_LR_MIN_BLOCKS_f32 3
+#endif
+#ifndef GS_LR_MIN_BLOCKS_f64
+#define GS_LR_MIN_BLOCKS_f64 2
+#endif
+
+/* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
+ * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
+ * (below that the two tie or one tile per block wins: H200). */
+#ifndef GS_AHEAD_MIN_WAVES
+#define GS_AHEAD_MIN_WAVES 4
+#endif
+
+#endif /* GS_TUNING_H */

@@ -1,0 +1,21 @@
+/*
+ * warp/warp_pair.cuh - warp level: the inclusive scan, across a warp, of the linear recurrence's
+ * segmented pairs (f, A, B) in one floating type (included once per type, GS_R float or double,
+ * GS_RS f32 or f64, by dispatch/linrec.cu, after thread/pair_ops.cuh).  The segmented pair
+ * operator is associative, so one routine scans the steps of one recurrence and of many rows
+ * alike.
+ */
+
+/* Inclusive scan across the warp, lane order = step order. */
+static __device__ __forceinline__ void GS_FN(warp_pair_scan)(int *f, GS_R *A, GS_R *B)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
+        const GS_R oA = __shfl_up_sync(GS_FULL_MASK, *A, d);
+        const GS_R oB = __shfl_up_sync(GS_FULL_MASK, *B, d);
+        if (lane >= d)
+            GS_FN(pair_prepend)(of, oA, oB, f, A, B);
+    }
+}

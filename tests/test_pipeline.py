@@ -1,0 +1,267 @@
+"""The host<->device pipeline: NumPy operands and results streamed through the device in chunks.
+
+On the CUDA backend every primitive moves NumPy operands to the device and results back through
+one chunked, overlapped pipeline (csrc/cuda/pipeline.c).  `_gpuscan._pipeline_chunk_bytes(n)`
+(the tests' knob, like $GPUSCAN_CHUNK_BYTES) makes its chunks tiny, so every primitive's streamed
+path - carries from chunk to chunk, partials combined, counts accumulated, split's two passes -
+runs at small sizes here, against NumPy and the same call on device arrays (which is never
+chunked).  The knob's argument handling runs everywhere; the streamed paths need the GPU.
+"""
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gpuscan
+from gpuscan import _gpuscan
+from conftest import make_layout, random_array
+from reference import bits, check_reduce, check_scan, check_segmented_scan, check_split
+
+gpu = pytest.mark.gpu
+
+# A chunk of 4 KiB: 1024 float32 values, so the sizes below take a few to a few hundred chunks.
+TINY = 4096
+SIZES = [pytest.param(1000, id="one_chunk"), pytest.param(4 * 1024 + 7, id="five_chunks"),
+         pytest.param(300_001, id="many_chunks")]
+
+
+@pytest.fixture
+def tiny_chunks():
+    old = _gpuscan._pipeline_chunk_bytes(TINY)
+    yield TINY
+    _gpuscan._pipeline_chunk_bytes(old)
+
+
+# ---- the knob (every backend) -----------------------------------------------------------------
+
+def test_knob_sets_and_restores():
+    old = _gpuscan._pipeline_chunk_bytes()
+    assert isinstance(old, int) and old > 0
+    try:
+        assert _gpuscan._pipeline_chunk_bytes(TINY) == old  # returns the previous value
+        assert _gpuscan._pipeline_chunk_bytes() == TINY
+        _gpuscan._pipeline_chunk_bytes(0)                    # 0: back to the default
+        assert _gpuscan._pipeline_chunk_bytes() == old
+    finally:
+        _gpuscan._pipeline_chunk_bytes(old)
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), ("big", TypeError), (1.5, TypeError)])
+def test_knob_rejects_bad_values(bad, exc):
+    old = _gpuscan._pipeline_chunk_bytes()
+    with pytest.raises(exc):
+        _gpuscan._pipeline_chunk_bytes(bad)
+    assert _gpuscan._pipeline_chunk_bytes() == old
+
+
+def test_knob_small_values_round_up():
+    old = _gpuscan._pipeline_chunk_bytes()
+    try:
+        _gpuscan._pipeline_chunk_bytes(1)
+        assert 1 < _gpuscan._pipeline_chunk_bytes() <= 4096
+    finally:
+        _gpuscan._pipeline_chunk_bytes(old)
+
+
+# ---- scan -------------------------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype, op", [(np.int32, "add"), (np.uint8, "add"), (np.int64, "mul"),
+                                       (np.int16, "max"), (np.uint32, "xor"), (np.bool_, "and"),
+                                       (np.float32, "add"), (np.float64, "add"),
+                                       (np.float32, "min"), (np.float64, "mul")])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["incl", "excl"])
+def test_scan_streamed(tiny_chunks, rng, n, dtype, op, exclusive):
+    a = random_array(rng, dtype, (n,), op)
+    res = gpuscan.scan(a, op, exclusive=exclusive)
+    check_scan(res, a, op, exclusive=exclusive)
+    if np.dtype(dtype).kind == "f":  # deterministic: the chunks are a function of n and dtype
+        again = gpuscan.scan(a, op, exclusive=exclusive)
+        assert (bits(again) == bits(res)).all()
+
+
+@gpu
+@pytest.mark.parametrize("layout", ["stride_3", "reversed", "byteswapped", "byteswapped_strided",
+                                    "unaligned", "fortran_column"])
+def test_scan_streamed_layouts(tiny_chunks, rng, layout):
+    base = random_array(rng, np.int32, (20_011,), "add")
+    a = make_layout(layout, base)
+    check_scan(gpuscan.scan(a), a)
+    check_scan(gpuscan.scan(a, dtype=np.int32), a, dtype=np.int32)
+
+
+@gpu
+def test_scan_streamed_broadcast_and_cast(tiny_chunks):
+    a = np.broadcast_to(np.float32(0.5), (50_000,))
+    check_scan(gpuscan.scan(a, dtype=np.float64), a, dtype=np.float64)
+    b = np.arange(30_000, dtype=np.int64)
+    check_scan(gpuscan.scan(b, dtype=np.int8), b, dtype=np.int8)  # cast chunk by chunk, wraps
+
+
+@gpu
+@pytest.mark.parametrize("shape, axis", [((300, 257), 0), ((300, 257), 1), ((7, 3000), 1),
+                                         ((3000, 7), 0), ((2, 5000), 1), ((4, 50, 33), 1)])
+def test_scan_streamed_axis(tiny_chunks, rng, shape, axis):
+    # (2, 5000) along axis 1: rows longer than a chunk, each scanned on its own with carries.
+    a = random_array(rng, np.float64, shape, "add")
+    check_scan(gpuscan.scan(a, axis=axis), a, axis=axis)
+    i = random_array(rng, np.int32, shape, "add")
+    check_scan(gpuscan.scan(i, axis=axis), i, axis=axis)
+
+
+@gpu
+def test_scan_streamed_out(tiny_chunks, rng):
+    a = random_array(rng, np.int32, (30_000,), "add")
+    out = np.zeros(90_000, np.int64)[::3]
+    assert gpuscan.scan(a, out=out) is out
+    np.testing.assert_array_equal(out, np.cumsum(a))
+    b = a.astype(np.int64)
+    expected = np.cumsum(b)
+    assert gpuscan.scan(b, out=b) is b  # in place
+    np.testing.assert_array_equal(b, expected)
+    c = a.astype(np.int64)
+    expected = np.cumsum(c[::-1])
+    gpuscan.scan(c[::-1], out=c)  # out overlaps the input in another order
+    np.testing.assert_array_equal(c, expected)
+
+
+@gpu
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype, op", [(np.int32, "add"), (np.float32, "add"),
+                                       (np.float64, "mul"), (np.uint16, "max")])
+def test_segmented_scan_streamed(tiny_chunks, rng, n, dtype, op):
+    a = random_array(rng, dtype, (n,), op)
+    # Heads rare enough that segments cross chunks, and one right at a chunk start.
+    flags = rng.random(n) < 0.0005
+    flags[min(n - 1, 1024)] = True
+    for exclusive in (False, True):
+        res = gpuscan.segmented_scan(a, flags, op, exclusive=exclusive)
+        check_segmented_scan(res, a, flags, op, exclusive=exclusive)
+
+
+@gpu
+def test_streamed_equals_device_for_integers(tiny_chunks, rng):
+    a = random_array(rng, np.int64, (100_003,), "add")
+    flags = rng.random(a.size) < 0.01
+    d = gpuscan.to_device(a)
+    np.testing.assert_array_equal(gpuscan.scan(a), gpuscan.scan(d).get())
+    np.testing.assert_array_equal(gpuscan.segmented_scan(a, flags, "max"),
+                                  gpuscan.segmented_scan(d, flags, "max").get())
+
+
+# ---- reduce -----------------------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("shape, axis", [((100_003,), None), ((300, 257), 0), ((300, 257), 1),
+                                         ((3, 4000), 1), ((60, 70, 5), (0, 2)), ((5, 3000), None)])
+@pytest.mark.parametrize("dtype, op", [(np.int32, "add"), (np.float32, "add"), (np.float64, "add"),
+                                       (np.int8, "max"), (np.float32, "min"), (np.uint64, "xor")])
+def test_reduce_streamed(tiny_chunks, rng, shape, axis, dtype, op):
+    a = random_array(rng, dtype, shape, op)
+    check_reduce(gpuscan.reduce(a, op, axis=axis), a, op, axis=axis)
+
+
+@gpu
+def test_reduce_streamed_deterministic(tiny_chunks, rng):
+    a = random_array(rng, np.float32, (200_000,), "add")
+    r = [gpuscan.reduce(a) for _ in range(3)]
+    assert len({x.tobytes() for x in r}) == 1
+
+
+# ---- histogram and bincount -------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("n", SIZES)
+def test_histogram_streamed(tiny_chunks, rng, n):
+    a = rng.normal(size=n).astype(np.float32)
+    for bins in (10, 256, np.array([-2.0, -0.5, 0.0, 0.1, 3.0])):
+        c, e = gpuscan.histogram(a, bins)
+        ce, ee = np.histogram(a, bins)
+        np.testing.assert_array_equal(c, ce)
+        np.testing.assert_array_equal(e, ee)
+    w = rng.random(n)
+    c, _ = gpuscan.histogram(a, 32, range=(-1, 1), weights=w)
+    ce, _ = np.histogram(a, 32, range=(-1, 1), weights=w)
+    np.testing.assert_allclose(c, ce, rtol=1e-12)
+    u = rng.integers(0, 256, size=n, dtype=np.uint8)
+    np.testing.assert_array_equal(gpuscan.histogram(u, 256)[0], np.histogram(u, 256)[0])
+
+
+@gpu
+@pytest.mark.parametrize("n", SIZES)
+def test_bincount_streamed(tiny_chunks, rng, n):
+    x = rng.integers(0, 1000, size=n).astype(np.int32)
+    np.testing.assert_array_equal(gpuscan.bincount(x), np.bincount(x))
+    w = rng.random(n)
+    np.testing.assert_allclose(gpuscan.bincount(x, w, minlength=1200),
+                               np.bincount(x, w, minlength=1200), rtol=1e-12)
+    x[n // 2] = -3
+    with pytest.raises(ValueError):
+        gpuscan.bincount(x)
+
+
+# ---- split and compact ------------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.uint8])
+@pytest.mark.parametrize("density", [0.0, 0.003, 0.5, 1.0])
+def test_split_streamed(tiny_chunks, rng, n, dtype, density):
+    a = random_array(rng, dtype, (n,), "add")
+    flags = rng.random(n) < density
+    check_split(gpuscan.split(a, flags), a, flags)
+    check_split(gpuscan.compact(a, flags), a, flags, compact=True)
+
+
+@gpu
+def test_split_streamed_layouts(tiny_chunks, rng):
+    a = make_layout("byteswapped_strided", random_array(rng, np.int64, (30_001,), "add"))
+    flags = make_layout("reversed", (rng.random(a.size) < 0.3).astype(np.float32))
+    check_split(gpuscan.split(a, flags), a, flags)
+
+
+# ---- to_device, get ---------------------------------------------------------------------------
+
+@gpu
+@pytest.mark.parametrize("layout", ["stride_3", "reversed", "byteswapped", "unaligned"])
+def test_to_device_and_get_streamed(tiny_chunks, rng, layout):
+    a = make_layout(layout, random_array(rng, np.float32, (50_003,), "add"))
+    d = gpuscan.to_device(a)
+    back = d.get()
+    assert back.dtype == a.dtype.newbyteorder("=") and back.flags.c_contiguous
+    assert (bits(back) == bits(a)).all()
+    m = random_array(rng, np.int16, (301, 77), "add")[:, ::2]
+    np.testing.assert_array_equal(gpuscan.to_device(m).get(), m)
+
+
+@gpu
+def test_to_device_of_a_huge_broadcast_is_a_memory_error():
+    # 1 TiB that NumPy does not hold: the device allocation fails first, nothing is copied.
+    a = np.broadcast_to(np.float32(1), (1 << 38,))
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError, match="bytes"):
+        gpuscan.to_device(a)
+    assert time.perf_counter() - t0 < 10
+    assert gpuscan.scan(np.arange(5)).tolist() == [0, 1, 3, 6, 10]  # still usable
+
+
+# ---- Ctrl-C between chunks --------------------------------------------------------------------
+
+@gpu
+def test_ctrl_c_between_chunks(tiny_chunks):
+    # Many tiny chunks take seconds; a SIGINT from another thread stops the scan between two of
+    # them with KeyboardInterrupt, and the package works afterwards.
+    a = np.ones(30_000_000, np.int32)
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gpuscan.scan(a)
+            time.sleep(5)  # had the scan finished first, the signal lands here
+    finally:
+        timer.cancel()
+    np.testing.assert_array_equal(gpuscan.scan(np.arange(100_000)), np.cumsum(np.arange(100_000)))
