@@ -21,8 +21,9 @@ spread (p90 - p10) / median of gpuscan's calls and the host's 1-minute load aver
 case.  Every gpuscan result is checked once against NumPy's: integers, min/max, counts and
 moved values bit for bit; float sums within the contract's bound (log2(n)+2)*eps*sum|x|
 against a float64 reference.  The summary checks the done-when goals of issue #19.  The result
-file is <machine>-<date>-cpu.txt (plus .json) in --out (default benchmarks/results/); the
-formatting helpers are harness.py's.
+file is <machine>-<date>-cpu.txt (plus .json) in --out (default benchmarks/results/), the
+machine being what gpuscan.device_info() calls the CPU unless --machine names it, as harness.py
+names every result (result_paths); the formatting helpers are harness.py's too.
 """
 
 import argparse
@@ -381,6 +382,8 @@ def parent(args):
         if proc.wait() != 0:
             failures.append(f"the run with {threads} threads exited with {proc.returncode}")
     elapsed = time.perf_counter() - t0
+    if args.machine is None:  # harness.py's naming: the device as device_info() names it
+        args.machine = infos[0].get("name", "cpu") if infos else "cpu"
     rows.sort(key=lambda r: (r.primitive, r.case, r.n, r.threads))
     goals = goals_of(rows, max(args.threads))
     if failures:
@@ -389,11 +392,10 @@ def parent(args):
     misses = sum(g.status == "MISS" for g in goals)
     summary = format_summary(goals, f"gpuscan bench summary ({TITLE}): {misses} MISS")
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"{harness.slug(args.machine)}-{started.date().isoformat()}"
-                        f"-{harness.slug(args.tag)}")
+    txt, js = harness.result_paths(args.out, args.machine, started.date().isoformat(), args.tag)
     head = header_lines(args, infos, started, elapsed)
     loads = [r.load for r in rows if r.load is not None]
-    with open(base + ".txt", "w") as f:
+    with open(txt, "w") as f:
         f.write("\n".join(head) + "\n")
         if loads:
             f.write(f"load average   {min(loads):.1f} .. {max(loads):.1f} during the cases "
@@ -402,10 +404,10 @@ def parent(args):
         if failures:
             f.write("failures\n" + "\n".join(f"  {s}" for s in failures) + "\n\n")
         f.write(summary + "\n")
-    with open(base + ".json", "w") as f:
+    with open(js, "w") as f:
         json.dump({"header": head, "rows": [asdict(r) for r in rows], "failures": failures,
                    "summary": [asdict(g) for g in goals]}, f, indent=1)
-    print(f"\nresult files: {base}.txt\n              {base}.json\n")
+    print(f"\nresult files: {txt}\n              {js}\n")
     print(summary)
     return 1 if failures else 0
 
@@ -416,8 +418,8 @@ def main(argv=None):
     p.add_argument("--max-exp", type=int, default=8, help="largest size, 10^k (default 8)")
     p.add_argument("--threads", default=None,
                    help="comma-separated thread counts (default: 1 and the online cores)")
-    p.add_argument("--machine", default=f"c-kernels-{os.cpu_count()}core",
-                   help="machine name in the result file's name")
+    p.add_argument("--machine", default=None,
+                   help="machine name in the result file's name (default: device_info()'s name)")
     p.add_argument("--tag", default="cpu", help="suffix of the result file's name (cpu)")
     p.add_argument("--out", default=None, help="folder for the result files (default: "
                    "$BENCH_OUT, else benchmarks/results/)")
