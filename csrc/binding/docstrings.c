@@ -563,7 +563,8 @@ const char gs_doc_device_info[] =
     "``compute_capability``\n    (major, minor), ``multiprocessors``, "
     "``memory_bytes``, ``driver_version`` and\n    ``runtime_version`` (\"13.0\") and "
     "``device`` (the ordinal); on the CPU ``threads``,\n    the worker threads the "
-    "CPU backend uses.\n\n"
+    "CPU backend uses, and ``simd``, the instruction set of its\n    loops ('base', "
+    "'avx2' or 'avx512'; ``GPUSCAN_CPU_SIMD`` may ask for a lower one).\n\n"
     "Raises\n------\nRuntimeError\n    ``GPUSCAN_BACKEND=cuda`` was set but CUDA is "
     "not usable.\n\n"
     "Examples\n--------\n>>> gpuscan.device_info()['backend']\n'cpu'";

@@ -76,6 +76,10 @@ static PyObject *device_info(PyObject *self, PyObject *unused)
     if (value == NULL || PyDict_SetItemString(info, "threads", value) < 0)
         goto fail;
     Py_CLEAR(value);
+    value = PyUnicode_FromString(gs_cpu_isa_name());
+    if (value == NULL || PyDict_SetItemString(info, "simd", value) < 0)
+        goto fail;
+    Py_CLEAR(value);
     return info;
 fail:
     Py_XDECREF(value);

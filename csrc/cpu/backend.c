@@ -104,6 +104,7 @@ static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
 const gs_backend_ops gs_cpu_backend = {
     .name = "cpu",
     .mem = GS_MEM_HOST,
+    .inner_axes = 1, /* scans and reductions along axes read in place (cpu/scan.c, cpu/reduce.c) */
     .scan = cpu_scan,
     .reduce = cpu_reduce,
     .split_count = cpu_split_count,

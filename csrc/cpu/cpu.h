@@ -25,11 +25,29 @@ typedef union gs_val {
 /* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
 int gs_cpu_threads(void);
 
+/* The instruction set the backend's loops run with (cpu/simd.h): "base", or "avx2" or "avx512" on
+ * x86-64 processors that have them, unless $GPUSCAN_CPU_SIMD asks for another. */
+const char *gs_cpu_isa_name(void);
+
 /*
  * Run fn(ctx, i) for every i in [0, ntasks) on up to gs_cpu_threads() threads (the calling
  * thread is one of them); returns when all are done.  Tasks must not depend on each other.
  */
 int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
+
+/* Columns per task when `groups` independent groups of `inner` columns (the blocks of an axis
+ * read in place: cpu/scan.c, cpu/reduce.c) are cut into tiles: `max_tile` when the groups alone
+ * make at least `want` tasks, else narrower tiles (a multiple of 32 values, at least 64) so that
+ * groups * tiles reaches `want`.  Each column's result depends on that column alone, so the tiles
+ * change no bit. */
+static inline int64_t gs_cpu_tile(int64_t inner, int64_t groups, int64_t want, int64_t max_tile)
+{
+    if (groups >= want)
+        return max_tile;
+    int64_t per_group = (want + groups - 1) / groups;
+    int64_t tile = ((inner + per_group - 1) / per_group + 31) / 32 * 32;
+    return tile < 64 ? 64 : tile > max_tile ? max_tile : tile;
+}
 
 /* Scan as described by `d` (see gs_scan_desc).  Integers bit-identical to NumPy; float add
  * within the contract's bound at every n (compensated carries). */

@@ -58,6 +58,35 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
 #endif
 }
 
+/* F(op, ...) for the operator op, with op a constant in each case: a switch that specialises an
+ * always-inlined loop per operator (the bitwise ones only for bool and integers). */
+#undef GS_OP_CASE
+#undef GS_OP_DISPATCH
+#define GS_OP_CASE(o, F, ...) \
+    case o:                   \
+        F(o, __VA_ARGS__);    \
+        break;
+#if GS_KIND == 'f'
+#define GS_OP_DISPATCH(op, F, ...)            \
+    switch (op) {                             \
+        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__) \
+        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__) \
+        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__) \
+    default:                                  \
+        F(GS_OP_MAX, __VA_ARGS__);            \
+    }
+#else
+#define GS_OP_DISPATCH(op, F, ...)                                                \
+    switch (op) {                                                                 \
+        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_MAX, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_AND, F, __VA_ARGS__)                                     \
+        GS_OP_CASE(GS_OP_OR, F, __VA_ARGS__) default : F(GS_OP_XOR, __VA_ARGS__); \
+    }
+#endif
+
 /* The operator's identity (-0 for float add: -0 + x == x for every x, -0 included). */
 static GS_ALWAYS_INLINE GS_T GS_FN(op_identity)(const gs_op op)
 {
@@ -81,3 +110,37 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op_identity)(const gs_op op)
         return 0;
     }
 }
+
+#if GS_KIND == 'f'
+/* (*hi, *lo) += (xhi, xlo): a compensated pair plus a compensated pair, x holding the values
+ * after (hi, lo)'s.  TwoSum of the two his, the los added to its error, renormalised so that lo
+ * stays below half an ulp of hi and the pairs' own roundings never build up.  An inf or NaN ends
+ * the compensation: hi alone is then the IEEE answer.  A zero error leaves hi as it is and lo -0
+ * (so a sum of -0s stays -0: -0 is the identity of add). */
+static GS_ALWAYS_INLINE void GS_FN(pair_add)(GS_T *hi, GS_T *lo, GS_T xhi, GS_T xlo)
+{
+    GS_T s = *hi + xhi;
+    if (!isfinite(s)) {
+        *hi = s;
+        *lo = (GS_T)-0.0;
+        return;
+    }
+    GS_T bp = s - *hi;
+    GS_T e = (*hi - (s - bp)) + (xhi - bp);
+    e += (isfinite(*lo) ? *lo : 0) + (isfinite(xlo) ? xlo : 0);
+    if (e == 0) {
+        *hi = s;
+        *lo = (GS_T)-0.0;
+        return;
+    }
+    GS_T h = s + e;
+    if (!isfinite(h)) {
+        *hi = s; /* s + e overflowed: s is the sum rounded once already */
+        *lo = (GS_T)-0.0;
+        return;
+    }
+    bp = h - s;
+    *lo = (s - (h - bp)) + (e - bp);
+    *hi = h;
+}
+#endif

@@ -10,7 +10,9 @@
  *
  * Guarantees:
  *  - when gs_cpu_parallel_for returns, every task has finished and its writes are visible to the
- *    caller (the workers check out under the pool's lock, which the caller then takes);
+ *    caller (the workers check out under the pool's lock, which the caller then takes); the
+ *    caller never waits for a worker that had not started by the time every task was handed
+ *    out (its ticket is withdrawn), so a worker kept off its core costs nothing;
  *  - several threads may call at once: one caller at a time owns the pool, the others (and a task
  *    that itself calls gs_cpu_parallel_for) run their tasks on their own thread, so nothing waits
  *    on anything but its own tasks and nothing deadlocks;
@@ -183,6 +185,11 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
     gs_run_tasks(fn, ctx, ntasks);
 
     pthread_mutex_lock(&gs_pool.lock);
+    /* Every task has been handed out: the tickets no worker has taken yet (it has not woken:
+     * on a busy host it may not run for milliseconds) are withdrawn, and only the workers that
+     * hold a task are waited for. */
+    gs_pool.active -= gs_pool.tickets;
+    gs_pool.tickets = 0;
     while (gs_pool.active > 0)
         pthread_cond_wait(&gs_pool.idle, &gs_pool.lock);
     pthread_mutex_unlock(&gs_pool.lock);

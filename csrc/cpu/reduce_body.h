@@ -1,69 +1,41 @@
 /*
- * cpu/reduce_body.h - the reduction loops of one dtype: written once, included once per dtype by
- * cpu/reduce.c (no include guard on purpose).
+ * cpu/reduce_body.h - the reduction loops of one dtype and one instruction set: written once,
+ * included once per dtype and set by cpu/reduce.c through cpu/stamp_isa.h (no include guard on
+ * purpose).
  *
- * Level: backend (CPU), the innermost level of the CPU reduction: folds one run of
- * contiguous values (at most one chunk of a row) into a partial, combines two partials, and
- * rounds a partial to the output value.  cpu/reduce.c cuts rows into chunks and hands them to
- * threads; this file never sees a row or a thread.
+ * Level: backend (CPU), the innermost level of the CPU reduction: folds a run of
+ * contiguous values (at most one chunk of a row), or a block of rows of many columns, into
+ * partials, combines two partials, and rounds a partial to the output value.  cpu/reduce.c cuts
+ * the work into chunks and hands them to threads; this file never sees a thread.
  *
- * The includer defines:
- *   GS_T     the element type, which is also the accumulator type
- *   GS_U     the unsigned type integer add and mul wrap in: as wide as GS_T and at least as wide
- *            as unsigned int, so that no operand is promoted to (signed, overflowing) int
- *   GS_SFX   the dtype's suffix in GS_DTYPES: names the functions and the gs_val member
- *   GS_KIND  the dtype's kind letter in GS_DTYPES ('b', 'i', 'u', 'f')
- *   GS_MIN, GS_MAX  the dtype's smallest and largest value (-inf and +inf for floats)
- * and finds gs_val, gs_part, GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK and GS_CPU_LANE_BYTES
- * already defined.
+ * The includer defines cpu/stamp.h's and cpu/stamp_isa.h's parameters and finds gs_val, gs_part,
+ * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_COL_ROWS and
+ * GS_CPU_WIDEN_BLOCK already defined.
  *
- * Guarantees: integers wrap modulo 2^k, so any grouping gives NumPy's bits; bool add/max/or are
- * logical or, mul/min/and logical and, xor parity; float min/max give the first NaN of the run
- * (its bits), else the first value equal to the extremum (so +0 and -0 come out as the earlier
- * one, as the scan's last value); float add and mul use a fixed grouping that depends on the
- * run's length only: lanes of GS_CPU_LANE_BYTES within blocks of GS_CPU_BLOCK values, the lanes
- * then folded into the partial in lane order.  Float add is compensated throughout: each lane
- * keeps TwoSum's exact errors, and partials are (hi, lo) pairs.
+ * Contiguous runs: integers fold in order (any grouping gives the same bits: the ops are
+ * associative and commutative modulo 2^k) in a loop the compiler vectorises; floats fold over
+ * GS_CPU_LANE_VECS vectors of cpu/vec.h, that many times GS_W lanes (lane k takes the values at k,
+ * k + lanes, ...), which restart from the identity at each block of GS_CPU_BLOCK values and then
+ * join the partial in lane order: a grouping that depends on the run's length only, the same on
+ * every instruction set.  Float add is compensated throughout (TwoSum in each lane, (hi, lo)
+ * partials); float min/max give the first NaN of the run (its bits), else the first value equal to
+ * the extremum (so +0 and -0 come out as the earlier one).
+ *
+ * Columns (fold_cols): a block of rows r of `ncols` values at in + r * stride, each column
+ * reduced down the rows, many columns side by side in vectors: column c's partial depends on
+ * column c alone, folded in row order from the identity (float add: TwoSum, then a pair), so the
+ * bits do not depend on how the columns are tiled or threaded.
  */
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)
 
 #include "cpu/operators.h"
 
+#if GS_SIZE >= 4
+#include "cpu/vec.h"
+#endif
+
 #if GS_KIND == 'f'
-#define GS_L (GS_CPU_LANE_BYTES / (int)sizeof(GS_T))
-
-/* (*hi, *lo) += (xhi, xlo), a compensated pair plus a compensated pair: TwoSum of the two his,
- * the los added to its error, renormalised so that lo stays below half an ulp of hi and the
- * pairs' own roundings never build up.  An inf or NaN ends the compensation: hi alone is then
- * the IEEE answer.  A zero error leaves hi as it is (so -0 stays -0 until `value`). */
-static GS_ALWAYS_INLINE void GS_FN(pair_add)(GS_T *hi, GS_T *lo, GS_T xhi, GS_T xlo)
-{
-    GS_T s = *hi + xhi;
-    if (!isfinite(s)) {
-        *hi = s;
-        *lo = 0;
-        return;
-    }
-    GS_T bp = s - *hi;
-    GS_T e = (*hi - (s - bp)) + (xhi - bp);
-    e += (isfinite(*lo) ? *lo : 0) + (isfinite(xlo) ? xlo : 0);
-    if (e == 0) {
-        *hi = s;
-        *lo = 0;
-        return;
-    }
-    GS_T h = s + e;
-    if (!isfinite(h)) {
-        *hi = s; /* s + e overflowed: s is the sum rounded once already */
-        *lo = 0;
-        return;
-    }
-    bp = h - s;
-    *lo = (s - (h - bp)) + (e - bp);
-    *hi = h;
-}
-
 /* The first NaN of p[0, len), which holds one. */
 static GS_T GS_FN(first_nan)(const GS_T *p, int64_t len)
 {
@@ -82,78 +54,169 @@ static GS_T GS_FN(first_zero)(const GS_T *p, int64_t len)
     return p[i];
 }
 
-/* One step of a lane (hi, lo, nan) on the value x: add keeps TwoSum's exact error in lo; min
- * and max skip a NaN x (the comparison is false) and keep it in nan instead. */
-static GS_ALWAYS_INLINE void GS_FN(lane_step)(const gs_op op, GS_T *hi, GS_T *lo, GS_T *nan, GS_T x)
+/* One vector x into the lanes (h, l): add keeps TwoSum's exact error in l; mul multiplies; min
+ * and max keep numbers only (a NaN compares false) and note NaNs in *nan. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VEC *h, GS_VEC *l,
+                                                           GS_MASK *nan, GS_VEC x)
 {
     if (op == GS_OP_ADD) {
-        GS_T s = *hi + x;
-        GS_T bp = s - *hi;
-        *lo += (*hi - (s - bp)) + (x - bp);
-        *hi = s;
+        GS_VEC s = GS_V(add)(*h, x);
+        GS_VEC bp = GS_V(sub)(s, *h);
+        *l = GS_V(add)(*l, GS_V(add)(GS_V(sub)(*h, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
+        *h = s;
     } else if (op == GS_OP_MUL) {
-        *hi *= x;
+        *h = GS_V(mul)(*h, x);
     } else {
-        *nan = x != x ? x : *nan;
-        if (op == GS_OP_MIN)
-            *hi = x < *hi ? x : *hi;
-        else
-            *hi = x > *hi ? x : *hi;
+        *nan = GS_V(mor)(*nan, GS_V(ne)(x, x));
+        *h = op == GS_OP_MIN ? GS_V(min_lt)(x, *h) : GS_V(max_gt)(x, *h);
     }
 }
 
-/*
- * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block, lane k
- * takes the values at positions k, k + GS_L, k + 2 GS_L, ... (vectorisable, and independent
- * chains hide the add latency); the lanes then join *acc in lane order.  Always inlined with a
- * constant op.
- */
-static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, int64_t len,
-                                               gs_part *acc)
+#if GS_ISA_ZMM
+/* Float min/max over 64-byte vectors (AVX-512): VMAXPS/VMINPS keep numbers only, an unordered
+ * compare notes NaNs in a mask register; a run with a NaN, or whose extremum is a zero, is read
+ * again for its first NaN or first zero, as fold_float does a block, so the answer is the same
+ * bits (the extremum of numbers is one value, of one bit pattern unless it is a zero). */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_minmax_zmm)(const gs_op op, const GS_T *p,
+                                                                int64_t len, gs_part *acc)
 {
+    GS_T v;
+    int64_t i = 0;
+#if GS_SIZE == 4
+#define GS_Z(name) _mm512_##name##_ps
+#define GS_ZUNORD(x, y) _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q)
+    __m512 m0;
+    __mmask16 nan = 0;
+#else
+#define GS_Z(name) _mm512_##name##_pd
+#define GS_ZUNORD(x, y) _mm512_cmp_pd_mask(x, y, _CMP_UNORD_Q)
+    __m512d m0;
+    __mmask8 nan = 0;
+#endif
+#define GS_ZOP(x, m) (op == GS_OP_MIN ? GS_Z(min)(x, m) : GS_Z(max)(x, m))
+#define GS_ZREDUCE(m) (op == GS_OP_MIN ? GS_Z(reduce_min)(m) : GS_Z(reduce_max)(m))
+#define GS_ZLOAD GS_Z(loadu)
+    __typeof__(m0) m1;
+    m0 = m1 = GS_Z(set1)(GS_FN(op_identity)(op));
+    for (; i + 256 / GS_SIZE <= len; i += 256 / GS_SIZE) {
+        for (int q = 0; q < 256; q += 64)
+            GS_PREFETCH((const char *)(p + i) + q);
+        __typeof__(m0) x0 = GS_ZLOAD(p + i), x1 = GS_ZLOAD(p + i + 64 / GS_SIZE);
+        __typeof__(m0) x2 = GS_ZLOAD(p + i + 128 / GS_SIZE), x3 = GS_ZLOAD(p + i + 192 / GS_SIZE);
+        /* An unordered compare of two vectors is set where either holds a NaN; MAXPS of two
+         * vectors returns the second where either is NaN, and its NaN then loses to the lane. */
+        nan |= GS_ZUNORD(x0, x1) | GS_ZUNORD(x2, x3);
+        m0 = GS_ZOP(GS_ZOP(x0, x1), m0);
+        m1 = GS_ZOP(GS_ZOP(x2, x3), m1);
+    }
+    /* No NaN in the lanes: any order gives the value. */
+    v = GS_ZREDUCE(GS_ZOP(m0, m1));
+    int has_nan = nan != 0;
+#undef GS_Z
+#undef GS_ZOP
+#undef GS_ZREDUCE
+#undef GS_ZLOAD
+#undef GS_ZUNORD
+    for (; i < len; i++) {
+        has_nan |= isnan(p[i]);
+        if (!isnan(p[i]))
+            v = GS_FN(op)(op, v, p[i]);
+    }
+    if (has_nan)
+        v = GS_FN(first_nan)(p, len);
+    else if (v == 0)
+        v = GS_FN(first_zero)(p, len);
+    acc->hi.GS_SFX = GS_FN(op)(op, acc->hi.GS_SFX, v);
+}
+#endif
+
+/*
+ * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block,
+ * GS_CPU_LANE_VECS vectors of lanes take the values in turn (lane k the values at k, k + lanes,
+ * k + 2 lanes, ...: independent chains that hide the latency of the adds; the last, partial round
+ * padded with the identity, which leaves every lane as it is); the lanes then join *acc in lane
+ * order.  Always inlined with a constant op.
+ */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const GS_T *in,
+                                                           int64_t len, gs_part *acc)
+{
+#if GS_ISA_ZMM
+    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+        GS_FN(fold_minmax_zmm)(op, in, len, acc);
+        return;
+    }
+#endif
+    enum { NV = GS_CPU_LANE_VECS, LANES = GS_CPU_LANE_VECS * GS_W };
+    const GS_T ident = GS_FN(op_identity)(op);
+    const GS_VEC id = GS_V(splat)(ident);
     GS_T ahi = acc->hi.GS_SFX, alo = acc->lo.GS_SFX;
 
     for (int64_t b = 0; b < len; b += GS_CPU_BLOCK) {
         const GS_T *p = in + b;
         const int64_t blen = len - b < GS_CPU_BLOCK ? len - b : GS_CPU_BLOCK;
-        GS_T hi[GS_L], lo[GS_L], nan[GS_L];
+        GS_VEC h[NV], l[NV];
+        GS_MASK nan[NV];
         int64_t i;
-        int k;
 
-        for (k = 0; k < GS_L; k++) {
-            hi[k] = GS_FN(op_identity)(op);
-            lo[k] = 0;
-            nan[k] = 0;
+        for (int v = 0; v < NV; v++) {
+            h[v] = id;
+            l[v] = GS_V(splat)(0);
+            nan[v] = GS_V(ne)(id, id);
         }
-        for (i = 0; i + GS_L <= blen; i += GS_L)
-            for (k = 0; k < GS_L; k++)
-                GS_FN(lane_step)(op, &hi[k], &lo[k], &nan[k], p[i + k]);
+        for (i = 0; i + LANES <= blen; i += LANES) {
+            for (int q = 0; q < LANES * GS_SIZE; q += 64)
+                GS_PREFETCH((const char *)(p + i) + q);
+            for (int v = 0; v < NV; v++)
+                GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(p + i + v * GS_W));
+        }
         if (i < blen) {
-            /* The tail fills a last round, padded with the identity, which leaves every lane as
-             * it is; the lanes are only ever indexed by constants, so they stay in registers. */
-            GS_T t[GS_L];
-            for (k = 0; k < GS_L; k++)
-                t[k] = i + k < blen ? p[i + k] : GS_FN(op_identity)(op);
-            for (k = 0; k < GS_L; k++)
-                GS_FN(lane_step)(op, &hi[k], &lo[k], &nan[k], t[k]);
+            GS_T t[LANES];
+            for (int k = 0; k < LANES; k++)
+                t[k] = i + k < blen ? p[i + k] : ident;
+            for (int v = 0; v < NV; v++)
+                GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(t + v * GS_W));
         }
 
+        /* The lanes join *acc: the vectors first, value by value, then a vector's values in
+         * order (float add: TwoSum all along, the errors gathered where finite). */
         if (op == GS_OP_ADD) {
-            for (k = 0; k < GS_L; k++)
-                GS_FN(pair_add)(&ahi, &alo, hi[k], lo[k]);
-        } else if (op == GS_OP_MUL) {
-            for (k = 0; k < GS_L; k++)
-                ahi *= hi[k];
-        } else {
-            int has_nan = 0;
-            GS_T v = hi[0];
-            for (k = 0; k < GS_L; k++) {
-                has_nan |= isnan(nan[k]);
-                v = GS_FN(op)(op, v, hi[k]); /* no NaN in hi[]: any order gives the value */
+            const GS_VEC zero = GS_V(splat)(0);
+            GS_VEC hv = h[0], lv = GS_V(sel)(GS_V(eq)(GS_V(sub)(l[0], l[0]), zero), l[0], zero);
+            for (int v = 1; v < NV; v++) {
+                GS_VEC sv = GS_V(add)(hv, h[v]), bp = GS_V(sub)(sv, hv);
+                GS_VEC e = GS_V(add)(GS_V(sub)(hv, GS_V(sub)(sv, bp)), GS_V(sub)(h[v], bp));
+                e = GS_V(add)(e, l[v]);
+                lv = GS_V(add)(lv, GS_V(sel)(GS_V(eq)(GS_V(sub)(e, e), zero), e, zero));
+                hv = sv;
             }
-            /* The block's answer is its first NaN, else its first value equal to v: only +0
-             * and -0 are equal with other bits, so that matters for zeros alone. */
-            if (has_nan)
+            GS_T bh = GS_V(get)(hv, 0), bl = GS_V(get)(lv, 0);
+            for (int k = 1; k < GS_W; k++) {
+                GS_T x = GS_V(get)(hv, k), sum = bh + x, bp = sum - bh;
+                GS_T e = (bh - (sum - bp)) + (x - bp) + GS_V(get)(lv, k);
+                bl += isfinite(e) ? e : 0;
+                bh = sum;
+            }
+            GS_FN(pair_add)(&ahi, &alo, bh, bl);
+        } else if (op == GS_OP_MUL) {
+            GS_VEC pv = h[0];
+            for (int v = 1; v < NV; v++)
+                pv = GS_V(mul)(pv, h[v]);
+            for (int k = 0; k < GS_W; k++)
+                ahi *= GS_V(get)(pv, k);
+        } else {
+            /* No NaN in the lanes: any order gives the value.  The block's answer is its first
+             * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
+             * so that matters for zeros alone. */
+            GS_VEC mv = h[0];
+            GS_MASK any_nan = nan[0];
+            for (int w = 1; w < NV; w++) {
+                mv = op == GS_OP_MIN ? GS_V(min_lt)(h[w], mv) : GS_V(max_gt)(h[w], mv);
+                any_nan = GS_V(mor)(any_nan, nan[w]);
+            }
+            GS_T v = GS_V(get)(mv, 0);
+            for (int k = 1; k < GS_W; k++)
+                v = GS_FN(op)(op, v, GS_V(get)(mv, k));
+            if (GS_V(any)(any_nan))
                 v = GS_FN(first_nan)(p, blen);
             else if (v == 0)
                 v = GS_FN(first_zero)(p, blen);
@@ -163,17 +226,87 @@ static GS_ALWAYS_INLINE void GS_FN(fold_float)(const gs_op op, const GS_T *in, i
     acc->hi.GS_SFX = ahi;
     acc->lo.GS_SFX = alo;
 }
-#undef GS_L
 
 #else
-/* Fold in[0, len) into the partial *acc in order (any grouping gives the same bits: the ops are
- * associative and commutative modulo 2^k).  Always inlined with a constant op, so each operator
- * gets a loop of its own for the compiler to vectorise. */
-static GS_ALWAYS_INLINE void GS_FN(fold_int)(const gs_op op, const GS_T *in, int64_t len,
-                                             gs_part *acc)
+/* Fold in[0, len) into the partial *acc (any grouping gives the same bits: the ops are associative
+ * and commutative modulo 2^k).  4- and 8-byte integers over GS_CPU_LANE_VECS vectors of lanes
+ * (independent chains, so the loop runs at the speed of the loads, not of the operator's
+ * latency); 1- and 2-byte ones, and the tail, in a loop the compiler vectorises.  Always inlined
+ * with a constant op, so each operator gets a loop of its own. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_int)(const gs_op op, const GS_T *in,
+                                                         int64_t len, gs_part *acc)
 {
     GS_T a = acc->hi.GS_SFX;
-    for (int64_t i = 0; i < len; i++) {
+    int64_t i = 0;
+#if GS_SIZE >= 4 && !GS_ISA_ZMM
+    /* (With AVX-512 the plain loop below runs over 64-byte vectors instead.) */
+    enum { NV = GS_CPU_LANE_VECS };
+    GS_VEC h[NV];
+    for (int v = 0; v < NV; v++)
+        h[v] = GS_V(splat)(GS_FN(op_identity)(op));
+    for (; i + NV * GS_W <= len; i += NV * GS_W) {
+        for (int q = 0; q < NV * 32; q += 64)
+            GS_PREFETCH((const char *)(in + i) + q);
+        for (int v = 0; v < NV; v++)
+            h[v] = GS_V(op)(op, h[v], GS_V(load)(in + i + v * GS_W));
+    }
+    for (int v = 1; v < NV; v++)
+        h[0] = GS_V(op)(op, h[0], h[v]);
+    for (int k = 0; k < GS_W; k++)
+        a = GS_FN(op)(op, a, GS_V(get)(h[0], k));
+#else
+#if GS_ISA_ZMM && GS_KIND != 'b'
+    /* Integer min/max: VPMIN/VPMAX of the value's width and signedness over four 64-byte
+     * accumulators (a single chain of the vectorised loop below would run at half the speed of
+     * the loads from L2). */
+#if GS_SIZE == 1
+#define GS_ZW(name) GS_KIND == 'i' ? _mm512_##name##_epi8 : _mm512_##name##_epu8
+#elif GS_SIZE == 2
+#define GS_ZW(name) GS_KIND == 'i' ? _mm512_##name##_epi16 : _mm512_##name##_epu16
+#elif GS_SIZE == 4
+#define GS_ZW(name) GS_KIND == 'i' ? _mm512_##name##_epi32 : _mm512_##name##_epu32
+#else
+#define GS_ZW(name) GS_KIND == 'i' ? _mm512_##name##_epi64 : _mm512_##name##_epu64
+#endif
+    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+#define GS_ZOP(x, m) (op == GS_OP_MIN ? (GS_ZW(min))(x, m) : (GS_ZW(max))(x, m))
+        __m512i m0, m1, m2, m3;
+        GS_T lanes[64 / GS_SIZE];
+        for (int k = 0; k < 64 / GS_SIZE; k++)
+            lanes[k] = a;
+        memcpy(&m0, lanes, 64);
+        m1 = m2 = m3 = m0;
+        for (; i + 256 / GS_SIZE <= len; i += 256 / GS_SIZE) {
+            for (int q = 0; q < 256; q += 64)
+                GS_PREFETCH((const char *)(in + i) + q);
+            m0 = GS_ZOP(_mm512_loadu_si512(in + i), m0);
+            m1 = GS_ZOP(_mm512_loadu_si512(in + i + 64 / GS_SIZE), m1);
+            m2 = GS_ZOP(_mm512_loadu_si512(in + i + 128 / GS_SIZE), m2);
+            m3 = GS_ZOP(_mm512_loadu_si512(in + i + 192 / GS_SIZE), m3);
+        }
+        m0 = GS_ZOP(GS_ZOP(m0, m1), GS_ZOP(m2, m3));
+#undef GS_ZOP
+        memcpy(lanes, &m0, 64);
+        for (int k = 0; k < 64 / GS_SIZE; k++)
+            a = GS_FN(op)(op, a, lanes[k]);
+    }
+#undef GS_ZW
+#endif
+    /* 4 KiB pieces, each prefetched ahead as it starts and folded by a loop the compiler
+     * vectorises (over 64-byte vectors with AVX-512). */
+    for (; i + 4096 / GS_SIZE <= len; i += 4096 / GS_SIZE) {
+        for (int q = 0; q < 4096; q += 64)
+            GS_PREFETCH((const char *)(in + i) + q);
+        for (int k = 0; k < 4096 / GS_SIZE; k++) {
+#if GS_KIND == 'b'
+            a = GS_FN(op)(op, a, in[i + k] != 0);
+#else
+            a = GS_FN(op)(op, a, in[i + k]);
+#endif
+        }
+    }
+#endif
+    for (; i < len; i++) {
 #if GS_KIND == 'b'
         a = GS_FN(op)(op, a, in[i] != 0); /* any nonzero byte is True, as NumPy reads it */
 #else
@@ -185,43 +318,15 @@ static GS_ALWAYS_INLINE void GS_FN(fold_int)(const gs_op op, const GS_T *in, int
 #endif
 
 /* The partial of in[0, len) (gs_reduce_kernels.fold): *p starts at the identity. */
-static void GS_FN(fold)(gs_op op, const void *in, int64_t len, gs_part *p)
+static GS_ISA_ATTR void GS_FN(fold)(gs_op op, const void *in, int64_t len, gs_part *p)
 {
     p->hi.GS_SFX = GS_FN(op_identity)(op);
     p->lo.GS_SFX = 0;
 #if GS_KIND == 'f'
-#define GS_FOLD(o) GS_FN(fold_float)(o, in, len, p)
+    GS_OP_DISPATCH(op, GS_FN(fold_float), in, len, p)
 #else
-#define GS_FOLD(o) GS_FN(fold_int)(o, in, len, p)
+    GS_OP_DISPATCH(op, GS_FN(fold_int), in, len, p)
 #endif
-    switch (op) {
-    case GS_OP_ADD:
-        GS_FOLD(GS_OP_ADD);
-        break;
-    case GS_OP_MUL:
-        GS_FOLD(GS_OP_MUL);
-        break;
-    case GS_OP_MIN:
-        GS_FOLD(GS_OP_MIN);
-        break;
-    case GS_OP_MAX:
-        GS_FOLD(GS_OP_MAX);
-        break;
-#if GS_KIND != 'f'
-    case GS_OP_AND:
-        GS_FOLD(GS_OP_AND);
-        break;
-    case GS_OP_OR:
-        GS_FOLD(GS_OP_OR);
-        break;
-    case GS_OP_XOR:
-        GS_FOLD(GS_OP_XOR);
-        break;
-#endif
-    default:
-        break;
-    }
-#undef GS_FOLD
 }
 
 /* acc = acc op x, x being the partial of the values after acc's (gs_reduce_kernels.combine). */
@@ -251,7 +356,175 @@ static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
     *(GS_T *)out = v;
 }
 
-/* Ties the dtype's kind letter to the kernel table's entry, checked by cpu/reduce.c. */
+/* ---- Columns ------------------------------------------------------------------------------- */
+
+/* One value x of a column into its state (h, l) (float add: TwoSum; every other op: the
+ * operator, the earlier value first). */
+static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, GS_T x)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_T s = *h + x;
+        GS_T bp = s - *h;
+        *l += (*h - (s - bp)) + (x - bp);
+        *h = s;
+        return;
+    }
+#elif GS_KIND == 'b'
+    x = x != 0;
+#endif
+    (void)l;
+    *h = GS_FN(op)(op, *h, x);
+}
+
+#if GS_SIZE >= 4
+/* One vector x of columns into their states (hv, lv), as col_step value by value. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_step)(const gs_op op, GS_VEC *hv, GS_VEC *lv,
+                                                          GS_VEC x)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_VEC s = GS_V(add)(*hv, x);
+        GS_VEC bp = GS_V(sub)(s, *hv);
+        *lv = GS_V(add)(*lv, GS_V(add)(GS_V(sub)(*hv, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
+        *hv = s;
+        return;
+    }
+#endif
+    (void)lv;
+    *hv = GS_V(op)(op, *hv, x);
+}
+#endif
+
+/*
+ * Rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <= GS_CPU_COLS), row r at
+ * in + r * stride: column c's state starts from the identity, takes the rows in order (float add:
+ * TwoSum), and joins part[c] (float add: pair_add).  The states live in two arrays (h, then
+ * ncols values further on, l) that stay in cache while the rows stream past, a vector of columns at
+ * a time and GS_CPU_COL_ROWS rows at a time (a state is loaded and stored once per group of rows,
+ * taking each row in order in between); the columns past the last whole vector go one by one, with
+ * the same operations. Always inlined with a constant op.
+ */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *in,
+                                                           int64_t nrows, int64_t stride,
+                                                           int64_t ncols, gs_part *part, GS_T *h)
+{
+    GS_T *l = h + ncols;
+    const GS_T ident = GS_FN(op_identity)(op);
+    int64_t vcols = 0, r = 0;
+
+    for (int64_t c = 0; c < ncols; c++) {
+        h[c] = ident;
+        l[c] = 0;
+    }
+#if GS_SIZE >= 4
+    vcols = ncols / GS_W * GS_W;
+    for (; r < nrows; r += GS_CPU_COL_ROWS) {
+        const int64_t nr = nrows - r < GS_CPU_COL_ROWS ? nrows - r : GS_CPU_COL_ROWS;
+        const GS_T *rows = in + r * stride;
+        for (int64_t c = 0; c < vcols; c += GS_W) {
+            GS_VEC hv = GS_V(load)(h + c), lv = GS_V(load)(l + c);
+            if (c % (64 / GS_SIZE) == 0 && nr == GS_CPU_COL_ROWS &&
+                r + 2 * GS_CPU_COL_ROWS <= nrows)
+                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
+                    __builtin_prefetch(rows + (GS_CPU_COL_ROWS + k) * stride + c);
+            if (nr == GS_CPU_COL_ROWS) {
+                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
+            } else {
+                for (int64_t k = 0; k < nr; k++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
+            }
+            GS_V(store)(h + c, hv);
+            GS_V(store)(l + c, lv);
+        }
+    }
+#endif
+    for (r = 0; r < nrows && vcols < ncols; r++)
+        for (int64_t c = vcols; c < ncols; c++)
+            GS_FN(col_step)(op, &h[c], &l[c], in[r * stride + c]);
+
+    for (int64_t c = 0; c < ncols; c++) {
+#if GS_KIND == 'f'
+        if (op == GS_OP_ADD) {
+            GS_FN(pair_add)(&part[c].hi.GS_SFX, &part[c].lo.GS_SFX, h[c], l[c]);
+            continue;
+        }
+#endif
+        part[c].hi.GS_SFX = GS_FN(op)(op, part[c].hi.GS_SFX, h[c]);
+    }
+}
+
+/* Columns [0, ncols) (ncols <= GS_CPU_COLS) down rows [0, nrows) (one block: nrows <=
+ * GS_CPU_BLOCK), row r at in + r * stride, into part[0, ncols), each from the identity; `scratch`
+ * holds 2 * ncols values of 8 bytes (gs_reduce_kernels.fold_cols). */
+static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
+                                         int64_t ncols, gs_part *part, void *scratch)
+{
+    for (int64_t c = 0; c < ncols; c++) {
+        part[c].hi.GS_SFX = GS_FN(op_identity)(op);
+        part[c].lo.GS_SFX = 0;
+    }
+    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, part, scratch)
+}
+
+#if GS_KIND == 'u' && GS_SIZE == 8
+#include "cpu/widen.h"
+
+/* fold() and fold_cols() over a narrower integer dtype in_type widened to 64 bits (NumPy's add and
+ * mul accumulation; int64 and uint64 wrap to the same bits, so uint64's loops serve both), block
+ * by block through a buffer in L1: the widening loop is compiled for this instruction set too.
+ * Integer ops group freely, so the blocks change no bit. */
+static GS_ISA_ATTR void GS_FN(fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len,
+                                            gs_part *p)
+{
+    uint64_t buf[GS_CPU_WIDEN_BLOCK];
+    gs_part blk;
+    GS_FN(fold)(op, in, 0, p);
+    for (int64_t pos = 0; pos < len; pos += GS_CPU_WIDEN_BLOCK) {
+        int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
+        gs_widen_u64(in, in_type, pos, n, buf);
+        GS_FN(fold)(op, buf, n, &blk);
+        GS_FN(combine)(op, p, &blk);
+    }
+}
+
+/* Columns of a narrower integer dtype added (or multiplied) into 64 bits down the rows: a loop per
+ * input dtype over the row's values, which the compiler vectorises with the widening folded in
+ * (VPMOVSXDQ and an add on AVX2), the accumulators in cache while the rows stream past. */
+static GS_ISA_ATTR void GS_FN(fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type,
+                                                 int64_t nrows, int64_t stride, int64_t ncols,
+                                                 gs_part *part, void *scratch)
+{
+    uint64_t *acc = scratch;
+    for (int64_t c = 0; c < ncols; c++)
+        acc[c] = op == GS_OP_MUL ? 1 : 0;
+    switch (in_type) {
+#define GS_X_COLS(code, ctype, sfx, kind, npy)                          \
+    case code:                                                          \
+        for (int64_t r = 0; r < nrows; r++) {                           \
+            const ctype *p = (const ctype *)in + r * stride;            \
+            if (op == GS_OP_MUL)                                        \
+                for (int64_t c = 0; c < ncols; c++)                     \
+                    acc[c] *= kind == 'b' ? p[c] != 0 : (uint64_t)p[c]; \
+            else                                                        \
+                for (int64_t c = 0; c < ncols; c++)                     \
+                    acc[c] += kind == 'b' ? p[c] != 0 : (uint64_t)p[c]; \
+        }                                                               \
+        break;
+        GS_DTYPES(GS_X_COLS)
+#undef GS_X_COLS
+    default:
+        break;
+    }
+    for (int64_t c = 0; c < ncols; c++) {
+        part[c].hi.GS_SFX = acc[c];
+        part[c].lo.GS_SFX = 0;
+    }
+}
+#endif
+
+/* Ties the dtype's kind letter to the kernel table's entry, checked by cpu/stamp.h. */
 enum { GS_FN(kind_letter) = GS_KIND };
 
 #undef GS_FN

@@ -2,38 +2,48 @@
  * cpu/scan.c - gs_cpu_scan: the CPU backend's prefix scan, plain, per row and segmented.
  *
  * Level: backend (CPU).  Sees one gs_scan_desc (include/gpuscan/backend_api.h) over flat
- * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype; the threads
- * come from cpu/pool.c.
+ * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype and per
+ * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
- * Algorithm (the classic reduce-then-scan).  A scan is cut into independent scans ("rows": the
- * rows of row_len, or the whole array), each row into chunks of GS_CPU_CHUNK values counted from
- * the row's start, and then:
- *   phase 1 (parallel)    each chunk reduces its values: the total after its last segment head,
- *                         and whether it holds one;
- *   phase 2 (sequential)  a scan of the chunk totals gives each chunk its carry-in;
- *   phase 3 (parallel)    each chunk scans its values starting from its carry-in, restarting
- *                         from the identity at every segment head.
- * Rows no longer than a chunk skip phases 1 and 2: each is one chunk, and tasks take many rows.
+ * Algorithm.  A scan is cut into independent scans ("rows": the rows of row_len, or the whole
+ * array), each row into chunks of GS_CPU_CHUNK values counted from the row's start.  A chunk is
+ * scanned from its carry-in: for float add and mul its state starts from the identity and its
+ * outputs combine that state with the carry-in, so the state it ends with is its total and the
+ * next carry-in is carry-in combine total (or the state since its last segment head); every
+ * other operator is exact, and the carry-in is simply the starting state.
+ *   one thread (or a small scan)  the chunks one after the other, in one pass;
+ *   several (gs_scan_parallel)    one thread (the front) does exactly that from the first chunk
+ *                                 while the others (the back) compute chunk totals from the last
+ *                                 one down; where they meet, the front chains the carry-ins of
+ *                                 the rest from those totals, and every thread scans the rest;
+ *   rows of one chunk             tasks of many whole rows;
+ *   axes in place (inner > 1)     tiles of columns, each scanned down its rows (gs_scan_cols).
  *
  * Guarantees:
- *  - the chunks depend on n and row_len only, never on the thread count, so every result is the
- *    same bits on every run, machine and GPUSCAN_NUM_THREADS; a row gives the bits that scanning
- *    it alone would give;
+ *  - the chunks depend on n and row_len only, never on the thread count or the instruction set,
+ *    so every result is the same bits on every run, machine and GPUSCAN_NUM_THREADS; a row gives
+ *    the bits that scanning it alone would give;
  *  - integers are bit-identical to NumPy; so are float min/max (the first NaN met, with its bits);
- *  - float add keeps (hi, lo) compensated pairs in the loops, the chunk totals and the carries,
- *    and rounds once per output: |error| <= ~1.5 eps * sum|x| at any n (contract: (log2 n + 2)
- *    eps * sum|x|);
- *  - float mul is the running product, each output after exactly i roundings, as in NumPy;
- *  - small inputs run on the calling thread with no thread involved;
+ *  - float add keeps compensated (hi, lo) pairs in the states and the carries and rounds each
+ *    output a few times only: |error| <= ~3.5 eps * sum|x| at any n (cpu/scan_body.h; the
+ *    contract: (log2 n + 2) eps * sum|x|);
+ *  - float mul is a product in a fixed tree, each output at most i + 1 roundings from exact;
+ *  - small scans run on the calling thread with no thread involved;
  *  - on -ENOMEM (the carries could not be allocated) nothing was written and nothing is left.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cpu/claim.h"
 #include "cpu/cpu.h"
+#include "cpu/flags.h"
+#include "cpu/simd.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "the compensated float add needs every operation rounded to its own type (SSE2, not x87)"
@@ -44,151 +54,129 @@
  * compensation term exact enough: its own rounding stays below (4096 u)^2 <= eps/2 of sum|x|.
  * Results depend on this value: changing it changes float add's low bits. */
 #define GS_CPU_CHUNK 4096
-/* Below this many values the whole scan runs on the calling thread: 16 chunks are well under a
- * millisecond, less than waking the workers is worth. */
+/* Below this many values the whole scan runs on the calling thread, with no worker woken.  Waking
+ * a worker on an idle core takes about 5 us (2-core host, measured with a parallel_for between
+ * busy gaps), and the front of a parallel scan never waits for the back, so 2^16 values (about
+ * 40 us of float32 add on one thread) leave the wake-up a small share. */
 #define GS_CPU_PARALLEL_MIN (16 * GS_CPU_CHUNK)
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
+/* Columns one task scans side by side when the scanned axis is not the last (inner > 1): their
+ * states (two arrays of 1024 values, 16 KiB at 8 bytes) stay in L1 while the rows stream past. */
+#define GS_CPU_COLS 1024
 
-#define GS_PASTE(a, b) gs_cpu_##a##_##b
-#define GS_NAME(a, b) GS_PASTE(a, b)
+_Static_assert(GS_CPU_CHUNK % 8 == 0, "a chunk is a whole number of vectors of every dtype");
 
-/* A running value: hi, plus float add's compensation term lo (zero for every other op). */
+#define GS_PASTE(a, b, c) gs_cpu_##a##_##b##_##c
+#define GS_NAME3(a, b, c) GS_PASTE(a, b, c)
+#define GS_NAME(a, b) GS_NAME3(a, b, GS_ISA)
+
+/* A running value: hi, plus float add's compensation term lo (-0 for every other op). */
 typedef struct gs_carry {
     gs_val hi;
     gs_val lo;
 } gs_carry;
 
-/* What cpu/scan_body.h provides for each dtype. */
+/* What cpu/scan_body.h provides for each dtype and instruction set. */
 typedef struct gs_kernels {
-    /* fold in[0, len) into *c; with out != NULL also write the (in/ex)clusive scan there */
-    void (*apply)(gs_op op, const void *in, void *out, int64_t len, int exclusive, gs_carry *c);
+    /* scan in[0, len) from the state *c (and the carry cin: float add and mul; else NULL),
+     * writing the (in/ex)clusive scan to out unless it is NULL */
+    void (*apply)(gs_op op, const void *in, void *out, int64_t len, int exclusive,
+                  const gs_carry *cin, gs_carry *c);
+    /* apply() over a narrower integer dtype widened to 64 bits (uint64 only; else NULL) */
+    void (*apply_widened)(gs_op op, const void *in, gs_dtype in_type, void *out, int64_t len,
+                          int exclusive, const gs_carry *cin, gs_carry *c);
+    /* scan columns [0, ncols) down rows [0, nrows), row r at in/out + r * stride values; and
+     * over a narrower integer dtype widened to 64 bits (uint64 only; else NULL) */
+    void (*apply_cols)(gs_op op, const void *in, void *out, int64_t nrows, int64_t stride,
+                       int64_t ncols, int exclusive);
+    void (*apply_cols_widened)(gs_op op, const void *in, gs_dtype in_type, void *out, int64_t nrows,
+                               int64_t stride, int64_t ncols, int exclusive);
     void (*identity)(gs_op op, gs_carry *c);
     void (*combine)(gs_op op, gs_carry *acc, const gs_carry *x);
     char kind;
 } gs_kernels;
 
-/* ---- The loops, one body per dtype, in GS_DTYPES order ---------------------------------- */
+/* ---- The loops, one body per dtype and instruction set ----------------------------------- */
 
 #define GS_CPU_BODY "cpu/scan_body.h"
-#include "cpu/stamp.h"
+#include "cpu/stamp_isa.h"
 #undef GS_CPU_BODY
 
-/* The kernel table, indexed by gs_dtype; a dtype added to GS_DTYPES without its body above fails
- * to compile here (and cpu/stamp.h checks each body's kind letter and size). */
-#define GS_X_KERNELS(code, ctype, sfx, kind, npy) \
-    [code] = { GS_NAME(apply, sfx), GS_NAME(identity, sfx), GS_NAME(combine, sfx), kind },
-static const gs_kernels gs_kernels_of[GS_NDTYPES] = { GS_DTYPES(GS_X_KERNELS) };
-#undef GS_X_KERNELS
-
-/* ---- Flags and widening: the only places that look at a dtype at run time -------------- */
-
-/* The first segment head in [from, to), or `to`.  A flag is a head when it compares unequal to
- * zero in its own dtype: any nonzero integer, a float other than +-0 (NaN included). */
-static int64_t gs_next_head(const void *flags, gs_dtype t, int64_t from, int64_t to)
-{
-    int64_t i;
-    switch (t) {
-#define GS_X_NEXT(code, ctype, sfx, kind, npy)  \
-    case code:                                  \
-        for (i = from; i < to; i++)             \
-            if (((const ctype *)flags)[i] != 0) \
-                return i;                       \
-        return to;
-        GS_DTYPES(GS_X_NEXT)
-#undef GS_X_NEXT
-    default:
-        return to;
-    }
-}
-
-/* The last segment head in [from, to), or -1. */
-static int64_t gs_last_head(const void *flags, gs_dtype t, int64_t from, int64_t to)
-{
-    int64_t i;
-    switch (t) {
-#define GS_X_LAST(code, ctype, sfx, kind, npy)  \
-    case code:                                  \
-        for (i = to - 1; i >= from; i--)        \
-            if (((const ctype *)flags)[i] != 0) \
-                return i;                       \
-        return -1;
-        GS_DTYPES(GS_X_LAST)
-#undef GS_X_LAST
-    default:
-        return -1;
-    }
-}
-
-/* buf[k] = in[from + k] converted value-preservingly to 64 bits, modulo 2^64 (C's conversion to
- * an unsigned type: signed values sign-extend, unsigned zero-extend; bool is 0 or 1). */
-static void gs_widen(const void *in, gs_dtype t, int64_t from, int64_t len, uint64_t *buf)
-{
-    int64_t k;
-    switch (t) {
-#define GS_X_WIDEN(code, ctype, sfx, kind, npy)                             \
-    case code:                                                              \
-        for (k = 0; k < len; k++)                                           \
-            buf[k] = kind == 'b' ? ((const ctype *)in)[from + k] != 0       \
-                                 : (uint64_t)((const ctype *)in)[from + k]; \
-        break;
-        GS_DTYPES(GS_X_WIDEN)
-#undef GS_X_WIDEN
-    default:
-        break;
-    }
-}
+/* The kernel tables, indexed by gs_isa and gs_dtype; a dtype added to GS_DTYPES without its body
+ * above fails to compile here (and cpu/stamp.h checks each body's kind letter and size). */
+#define GS_ISA_ROW(isa, code, sfx, kind)                                          \
+    [code] = { GS_NAME3(apply, sfx, isa),                                         \
+               code == GS_UINT64 ? GS_NAME3(apply_widened, u64, isa) : NULL,      \
+               GS_NAME3(apply_cols, sfx, isa),                                    \
+               code == GS_UINT64 ? GS_NAME3(apply_cols_widened, u64, isa) : NULL, \
+               GS_NAME3(identity, sfx, isa),                                      \
+               GS_NAME3(combine, sfx, isa),                                       \
+               kind },
+static const gs_kernels gs_kernels_of[GS_NISA][GS_NDTYPES] = GS_ISA_TABLE;
+#undef GS_ISA_ROW
 
 /* ---- One scan call ----------------------------------------------------------------------- */
 
 typedef struct gs_scan_job {
     const gs_scan_desc *d;
-    const gs_kernels *k; /* of the output dtype */
+    const gs_kernels *k; /* of the output dtype (uint64 for widened pairs) */
     int widen;           /* in_type != out_type: widen the input to 64 bits block by block */
+    int inexact;         /* float add or mul: chunk states from the identity, plus a carry-in */
     size_t in_size, out_size;
     int64_t row_len;        /* values per independent scan (n when row_len == 0) */
     int64_t rows;           /* independent scans */
     int64_t chunks_per_row; /* chunks of one row */
-    int64_t rows_per_task;  /* rows of one task of phase 3 when chunks_per_row == 1 */
-    gs_carry *carry;        /* per chunk: its total after phase 1, its carry-in after phase 2 */
-    unsigned char *head;    /* per chunk: whether it holds a segment head (flags only) */
+    int64_t rows_per_task;  /* rows of one task when chunks_per_row == 1 */
+    /* The parallel scan of rows of several chunks (gs_scan_parallel): */
+    int64_t nchunks;
+    gs_carry *carry;          /* per chunk from `meet` on: its carry-in */
+    gs_carry *total;          /* per chunk: its total, the state after its last head (the back) */
+    unsigned char *head;      /* per chunk: whether it holds a segment head (the back) */
+    atomic_uchar *done;       /* per chunk: its total and head are written */
+    gs_cpu_ends ends;         /* the chunks claimed from the front and from the back */
+    atomic_int_fast64_t next; /* the next chunk from `meet` on to scan */
+    atomic_int ready;         /* `meet` and the carries from it on are written */
+    int64_t meet;             /* the first chunk the front did not scan */
 } gs_scan_job;
 
-/* Fold in[from, to) into *c, writing the scan to out[from, to) when `store`; no head inside. */
-static void gs_apply(const gs_scan_job *j, int64_t from, int64_t to, int store, gs_carry *c)
+/* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
+ * `store`; no head inside. */
+static void gs_apply(const gs_scan_job *j, int64_t from, int64_t to, int store, const gs_carry *cin,
+                     gs_carry *c)
 {
     const gs_scan_desc *d = j->d;
-    if (!j->widen) {
-        j->k->apply(d->op, (const char *)d->in + from * j->in_size,
-                    store ? (char *)d->out + from * j->out_size : NULL, to - from, d->exclusive, c);
-        return;
-    }
-    uint64_t buf[GS_CPU_WIDEN_BLOCK];
-    for (int64_t pos = from; pos < to; pos += GS_CPU_WIDEN_BLOCK) {
-        int64_t len = to - pos < GS_CPU_WIDEN_BLOCK ? to - pos : GS_CPU_WIDEN_BLOCK;
-        gs_widen(d->in, d->in_type, pos, len, buf);
-        j->k->apply(d->op, buf, store ? (uint64_t *)d->out + pos : NULL, len, d->exclusive, c);
-    }
+    void *out = store ? (char *)d->out + from * j->out_size : NULL;
+    if (j->widen)
+        j->k->apply_widened(d->op, (const char *)d->in + from * j->in_size, d->in_type, out,
+                            to - from, d->exclusive, cin, c);
+    else
+        j->k->apply(d->op, (const char *)d->in + from * j->in_size, out, to - from, d->exclusive,
+                    cin, c);
 }
 
-/* Scan [from, to) from the carry *c, restarting from the identity at each segment head, and
- * leave in *c the carry after `to`. */
-static void gs_scan_range(const gs_scan_job *j, int64_t from, int64_t to, gs_carry *c)
+/* Scan [from, to) from the state *c and the carry cin (see gs_kernels.apply), restarting from the
+ * identity, with no carry, at each segment head; leaves in *c the state after `to`.  Returns
+ * whether a head lies in [from, to). */
+static int gs_scan_range(const gs_scan_job *j, int64_t from, int64_t to, const gs_carry *cin,
+                         gs_carry *c)
 {
     const gs_scan_desc *d = j->d;
     if (d->flags == NULL) {
-        gs_apply(j, from, to, 1, c);
-        return;
+        gs_apply(j, from, to, 1, cin, c);
+        return 0;
     }
-    int64_t pos = from;
-    while (pos < to) {
-        int64_t next = gs_next_head(d->flags, d->flag_type, pos + 1, to);
-        if (pos > from || gs_next_head(d->flags, d->flag_type, pos, pos + 1) == pos)
-            j->k->identity(d->op, c);
-        gs_apply(j, pos, next, 1, c);
-        pos = next;
+    int64_t pos = from, next = gs_flag_next(d->flags, d->flag_type, from, to);
+    int heads = next < to;
+    if (next > from)
+        gs_apply(j, from, next, 1, cin, c);
+    for (pos = next; pos < to; pos = next) {
+        next = gs_flag_next(d->flags, d->flag_type, pos + 1, to);
+        j->k->identity(d->op, c);
+        gs_apply(j, pos, next, 1, NULL, c);
     }
+    return heads;
 }
 
 /* The values [*from, *to) of chunk `chunk` (numbered row after row). */
@@ -200,89 +188,228 @@ static void gs_chunk_range(const gs_scan_job *j, int64_t chunk, int64_t *from, i
     *to = *from + GS_CPU_CHUNK < row_end ? *from + GS_CPU_CHUNK : row_end;
 }
 
-/* ==== Phase 1: each chunk's total after its last head ==================================== */
-static void gs_phase1(void *ctx, int64_t chunk)
+/* Scan chunk c on this thread from *cin, its carry-in, and leave in *cin the carry-in of the
+ * chunk after it (in its row): for float add and mul the chunk's state starts from the identity,
+ * and the next carry-in is the state if a head lies in the chunk, else the carry-in combined with
+ * the state (the chunk's total); for every other op the carry-in is the starting state. */
+static void gs_chunk_seq(const gs_scan_job *j, int64_t c, gs_carry *cin)
 {
-    const gs_scan_job *j = ctx;
-    const gs_scan_desc *d = j->d;
     int64_t from, to;
-    if (chunk % j->chunks_per_row == j->chunks_per_row - 1)
-        return; /* a row's last chunk passes no carry on */
-    gs_chunk_range(j, chunk, &from, &to);
-    if (d->flags != NULL) {
-        int64_t last = gs_last_head(d->flags, d->flag_type, from, to);
-        j->head[chunk] = last >= 0;
-        if (last >= 0)
-            from = last;
+    gs_carry st;
+    gs_chunk_range(j, c, &from, &to);
+    if (!j->inexact) {
+        gs_scan_range(j, from, to, NULL, cin);
+        return;
     }
-    j->k->identity(d->op, &j->carry[chunk]);
-    gs_apply(j, from, to, 0, &j->carry[chunk]);
+    j->k->identity(j->d->op, &st);
+    if (gs_scan_range(j, from, to, cin, &st))
+        *cin = st; /* the state since the chunk's last head */
+    else
+        j->k->combine(j->d->op, cin, &st);
 }
 
-/* ==== Phase 2: carry-in of each chunk, a sequential scan of the totals =================== */
-static void gs_phase2(const gs_scan_job *j)
+/* Scan rows [first, last) whole on this thread, chunk after chunk: the same states and carries
+ * as the parallel scan. */
+static void gs_rows(const gs_scan_job *j, int64_t first, int64_t last)
 {
-    const gs_scan_desc *d = j->d;
-    for (int64_t row = 0; row < j->rows; row++) {
-        int64_t c = row * j->chunks_per_row, last = c + j->chunks_per_row - 1;
-        gs_carry acc, total;
-        j->k->identity(d->op, &acc);
-        for (; c < last; c++) {
-            total = j->carry[c];
-            j->carry[c] = acc;
-            if (j->head != NULL && j->head[c])
-                acc = total;
-            else
-                j->k->combine(d->op, &acc, &total);
-        }
-        j->carry[last] = acc;
+    for (int64_t row = first; row < last; row++) {
+        gs_carry cin;
+        j->k->identity(j->d->op, &cin);
+        for (int64_t c = row * j->chunks_per_row; c < (row + 1) * j->chunks_per_row; c++)
+            gs_chunk_seq(j, c, &cin);
     }
 }
 
-/* ==== Phase 3: each chunk scans from its carry-in ======================================== */
-static void gs_phase3(void *ctx, int64_t chunk)
-{
-    const gs_scan_job *j = ctx;
-    int64_t from, to;
-    gs_chunk_range(j, chunk, &from, &to);
-    gs_scan_range(j, from, to, &j->carry[chunk]);
-}
-
-/* Phase 3 alone, for rows of at most one chunk: task t scans rows_per_task whole rows. */
-static void gs_short_rows(void *ctx, int64_t task)
+/* Task t scans rows_per_task whole rows. */
+static void gs_rows_task(void *ctx, int64_t task)
 {
     const gs_scan_job *j = ctx;
     int64_t first = task * j->rows_per_task;
     int64_t last = first + j->rows_per_task < j->rows ? first + j->rows_per_task : j->rows;
-    for (int64_t row = first; row < last; row++) {
-        gs_carry c;
-        j->k->identity(j->d->op, &c);
-        gs_scan_range(j, row * j->row_len, (row + 1) * j->row_len, &c);
+    gs_rows(j, first, last);
+}
+
+/* ==== The parallel scan ====================================================================
+ * One thread (the front) scans the chunks from the first one on, in one pass, exactly as one
+ * thread alone would; the others (the back) claim chunks from the last one down and compute
+ * their totals (the state after their last head: what the front's pass would end the chunk
+ * with).  Where the two meet, the front chains the carry-ins of the remaining chunks from those
+ * totals (computing itself any total not written yet, so it never waits), and then every thread
+ * scans the remaining chunks from their carry-ins.  The carries are the one chain
+ * C(c+1) = head in c ? T(c) : C(c) combine T(c), whoever computes them: the same bits on any
+ * number of threads, and a worker that does not run (a busy host) leaves the front with a
+ * single pass over everything, no slower than one thread. */
+
+/* The total of chunk c (the state after its last head, from the identity) and whether it holds
+ * a head: what the front's scan of the chunk ends with. */
+static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned char *head)
+{
+    const gs_scan_desc *d = j->d;
+    int64_t from, to;
+    gs_chunk_range(j, c, &from, &to);
+    *head = 0;
+    if (d->flags != NULL) {
+        int64_t last = gs_flag_last(d->flags, d->flag_type, from, to);
+        *head = last >= 0;
+        if (last >= 0)
+            from = last;
+    }
+    j->k->identity(d->op, total);
+    gs_apply(j, from, to, 0, NULL, total);
+}
+
+static void gs_front(gs_scan_job *j)
+{
+    gs_carry cin, total;
+    unsigned char head;
+    int64_t c;
+
+    while ((c = gs_cpu_claim(&j->ends, 1)) >= 0) {
+        if (c % j->chunks_per_row == 0)
+            j->k->identity(j->d->op, &cin);
+        gs_chunk_seq(j, c, &cin);
+    }
+    j->meet = gs_cpu_ends_front(&j->ends);
+    for (c = j->meet; c < j->nchunks; c++) {
+        if (c % j->chunks_per_row == 0)
+            j->k->identity(j->d->op, &cin);
+        j->carry[c] = cin;
+        if (c % j->chunks_per_row == j->chunks_per_row - 1)
+            continue; /* a row's last chunk passes no carry on */
+        if (atomic_load_explicit(&j->done[c], memory_order_acquire)) {
+            total = j->total[c];
+            head = j->head[c];
+        } else {
+            gs_total(j, c, &total, &head);
+        }
+        if (head)
+            cin = total;
+        else
+            j->k->combine(j->d->op, &cin, &total);
+    }
+    atomic_store_explicit(&j->ready, 1, memory_order_release);
+}
+
+static void gs_back(gs_scan_job *j)
+{
+    int64_t c;
+    while ((c = gs_cpu_claim(&j->ends, 0)) >= 0) {
+        if (c % j->chunks_per_row != j->chunks_per_row - 1)
+            gs_total(j, c, &j->total[c], &j->head[c]);
+        atomic_store_explicit(&j->done[c], 1, memory_order_release);
     }
 }
 
-static void gs_run(int parallel, int64_t ntasks, void (*fn)(void *, int64_t), void *ctx)
+/* Task 0 is the front, the others the back; then all scan the chunks from `meet` on. */
+static void gs_scan_task(void *ctx, int64_t task)
 {
-    if (parallel) {
-        gs_cpu_parallel_for(ntasks, fn, ctx);
-        return;
+    gs_scan_job *j = ctx;
+    int64_t c;
+
+    if (task == 0)
+        gs_front(j);
+    else
+        gs_back(j);
+    gs_cpu_wait(&j->ready);
+    while ((c = j->meet + atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
+           j->nchunks) {
+        gs_carry st;
+        int64_t from, to;
+        gs_chunk_range(j, c, &from, &to);
+        if (j->inexact) {
+            j->k->identity(j->d->op, &st);
+            gs_scan_range(j, from, to, &j->carry[c], &st);
+        } else {
+            st = j->carry[c];
+            gs_scan_range(j, from, to, NULL, &st);
+        }
     }
-    for (int64_t t = 0; t < ntasks; t++)
-        fn(ctx, t);
+}
+
+static int gs_scan_parallel(gs_scan_job *j)
+{
+    int rc = 0;
+    j->nchunks = j->rows * j->chunks_per_row;
+    if (j->nchunks > 0xffffffff) { /* beyond 2^44 values: the claims' 32-bit halves */
+        gs_rows(j, 0, j->rows);
+        return 0;
+    }
+    j->carry = malloc((size_t)j->nchunks * sizeof(gs_carry));
+    j->total = malloc((size_t)j->nchunks * sizeof(gs_carry));
+    j->head = malloc((size_t)j->nchunks);
+    j->done = malloc((size_t)j->nchunks * sizeof(atomic_uchar));
+    if (j->carry == NULL || j->total == NULL || j->head == NULL || j->done == NULL) {
+        rc = -ENOMEM;
+        goto finally;
+    }
+    for (int64_t c = 0; c < j->nchunks; c++)
+        atomic_init(&j->done[c], 0);
+    gs_cpu_ends_init(&j->ends, j->nchunks);
+    atomic_init(&j->next, 0);
+    atomic_init(&j->ready, 0);
+    rc = gs_cpu_parallel_for(gs_cpu_threads(), gs_scan_task, j);
+finally:
+    free(j->carry);
+    free(j->total);
+    free(j->head);
+    free((void *)j->done);
+    return rc;
+}
+
+/* ==== Columns: blocks of row_len x inner, each column scanned down the rows ============== */
+
+typedef struct gs_cols_job {
+    const gs_scan_job *j;
+    int64_t inner, tile, tiles;
+} gs_cols_job;
+
+/* A tile of columns of one block, scanned whole: task = block * tiles + tile. */
+static void gs_cols_task(void *ctx, int64_t task)
+{
+    const gs_cols_job *cj = ctx;
+    const gs_scan_job *j = cj->j;
+    const gs_scan_desc *d = j->d;
+    int64_t r = task / cj->tiles, c0 = task % cj->tiles * cj->tile;
+    int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
+    int64_t first = r * j->row_len * cj->inner + c0;
+    const char *in = (const char *)d->in + first * j->in_size;
+    char *out = (char *)d->out + first * j->out_size;
+    if (j->widen)
+        j->k->apply_cols_widened(d->op, in, d->in_type, out, j->row_len, cj->inner, nc,
+                                 d->exclusive);
+    else
+        j->k->apply_cols(d->op, in, out, j->row_len, cj->inner, nc, d->exclusive);
+}
+
+/* Tasks of tiles of columns, narrower ones when the blocks are too few to keep every thread busy
+ * (each column's bits depend on that column alone, never on the tiles). */
+static void gs_scan_cols(const gs_scan_job *j, int parallel)
+{
+    gs_cols_job cj = { j, j->d->inner, GS_CPU_COLS, 0 };
+    int64_t blocks = j->d->n / (j->row_len * cj.inner), want = gs_cpu_threads();
+    if (parallel)
+        cj.tile = gs_cpu_tile(cj.inner, blocks, want, GS_CPU_COLS);
+    cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
+    if (parallel)
+        gs_cpu_parallel_for(blocks * cj.tiles, gs_cols_task, &cj);
+    else
+        for (int64_t t = 0; t < blocks * cj.tiles; t++)
+            gs_cols_task(&cj, t);
 }
 
 int gs_cpu_scan(const gs_scan_desc *d)
 {
     gs_scan_job j = { 0 };
-    int parallel, exact;
+    int parallel;
 
     if (d->n < 0 || d->in_type < 0 || d->in_type >= GS_NDTYPES || d->out_type < 0 ||
         d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS || d->row_len < 0 ||
         !gs_scan_pair_direct(d->in_type, d->out_type, d->op) ||
         (gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op)) ||
-        (d->flags != NULL && (d->row_len > 0 || d->flag_type < 0 || d->flag_type >= GS_NDTYPES)))
+        (d->flags != NULL && (d->row_len > 0 || d->flag_type < 0 || d->flag_type >= GS_NDTYPES)) ||
+        d->inner < 0 || (d->inner > 1 && (d->row_len == 0 || d->algorithm != GS_ALGO_AUTO)))
         return -EINVAL;
-    if (d->row_len > 0 && d->n % d->row_len != 0)
+    if (d->row_len > 0 && d->n % (d->row_len * (d->inner > 1 ? d->inner : 1)) != 0)
         return -EINVAL;
     if (d->n == 0)
         return 0;
@@ -290,41 +417,30 @@ int gs_cpu_scan(const gs_scan_desc *d)
         return gs_cpu_teach_scan(d);
 
     j.d = d;
-    j.k = &gs_kernels_of[d->out_type];
     j.widen = d->in_type != d->out_type;
-    if (j.widen)
-        j.k = &gs_kernels_of[GS_UINT64]; /* int64 and uint64 add and mul wrap to the same bits */
+    /* int64 and uint64 add and mul wrap to the same bits: the widened pairs share uint64's loops */
+    j.k = &gs_kernels_of[gs_cpu_isa()][j.widen ? GS_UINT64 : d->out_type];
+    j.inexact = gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL);
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.row_len = d->row_len > 0 ? d->row_len : d->n;
     j.rows = d->n / j.row_len;
     j.chunks_per_row = (j.row_len + GS_CPU_CHUNK - 1) / GS_CPU_CHUNK;
     parallel = d->n >= GS_CPU_PARALLEL_MIN && gs_cpu_threads() > 1;
-    /* Every op but float add and mul is associative in exact arithmetic and in the machine's, so
-     * a sequential pass that carries its running value from chunk to chunk gives the same bits
-     * as the three phases, at half the reads. */
-    exact = !(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL));
-
-    if (j.chunks_per_row == 1 || (exact && !parallel)) {
-        /* Every row in one piece: as many rows per task as make about one chunk of work. */
-        j.rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len;
-        gs_run(parallel, (j.rows + j.rows_per_task - 1) / j.rows_per_task, gs_short_rows, &j);
+    if (d->inner > 1) {
+        gs_scan_cols(&j, parallel);
         return 0;
     }
 
-    int64_t nchunks = j.rows * j.chunks_per_row;
-    j.carry = malloc((size_t)nchunks * sizeof(gs_carry));
-    if (d->flags != NULL)
-        j.head = calloc((size_t)nchunks, 1);
-    if (j.carry == NULL || (d->flags != NULL && j.head == NULL)) {
-        free(j.carry);
-        free(j.head);
-        return -ENOMEM;
+    if (j.chunks_per_row == 1 || !parallel) {
+        /* Every row whole on one thread: as many rows per task as make about one chunk. */
+        j.rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len;
+        if (parallel)
+            gs_cpu_parallel_for((j.rows + j.rows_per_task - 1) / j.rows_per_task, gs_rows_task, &j);
+        else
+            gs_rows(&j, 0, j.rows);
+        return 0;
     }
-    gs_run(parallel, nchunks, gs_phase1, &j);
-    gs_phase2(&j);
-    gs_run(parallel, nchunks, gs_phase3, &j);
-    free(j.carry);
-    free(j.head);
-    return 0;
+
+    return gs_scan_parallel(&j);
 }

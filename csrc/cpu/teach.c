@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/flags.h"
+#include "cpu/widen.h"
 #include "gpuscan/teach_config.h"
 
 /* Units of a step per task: a few microseconds of work, far above the cost of a task. */
@@ -34,35 +36,6 @@
 
 #define GS_PASTE(a, b) gs_teach_##a##_##b
 #define GS_NAME(a, b) GS_PASTE(a, b)
-
-/* Element i of `in` (dtype t: bool or an integer narrower than 64 bits) converted
- * value-preservingly to 64 bits, modulo 2^64 (NumPy's widening for add and mul). */
-static uint64_t gs_teach_widened(const void *in, gs_dtype t, int64_t i)
-{
-    switch (t) {
-#define GS_X_WIDEN(code, ctype, sfx, kind, npy) \
-    case code:                                  \
-        return kind == 'b' ? ((const ctype *)in)[i] != 0 : (uint64_t)((const ctype *)in)[i];
-        GS_DTYPES(GS_X_WIDEN)
-#undef GS_X_WIDEN
-    default:
-        return 0;
-    }
-}
-
-/* Whether flag i (dtype t) marks a segment head: nonzero in its own dtype (NaN is, -0.0 not). */
-static int gs_teach_head(const void *flags, gs_dtype t, int64_t i)
-{
-    switch (t) {
-#define GS_X_HEAD(code, ctype, sfx, kind, npy) \
-    case code:                                 \
-        return ((const ctype *)flags)[i] != 0;
-        GS_DTYPES(GS_X_HEAD)
-#undef GS_X_HEAD
-    default:
-        return 0;
-    }
-}
 
 #define GS_CPU_BODY "cpu/teach_body.h"
 #include "cpu/stamp.h"
@@ -176,7 +149,7 @@ static int gs_cpu_blelloch(const gs_scan_desc *d, int64_t row_len)
         memcpy(x, w, (size_t)(rows * m) * size);
     if (d->flags != NULL)
         for (int64_t i = 0; i < m; i++)
-            fup[i] = forig[i] = i < row_len && gs_teach_head(d->flags, d->flag_type, i);
+            fup[i] = forig[i] = i < row_len && gs_flag_set(d->flags, d->flag_type, i);
     memset(&s, 0, sizeof(s));
     s.buf = w;
     s.fup = fup;

@@ -31,8 +31,8 @@ static void GS_FN(identity_into)(gs_op op, void *dst)
 
 /*
  * The working array of a scan: rows of m values, row r holding input row r (row_len values,
- * read at in_t: the same dtype, or a narrower one widened by `widen`), shifted right by one with
- * the identity in front when `shift`, and the identity past row_len (a complete tree).
+ * read at in_t: the same dtype, or a narrower one widened by cpu/widen.h), shifted right by one
+ * with the identity in front when `shift`, and the identity past row_len (a complete tree).
  */
 static void GS_FN(load)(const gs_scan_desc *d, int64_t row_len, void *dst, int64_t m, int shift)
 {
@@ -47,7 +47,7 @@ static void GS_FN(load)(const gs_scan_desc *d, int64_t row_len, void *dst, int64
                 if (d->in_type == d->out_type)
                     v = ((const GS_T *)d->in)[r * row_len + q];
                 else
-                    v = (GS_T)gs_teach_widened(d->in, d->in_type, r * row_len + q);
+                    v = (GS_T)gs_widen_u64_at(d->in, d->in_type, r * row_len + q);
             }
             w[r * m + p] = v;
         }

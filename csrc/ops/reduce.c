@@ -5,12 +5,15 @@
  * (the operator, the reduced axes, the accumulation dtype, the result's shape, empty
  * reductions), then one path for every backend (ops/ops.h): the input seen with the reduced
  * axes last, placed where the backend reads it as `rows` contiguous rows of `row_len` values
- * (gs_reduce_desc), reduced without the GIL into the result or a temporary, delivered.  The
+ * (gs_reduce_desc), reduced without the GIL into the result or a temporary, delivered.  A
+ * backend whose table sets inner_axes (the CPU's) reads reduced axes that are one run of axes
+ * in place instead (rows x row_len x inner, ops/axis_layout.h): no transposed copy.  The
  * result is a NumPy array for NumPy input (a NumPy scalar for a full reduction, as NumPy
  * returns) and a DeviceArray for device input (0-d for a full reduction), so that nothing
  * travels to the host unless asked.  Empty reductions never reach a backend: row_len == 0
  * gives the identity (min/max: NumPy's ValueError), rows == 0 an empty result.
  */
+#include "ops/axis_layout.h"
 #include "ops/ops.h"
 
 /* Everything settled about one reduction before any data moves. */
@@ -25,6 +28,7 @@ typedef struct reduce_plan {
     int64_t rshape[GS_MAX_NDIM];
     int64_t rows;      /* product of the kept lengths */
     int64_t row_len;   /* product of the reduced lengths */
+    int64_t inner;     /* the kept lengths after the reduced axes when these are one run, else 0 */
     PyObject *initial; /* initial=, a 0-d array of acc_type, or NULL */
 } reduce_plan;
 
@@ -137,15 +141,21 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
         goto fail;
     if (p->rows > 0 && p->row_len > 0) {
         /* The reduced axes last, placed (or, for host input on a backend with its own memory,
-         * streamed through it); the result written in place or through a temporary. */
-        gs_view_permute(&v, p->perm);
+         * streamed through it); the result written in place or through a temporary.  A backend
+         * that reads axes in place gets reduced axes that are one run as they are, with the
+         * kept axes after them as `inner` columns (no transpose). */
+        const int streamed = !device && be->stream_reduce != NULL;
+        const int in_place = be->inner_axes && !streamed && p->inner > 1;
+        if (!in_place)
+            gs_view_permute(&v, p->perm);
         memset(&d, 0, sizeof(d));
-        d.rows = p->rows;
+        d.rows = in_place ? p->rows / p->inner : p->rows;
         d.row_len = p->row_len;
+        d.inner = in_place ? p->inner : 0;
         d.in_type = p->red_in_type;
         d.out_type = p->acc_type;
         d.op = p->op;
-        if (!device && be->stream_reduce != NULL) {
+        if (streamed) {
             if (be->stream_reduce(&d, &v, &res) < 0)
                 goto fail;
             goto delivered;
@@ -284,6 +294,7 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     if (gs_parse_axes(axis_obj, p.ndim, reduced) < 0)
         goto done;
     plan_shape(&p, shape, reduced, keepdims);
+    p.inner = gs_axis_inner(p.ndim, shape, reduced);
 
     /* The accumulation dtype: dtype=, else out's, else NumPy's reduce rule (that of
      * accumulate); out= checked against the result. */

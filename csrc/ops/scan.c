@@ -6,7 +6,9 @@
  * axis (scan) or the flags (segmented_scan: a's shape, any dtype) and the result's shape.  Then
  * one path for every backend and every mix of NumPy and device operands (ops/ops.h): the
  * views seen with the scanned axis last (axis=None, 0-d, 1-d and segmented scans: the elements
- * in C order), the input and the flags placed where the backend reads them, the result written
+ * in C order; a backend whose table sets inner_axes, the CPU's, scans another axis than the
+ * last in place instead, as rows x row_len x inner: ops/axis_layout.h), the input and the
+ * flags placed where the backend reads them, the result written
  * in place when it can be, else through a temporary, the backend's scan without the GIL, and
  * the delivery into the result (a new NumPy array for NumPy input, a DeviceArray when an
  * operand is on the device, or `out`).  Ctrl-C is honoured when the scan returns.
@@ -85,15 +87,17 @@ static int scan_settle(scan_call *c, PyArray_Descr *dtype, PyObject *out_obj, in
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* The descriptor of the plan's scan over n values (rows of row_len; 0: one scan), its buffers
- * not yet set. */
-static gs_scan_desc scan_desc_of(const gs_scan_plan *plan, int64_t n, int64_t row_len)
+/* The descriptor of the plan's scan over n values (rows of row_len; 0: one scan; with inner > 1,
+ * blocks of row_len x inner scanned down their columns), its buffers not yet set. */
+static gs_scan_desc scan_desc_of(const gs_scan_plan *plan, int64_t n, int64_t row_len,
+                                 int64_t inner)
 {
     gs_scan_desc d;
 
     memset(&d, 0, sizeof(d));
     d.n = n;
     d.row_len = row_len;
+    d.inner = inner > 1 ? inner : 0;
     d.in_type = plan->scan_in_type;
     d.out_type = plan->acc_type;
     d.flag_type = plan->flag_type;
@@ -103,11 +107,13 @@ static gs_scan_desc scan_desc_of(const gs_scan_plan *plan, int64_t n, int64_t ro
     return d;
 }
 
-/* The backend's scan of the placed buffers (n values, rows of row_len when row_len > 0). */
+/* The backend's scan of the placed buffers (n values, rows of row_len when row_len > 0, blocks
+ * of row_len x inner when inner > 1). */
 static int scan_backend(const gs_backend_ops *be, const gs_scan_plan *plan, const gs_view *src,
-                        const gs_view *heads, const gs_view *dst, int64_t n, int64_t row_len)
+                        const gs_view *heads, const gs_view *dst, int64_t n, int64_t row_len,
+                        int64_t inner)
 {
-    gs_scan_desc d = scan_desc_of(plan, n, row_len);
+    gs_scan_desc d = scan_desc_of(plan, n, row_len, inner);
     gs_fail f = { 0 };
     int rc;
 
@@ -132,7 +138,7 @@ static int scan_stream(const gs_backend_ops *be, scan_call *c, int segmented, in
     gs_view src = *in, heads = c->flags.view;
     const int same = src.ptr == res->ptr && src.dtype == res->dtype &&
                      memcmp(src.strides, res->strides, sizeof(int64_t) * src.ndim) == 0;
-    const gs_scan_desc d = scan_desc_of(plan, c->n, whole ? 0 : in->shape[in->ndim - 1]);
+    const gs_scan_desc d = scan_desc_of(plan, c->n, whole ? 0 : in->shape[in->ndim - 1], 0);
 
     if ((!same && gs_apart_from(res, &src, 0, bag) < 0) ||
         (segmented && gs_apart_from(res, &heads, 0, bag) < 0))
@@ -148,6 +154,13 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
     const gs_backend_ops *be = gs_backend_for(c->backend, device);
     const gs_scan_plan *plan = &c->plan;
     const int whole = plan->axis < 0 || c->ndim <= 1;
+    const int streamed = !device && be->stream_scan != NULL && plan->algorithm == GS_ALGO_AUTO;
+    /* Another axis than the last, on a backend that reads it in place: the columns after it. */
+    int64_t inner = 1;
+    if (!whole && plan->axis != c->ndim - 1 && be->inner_axes && !streamed &&
+        plan->algorithm == GS_ALGO_AUTO)
+        inner = gs_shape_size(c->ndim - plan->axis - 1, c->shape + plan->axis + 1);
+    const int in_place = inner > 1;
     gs_operand *const used[] = { &c->in, segmented ? &c->flags : NULL, &c->out };
     gs_view in = c->in.view, res, src, heads, dst;
     PyObject *ret;
@@ -155,7 +168,7 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
     int direct;
 
     /* 1. The result (out=, or new where the operands are) and the input, both seen with the
-     *    scanned axis last. */
+     *    scanned axis last (or as they are, when it is read in place). */
     if (out_obj != Py_None) {
         res = c->out.view;
         ret = Py_NewRef(out_obj);
@@ -163,13 +176,13 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
                                     plan->acc_type, &res)) == NULL) {
         return NULL;
     }
-    if (!whole) {
+    if (!whole && !in_place) {
         gs_view_move_axis_last(&in, plan->axis);
         gs_view_move_axis_last(&res, plan->axis);
     }
 
     /* 2. Host operands on a backend with its own memory: streamed through it in chunks. */
-    if (!device && be->stream_scan != NULL && plan->algorithm == GS_ALGO_AUTO) {
+    if (streamed) {
         if (scan_stream(be, c, segmented, whole, &in, &res, &bag) < 0)
             goto fail;
         goto done;
@@ -194,7 +207,7 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
 
     /* 5. The scan, and the delivery of a temporary. */
     if (scan_backend(be, plan, &src, segmented ? &heads : NULL, &dst, c->n,
-                     whole ? 0 : in.shape[in.ndim - 1]) < 0 ||
+                     whole ? 0 : in.shape[in_place ? plan->axis : in.ndim - 1], inner) < 0 ||
         (!direct && gs_move(&dst, &res, &bag) < 0) || gs_release_operands(used, 3) < 0)
         goto fail;
     goto done;

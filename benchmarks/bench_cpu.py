@@ -1,0 +1,444 @@
+"""benchmarks/bench_cpu.py - gpuscan's CPU backend against NumPy, on 1 thread and on all (issue #19).
+
+    python benchmarks/bench_cpu.py [--quick] [--out DIR] [--max-exp 8] [--threads 1,2]
+                                   [--machine NAME] [--only SUBSTRING]
+
+NumPy in, NumPy out, on the CPU backend (GPUSCAN_BACKEND=cpu): every primitive - scan,
+segmented_scan, reduce (add and max), histogram (256 bins), bincount, compact and split (half
+and 1% of the flags set) - for float32, int32 and uint8 values of 10^3 ... 10^8 elements (the
+largest capped by --max-exp), and scan and reduce along each axis of (10^4, 1000) and
+(1000, 10^4) arrays.  Each thread count runs in its own process (GPUSCAN_NUM_THREADS is read
+once), NumPy beside gpuscan in the same process: the two calls alternate, the order flipping
+every repetition, so a change of load on the host hits both alike.  The NumPy baseline of a
+case is the call a NumPy user would write (np.cumsum, np.add.reduce, np.histogram, x[mask],
+...; segmented_scan, which NumPy lacks, as cumsum minus the sum before each segment's head).
+
+Timing (shared 2-core hosts are noisy): a warm-up call of each, then repetitions for about
+BUDGET_S seconds of both (at least MIN_REPS, at most MAX_REPS); the table shows the median
+per call of each and "vs numpy" = NumPy's median / gpuscan's median (> 1: gpuscan faster), and
+"min ratio" = NumPy's fastest call / gpuscan's fastest (the quietest moment of each), with the
+spread (p90 - p10) / median of gpuscan's calls and the host's 1-minute load average during the
+case.  Every gpuscan result is checked once against NumPy's: integers, min/max, counts and
+moved values bit for bit; float sums within the contract's bound (log2(n)+2)*eps*sum|x|
+against a float64 reference.  The summary checks the done-when goals of issue #19.  The result
+file is <machine>-<date>-cpu.txt (plus .json) in --out (default benchmarks/results/), the
+machine being what gpuscan.device_info() calls the CPU unless --machine names it, as harness.py
+names every result (result_paths); the formatting helpers are harness.py's too.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.append(os.path.dirname(HERE))   # gpuscan from the checkout when it is not installed
+
+import harness  # noqa: E402
+from harness import Goal, Row, format_summary, format_table, git_describe  # noqa: E402
+
+TITLE = "CPU backend vs NumPy (1 thread and all)"
+# About 0.4 s of both calls per case: 10^7-element calls (a few ms) get 40+ repetitions, 10^8
+# ones (tens to hundreds of ms) the minimum.
+BUDGET_S = 0.4
+# At least 5 repetitions, so one descheduled call cannot be the median of either.
+MIN_REPS = 5
+# At most 400: 10^3-element calls take microseconds, and 400 pairs still take well under 0.1 s.
+MAX_REPS = 400
+# Below this size the goal is "within 1.5x of NumPy's time" (calls are then dominated by the
+# Python call itself), from it on ">= 1.0x".
+SMALL_N = 10**4
+SMALL_GOAL = 1 / 1.5
+# The primitives whose 2-thread speed-up over NumPy at 10^7 the issue asks to be >= 1.5x.
+FAST_AT_1E7 = ("scan", "histogram", "bincount", "compact")
+DTYPES = (np.float32, np.int32, np.uint8)
+
+
+@dataclass
+class CpuRow(Row):
+    """A Row of harness.py with the thread count, the ratio of the fastest calls and the load."""
+
+    threads: int = 1
+    primitive: str = ""
+    min_ratio: float | None = None
+    np_ms: float | None = None
+    load: float | None = None
+
+
+def fmt_size(n):
+    """10^k for powers of ten, else the number."""
+    k = round(math.log10(n)) if n > 0 else 0
+    return f"10^{k}" if 10**k == n else str(n)
+
+
+def _ratio(v):
+    return "-" if v is None else f"{v:.2f}x"
+
+
+COLS = [
+    ("case", 34, "<", lambda r: r.case),
+    ("T", 2, ">", lambda r: str(r.threads)),
+    ("n", 6, ">", lambda r: fmt_size(r.n)),
+    ("gpuscan ms", 10, ">", lambda r: "ERROR" if r.error else harness._f(r.ms, ".4f")),
+    ("numpy ms", 10, ">", lambda r: harness._f(r.np_ms, ".4f")),
+    ("vs numpy", 8, ">", lambda r: _ratio(r.ratios.get("numpy"))),
+    ("min ratio", 9, ">", lambda r: _ratio(r.min_ratio)),
+    ("spread%", 7, ">", lambda r: harness._f(None if r.spread is None else 100 * r.spread,
+                                             ".1f")),
+    ("reps", 4, ">", lambda r: str(r.reps)),
+    ("load", 4, ">", lambda r: harness._f(r.load, ".1f")),
+    ("check", 5, "<", lambda r: r.check or "-"),
+    ("call", 0, "<", lambda r: r.label + (f"  ERROR: {r.error}" if r.error else "")),
+]
+
+
+# ================================================================================================
+# Data and reference checks
+# ================================================================================================
+def values(rng, dtype, shape):
+    """float32 uniform in [-1, 1); int32 in [-1000, 1000); uint8 over its range."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return (rng.random(shape, dtype=np.float32) * 2 - 1).astype(dtype)
+    if dtype == np.uint8:
+        return rng.integers(0, 256, shape, dtype=np.uint8)
+    return rng.integers(-1000, 1000, shape, dtype=dtype)
+
+
+def float_bound_problem(res, x, axis, reduce_):
+    """None if res is within (log2(n)+2)*eps*sum|x| of a float64 reference (whose own error,
+    n * 2^-53 * sum|x|, is added to the bound), else the worst ratio."""
+    x64 = x.astype(np.float64)
+    if reduce_:
+        exact, mag = np.sum(x64, axis=axis), np.sum(np.abs(x64), axis=axis)
+    else:
+        exact, mag = np.cumsum(x64, axis=axis), np.cumsum(np.abs(x64), axis=axis)
+    n = x.size if axis is None else x.shape[axis]
+    bound = (math.log2(max(n, 1)) + 2) * np.finfo(x.dtype).eps * mag + n * 2.0**-53 * mag
+    err = np.abs(np.asarray(res, np.float64) - exact)
+    bad = err > bound
+    if not np.any(bad):
+        return None
+    return f"float bound missed: {float(np.max(err[bad] / np.maximum(bound[bad], 1e-300))):.3g}x"
+
+
+def equal_problem(res, ref):
+    res, ref = np.asarray(res), np.asarray(ref)
+    if res.dtype != ref.dtype or res.shape != ref.shape:
+        return f"dtype/shape {res.dtype}{res.shape}, NumPy {ref.dtype}{ref.shape}"
+    if not np.array_equal(res, ref, equal_nan=res.dtype.kind == "f"):
+        return "values differ from NumPy's"
+    return None
+
+
+def segmented_numpy(x, flags):
+    """NumPy's segmented sum: the prefix sum less the sum before each segment's head."""
+    heads = flags.copy()
+    heads[0] = True
+    inc = np.cumsum(x)
+    starts = np.flatnonzero(heads)
+    before = np.zeros(starts.size, inc.dtype)
+    before[1:] = inc[starts[1:] - 1]
+    return inc - np.repeat(before, np.diff(np.append(starts, x.size)))
+
+
+def segmented_problem(res, x, flags):
+    """Each segment's sums: exact for integers, within the bound per segment for floats."""
+    heads = flags.copy()
+    heads[0] = True
+    seg = np.cumsum(heads) - 1
+    if x.dtype.kind != "f":
+        return equal_problem(res, segmented_numpy(x, flags))
+    x64 = x.astype(np.float64)
+    starts = np.flatnonzero(heads)
+
+    def per_segment(v):
+        c = np.cumsum(v)
+        before = np.zeros(starts.size)
+        before[1:] = c[starts[1:] - 1]
+        return c - before[seg]
+    exact, mag = per_segment(x64), per_segment(np.abs(x64))
+    lengths = np.diff(np.append(starts, x.size))[seg]
+    bound = (np.log2(lengths) + 2) * np.finfo(x.dtype).eps * mag + x.size * 2.0**-53 * mag
+    err = np.abs(res.astype(np.float64) - exact)
+    return None if np.all(err <= bound) else "float bound missed in a segment"
+
+
+# ================================================================================================
+# Cases: (primitive, case name, label, gpuscan call, NumPy call, check(result, numpy_result))
+# ================================================================================================
+def cases_1d(gs, rng, n, only):
+    out = []
+    for dt in DTYPES:
+        a = harness.abbr(dt)
+        x = values(rng, dt, n)
+        is_f = x.dtype.kind == "f"
+        half, sparse = rng.random(n) < 0.5, rng.random(n) < 0.01
+        segf = rng.random(n) < 1e-3
+        bins_range = (-1, 1) if is_f else (0, 256) if dt == np.uint8 else (-1000, 1000)
+        bc = x if dt == np.uint8 else (x + 1000 if dt == np.int32 else None)
+        out += [
+            ("scan", f"scan add {a}", "scan(x) | np.cumsum(x)",
+             lambda x=x: gs.scan(x), lambda x=x: np.cumsum(x),
+             (lambda r, ref, x=x: float_bound_problem(r, x, None, False)) if is_f else equal_problem),
+            ("segmented_scan", f"segmented_scan add {a} (1e-3 heads)",
+             "segmented_scan(x, f) | cumsum - sum before heads",
+             lambda x=x, f=segf: gs.segmented_scan(x, f), lambda x=x, f=segf: segmented_numpy(x, f),
+             lambda r, ref, x=x, f=segf: segmented_problem(r, x, f)),
+            ("reduce", f"reduce add {a}", "reduce(x) | np.add.reduce(x)",
+             lambda x=x: gs.reduce(x), lambda x=x: np.add.reduce(x),
+             (lambda r, ref, x=x: float_bound_problem(r, x, None, True)) if is_f else equal_problem),
+            ("reduce", f"reduce max {a}", "reduce(x, 'max') | np.maximum.reduce(x)",
+             lambda x=x: gs.reduce(x, "max"), lambda x=x: np.maximum.reduce(x), equal_problem),
+            ("histogram", f"histogram {a} 256 bins", f"histogram(x, 256, {bins_range})",
+             lambda x=x, r=bins_range: gs.histogram(x, bins=256, range=r)[0],
+             lambda x=x, r=bins_range: np.histogram(x, bins=256, range=r)[0], equal_problem),
+        ]
+        if bc is not None:
+            out.append(("bincount", f"bincount {a}", "bincount(x) | np.bincount(x)",
+                        lambda b=bc: gs.bincount(b), lambda b=bc: np.bincount(b), equal_problem))
+        for name, m in (("half", half), ("1%", sparse)):
+            out += [
+                ("compact", f"compact {a} ({name} set)", "compact(x, m) | x[m]",
+                 lambda x=x, m=m: gs.compact(x, m), lambda x=x, m=m: x[m], equal_problem),
+                ("split", f"split {a} ({name} set)", "split(x, m) | concatenate(x[m], x[~m])",
+                 lambda x=x, m=m: gs.split(x, m)[0],
+                 lambda x=x, m=m: np.concatenate((x[m], x[~m])), equal_problem),
+            ]
+    return [c for c in out if not only or only in c[1]]
+
+
+def cases_axes(gs, rng, only):
+    out = []
+    for shape in ((10**4, 1000), (1000, 10**4)):
+        for dt in DTYPES:
+            a = harness.abbr(dt)
+            x = values(rng, dt, shape)
+            is_f = x.dtype.kind == "f"
+            for axis in (0, 1):
+                tag = f"{shape[0]}x{shape[1]} axis={axis}"
+                out += [
+                    ("scan", f"scan add {a} {tag}", f"scan(x, axis={axis}) | np.cumsum",
+                     lambda x=x, ax=axis: gs.scan(x, axis=ax),
+                     lambda x=x, ax=axis: np.cumsum(x, axis=ax),
+                     (lambda r, ref, x=x, ax=axis: float_bound_problem(r, x, ax, False))
+                     if is_f else equal_problem),
+                    ("reduce", f"reduce add {a} {tag}", f"reduce(x, axis={axis}) | np.add.reduce",
+                     lambda x=x, ax=axis: gs.reduce(x, axis=ax),
+                     lambda x=x, ax=axis: np.add.reduce(x, axis=ax),
+                     (lambda r, ref, x=x, ax=axis: float_bound_problem(r, x, ax, True))
+                     if is_f else equal_problem),
+                ]
+    return [c for c in out if not only or only in c[1]]
+
+
+# ================================================================================================
+# Timing (one child process per thread count)
+# ================================================================================================
+def time_pair(fg, fn):
+    """Alternating calls of fg (gpuscan) and fn (NumPy), the order flipped every repetition.
+    Returns (gs_times, np_times) in seconds."""
+    fg()
+    fn()
+    t0 = time.perf_counter()
+    fg()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    reps = min(MAX_REPS, max(MIN_REPS, math.ceil(BUDGET_S / one)))
+    tg, tn = [], []
+    for i in range(reps):
+        for f, ts in (((fg, tg), (fn, tn)) if i % 2 == 0 else ((fn, tn), (fg, tg))):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+    return tg, tn
+
+
+def run_case(threads, n, case):
+    primitive, name, label, fg, fn, check = case
+    row = CpuRow(case=name, impl=harness.SUBJECT, n=n, nbytes=0, label=label, kind="host",
+                 threads=threads, primitive=primitive)
+    load0 = os.getloadavg()[0]
+    try:
+        tg, tn = time_pair(fg, fn)
+        g_med, g_min, g_spread = harness._stats(sorted(x * 1e3 for x in tg))
+        n_med, n_min, _ = harness._stats(sorted(x * 1e3 for x in tn))
+        row.ms, row.min_ms, row.spread, row.reps = g_med, g_min, g_spread, len(tg)
+        row.np_ms = n_med
+        row.ratios["numpy"] = n_med / g_med
+        row.min_ratio = n_min / g_min
+        problem = check(fg(), fn())
+        row.check = "ok" if problem is None else f"FAIL: {problem}"
+    except Exception as exc:   # reported in the row; the others still run
+        row.error = f"{type(exc).__name__}: {exc}"[:300]
+    row.load = (load0 + os.getloadavg()[0]) / 2
+    return row
+
+
+def child(args):
+    """Run every case at this process's thread count; print one JSON row per line."""
+    import gpuscan
+    info = gpuscan.device_info()
+    print(json.dumps({"info": {k: str(v) for k, v in info.items()}}), flush=True)
+    rng = np.random.default_rng(args.seed)
+    exps = range(3, args.max_exp + 1)
+    for n in (10**k for k in exps):
+        for case in cases_1d(gpuscan, rng, n, args.only):
+            print(json.dumps(asdict(run_case(info["threads"], n, case))), flush=True)
+    if args.max_exp >= 7:
+        for case in cases_axes(gpuscan, rng, args.only):
+            print(json.dumps(asdict(run_case(info["threads"], 10**7, case))), flush=True)
+
+
+# ================================================================================================
+# The parent: children per thread count, the table, the goals, the file
+# ================================================================================================
+def goals_of(rows, all_threads):
+    goals = []
+    by_case = {}
+    for r in rows:
+        by_case.setdefault((r.case, r.threads), []).append(r)
+    for (case, threads), rs in sorted(by_case.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        big = [r for r in rs if r.n >= SMALL_N and "numpy" in r.ratios]
+        small = [r for r in rs if r.n < SMALL_N and "numpy" in r.ratios]
+        if big:
+            w = min(big, key=lambda r: r.ratios["numpy"])
+            goals.append(Goal(f"{case} T={threads} worst n >= 10^4", fmt_size(w.n),
+                              f"{w.ratios['numpy']:.2f}x", ">= 1.00x",
+                              "ok" if w.ratios["numpy"] >= 1.0 else "MISS"))
+        if small:
+            w = min(small, key=lambda r: r.ratios["numpy"])
+            goals.append(Goal(f"{case} T={threads} worst n < 10^4", fmt_size(w.n),
+                              f"{w.ratios['numpy']:.2f}x", f">= {SMALL_GOAL:.2f}x",
+                              "ok" if w.ratios["numpy"] >= SMALL_GOAL else "MISS"))
+    for r in rows:
+        if (r.threads == all_threads and all_threads > 1 and r.n == 10**7 and
+                r.primitive in FAST_AT_1E7 and "numpy" in r.ratios and "(1%" not in r.case
+                and "axis=" not in r.case):
+            goals.append(Goal(f"{r.case} T={r.threads} (speed-up goal)", "10^7",
+                              f"{r.ratios['numpy']:.2f}x", ">= 1.50x",
+                              "ok" if r.ratios["numpy"] >= 1.5 else "MISS"))
+    return goals
+
+
+def header_lines(args, infos, started, elapsed):
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return [
+        f"gpuscan benchmark: {TITLE}",
+        f"date           {started.date().isoformat()} (started {started.isoformat(timespec='seconds')})",
+        f"host           {cpu}, {os.cpu_count()} cpus, {platform.machine()}, machine '{args.machine}'",
+        f"gpuscan        {git_describe()}; device_info per run: "
+        + "; ".join(json.dumps(i, sort_keys=True) for i in infos),
+        f"python         {platform.python_version()}  numpy {np.__version__}",
+        f"command        {' '.join([os.path.basename(sys.argv[0])] + sys.argv[1:])}",
+        f"method         one process per thread count (GPUSCAN_NUM_THREADS); gpuscan and NumPy "
+        f"alternate, order flipped each repetition, ~{BUDGET_S} s of both per case, "
+        f"{MIN_REPS}..{MAX_REPS} repetitions; perf_counter",
+        "columns        ms = median per call; vs numpy = NumPy's median / gpuscan's median "
+        "(>1: gpuscan faster); min ratio = NumPy's fastest / gpuscan's fastest; spread = "
+        "(p90-p10)/median of gpuscan's calls; load = the host's 1-minute load average",
+        f"elapsed        {elapsed:.1f} s",
+    ]
+
+
+def parent(args):
+    started = datetime.datetime.now()
+    t0 = time.perf_counter()
+    rows, infos = [], []
+    failures = []
+    for threads in args.threads:
+        env = dict(os.environ, GPUSCAN_BACKEND="cpu", GPUSCAN_NUM_THREADS=str(threads))
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--max-exp",
+               str(args.max_exp), "--seed", str(args.seed)] + (["--only", args.only]
+                                                                 if args.only else [])
+        harness.log(f"threads={threads}: {' '.join(cmd[1:])}")
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        for line in proc.stdout:
+            obj = json.loads(line)
+            if "info" in obj:
+                infos.append(obj["info"])
+                continue
+            r = CpuRow(**obj)
+            rows.append(r)
+            print(harness.format_row(r, COLS), flush=True)
+            if r.error or r.check.startswith("FAIL"):
+                failures.append(f"{r.case} n={fmt_size(r.n)} T={r.threads}: "
+                                f"{r.error or r.check}")
+        if proc.wait() != 0:
+            failures.append(f"the run with {threads} threads exited with {proc.returncode}")
+    elapsed = time.perf_counter() - t0
+    if args.machine is None:  # harness.py's naming: the device as device_info() names it
+        args.machine = infos[0].get("name", "cpu") if infos else "cpu"
+    rows.sort(key=lambda r: (r.primitive, r.case, r.n, r.threads))
+    goals = goals_of(rows, max(args.threads))
+    if failures:
+        goals.append(Goal("failures (errors or wrong results of gpuscan)", "-",
+                          str(len(failures)), "0", "FAIL"))
+    misses = sum(g.status == "MISS" for g in goals)
+    summary = format_summary(goals, f"gpuscan bench summary ({TITLE}): {misses} MISS")
+    os.makedirs(args.out, exist_ok=True)
+    txt, js = harness.result_paths(args.out, args.machine, started.date().isoformat(), args.tag)
+    head = header_lines(args, infos, started, elapsed)
+    loads = [r.load for r in rows if r.load is not None]
+    with open(txt, "w") as f:
+        f.write("\n".join(head) + "\n")
+        if loads:
+            f.write(f"load average   {min(loads):.1f} .. {max(loads):.1f} during the cases "
+                    f"(median {statistics.median(loads):.1f})\n")
+        f.write("\n" + format_table(rows, COLS) + "\n\n")
+        if failures:
+            f.write("failures\n" + "\n".join(f"  {s}" for s in failures) + "\n\n")
+        f.write(summary + "\n")
+    with open(js, "w") as f:
+        json.dump({"header": head, "rows": [asdict(r) for r in rows], "failures": failures,
+                   "summary": [asdict(g) for g in goals]}, f, indent=1)
+    print(f"\nresult files: {txt}\n              {js}\n")
+    print(summary)
+    return 1 if failures else 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=TITLE)
+    p.add_argument("--quick", action="store_true", help="sizes up to 10^6 only")
+    p.add_argument("--max-exp", type=int, default=8, help="largest size, 10^k (default 8)")
+    p.add_argument("--threads", default=None,
+                   help="comma-separated thread counts (default: 1 and the online cores)")
+    p.add_argument("--machine", default=None,
+                   help="machine name in the result file's name (default: device_info()'s name)")
+    p.add_argument("--tag", default="cpu", help="suffix of the result file's name (cpu)")
+    p.add_argument("--out", default=None, help="folder for the result files (default: "
+                   "$BENCH_OUT, else benchmarks/results/)")
+    p.add_argument("--only", default=None, help="only the cases whose name contains this")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.max_exp = min(args.max_exp, 6)
+    if args.child:
+        child(args)
+        return 0
+    if args.threads is None:
+        args.threads = sorted({1, os.cpu_count() or 1})
+    else:
+        args.threads = [int(t) for t in args.threads.split(",")]
+    args.out = args.out or os.environ.get("BENCH_OUT") or harness.RESULTS_DIR
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
