@@ -5,6 +5,7 @@ times against PCIe, CuPy and NumPy in the same run (issue 14).
 
 Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.host_case):
   scan round trip, fresh output        gpuscan.scan(h)  | CuPy asnumpy(cumsum(asarray(h))) | np.cumsum
+  scan round trip, fresh, no prefault  the same with the result's pages faulted by the unpack
   scan round trip, out= preallocated   gpuscan.scan(h, out=o)
   to_device, DeviceArray.get()         GB/s of the array's bytes
   histogram (256 bins), reduce         one direction: the array up, a few bytes back
@@ -71,6 +72,7 @@ def first_touch_ms(n):
 
 def suite(h):
     import gpuscan
+    from gpuscan import _gpuscan
     cp = h.cp
     n = 1 << h.args.max_log2
     rng = np.random.default_rng(h.args.seed)
@@ -99,6 +101,16 @@ def suite(h):
         ("cupy", "cp.asnumpy(cp.cumsum(cp.asarray(h)))",
          lambda a: cp.asnumpy(cp.cumsum(cp.asarray(a)))),
         ("numpy", "np.cumsum(h)", lambda a: np.cumsum(a)),
+    ], check=check_scan)
+    def no_prefault(a):
+        old = _gpuscan._pipeline_prefault(False)
+        try:
+            return gpuscan.scan(a)
+        finally:
+            _gpuscan._pipeline_prefault(old)
+
+    h.host_case("scan f32 round trip (fresh, no prefault)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h), result pages faulted by the unpack", no_prefault),
     ], check=check_scan)
     h.host_case("scan f32 round trip (out= given)", n, [x], [
         ("gpuscan", "gpuscan.scan(h, out=o)", lambda a: gpuscan.scan(a, out=out)),

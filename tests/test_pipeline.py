@@ -65,6 +65,48 @@ def test_knob_small_values_round_up():
         _gpuscan._pipeline_chunk_bytes(old)
 
 
+def test_prefault_knob_sets_and_restores():
+    old = _gpuscan._pipeline_prefault()
+    assert old is True                                       # on by default
+    try:
+        assert _gpuscan._pipeline_prefault(False) is True   # returns the previous setting
+        assert _gpuscan._pipeline_prefault() is False
+        assert _gpuscan._pipeline_prefault(None) is False   # None only reads it
+        assert _gpuscan._pipeline_prefault(1) is False
+        assert _gpuscan._pipeline_prefault() is True
+    finally:
+        _gpuscan._pipeline_prefault(old)
+
+
+# ---- faulting in the result's pages ahead of the unpack ---------------------------------------
+
+@gpu
+@pytest.mark.parametrize("chunk", [TINY, 3 << 20], ids=["tiny_chunks", "3MiB_chunks"])
+@pytest.mark.parametrize("prefault", [True, False], ids=["prefault", "no_prefault"])
+def test_prefault_changes_nothing_but_pages(rng, chunk, prefault):
+    """Populating the result's pages (madvise MADV_POPULATE_WRITE, one task per 2 MiB page)
+    writes no byte: a fresh result, an out= slice between guard values (its first and last
+    pages shared with them) and an in-place scan give NumPy's values, the guards intact."""
+    old_chunk = _gpuscan._pipeline_chunk_bytes(chunk)
+    old = _gpuscan._pipeline_prefault(prefault)
+    try:
+        n = 3_000_017                                        # 12 MB: several 2 MiB pages
+        a = rng.integers(-100, 100, n, dtype=np.int32)
+        check_scan(gpuscan.scan(a), a, "add")
+        big = np.full(n + 2000, -7, np.int64)
+        out = big[1001:1001 + n]                             # starts mid-page, ends mid-page
+        res = gpuscan.scan(a, out=out)
+        assert res is out
+        np.testing.assert_array_equal(out, np.cumsum(a, dtype=np.int64))
+        assert (big[:1001] == -7).all() and (big[1001 + n:] == -7).all()
+        b = a.copy()
+        gpuscan.scan(b, out=b)
+        np.testing.assert_array_equal(b, np.cumsum(a, dtype=np.int32))
+    finally:
+        _gpuscan._pipeline_prefault(old)
+        _gpuscan._pipeline_chunk_bytes(old_chunk)
+
+
 # ---- scan -------------------------------------------------------------------------------------
 
 @gpu

@@ -191,6 +191,23 @@ static PyObject *pipeline_chunk_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(old);
 }
 
+/* _pipeline_prefault(on=None): whether the pipeline faults in the pages of contiguous host
+ * outputs ahead of their unpack; with on, set it and return the previous setting. */
+static PyObject *pipeline_prefault(PyObject *self, PyObject *args)
+{
+    int old = gs_xfer_prefault(), on;
+    PyObject *arg = Py_None;
+
+    if (!PyArg_ParseTuple(args, "|O:_pipeline_prefault", &arg))
+        return NULL;
+    if (arg != Py_None) {
+        if ((on = PyObject_IsTrue(arg)) < 0)
+            return NULL;
+        gs_xfer_set_prefault(on);
+    }
+    return PyBool_FromLong(old);
+}
+
 /* Why the backend is the CPU one (binding/backend.c's reason), None on CUDA: for the demo. */
 static PyObject *backend_reason(PyObject *self, PyObject *unused)
 {
@@ -253,6 +270,10 @@ PyMethodDef gs_testing_methods[] = {
       "only: the tests run both shared-memory layouts." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
+    { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,
+      "_pipeline_prefault(on=None, /)\n--\n\nWhether the host<->device pipeline faults in the "
+      "pages of a contiguous NumPy result ahead of unpacking into it (True by default); with "
+      "on, set it and return the previous setting.  For benchmarks." },
     { "_pipeline_chunk_bytes", pipeline_chunk_bytes, METH_VARARGS,
       "_pipeline_chunk_bytes(n=None, /)\n--\n\nThe host<->device pipeline's chunk in bytes "
       "($GPUSCAN_CHUNK_BYTES); with n, set it (0: the default) and return the previous one.  "

@@ -1,6 +1,7 @@
 /*
- * cuda/chunk.c - the pipeline's chunk size: $GPUSCAN_CHUNK_BYTES, or what the tests' knob
- * (_gpuscan._pipeline_chunk_bytes) sets.
+ * cuda/chunk.c - the pipeline's settings: its chunk size ($GPUSCAN_CHUNK_BYTES, or what the
+ * tests' knob _gpuscan._pipeline_chunk_bytes sets) and whether it faults in the host pages of
+ * its outputs ahead of the unpack (on; the knob _gpuscan._pipeline_prefault, for benchmarks).
  *
  * Level: backend (CUDA), host side; in every build (a build without CUDA keeps the setting and
  * streams nothing), so the knob behaves the same everywhere.
@@ -19,6 +20,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t chunk; /* 0: not read yet, or reset */
+static int prefault = 1;
 
 void gs_xfer_set_chunk_bytes(size_t bytes)
 {
@@ -40,4 +42,21 @@ size_t gs_xfer_chunk_bytes(void)
     c = chunk;
     pthread_mutex_unlock(&lock);
     return c;
+}
+
+void gs_xfer_set_prefault(int on)
+{
+    pthread_mutex_lock(&lock);
+    prefault = on != 0;
+    pthread_mutex_unlock(&lock);
+}
+
+int gs_xfer_prefault(void)
+{
+    int on;
+
+    pthread_mutex_lock(&lock);
+    on = prefault;
+    pthread_mutex_unlock(&lock);
+    return on;
 }

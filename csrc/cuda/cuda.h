@@ -63,4 +63,9 @@ int gs_xfer_device_copy(const gs_view *src, const gs_view *dst);
 void gs_xfer_set_chunk_bytes(size_t bytes);
 size_t gs_xfer_chunk_bytes(void);
 
+/* Whether the pipeline faults in the host pages of contiguous outputs ahead of their unpack
+ * (on by default; a benchmark knob): set it, and read it. */
+void gs_xfer_set_prefault(int on);
+int gs_xfer_prefault(void);
+
 #endif /* GS_CUDA_H */

@@ -25,7 +25,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "cpu/cpu.h"
 #include "cuda/pack.h"
@@ -36,6 +38,11 @@
 #define GS_PIPE_SLACK (GS_PIPE_MAX * GS_PIPE_ALIGN)
 /* Bytes of one pack or unpack task: enough to amortise a task's start. */
 #define GS_PIPE_TASK_BYTES ((int64_t)1 << 20)
+/* Bytes of one prefault task: a transparent huge page, so that one thread faults each. */
+#define GS_PIPE_FAULT_BYTES ((uintptr_t)2 << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL and are left alone */
+#endif
 
 static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -125,8 +132,11 @@ typedef struct pipe_run {
     int64_t chunk, nchunks;
     char *dev_in, *dev_out; /* GS_PIPE_RING device slots each */
     size_t in_slot, out_slot;
-    /* The parallel section: pack chunk `pk` (-1: none), deliver chunk `dk` (-1: none). */
-    int64_t pk, dk, ptasks, dtasks;
+    /* The parallel section: pack chunk `pk` (-1: none), deliver chunk `dk` (-1: none), fault
+     * in the host pages chunk pk's outputs will be unpacked into (ftasks[i] tasks for output
+     * i; 0 for one that is not contiguous or has a custom delivery). */
+    int64_t pk, dk, ptasks, dtasks, ftasks[GS_PIPE_MAX], ftotal;
+    int prefault;
     gs_fail f;
 } pipe_run;
 
@@ -139,6 +149,70 @@ static int64_t chunk_len(const pipe_run *r, int64_t k)
 {
     int64_t e0 = chunk_start(r, k);
     return r->p->n - e0 < r->chunk ? r->p->n - e0 : r->chunk;
+}
+
+/*
+ * Faulting in a fresh result.  A NumPy result made for the call has no host pages yet: the
+ * unpack's first write to each faults it in (the kernel zeroes a 2 MiB transparent huge page,
+ * or 512 small ones), and with 1 MiB unpack tasks two threads meet on each huge page, one
+ * waiting for the other's zeroing.  So while chunk k + 1 is packed, its output's pages are
+ * populated - one task per huge page of the output's bytes, madvise(MADV_POPULATE_WRITE),
+ * which changes no byte of a page already there (out= costs a page-table walk) - and its
+ * unpack, two sections later, writes into resident memory.  Views that are not C-contiguous
+ * and custom deliveries fault as they write.
+ */
+static atomic_int populate_works = 1; /* cleared if the kernel lacks MADV_POPULATE_WRITE */
+
+/* The host bytes [*lo, *hi) of elements [e0, e0 + len) of a C-contiguous view; 0 if the view
+ * is not C-contiguous. */
+static int contiguous_span(const gs_view *v, int64_t e0, int64_t len, uintptr_t *lo, uintptr_t *hi)
+{
+    const int64_t size = (int64_t)gs_dtype_size(v->dtype);
+    int64_t expect = size;
+
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != expect)
+            return 0;
+        expect *= v->shape[d];
+    }
+    *lo = (uintptr_t)v->ptr + (uintptr_t)(e0 * size);
+    *hi = *lo + (uintptr_t)(len * size);
+    return 1;
+}
+
+/* Prefault tasks of output i for chunk k (one per huge page its bytes touch), 0 for none. */
+static int64_t fault_tasks(const pipe_run *r, int i, int64_t k)
+{
+    uintptr_t lo, hi;
+
+    if (!populate_works || r->p->deliver != NULL ||
+        !contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
+                         &hi) ||
+        hi <= lo)
+        return 0;
+    return (int64_t)((hi - 1) / GS_PIPE_FAULT_BYTES - lo / GS_PIPE_FAULT_BYTES + 1);
+}
+
+/* Prefault task t of the section (counted over every output's tasks) for chunk r->pk: the
+ * part of one output's bytes in one huge page. */
+static void fault_task(const pipe_run *r, int64_t t)
+{
+    const uintptr_t page = 4096;
+    const int64_t k = r->pk;
+    uintptr_t lo, hi, a, b;
+    int i = 0;
+
+    while (t >= r->ftasks[i])
+        t -= r->ftasks[i++];
+
+    (void)contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
+                          &hi);
+    a = (lo / GS_PIPE_FAULT_BYTES + (uintptr_t)t) * GS_PIPE_FAULT_BYTES;
+    b = a + GS_PIPE_FAULT_BYTES;
+    a = (a < lo ? lo : a) / page * page;
+    b = b > hi ? hi : b;
+    if (b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+        populate_works = 0;
 }
 
 /* Tasks for `len` elements of `bytes` bytes each: about one per GS_PIPE_TASK_BYTES. */
@@ -154,6 +228,11 @@ static void section_task(void *ctx, int64_t task)
 {
     pipe_run *r = ctx;
     const gs_pipe *p = r->p;
+
+    if (task >= r->ptasks + r->dtasks) {
+        fault_task(r, task - r->ptasks - r->dtasks);
+        return;
+    }
     const int pack = task < r->ptasks;
     const int64_t k = pack ? r->pk : r->dk, t = pack ? task : task - r->ptasks;
     const int64_t ntasks = pack ? r->ptasks : r->dtasks;
@@ -194,15 +273,20 @@ static int section(pipe_run *r, int64_t pk, int64_t dk)
     r->dk = p->nout > 0 ? dk : -1;
     r->ptasks = r->pk >= 0 ? task_count(chunk_len(r, pk), elem_bytes(p->in, p->nin)) : 0;
     r->dtasks = r->dk >= 0 ? task_count(chunk_len(r, dk), elem_bytes(p->out, p->nout)) : 0;
+    r->ftotal = 0;
+    for (int i = 0; i < p->nout; i++) {
+        r->ftasks[i] = r->pk >= 0 && r->prefault ? fault_tasks(r, i, r->pk) : 0;
+        r->ftotal += r->ftasks[i];
+    }
     /* The slot of pk was last uploaded from for chunk pk - RING; dk's download must be done. */
     if (r->pk >= GS_PIPE_RING &&
         (err = cudaEventSynchronize(ring.up[pk % GS_PIPE_RING])) != cudaSuccess)
         return gs_fail_set(&r->f, 'c', (int)err, "cudaEventSynchronize", 0);
     if (r->dk >= 0 && (err = cudaEventSynchronize(ring.down[dk % GS_PIPE_RING])) != cudaSuccess)
         return gs_fail_set(&r->f, 'c', (int)err, "cudaEventSynchronize", 0);
-    if (r->ptasks + r->dtasks == 0)
+    if (r->ptasks + r->dtasks + r->ftotal == 0)
         return 0;
-    rc = gs_cpu_parallel_for(r->ptasks + r->dtasks, section_task, r);
+    rc = gs_cpu_parallel_for(r->ptasks + r->dtasks + r->ftotal, section_task, r);
     return rc < 0 ? gs_fail_set(&r->f, 'e', -rc, "gs_cpu_parallel_for", 0) : 0;
 }
 
@@ -276,6 +360,7 @@ int gs_pipe_run(const gs_pipe *p)
 
     memset(&r, 0, sizeof(r));
     r.p = p;
+    r.prefault = gs_xfer_prefault();
     if (p->n == 0)
         return 0;
     save = PyEval_SaveThread();
