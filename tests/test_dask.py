@@ -474,8 +474,10 @@ def test_array_likes_are_taken(client):
 def test_gpu_cluster_pins_one_device_per_worker():
     """gpu_cluster's workers are processes, each with its own CUDA_VISIBLE_DEVICES and the
     extra env (run on any machine: the workers here run the CPU backend, as device "1" may not
-    exist)."""
-    with gsd.gpu_cluster(devices=["0", "1"], env={"GPUSCAN_BACKEND": "cpu"}) as cluster, \
+    exist, and without distributed's NVML monitor, which fails at a worker's start on a device
+    that does not; a nanny hands its Dask config to its worker)."""
+    with dask.config.set({"distributed.diagnostics.nvml": False}), \
+            gsd.gpu_cluster(devices=["0", "1"], env={"GPUSCAN_BACKEND": "cpu"}) as cluster, \
             Client(cluster) as c:
         c.wait_for_workers(2)
         seen = c.run(lambda: (os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES")))

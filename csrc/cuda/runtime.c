@@ -8,6 +8,9 @@
  *     default stream is ordered with ours without extra events;
  *   - device memory only from the pool (cudaMallocAsync / cudaFreeAsync on that stream), with
  *     the release threshold at UINT64_MAX so freed memory stays in the pool for the next call;
+ *     a request the device cannot serve trims the pool (what it holds unused goes back to the
+ *     device) and is tried once more, so a MemoryError leaves no memory reserved for nothing
+ *     (another process - a Dask worker on the same GPU - can have it);
  *   - every failure names the failed call (GpuscanError) or the requested size (MemoryError)
  *     and leaves the runtime usable; cleanup never raises.
  */
@@ -22,6 +25,8 @@ int gs_cuda_device;
 
 /* Orders our stream against foreign streams (CAI "stream", DLPack "stream"); no timing. */
 static cudaEvent_t handoff_event;
+/* The device's default pool, which cudaMallocAsync serves from. */
+static cudaMemPool_t pool;
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
@@ -98,7 +103,6 @@ static int probe(char *why, size_t why_len)
 int gs_cuda_init(char *why, size_t why_len)
 {
     uint64_t threshold = UINT64_MAX;
-    cudaMemPool_t pool;
     cudaError_t err = cudaSuccess;
     const char *debug = getenv("GPUSCAN_DEBUG_SYNC");
     int rc = -1;
@@ -157,6 +161,17 @@ int gs_cuda_alloc(void **ptr, size_t bytes, gs_fail *f)
     if ((err = gs_cuda_enter()) == cudaSuccess &&
         (err = cudaMallocAsync(ptr, bytes, gs_cuda_stream)) == cudaSuccess)
         return 0;
+    if (err == cudaErrorMemoryAllocation) {
+        /* Memory freed into the pool on our stream is unused once the stream is idle: hand it
+         * back and try once more; on failure the pool keeps nothing it does not use. */
+        (void)cudaGetLastError();
+        if (cudaStreamSynchronize(gs_cuda_stream) == cudaSuccess &&
+            cudaMemPoolTrimTo(pool, 0) == cudaSuccess &&
+            (err = cudaMallocAsync(ptr, bytes, gs_cuda_stream)) == cudaSuccess)
+            return 0;
+        if (err == cudaErrorMemoryAllocation)
+            (void)cudaMemPoolTrimTo(pool, 0);
+    }
     *ptr = NULL;
     return gs_fail_set(f, 'c', (int)err, "cudaMallocAsync", bytes);
 }
