@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 #include "cuda/pack.h"
@@ -168,13 +169,9 @@ static atomic_int populate_works = 1; /* cleared if the kernel lacks MADV_POPULA
 static int contiguous_span(const gs_view *v, int64_t e0, int64_t len, uintptr_t *lo, uintptr_t *hi)
 {
     const int64_t size = (int64_t)gs_dtype_size(v->dtype);
-    int64_t expect = size;
 
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->strides[d] != expect)
-            return 0;
-        expect *= v->shape[d];
-    }
+    if (!gs_view_is_c_contig(v))
+        return 0;
     *lo = (uintptr_t)v->ptr + (uintptr_t)(e0 * size);
     *hi = *lo + (uintptr_t)(len * size);
     return 1;
@@ -197,7 +194,7 @@ static int64_t fault_tasks(const pipe_run *r, int i, int64_t k)
  * part of one output's bytes in one huge page. */
 static void fault_task(const pipe_run *r, int64_t t)
 {
-    const uintptr_t page = 4096;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const int64_t k = r->pk;
     uintptr_t lo, hi, a, b;
     int i = 0;
