@@ -8,7 +8,7 @@
  * any strides, byte order or dtype is packed into (or unpacked from) the pipeline's pinned
  * staging chunk by chunk by the pool's threads, converted on the way, while the copy engines
  * move the chunks before and after it: never a whole contiguous host copy, and a fresh NumPy
- * result's pages are first touched by many threads at once.
+ * result's pages are populated ahead of its unpack (pipeline.c).
  */
 #ifdef GS_HAVE_CUDA
 
