@@ -5,8 +5,13 @@ times against PCIe, CuPy and NumPy in the same run (issue 14).
 
 Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.host_case):
   scan round trip, fresh output        gpuscan.scan(h)  | CuPy asnumpy(cumsum(asarray(h))) | np.cumsum
-  scan round trip, fresh, no prefault  the same with the result's pages faulted by the unpack
-  scan round trip, out= preallocated   gpuscan.scan(h, out=o)
+                                       (the result a page-locked block from gpuscan's cache, which
+                                       the previous call's freed result left there)
+  the same, first call                 the cache emptied before each call: the block made anew
+  the same, ordinary memory            the cache off: the result's pages faulted in ahead of the
+                                       unpack (prefault), or by it (no prefault)
+  scan round trip, out= preallocated   gpuscan.scan(h, out=o): o a NumPy array, and o an earlier
+                                       (page-locked) result
   to_device, DeviceArray.get()         GB/s of the array's bytes
   histogram (256 bins), reduce         one direction: the array up, a few bytes back
   split round trip                     gpuscan.split(h, f) | CuPy | NumPy
@@ -102,20 +107,47 @@ def suite(h):
          lambda a: cp.asnumpy(cp.cumsum(cp.asarray(a)))),
         ("numpy", "np.cumsum(h)", lambda a: np.cumsum(a)),
     ], check=check_scan)
-    def no_prefault(a):
-        old = _gpuscan._pipeline_prefault(False)
-        try:
-            return gpuscan.scan(a)
-        finally:
-            _gpuscan._pipeline_prefault(old)
+    first = []
+    for _ in range(3):   # the first call of a size: a page-locked block made for the result
+        gpuscan.free_cached_memory()
+        t0 = time.perf_counter()
+        r = gpuscan.scan(x)
+        first.append((time.perf_counter() - t0) * 1e3)
+        del r
+    first_ms = sorted(first)[1]
+    h.note(f"scan f32 round trip, first call (the page-locked result cache emptied before each "
+           f"of 3 calls, median): {first_ms:.1f} ms")
 
-    h.host_case("scan f32 round trip (fresh, no prefault)", n, [x], [
-        ("gpuscan", "gpuscan.scan(h), result pages faulted by the unpack", no_prefault),
+    def ordinary(prefault):
+        def call(a):
+            old_limit = _gpuscan._pinned_limit(0)
+            old = _gpuscan._pipeline_prefault(prefault)
+            try:
+                return gpuscan.scan(a)
+            finally:
+                _gpuscan._pipeline_prefault(old)
+                _gpuscan._pinned_limit(old_limit)
+        return call
+
+    h.host_case("scan f32 round trip (fresh, ordinary memory)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h), no page-locked cache, pages faulted ahead",
+         ordinary(True)),
     ], check=check_scan)
+    h.host_case("scan f32 round trip (fresh, ordinary, no prefault)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h), no page-locked cache, pages faulted by the unpack",
+         ordinary(False)),
+    ], check=check_scan)
+    gpuscan.free_cached_memory()
     h.host_case("scan f32 round trip (out= given)", n, [x], [
         ("gpuscan", "gpuscan.scan(h, out=o)", lambda a: gpuscan.scan(a, out=out)),
         ("numpy", "np.cumsum(h, out=o)", lambda a: np.cumsum(a, out=out)),
     ], check=check_scan, nbytes=2 * x.nbytes)
+    locked = gpuscan.scan(x)
+    h.host_case("scan f32 round trip (out= page-locked)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h, out=o), o = an earlier gpuscan result",
+         lambda a: gpuscan.scan(a, out=locked)),
+    ], check=check_scan, nbytes=2 * x.nbytes)
+    del locked
     h.host_case("to_device f32", n, [x], [
         ("gpuscan", "gpuscan.to_device(h)", lambda a: gpuscan.to_device(a)),
         ("cupy", "cp.asarray(h)", lambda a: cp.asarray(a)),
@@ -167,7 +199,12 @@ def suite(h):
             else float("nan")
         h.goal("scan round trip vs CuPy's", n, f"{ratio:.1f}x", ">= 8x",
                "ok" if ratio >= 8 else "MISS")
+        h.goal("  (first call: page-locked block made)", n, f"{first_ms:.1f} ms", "-", "info")
+        h.goal("  (ordinary memory, no cache)", n,
+               f"{ms('scan f32 round trip (fresh, ordinary memory)'):.1f} ms", "-", "info")
         goal("scan round trip, out= preallocated", ms("scan f32 round trip (out= given)"), 40)
+        h.goal("  (out= page-locked)", n,
+               f"{ms('scan f32 round trip (out= page-locked)'):.1f} ms", "<= 40 ms", "info")
         for case in ("to_device f32", "DeviceArray.get f32"):
             gbps = x.nbytes / ms(case) / 1e6
             h.goal(f"{case} GB/s", n, f"{gbps:.1f}", ">= 40", "ok" if gbps >= 40 else "MISS")

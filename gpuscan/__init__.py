@@ -51,6 +51,10 @@ backend()
     ``"cuda"`` or ``"cpu"``: the backend calls run on.
 device_info()
     A dict describing the device (name, compute capability, memory, ...) or the CPU threads.
+free_cached_memory()
+    Give back what gpuscan's caches hold unused: the device memory pool, and the page-locked
+    host blocks that large NumPy results are made in on CUDA (``GPUSCAN_PINNED_BYTES`` bounds
+    those; 0 turns them off).
 to_device(a)
     Copy an array to the GPU as a ``DeviceArray`` (``.shape``, ``.dtype``, ``.size``,
     ``.get()``, ``__cuda_array_interface__``, ``__dlpack__``).
@@ -83,6 +87,7 @@ try:
         compact,
         bincount,
         device_info,
+        free_cached_memory,
         histogram,
         linear_recurrence,
         reduce,
@@ -115,6 +120,7 @@ __all__ = [
     "compact",
     "bincount",
     "device_info",
+    "free_cached_memory",
     "histogram",
     "linear_recurrence",
     "reduce",

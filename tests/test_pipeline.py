@@ -307,3 +307,146 @@ def test_ctrl_c_between_chunks(tiny_chunks):
     finally:
         timer.cancel()
     np.testing.assert_array_equal(gpuscan.scan(np.arange(100_000)), np.cumsum(np.arange(100_000)))
+
+
+# ---- page-locked results (csrc/cuda/pinned.c) -------------------------------------------------
+# On CUDA a NumPy result of 4 MiB and more that the pipeline fills comes from a bounded cache of
+# page-locked blocks, and the copy engines write it directly; a page-locked operand is read
+# directly.  device_info() counts the blocks in use and cached.
+
+BIG = 1 << 21  # float32 values: 8 MiB, above the cache's 4 MiB threshold
+
+
+def pinned():
+    info = gpuscan.device_info()
+    return info["pinned_bytes_in_use"], info["pinned_bytes_cached"]
+
+
+@pytest.fixture
+def fresh_cache():
+    gpuscan.free_cached_memory()
+    old = _gpuscan._pinned_limit(1 << 30)
+    yield
+    _gpuscan._pinned_limit(old)
+    gpuscan.free_cached_memory()
+
+
+def test_pinned_limit_knob_sets_and_restores():
+    old = _gpuscan._pinned_limit()
+    assert isinstance(old, int) and old >= 0
+    try:
+        assert _gpuscan._pinned_limit(0) == old             # returns the previous value
+        assert _gpuscan._pinned_limit() == 0
+        assert _gpuscan._pinned_limit(None) == 0            # None only reads it
+    finally:
+        _gpuscan._pinned_limit(old)
+    assert _gpuscan._pinned_limit() == old
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), ("big", TypeError), (1.5, TypeError)])
+def test_pinned_limit_knob_rejects_bad_values(bad, exc):
+    old = _gpuscan._pinned_limit()
+    with pytest.raises(exc):
+        _gpuscan._pinned_limit(bad)
+    assert _gpuscan._pinned_limit() == old
+
+
+def test_free_cached_memory_answers_on_every_backend(backend):
+    freed = gpuscan.free_cached_memory()
+    assert set(freed) == {"device_bytes", "pinned_bytes"}
+    assert all(isinstance(v, int) and v >= 0 for v in freed.values())
+    if backend == "cpu":
+        assert freed == {"device_bytes": 0, "pinned_bytes": 0}
+        assert "pinned_bytes_in_use" not in gpuscan.device_info()
+
+
+@gpu
+def test_pinned_result_is_cached_and_reused(fresh_cache, rng):
+    a = rng.random(BIG, dtype=np.float32)
+    assert pinned() == (0, 0)
+    r = gpuscan.scan(a)
+    check_scan(r, a, "add")
+    in_use, cached = pinned()
+    assert in_use >= r.nbytes and cached == 0
+    view = r[10:20]
+    del r
+    assert pinned() == (in_use, 0)                           # a view keeps the block alive
+    del view
+    assert pinned() == (0, in_use)                           # back in the cache
+    r2 = gpuscan.scan(a)                                     # the same size takes it again
+    assert pinned() == (in_use, 0)
+    check_scan(r2, a, "add")
+    assert (bits(gpuscan.scan(a)) == bits(r2)).all()        # deterministic, direct or not
+    del r2
+    assert gpuscan.free_cached_memory()["pinned_bytes"] >= in_use
+    assert pinned() == (0, 0)
+
+
+@gpu
+def test_pinned_results_equal_ordinary_ones(fresh_cache, rng):
+    a = random_array(rng, np.int64, (BIG + 13,), "add")
+    flags = rng.random(a.size) < 0.01
+
+    def results():
+        return (gpuscan.scan(a), gpuscan.segmented_scan(a, flags), gpuscan.split(a, flags)[0],
+                gpuscan.to_device(a).get())
+
+    _gpuscan._pinned_limit(0)                                # no cache: ordinary memory
+    plain = results()
+    assert pinned()[0] == 0
+    _gpuscan._pinned_limit(1 << 30)
+    locked = results()
+    assert pinned()[0] >= 4 * a.nbytes
+    for p, q in zip(plain, locked):
+        assert q.flags.c_contiguous and q.flags.writeable and q.dtype == p.dtype
+        np.testing.assert_array_equal(p, q)
+    check_scan(locked[0], a, "add")
+    check_segmented_scan(locked[1], a, flags, "add")
+    check_split((locked[2], int(flags.sum())), a, flags)
+    np.testing.assert_array_equal(locked[3], a)
+
+
+@gpu
+@pytest.mark.parametrize("chunk", [64 << 10, 0], ids=["64KiB_chunks", "default_chunks"])
+def test_pinned_operands_are_read_and_written_directly(fresh_cache, rng, chunk):
+    """A page-locked input (an earlier result) is uploaded without staging, and an out= that is
+    page-locked is written directly: in place, and into another page-locked result."""
+    old = _gpuscan._pipeline_chunk_bytes(chunk)
+    try:
+        a = rng.integers(-50, 50, BIG, dtype=np.int32)
+        p = gpuscan.scan(a)                                   # page-locked
+        assert pinned()[0] >= p.nbytes
+        expected = np.cumsum(np.cumsum(a, dtype=np.int32), dtype=np.int32)
+        q = gpuscan.scan(p)                                   # direct in, direct out
+        np.testing.assert_array_equal(q, expected)
+        assert gpuscan.scan(p, out=p) is p                    # in place, both direct
+        np.testing.assert_array_equal(p, expected)
+        r = np.empty_like(a)
+        gpuscan.scan(q, out=r)                                # direct in, staged out
+        np.testing.assert_array_equal(r, np.cumsum(expected, dtype=np.int32))
+        assert gpuscan.scan(r, out=q) is q                    # staged in, direct out
+        np.testing.assert_array_equal(q, np.cumsum(r, dtype=np.int32))
+        w = gpuscan.scan(p, dtype=np.int64)                   # another dtype: staged, cast
+        np.testing.assert_array_equal(w, np.cumsum(expected, dtype=np.int64))
+    finally:
+        _gpuscan._pipeline_chunk_bytes(old)
+
+
+@gpu
+def test_pinned_limit_is_respected(fresh_cache, rng):
+    _gpuscan._pinned_limit(12 << 20)
+    a = rng.random(BIG, dtype=np.float32)                     # 8 MiB results
+    r1 = gpuscan.scan(a)
+    assert pinned() == (8 << 20, 0)
+    r2 = gpuscan.scan(a)                                      # would pass 12 MiB: ordinary
+    assert pinned() == (8 << 20, 0)
+    np.testing.assert_array_equal(r1, r2)
+    small = gpuscan.scan(a[:1000])                            # below 4 MiB: ordinary
+    assert pinned() == (8 << 20, 0)
+    check_scan(small, a[:1000], "add")
+    del r1
+    assert pinned() == (0, 8 << 20)
+    _gpuscan._pinned_limit(0)                                 # lowered: nothing kept past it
+    r3 = gpuscan.scan(a)
+    assert pinned() == (0, 0)
+    np.testing.assert_array_equal(r3, r2)

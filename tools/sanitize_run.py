@@ -635,6 +635,16 @@ def streamed_cases(run):
         run.case("streamed to_device and get",
                  lambda: None if np.array_equal(gpuscan.to_device(h[::-3]).get(), h[::-3])
                  else "round trip differs")
+        _gpuscan._pipeline_chunk_bytes(64 << 10)
+        big = make_input(rng, np.int32, (5 << 20) // 4 + 3, "add")   # results > 4 MiB
+
+        def page_locked():
+            p = gpuscan.scan(big)                    # a page-locked result (the cache)
+            q = gpuscan.scan(p)                      # read and written directly
+            gpuscan.scan(p, out=p)                   # in place, directly
+            want = np.cumsum(np.cumsum(big, dtype=np.int32), dtype=np.int32)
+            return None if np.array_equal(q, want) and np.array_equal(p, want) else "differs"
+        run.case("streamed page-locked results and operands", page_locked)
     finally:
         _gpuscan._pipeline_chunk_bytes(old)
 

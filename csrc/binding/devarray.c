@@ -319,7 +319,8 @@ static PyObject *devarray_get(gs_DeviceArray *self, PyObject *unused)
     PyObject *res;
 
     gs_devarray_view(self, &src);
-    res = gs_result_new(GS_MEM_HOST, self->ndim, self->shape, self->dtype, &dst);
+    res = gs_result_streamed(gs_backend_table(GS_BACKEND_CUDA), self->ndim, self->shape,
+                             self->dtype, &dst);
     if (res != NULL && gs_move(&src, &dst, &bag) < 0)
         Py_CLEAR(res);
     gs_bag_free(&bag);

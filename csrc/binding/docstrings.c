@@ -561,13 +561,31 @@ const char gs_doc_device_info[] =
     "Returns\n-------\ndict\n"
     "    ``backend`` ('cuda' or 'cpu') and ``name``; on CUDA also "
     "``compute_capability``\n    (major, minor), ``multiprocessors``, "
-    "``memory_bytes``, ``driver_version`` and\n    ``runtime_version`` (\"13.0\") and "
-    "``device`` (the ordinal); on the CPU ``threads``,\n    the worker threads the "
+    "``memory_bytes``, ``driver_version`` and\n    ``runtime_version`` (\"13.0\"), "
+    "``device`` (the ordinal), and ``pinned_bytes_in_use``\n    and ``pinned_bytes_cached`` "
+    "(page-locked host memory of NumPy results, see\n    ``free_cached_memory``); on the CPU "
+    "``threads``,\n    the worker threads the "
     "CPU backend uses, and ``simd``, the instruction set of its\n    loops ('base', "
     "'avx2' or 'avx512'; ``GPUSCAN_CPU_SIMD`` may ask for a lower one).\n\n"
     "Raises\n------\nRuntimeError\n    ``GPUSCAN_BACKEND=cuda`` was set but CUDA is "
     "not usable.\n\n"
     "Examples\n--------\n>>> gpuscan.device_info()['backend']\n'cpu'";
+
+const char gs_doc_free_cached_memory[] =
+    "free_cached_memory()\n--\n\n"
+    "Give back the memory gpuscan's caches hold but no array uses.\n\n"
+    "On CUDA, device memory freed by earlier calls stays in the stream-ordered pool\n"
+    "for the next call, and large NumPy results (4 MiB and up) are made in\n"
+    "page-locked host memory, which the copy engines write at full PCIe speed;\n"
+    "when such a result is freed its block is kept for the next result of a\n"
+    "similar size.  Both caches are bounded (``GPUSCAN_PINNED_BYTES`` limits the\n"
+    "page-locked blocks, in use or cached: by default a quarter of physical\n"
+    "memory; 0 turns them off).  This call waits for gpuscan's stream, then\n"
+    "returns what both hold unused to the device and to the system.  Arrays\n"
+    "still alive keep their memory.  On the CPU backend it does nothing.\n\n"
+    "Returns\n-------\ndict\n    ``device_bytes`` and ``pinned_bytes``: the bytes given back.\n\n"
+    "Examples\n--------\n>>> sorted(gpuscan.free_cached_memory())\n"
+    "['device_bytes', 'pinned_bytes']";
 
 const char gs_doc_to_device[] =
     "to_device(a)\n--\n\n"

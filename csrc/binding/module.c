@@ -87,6 +87,18 @@ fail:
     return NULL;
 }
 
+/* free_cached_memory(): what the backend's caches hold unused, given back. */
+static PyObject *free_cached_memory(PyObject *self, PyObject *unused)
+{
+    size_t device = 0, host = 0;
+    gs_backend b;
+
+    if (gs_backend_get(&b) < 0 || (b == GS_BACKEND_CUDA && gs_cuda_free_cached(&device, &host) < 0))
+        return NULL;
+    return Py_BuildValue("{s:n,s:n}", "device_bytes", (Py_ssize_t)device, "pinned_bytes",
+                         (Py_ssize_t)host);
+}
+
 /* ---- the module --------------------------------------------------------------------------- */
 
 #define GS_METHOD(name, fn, doc)                                                   \
@@ -107,6 +119,7 @@ static PyMethodDef methods[] = {
     GS_METHOD("linear_recurrence", gs_linear_recurrence, gs_doc_linear_recurrence),
     { "backend", backend, METH_NOARGS, gs_doc_backend },
     { "device_info", device_info, METH_NOARGS, gs_doc_device_info },
+    { "free_cached_memory", free_cached_memory, METH_NOARGS, gs_doc_free_cached_memory },
     { "to_device", gs_to_device, METH_O, gs_doc_to_device },
     { NULL, NULL, 0, NULL },
 };

@@ -164,31 +164,47 @@ static PyObject *hist_plan(PyObject *self, PyObject *args)
     return Py_BuildValue("(LLi)", (long long)slices, (long long)slice_bins, replicas);
 }
 
-/* _pipeline_chunk_bytes(n=None): the pipeline's chunk in bytes; with n, set it (0: back to the
- * default) and return the previous one. */
-static PyObject *pipeline_chunk_bytes(PyObject *self, PyObject *args)
+/* A size setting's knob: with an int argument (>= 0), set it; return the previous value. */
+static PyObject *size_knob(PyObject *args, const char *format, const char *what,
+                           size_t (*get)(void), void (*set)(size_t))
 {
     PyObject *arg = NULL;
-    size_t old = gs_xfer_chunk_bytes();
+    size_t old = get();
     long long v;
 
-    if (!PyArg_ParseTuple(args, "|O:_pipeline_chunk_bytes", &arg))
+    if (!PyArg_ParseTuple(args, format, &arg))
         return NULL;
-    if (arg != NULL) {
+    if (arg != NULL && arg != Py_None) {
         if (!PyLong_Check(arg)) {
-            PyErr_Format(PyExc_TypeError, "the chunk size must be an int, not %.100s",
+            PyErr_Format(PyExc_TypeError, "the %s must be an int, not %.100s", what,
                          Py_TYPE(arg)->tp_name);
             return NULL;
         }
         if ((v = PyLong_AsLongLong(arg)) == -1 && PyErr_Occurred())
             return NULL;
         if (v < 0) {
-            PyErr_SetString(PyExc_ValueError, "the chunk size must be >= 0 (0: the default)");
+            PyErr_Format(PyExc_ValueError, "the %s must be >= 0", what);
             return NULL;
         }
-        gs_xfer_set_chunk_bytes((size_t)v);
+        set((size_t)v);
     }
     return PyLong_FromSize_t(old);
+}
+
+/* _pipeline_chunk_bytes(n=None): the pipeline's chunk in bytes; with n, set it (0: back to the
+ * default) and return the previous one. */
+static PyObject *pipeline_chunk_bytes(PyObject *self, PyObject *args)
+{
+    return size_knob(args, "|O:_pipeline_chunk_bytes", "chunk size (0: the default)",
+                     gs_xfer_chunk_bytes, gs_xfer_set_chunk_bytes);
+}
+
+/* _pinned_limit(n=None): the page-locked result cache's limit in bytes; with n, set it (0: no
+ * cache) and return the previous one. */
+static PyObject *pinned_limit(PyObject *self, PyObject *args)
+{
+    return size_knob(args, "|O:_pinned_limit", "limit", gs_xfer_pinned_limit,
+                     gs_xfer_set_pinned_limit);
 }
 
 /* _pipeline_prefault(on=None): whether the pipeline faults in the pages of contiguous host
@@ -279,6 +295,11 @@ PyMethodDef gs_testing_methods[] = {
       "($GPUSCAN_CHUNK_BYTES); with n, set it (0: the default) and return the previous one.  "
       "The tests make it tiny, so that every primitive's streamed path runs at small sizes; "
       "a float scan's bits depend on it." },
+    { "_pinned_limit", pinned_limit, METH_VARARGS,
+      "_pinned_limit(n=None, /)\n--\n\nThe limit of the page-locked cache that large NumPy "
+      "results of the CUDA backend's streamed calls come from ($GPUSCAN_PINNED_BYTES), in "
+      "bytes of blocks in use or cached; with n, set it (0: no cache, results in ordinary "
+      "memory) and return the previous one.  For tests and benchmarks." },
     { "_backend_reason", backend_reason, METH_NOARGS,
       "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
       "found'), None on CUDA." },

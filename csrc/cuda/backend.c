@@ -265,6 +265,8 @@ const gs_backend_ops gs_cuda_backend = {
     .stream_min_max = gs_stream_min_max,
     .stream_hist = gs_stream_hist,
     .stream_split = gs_stream_split,
+    .host_take = gs_pinned_take,
+    .host_give = gs_pinned_give,
 };
 
 #endif /* GS_HAVE_CUDA */

@@ -1,7 +1,9 @@
 /*
  * cuda/chunk.c - the pipeline's settings: its chunk size ($GPUSCAN_CHUNK_BYTES, or what the
- * tests' knob _gpuscan._pipeline_chunk_bytes sets) and whether it faults in the host pages of
- * its outputs ahead of the unpack (on; the knob _gpuscan._pipeline_prefault, for benchmarks).
+ * tests' knob _gpuscan._pipeline_chunk_bytes sets), whether it faults in the host pages of
+ * its outputs ahead of the unpack (on; the knob _gpuscan._pipeline_prefault, for benchmarks),
+ * and the limit of the page-locked result cache (cuda/pinned.c: $GPUSCAN_PINNED_BYTES, default
+ * a quarter of physical memory; the knob _gpuscan._pinned_limit).
  *
  * Level: backend (CUDA), host side; in every build (a build without CUDA keeps the setting and
  * streams nothing), so the knob behaves the same everywhere.
@@ -10,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The default: 32 MiB of staging per direction and slot.  H2D and D2H of 32 MiB take ~0.6 ms
  * at 55 GB/s, so a chunk's fixed costs (~20 us of events and launches) stay small; three slots
@@ -21,6 +24,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t chunk; /* 0: not read yet, or reset */
 static int prefault = 1;
+static size_t pinned_limit = (size_t)-1; /* (size_t)-1: not read yet, or reset */
 
 void gs_xfer_set_chunk_bytes(size_t bytes)
 {
@@ -59,4 +63,29 @@ int gs_xfer_prefault(void)
     on = prefault;
     pthread_mutex_unlock(&lock);
     return on;
+}
+
+void gs_xfer_set_pinned_limit(size_t bytes)
+{
+    pthread_mutex_lock(&lock);
+    pinned_limit = bytes;
+    pthread_mutex_unlock(&lock);
+}
+
+size_t gs_xfer_pinned_limit(void)
+{
+    size_t limit;
+
+    pthread_mutex_lock(&lock);
+    if (pinned_limit == (size_t)-1) {
+        const char *env = getenv("GPUSCAN_PINNED_BYTES");
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (env != NULL && *env != '\0')
+            pinned_limit = (size_t)(atoll(env) > 0 ? atoll(env) : 0);
+        else
+            pinned_limit = pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : 0;
+    }
+    limit = pinned_limit;
+    pthread_mutex_unlock(&lock);
+    return limit;
 }

@@ -68,4 +68,17 @@ size_t gs_xfer_chunk_bytes(void);
 void gs_xfer_set_prefault(int on);
 int gs_xfer_prefault(void);
 
+/* The limit of the page-locked result cache (cuda/pinned.c), in bytes of blocks in use or
+ * cached; 0 turns it off.  Set it ((size_t)-1: back to $GPUSCAN_PINNED_BYTES or the default, a
+ * quarter of physical memory), and read it.  A build without CUDA keeps the value only. */
+void gs_xfer_set_pinned_limit(size_t bytes);
+size_t gs_xfer_pinned_limit(void);
+
+/* free_cached_memory(): give back what the device pool and the page-locked result cache hold
+ * unused, after the stream's work; their sizes in *device and *host.  Raises on failure. */
+int gs_cuda_free_cached(size_t *device, size_t *host);
+
+/* The page-locked result cache's bytes in use by results and cached (device_info()). */
+void gs_cuda_pinned_counts(size_t *in_use, size_t *cached);
+
 #endif /* GS_CUDA_H */

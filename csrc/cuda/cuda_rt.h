@@ -38,4 +38,11 @@ cudaError_t gs_cuda_enter(void);
  * zeroed once and reused with an epoch per scan.  No GIL needed. */
 cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d);
 
+/* pinned.c: page-locked host blocks for results (the table's host_take and host_give), and
+ * whether [lo, hi) lies in one of them. */
+void *gs_pinned_take(size_t bytes);
+void gs_pinned_give(void *ptr);
+int gs_pinned_holds(const void *lo, const void *hi);
+size_t gs_pinned_release_cached(void);
+
 #endif /* GS_CUDA_RT_H */

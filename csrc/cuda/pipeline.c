@@ -18,6 +18,11 @@
  *
  * The host issues chunk k, then packs chunk k + 1 and unpacks chunk k - 1 in one parallel
  * section: the two copy engines, the kernels and the host's threads all work at once.
+ *
+ * An array the copy engines can reach as it is - C-contiguous, in the device's dtype and byte
+ * order, in page-locked memory (a result from cuda/pinned.c's cache, or memory allocated or
+ * registered with CUDA) - is "direct": its chunks are copied straight from or into it, with no
+ * pack, no staging and no unpack.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -138,8 +143,56 @@ typedef struct pipe_run {
      * i; 0 for one that is not contiguous or has a custom delivery). */
     int64_t pk, dk, ptasks, dtasks, ftasks[GS_PIPE_MAX], ftotal;
     int prefault;
+    /* Direct arrays (see the file's header), and the bytes per element of the others. */
+    int din[GS_PIPE_MAX], dout[GS_PIPE_MAX];
+    int64_t in_staged, out_staged;
     gs_fail f;
 } pipe_run;
+
+/* Whether a host byte is page-locked memory that CUDA knows. */
+static int page_locked(const void *at)
+{
+    struct cudaPointerAttributes attr;
+
+    if (cudaPointerGetAttributes(&attr, at) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return attr.type == cudaMemoryTypeHost;
+}
+
+/* Whether the copy engines reach array a's elements [base, base + n) as they are. */
+static int is_direct(const gs_pipe *p, const gs_pipe_array *a)
+{
+    const gs_view *v = a->view;
+    const size_t size = gs_dtype_size(a->dtype);
+    const char *lo = (const char *)v->ptr + (size_t)p->base * size, *hi = lo + (size_t)p->n * size;
+
+    if (v->dtype != a->dtype || v->swapped || !gs_view_is_c_contig(v))
+        return 0;
+    return gs_pinned_holds(lo, hi) || (page_locked(lo) && page_locked(hi - 1));
+}
+
+/* Mark the direct arrays of a run, and count the bytes per element of the staged ones. */
+static void find_direct(pipe_run *r)
+{
+    const gs_pipe *p = r->p;
+
+    for (int i = 0; i < p->nin; i++) {
+        r->din[i] = is_direct(p, &p->in[i]);
+        r->in_staged += r->din[i] ? 0 : (int64_t)gs_dtype_size(p->in[i].dtype);
+    }
+    for (int i = 0; i < p->nout; i++) {
+        r->dout[i] = p->deliver == NULL && is_direct(p, &p->out[i]);
+        r->out_staged += r->dout[i] ? 0 : (int64_t)gs_dtype_size(p->out[i].dtype);
+    }
+}
+
+/* Where element e of direct array a is in host memory. */
+static char *direct_at(const gs_pipe *p, const gs_pipe_array *a, int64_t e)
+{
+    return (char *)a->view->ptr + (size_t)(p->base + e) * gs_dtype_size(a->dtype);
+}
 
 static int64_t chunk_start(const pipe_run *r, int64_t k)
 {
@@ -182,7 +235,7 @@ static int64_t fault_tasks(const pipe_run *r, int i, int64_t k)
 {
     uintptr_t lo, hi;
 
-    if (!populate_works || r->p->deliver != NULL ||
+    if (!populate_works || r->p->deliver != NULL || r->dout[i] ||
         !contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
                          &hi) ||
         hi <= lo)
@@ -242,6 +295,8 @@ static void section_task(void *ctx, int64_t task)
         char *slot = ring.host_in + (size_t)s * ring.slot;
         for (int i = 0; i < p->nin; i++) {
             char *part = slot + part_offset(p->in, i, len);
+            if (r->din[i])
+                continue;
             gs_pack(p->in[i].view, p->base + e0 + t0, t1 - t0, p->in[i].dtype,
                     part + (size_t)t0 * gs_dtype_size(p->in[i].dtype));
         }
@@ -254,7 +309,8 @@ static void section_task(void *ctx, int64_t task)
         return;
     }
     for (int i = 0; i < p->nout; i++)
-        gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
+        if (!r->dout[i])
+            gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
                   p->out[i].view, p->base + e0 + t0, t1 - t0);
 }
 
@@ -268,8 +324,8 @@ static int section(pipe_run *r, int64_t pk, int64_t dk)
 
     r->pk = pk;
     r->dk = p->nout > 0 ? dk : -1;
-    r->ptasks = r->pk >= 0 ? task_count(chunk_len(r, pk), elem_bytes(p->in, p->nin)) : 0;
-    r->dtasks = r->dk >= 0 ? task_count(chunk_len(r, dk), elem_bytes(p->out, p->nout)) : 0;
+    r->ptasks = r->pk >= 0 && r->in_staged > 0 ? task_count(chunk_len(r, pk), r->in_staged) : 0;
+    r->dtasks = r->dk >= 0 && r->out_staged > 0 ? task_count(chunk_len(r, dk), r->out_staged) : 0;
     r->ftotal = 0;
     for (int i = 0; i < p->nout; i++) {
         r->ftasks[i] = r->pk >= 0 && r->prefault ? fault_tasks(r, i, r->pk) : 0;
@@ -303,9 +359,13 @@ static int issue(pipe_run *r, int64_t k)
         dev_out[i] = dout + part_offset(p->out, i, len);
     if (k >= GS_PIPE_RING)
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.done[s], 0));
-    GS_CUDA_TRY(f,
-                cudaMemcpyAsync(din, ring.host_in + (size_t)s * ring.slot,
-                                parts_bytes(p->in, p->nin, len), cudaMemcpyHostToDevice, ring.h2d));
+    for (int i = 0; i < p->nin; i++)
+        GS_CUDA_TRY(f, cudaMemcpyAsync(dev_in[i],
+                                       r->din[i] ? direct_at(p, &p->in[i], e0)
+                                                 : ring.host_in + (size_t)s * ring.slot +
+                                                       part_offset(p->in, i, len),
+                                       (size_t)len * gs_dtype_size(p->in[i].dtype),
+                                       cudaMemcpyHostToDevice, ring.h2d));
     GS_CUDA_TRY(f, cudaEventRecord(ring.up[s], ring.h2d));
     GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.up[s], 0));
     if (k >= GS_PIPE_RING && p->nout > 0)
@@ -315,9 +375,13 @@ static int issue(pipe_run *r, int64_t k)
     GS_CUDA_TRY(f, cudaEventRecord(ring.done[s], gs_cuda_stream));
     if (p->nout > 0) {
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.d2h, ring.done[s], 0));
-        GS_CUDA_TRY(f, cudaMemcpyAsync(ring.host_out + (size_t)s * ring.slot, dout,
-                                       parts_bytes(p->out, p->nout, len), cudaMemcpyDeviceToHost,
-                                       ring.d2h));
+        for (int i = 0; i < p->nout; i++)
+            GS_CUDA_TRY(f, cudaMemcpyAsync(r->dout[i] ? direct_at(p, &p->out[i], e0)
+                                                      : ring.host_out + (size_t)s * ring.slot +
+                                                            part_offset(p->out, i, len),
+                                           dev_out[i],
+                                           (size_t)len * gs_dtype_size(p->out[i].dtype),
+                                           cudaMemcpyDeviceToHost, ring.d2h));
         GS_CUDA_TRY(f, cudaEventRecord(ring.down[s], ring.d2h));
     }
 done:
@@ -363,6 +427,7 @@ int gs_pipe_run(const gs_pipe *p)
     save = PyEval_SaveThread();
     pthread_mutex_lock(&pipe_lock);
     (void)gs_cuda_enter();
+    find_direct(&r);
     /* The chunk's bytes each way within the configured size (the slots' slack holds each
      * array's alignment). */
     r.chunk = p->chunk > 0 ? p->chunk

@@ -184,6 +184,26 @@ void gs_cuda_free(void *ptr)
         (void)cudaGetLastError();
 }
 
+int gs_cuda_free_cached(size_t *device, size_t *host)
+{
+    uint64_t before = 0, after = 0;
+    gs_fail f = { 0 };
+
+    *device = *host = 0;
+    GS_CUDA_TRY(&f, gs_cuda_enter());
+    if (gs_cuda_sync() < 0)
+        return -1;
+    GS_CUDA_TRY(&f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before));
+    GS_CUDA_TRY(&f, cudaMemPoolTrimTo(pool, 0));
+    GS_CUDA_TRY(&f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after));
+    *device = before > after ? (size_t)(before - after) : 0;
+    Py_BEGIN_ALLOW_THREADS
+        *host = gs_pinned_release_cached();
+    Py_END_ALLOW_THREADS
+done:
+    return f.kind ? gs_raise(&f) : 0;
+}
+
 /* ---- ordering with foreign streams and the host ------------------------------------------- */
 
 /* Make `waiter` wait for the work enqueued on `signaller` so far. */
@@ -269,6 +289,7 @@ int gs_cuda_device_info(PyObject *info)
     struct cudaDeviceProp prop;
     gs_fail f = { 0 };
     int driver = 0, runtime = 0;
+    size_t in_use, cached;
 
     GS_CUDA_TRY(&f, cudaGetDeviceProperties(&prop, gs_cuda_device));
     GS_CUDA_TRY(&f, cudaDriverGetVersion(&driver));
@@ -280,6 +301,10 @@ int gs_cuda_device_info(PyObject *info)
         set_item(info, "memory_bytes", PyLong_FromSize_t(prop.totalGlobalMem)) < 0 ||
         set_item(info, "driver_version", version_string(driver)) < 0 ||
         set_item(info, "runtime_version", version_string(runtime)) < 0)
+        return -1;
+    gs_cuda_pinned_counts(&in_use, &cached);
+    if (set_item(info, "pinned_bytes_in_use", PyLong_FromSize_t(in_use)) < 0 ||
+        set_item(info, "pinned_bytes_cached", PyLong_FromSize_t(cached)) < 0)
         return -1;
 done:
     return f.kind ? gs_raise(&f) : 0;

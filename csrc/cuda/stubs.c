@@ -43,6 +43,17 @@ int gs_cuda_device_info(PyObject *info)
     return no_cuda();
 }
 
+int gs_cuda_free_cached(size_t *device, size_t *host)
+{
+    *device = *host = 0;
+    return 0;
+}
+
+void gs_cuda_pinned_counts(size_t *in_use, size_t *cached)
+{
+    *in_use = *cached = 0;
+}
+
 int gs_cuda_raise(int code, const char *call, size_t bytes)
 {
     (void)bytes;

@@ -96,6 +96,11 @@ int gs_release_operands(gs_operand *const *ops, int n);
  * host, a DeviceArray on the device; *v views it. */
 PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dtype, gs_view *v);
 
+/* A new host result that a streamed entry of `be` fills: in the memory its copies reach fastest
+ * (be->host_take, given back when the array is freed), else as gs_result_new's. */
+PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
+                             gs_dtype dtype, gs_view *v);
+
 /* ---- settling, shared by the scan-like ops (settle.c) ------------------------------------- */
 
 /* The `out=` operand: a NumPy array or a device array (else TypeError). */

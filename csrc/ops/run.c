@@ -99,6 +99,21 @@ void gs_bag_free(gs_bag *bag)
 
 /* ---- results ------------------------------------------------------------------------------ */
 
+/* *v = a view of a new NumPy result; returns it. */
+static PyObject *host_result_view(PyArrayObject *a, gs_dtype dtype, gs_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->ptr = PyArray_BYTES(a);
+    v->dtype = dtype;
+    v->mem = GS_MEM_HOST;
+    v->ndim = PyArray_NDIM(a);
+    for (int i = 0; i < v->ndim; i++) {
+        v->shape[i] = PyArray_DIM(a, i);
+        v->strides[i] = PyArray_STRIDE(a, i);
+    }
+    return (PyObject *)a;
+}
+
 PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dtype, gs_view *v)
 {
     npy_intp dims[GS_MAX_NDIM];
@@ -117,16 +132,57 @@ PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dty
         dims[i] = (npy_intp)shape[i];
     if ((a = (PyArrayObject *)PyArray_Empty(ndim, dims, descr, 0)) == NULL)
         return NULL;
-    memset(v, 0, sizeof(*v));
-    v->ptr = PyArray_BYTES(a);
-    v->dtype = dtype;
-    v->mem = GS_MEM_HOST;
-    v->ndim = ndim;
-    for (int i = 0; i < ndim; i++) {
-        v->shape[i] = shape[i];
-        v->strides[i] = PyArray_STRIDE(a, i);
+    return host_result_view(a, dtype, v);
+}
+
+/* The owner of a result's block from a backend's host_take: gives it back when the array (and
+ * every view of it) is gone.  The capsule's context is the backend's table. */
+#define GS_HOST_BLOCK "gpuscan host block"
+
+static void host_block_free(PyObject *capsule)
+{
+    const gs_backend_ops *be = PyCapsule_GetContext(capsule);
+
+    if (be != NULL)
+        be->host_give(PyCapsule_GetPointer(capsule, GS_HOST_BLOCK));
+}
+
+PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
+                             gs_dtype dtype, gs_view *v)
+{
+    npy_intp dims[GS_MAX_NDIM];
+    const size_t bytes = (size_t)gs_shape_size(ndim, shape) * gs_dtype_size(dtype);
+    PyArray_Descr *descr;
+    PyObject *owner;
+    PyArrayObject *a;
+    void *ptr = NULL;
+
+    if (be->host_take != NULL && bytes > 0) {
+        Py_BEGIN_ALLOW_THREADS
+            ptr = be->host_take(bytes);
+        Py_END_ALLOW_THREADS
     }
-    return (PyObject *)a;
+    if (ptr == NULL)
+        return gs_result_new(GS_MEM_HOST, ndim, shape, dtype, v);
+    if ((owner = PyCapsule_New(ptr, GS_HOST_BLOCK, host_block_free)) == NULL ||
+        PyCapsule_SetContext(owner, (void *)be) < 0 || (descr = gs_descr(dtype)) == NULL) {
+        if (owner != NULL)
+            Py_DECREF(owner);
+        else
+            be->host_give(ptr);
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++)
+        dims[i] = (npy_intp)shape[i];
+    a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, ptr,
+                                              NPY_ARRAY_CARRAY, NULL);
+    if (a == NULL || PyArray_SetBaseObject(a, owner) < 0) { /* steals owner, even on failure */
+        if (a == NULL)
+            Py_DECREF(owner);
+        Py_XDECREF(a);
+        return NULL;
+    }
+    return host_result_view(a, dtype, v);
 }
 
 /* ---- shapes ------------------------------------------------------------------------------- */

@@ -172,8 +172,9 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
     if (out_obj != Py_None) {
         res = c->out.view;
         ret = Py_NewRef(out_obj);
-    } else if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, rnd, rshape,
-                                    plan->acc_type, &res)) == NULL) {
+    } else if ((ret = streamed ? gs_result_streamed(be, rnd, rshape, plan->acc_type, &res)
+                               : gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, rnd, rshape,
+                                               plan->acc_type, &res)) == NULL) {
         return NULL;
     }
     if (!whole && !in_place) {

@@ -83,7 +83,7 @@ static int split_prepare(gs_split_desc *d, int64_t total, void *ctx)
 static int stream_result(void *ctx, int64_t len, gs_view *out)
 {
     split_target *t = ctx;
-    t->res = gs_result_new(GS_MEM_HOST, 1, &len, t->view.dtype, out);
+    t->res = gs_result_streamed(t->be, 1, &len, t->view.dtype, out);
     return t->res != NULL ? 0 : -1;
 }
 

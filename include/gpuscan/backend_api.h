@@ -400,6 +400,12 @@ typedef struct gs_backend_ops {
     int (*stream_split)(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
                         int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
                         int64_t *total);
+    /* Host memory the streamed entries' copies reach fastest (CUDA: page-locked), for the
+     * host results they fill (NULL for none): host_take gives `bytes` of it, or NULL when it
+     * has none to give (the result is then ordinary memory); host_give takes it back when the
+     * result is freed.  No GIL needed. */
+    void *(*host_take)(size_t bytes);
+    void (*host_give)(void *ptr);
 } gs_backend_ops;
 
 extern const gs_backend_ops gs_cpu_backend;
