@@ -415,13 +415,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     GS_FN(emit)(op, in_t, out_t, seg, p, tile, x, &mine, &tot, &sm);
 }
 
-/* The lookahead driver (see the file's header); its dynamic shared memory holds three tiles
- * of input (3 * GS_NV * sizeof(input)), aligned to 128 bytes whatever the size of the static
- * shared memory before it: a warp's 512-byte piece then spans four 128-byte rows of the banks,
- * not five (H200, 2^28 values: int32 add at 89% of memcpy against 81% with the buffers
- * 16 bytes off, float32 add 87% against 84% 24 bytes off). */
-extern __shared__ __align__(128) uint4 gs_dynamic_smem[];
-
+/* The lookahead driver (see the file's header); its dynamic shared memory (gs_dynamic_smem)
+ * holds three tiles of input (3 * GS_NV * sizeof(input)). */
 static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t,
                                                                gs_dtype out_t, int seg,
                                                                const gs_scan_kparams *p)

@@ -43,15 +43,22 @@
 #define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
 
-/* The linear recurrence's kernels (dispatch/linrec.cu) keep a tile's a and leaves in registers
- * across the look-back.  ptxas (sm_90, CUDA 13): float32 under 4 blocks spills 332 bytes, under
- * 3 uses 80 registers and spills 100 bytes (in the look-back, once per tile), under 2 none at 98
- * registers; float64 under 2 uses 128 and spills 136 bytes.  Not yet timed: overridable. */
+/* The linear recurrence's kernels (dispatch/linrec.cu).  One tile per block keeps a tile's a
+ * and leaves in registers across the look-back; the lookahead driver keeps them in its shared
+ * memory (three slots of a and b: 48 KiB for float32, four blocks per multiprocessor as the
+ * scan's, 96 KiB and two for float64).  ptxas figures: benchmarks/NOTES.md.  Not yet timed:
+ * overridable. */
 #ifndef GS_LR_MIN_BLOCKS_f32
 #define GS_LR_MIN_BLOCKS_f32 3
 #endif
 #ifndef GS_LR_MIN_BLOCKS_f64
 #define GS_LR_MIN_BLOCKS_f64 2
+#endif
+#ifndef GS_LR_AHEAD_MIN_BLOCKS_f32
+#define GS_LR_AHEAD_MIN_BLOCKS_f32 4
+#endif
+#ifndef GS_LR_AHEAD_MIN_BLOCKS_f64
+#define GS_LR_AHEAD_MIN_BLOCKS_f64 2
 #endif
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
