@@ -84,8 +84,7 @@ static __device__ __forceinline__ int64_t GS_FN(lr_piece_step)(int64_t tile, int
     return tile * GS_LR_NV + (int64_t)k * GS_NT * C + (int64_t)threadIdx.x * C;
 }
 
-static __device__ __forceinline__ int64_t GS_FN(lr_piece_at)(const gs_linrec_kparams *p,
-                                                             int64_t g0)
+static __device__ __forceinline__ int64_t GS_FN(lr_piece_at)(const gs_linrec_kparams *p, int64_t g0)
 {
     const int C = 16 / (int)sizeof(GS_R);
     return p->reverse ? p->n - g0 - C : g0;
@@ -105,7 +104,8 @@ static __device__ __forceinline__ int GS_FN(lr_whole)(const gs_linrec_kparams *p
 
 /* Tile buffers of the lookahead driver: slot i holds a tile's a (GS_LR_NV values), then its b
  * (the leaves once its aggregate phase is done), each piece where lr_buf_at puts it. */
-#define GS_LR_BUF_A(i) ((void *)((char *)gs_dynamic_smem + (size_t)(2 * (i)) * GS_LR_NV * sizeof(GS_R)))
+#define GS_LR_BUF_A(i) \
+    ((void *)((char *)gs_dynamic_smem + (size_t)(2 * (i)) * GS_LR_NV * sizeof(GS_R)))
 #define GS_LR_BUF_B(i) \
     ((void *)((char *)gs_dynamic_smem + (size_t)(2 * (i) + 1) * GS_LR_NV * sizeof(GS_R)))
 
@@ -228,9 +228,9 @@ typedef struct GS_FN(gs_linrec_smem) {
 /* Aggregate phase: this thread's pieces composed per row (a, the leaves lb, the head bits in
  * *mine), the block's scan of them (each thread's exclusive prefix into mine->row), the rows'
  * pairs into *tot and the tile's pair published (thread 0). */
-static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kparams *p,
-                                                           int64_t tile, const GS_R *a,
-                                                           const GS_R *lb, GS_FN(gs_lr_mine) *mine,
+static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kparams *p, int64_t tile,
+                                                           const GS_R *a, const GS_R *lb,
+                                                           GS_FN(gs_lr_mine) *mine,
                                                            GS_FN(gs_lr_totals) *tot,
                                                            GS_FN(gs_block_pair_smem) *sm)
 {
@@ -288,12 +288,9 @@ static __device__ __forceinline__ double GS_FN(lr_apply)(int f, GS_R A, GS_R B, 
 
 /* Emit phase, piece k (a, lb: its C steps): each step from the thread's prefix in its row, the
  * row from h before it (*before, then moved past the row). */
-static __device__ __forceinline__ void GS_FN(lr_emit_piece)(const gs_linrec_kparams *p,
-                                                            int64_t tile, int k, const GS_R *a,
-                                                            const GS_R *lb,
-                                                            const GS_FN(gs_lr_mine) *mine,
-                                                            const GS_FN(gs_lr_totals) *tot,
-                                                            double *before)
+static __device__ __forceinline__ void GS_FN(lr_emit_piece)(
+    const gs_linrec_kparams *p, int64_t tile, int k, const GS_R *a, const GS_R *lb,
+    const GS_FN(gs_lr_mine) *mine, const GS_FN(gs_lr_totals) *tot, double *before)
 {
     const int C = 16 / (int)sizeof(GS_R);
     GS_R y[4];
@@ -316,7 +313,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tile)(const gs_linrec_kparam
     const int R = GS_LR_VT / C;
 
     if (threadIdx.x == 0)
-        sm.tiles[0] = atomicAdd(p->s.counter, 1u);
+        sm.tiles[0] = gs_take_tile(p->s.counter, gridDim.x);
     __syncthreads();
     const int64_t tile = sm.tiles[0];
 
@@ -359,62 +356,46 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
     __shared__ GS_FN(gs_linrec_smem) sm;
     const int64_t ntiles = gs_linrec_tiles(p->n);
 
-    if (threadIdx.x == 0) {
-        sm.tiles[0] = atomicAdd(p->s.counter, 1u);
-        sm.tiles[1] = sm.tiles[0] < ntiles ? atomicAdd(p->s.counter, 1u) : 0xffffffffu;
-    }
-    __syncthreads();
-    int64_t cur = sm.tiles[0], next = sm.tiles[1], prev = -1;
-    if (cur >= ntiles)
+    gs_ahead_tiles t;
+    if (!gs_ahead_start(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, sm.tiles, &t))
         return;
-    int bp = 2, bc = 0, bn = 1; /* buffer slots of prev, cur and next */
-    int pre_c = GS_FN(lr_whole)(p, cur);
-    if (pre_c)
-        GS_FN(lr_prefetch)(p, cur, bc);
+    t.pre_c = GS_FN(lr_whole)(p, t.cur);
+    if (t.pre_c)
+        GS_FN(lr_prefetch)(p, t.cur, t.bc);
     GS_FN(gs_lr_mine) mine_p;
 
     for (;;) {
         /* ---- The next tile streams in while this iteration works. ---- */
-        const int pre_n = next < ntiles && GS_FN(lr_whole)(p, next);
-        unsigned after = 0xffffffffu;
-        if (threadIdx.x == 0 && next < ntiles)
-            after = atomicAdd(p->s.counter, 1u);
-        if (pre_c)
-            gs_cp_async_wait(); /* cur's copies, issued before next's */
+        const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
+        const unsigned after =
+            gs_ahead_take(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
         if (pre_n)
-            GS_FN(lr_prefetch)(p, next, bn);
+            GS_FN(lr_prefetch)(p, t.next, t.bn);
 
         /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
         GS_FN(gs_lr_mine) mine_c;
         {
             GS_R a[GS_LR_VT], lb[GS_LR_VT];
-            mine_c.heads = GS_FN(lr_gather)(p, cur, pre_c ? bc : -1, bc, a, lb);
-            GS_FN(lr_aggregate)(p, cur, a, lb, &mine_c, &sm.totals[bc], &sm.block);
+            mine_c.heads = GS_FN(lr_gather)(p, t.cur, t.pre_c ? t.bc : -1, t.bc, a, lb);
+            GS_FN(lr_aggregate)(p, t.cur, a, lb, &mine_c, &sm.totals[t.bc], &sm.block);
             if (threadIdx.x == 0)
                 sm.tiles[2] = after;
         }
 
-        /* ---- Look-back and emit phases of prev. ---- */
-        if (prev >= 0)
-            GS_FN(lr_finish_kept)(p, prev, bp, &mine_p, &sm);
+        /* ---- Look-back and emit phases of prev (its a and leaves in its slot). ---- */
+        if (t.prev >= 0)
+            GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
         __syncthreads(); /* sm.tiles[2] is read below; totals[bp] is rewritten later */
 
         /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
-        prev = cur;
         mine_p = mine_c;
-        cur = next;
-        pre_c = pre_n;
-        next = sm.tiles[2];
-        const int b = bp;
-        bp = bc;
-        bc = bn;
-        bn = b;
-        if (cur >= ntiles)
+        gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
+        if (t.cur >= ntiles)
             break;
     }
 
     /* ---- The last tile's look-back and emit. ---- */
-    GS_FN(lr_finish_kept)(p, prev, bp, &mine_p, &sm);
+    GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
 }
 
 #undef GS_LR_BUF_A

@@ -48,22 +48,20 @@ typedef struct gs_linrec_kparams {
 #undef GS_RS
 #undef GS_LR_DT
 
-#define GS_LR_KERNELS(rs)                                                                   \
-    __global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_##rs)                         \
-        gs_linrec_##rs(gs_linrec_kparams p)                                                 \
-    {                                                                                       \
-        linrec_tile_##rs(&p);                                                               \
-    }                                                                                       \
-    __global__ void __launch_bounds__(GS_NT, GS_LR_AHEAD_MIN_BLOCKS_##rs)                   \
-        gs_linrec_ahead_##rs(gs_linrec_kparams p)                                           \
-    {                                                                                       \
-        linrec_tiles_ahead_##rs(&p);                                                        \
+#define GS_LR_KERNELS(rs)                                                 \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_##rs)       \
+        gs_linrec_##rs(gs_linrec_kparams p)                               \
+    {                                                                     \
+        linrec_tile_##rs(&p);                                             \
+    }                                                                     \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_AHEAD_MIN_BLOCKS_##rs) \
+        gs_linrec_ahead_##rs(gs_linrec_kparams p)                         \
+    {                                                                     \
+        linrec_tiles_ahead_##rs(&p);                                      \
     }
 GS_LR_KERNELS(f32)
 GS_LR_KERNELS(f64)
 #undef GS_LR_KERNELS
-
-typedef void (*gs_linrec_kernel)(gs_linrec_kparams);
 
 extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream)
@@ -97,19 +95,9 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
     /* ---- The one launch: the lookahead driver's persistent grid when the tiles fill the
      * device several times over (three tiles of a and b in shared memory per block), else a
      * block per tile. ---- */
-    gs_linrec_kernel kernel = d->type == GS_FLOAT32 ? gs_linrec_f32 : gs_linrec_f64;
-    const gs_linrec_kernel ahead = d->type == GS_FLOAT32 ? gs_linrec_ahead_f32 : gs_linrec_ahead_f64;
-    const size_t ahead_smem = (size_t)6 * GS_LR_NV * gs_dtype_size(d->type);
-    int64_t blocks = tiles;
-    size_t smem = 0;
-    int resident;
-    if ((err = gs_resident_blocks((const void *)ahead, ahead_smem, &resident)) != cudaSuccess)
-        return err;
-    if (tiles >= (int64_t)GS_AHEAD_MIN_WAVES * resident) {
-        kernel = ahead;
-        blocks = resident;
-        smem = ahead_smem;
-    }
-    kernel<<<(unsigned)blocks, GS_NT, smem, stream>>>(p);
-    return gs_launch_check(stream);
+    const int f32 = d->type == GS_FLOAT32;
+    return gs_launch_tiles(f32 ? (const void *)gs_linrec_f32 : (const void *)gs_linrec_f64,
+                           f32 ? (const void *)gs_linrec_ahead_f32
+                               : (const void *)gs_linrec_ahead_f64,
+                           (size_t)6 * GS_LR_NV * gs_dtype_size(d->type), tiles, &p, stream);
 }
