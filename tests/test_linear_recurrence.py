@@ -3,19 +3,24 @@
 h[t] = a[t] h[t-1] + b[t] along an axis, h[-1] = h0.  The contract: float32 and float64 only,
 deterministic, and |h[t] - exact[t]| <= 4 (log2(n) + 2) eps m[t], m being the same recurrence on
 |a|, |b| and |h0|; NaN where the loop has NaN.  Lengths are named after the path they reach: the
-scan tile NV (the CUDA kernel's tiles and their look-back), the CPU backend's chunk of 16384 steps,
-and more than 224 tiles (the anchored look-back's lag).  The same tests run on whichever backend
-is active; the GPU-only ones are marked `gpu`.
+tile NV (the CUDA kernels' tiles and their look-back), the CPU backend's chunk of 16384 steps,
+more than 224 tiles (the anchored look-back's lag) and AHEAD (the CUDA lookahead driver).  The same
+tests run on whichever backend is active; the GPU-only ones are marked `gpu`.
 """
 import numpy as np
 import pytest
 
 import gpuscan
-from conftest import NV, make_layout, outputs_on_thread_counts
+from conftest import make_layout, outputs_on_thread_counts
 from gpuscan import _gpuscan
 from reference import bits, check_linrec, linrec_python
 
 CPU_CHUNK = 16384  # cpu/linrec.c's GS_LR_CHUNK: steps per chunk of a row
+NV = _gpuscan._linrec_tile_items()  # the CUDA kernels' tile (GS_LR_NV, half the scan's)
+# The CUDA lookahead driver runs once the tiles number 4x its resident blocks: float32 2112
+# tiles on an H100 or H200 (4 blocks on each of 132 multiprocessors), float64 1056; this many
+# steps reach it on any current GPU (B200: 148 multiprocessors, 2368 float32 tiles).
+AHEAD = 4096 * NV
 
 LENGTHS = [
     pytest.param(1, id="one"),
@@ -356,3 +361,43 @@ def test_cupy_inputs(rng):
     check_linrec(cp.asnumpy(out), a, b)
     assert gpuscan.linear_recurrence(ca, cb, out=ca) is ca  # in place on the device
     check_linrec(cp.asnumpy(ca), a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["decay", "zeros"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+def test_device_lookahead_rows(dtype, kind, rng):
+    # The lookahead driver (AHEAD steps and more) over rows that start inside tiles, a tail tile,
+    # h0 and both directions; bits the same on every run.
+    rows, row_len = AHEAD // (4 * NV) + 1, 4 * NV + 3
+    a, b = coefficients(rng, None, kind, dtype, shape=(rows, row_len))
+    h0 = rng.uniform(-1, 1, rows).astype(dtype)
+    da, db, dh0 = gpuscan.to_device(a), gpuscan.to_device(b), gpuscan.to_device(h0)
+    for reverse in (False, True):
+        first = gpuscan.linear_recurrence(da, db, h0=dh0, reverse=reverse).get()
+        check_linrec(first, a, b, h0=h0, reverse=reverse)
+        for _ in range(2):
+            again = gpuscan.linear_recurrence(da, db, h0=dh0, reverse=reverse).get()
+            assert np.array_equal(bits(again), bits(first))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+def test_device_lookahead_one_row(dtype, rng):
+    # One recurrence through the lookahead driver, a = 1 (a prefix sum: the bound against the
+    # float64 cumsum, as test_prefix_sum_accuracy): forward (whole tiles through shared memory,
+    # the tail element by element) and reversed (n not a multiple of the 16-byte piece: every tile
+    # element by element), the same bits on every run.
+    n = AHEAD + 5
+    b = rng.uniform(0, 1, n).astype(dtype)
+    da, db = gpuscan.to_device(np.ones(n, dtype)), gpuscan.to_device(b)
+    eps = np.finfo(dtype).eps
+    for reverse in (False, True):
+        h = gpuscan.linear_recurrence(da, db, reverse=reverse).get()
+        x = b.astype(np.float64)
+        exact = np.cumsum(x[::-1])[::-1] if reverse else np.cumsum(x)
+        assert (np.abs(h - exact) <= 4 * (np.log2(n) + 2) * eps * exact).all()
+        again = gpuscan.linear_recurrence(da, db, reverse=reverse).get()
+        assert np.array_equal(bits(again), bits(h))

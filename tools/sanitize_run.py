@@ -18,7 +18,7 @@ and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); d
 other algorithms where the build has them; split and compact (every value and flag width, tile
 edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
 bins, weights, searched edges, uneven and unaligned n) and bincount; reduceat, segmented_reduce
-and linear_recurrence (apps_cases).  Device buffers come from
+and linear_recurrence (apps_cases; its lookahead driver: linrec_driver_cases).  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -479,6 +479,61 @@ def driver_cases(run, nv, reduced):
                                  "add"))
 
 
+def linrec_driver_cases(run, cp, reduced):
+    """linear_recurrence through the lookahead driver (tiles >= 4x its resident blocks: 4096
+    tiles reach it on any current GPU): whole tiles streamed through shared memory, a tail tile,
+    tiles read element by element (reversed with n not a multiple of a 16-byte piece; an
+    unaligned CuPy view), rows starting inside tiles with h0, float64, in place."""
+    rng = np.random.default_rng(17)
+    lr_nv = _gpuscan._linrec_tile_items()
+    n = 4096 * lr_nv + 5
+
+    def prefix_sum(dt, reverse=False, cupy_offset=False, in_place=False):
+        b = rng.uniform(0, 1, n).astype(dt)
+        x = b.astype(np.float64)
+        ref = np.cumsum(x[::-1])[::-1] if reverse else np.cumsum(x)
+        if cupy_offset:   # one element past a 16-byte boundary
+            ca = cp.ones(n + 1, dt)[1:]
+            cb = cp.asarray(np.concatenate([[0], b]).astype(dt))[1:]
+            res = gpuscan.linear_recurrence(ca, cb, reverse=reverse)
+        else:
+            da, db = gpuscan.to_device(np.ones(n, dt)), gpuscan.to_device(b)
+            res = gpuscan.linear_recurrence(da, db, reverse=reverse, out=db if in_place else None)
+            if in_place and res is not db:
+                return "out= not returned"
+        return None if np.allclose(host(res), ref, rtol=1e-4) else "prefix sum differs"
+
+    def rows(dt, reverse=False):
+        r = rng.uniform(0.5, 1.0, (1025, 4 * lr_nv + 3)).astype(dt)
+        q = rng.uniform(-1, 1, r.shape).astype(dt)
+        h0 = np.arange(r.shape[0], dtype=dt) / r.shape[0]
+        res = host(gpuscan.linear_recurrence(gpuscan.to_device(r), gpuscan.to_device(q), axis=1,
+                                             h0=h0, reverse=reverse))
+        ref = np.empty(r.shape)
+        h = h0.astype(np.float64)
+        for t in (range(r.shape[1] - 1, -1, -1) if reverse else range(r.shape[1])):
+            h = r[:, t] * h + q[:, t]
+            ref[:, t] = h
+        return None if np.allclose(res, ref, rtol=1e-4, atol=1e-5) else "rows differ"
+
+    run.case(f"lookahead linear_recurrence float32 n={n}", lambda: prefix_sum(np.float32))
+    run.case("lookahead linear_recurrence float32 rows h0", lambda: rows(np.float32))
+    if reduced:
+        return
+    run.case(f"lookahead linear_recurrence float32 reverse n={n}",
+             lambda: prefix_sum(np.float32, reverse=True))
+    run.case("lookahead linear_recurrence float32 rows h0 reverse",
+             lambda: rows(np.float32, reverse=True))
+    run.case(f"lookahead linear_recurrence float64 n={n}", lambda: prefix_sum(np.float64))
+    run.case("lookahead linear_recurrence float64 rows h0 reverse",
+             lambda: rows(np.float64, reverse=True))
+    run.case(f"lookahead linear_recurrence float32 in place n={n}",
+             lambda: prefix_sum(np.float32, in_place=True))
+    if cp is not None:
+        run.case(f"lookahead linear_recurrence float32 CuPy unaligned n={n}",
+                 lambda: prefix_sum(np.float32, cupy_offset=True))
+
+
 def split_cases(run, nv, cp, reduced):
     """split and compact: the count pass (every flag width, floats), the scatter pass (every
     value width), partial tiles, flags at tile edges, all and none flagged, unaligned device
@@ -702,6 +757,7 @@ def main():
         segmented_and_reduce_cases(run, nv, args.reduced)
     if want("driver"):
         driver_cases(run, nv, args.reduced)
+        linrec_driver_cases(run, cp, args.reduced)
     if want("split"):
         split_cases(run, nv, cp, args.reduced)
     if want("apps"):

@@ -72,6 +72,11 @@ static PyObject *segreduce_scratch_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(gs_segreduce_scratch_bytes((int64_t)n, (int64_t)nseg, sorted));
 }
 
+static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_LR_NV);
+}
+
 static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
 {
     int64_t n;
@@ -267,6 +272,9 @@ PyMethodDef gs_testing_methods[] = {
     { "_segreduce_scratch_bytes", segreduce_scratch_bytes, METH_VARARGS,
       "_segreduce_scratch_bytes(n, nseg, sorted)\n--\n\nScratch bytes of a device segmented "
       "reduction, for tests." },
+    { "_linrec_tile_items", linrec_tile_items, METH_NOARGS,
+      "_linrec_tile_items()\n--\n\nSteps per tile of the device linear recurrence (GS_LR_NV), "
+      "for tests." },
     { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
       "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
       "values, for tests." },

@@ -143,6 +143,27 @@ static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sor
 }
 
 /*
+ * The linear recurrence's tile (dispatch/linrec.cu): GS_LR_VT steps per thread, GS_LR_NV per
+ * tile.  Half the scan's: a step reads two values (a and b), so a float32 tile of a and b is
+ * 16 KiB, as an int32 scan tile, and the lookahead driver's three tiles in shared memory (48 KiB)
+ * leave room for four blocks per multiprocessor, as the scan's do (H100/H200).  Both of the
+ * recurrence's drivers use it: they give the same bits.
+ */
+#ifndef GS_LR_VT /* overridable for tuning */
+#define GS_LR_VT 8
+#endif
+#define GS_LR_NV (GS_NT * GS_LR_VT)
+#if (GS_LR_VT & (GS_LR_VT - 1)) != 0 || GS_LR_VT < 4 || GS_LR_VT > GS_VT
+#error "GS_LR_VT must be a power of two in [4, GS_VT]: whole float32 pieces, the scan's row count"
+#endif
+
+/* Tiles of a linear recurrence over n steps. */
+static inline GS_HD int64_t gs_linrec_tiles(int64_t n)
+{
+    return (n + GS_LR_NV - 1) / GS_LR_NV;
+}
+
+/*
  * Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
  * line), one look-back descriptor per tile (two 16-byte words: the tile's pair (A, B) as
  * doubles) and one per anchor (four words: the anchor's exclusive prefix as double-double
@@ -153,7 +174,7 @@ static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sor
 
 static inline size_t gs_linrec_scratch_bytes(int64_t n)
 {
-    int64_t tiles = gs_scan_tiles(n);
+    int64_t tiles = gs_linrec_tiles(n);
     if (tiles == 0)
         return 0;
     return (size_t)(GS_SCRATCH_ALIGN + GS_LINREC_TILE_BYTES * tiles +

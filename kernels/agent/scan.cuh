@@ -378,20 +378,6 @@ static __device__ __forceinline__ void GS_FN(emit)(gs_op op, gs_dtype in_t, gs_d
     GS_FN(carry_after)(p, tile, row_carry);
 }
 
-/* The next tile index from the scratch's counter.  A scan takes exactly `takes` indices (one
- * per block for one tile per block; the tiles plus one index past the end per block for the
- * lookahead driver, whose blocks stop asking after the first); the one that takes the last
- * index resets the counter, after every other take.  So a scratch that starts with a zero
- * counter ends with one, and scans with distinct epochs need no zeroing in between. */
-static __device__ __forceinline__ unsigned GS_FN(take_tile)(const gs_scan_kparams *p,
-                                                            unsigned takes)
-{
-    const unsigned t = atomicAdd(p->ts.counter, 1u);
-    if (t == takes - 1u)
-        atomicExch(p->ts.counter, 0u);
-    return t;
-}
-
 /* One tile per block, in launch order. */
 static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                          int seg, const gs_scan_kparams *p)
@@ -400,7 +386,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     /* Tiles in launch order for the look-back; the block that takes the last one puts the
      * counter back to zero for the next scan over this scratch (every block has taken its). */
     if (threadIdx.x == 0)
-        sm.tiles[0] = GS_FN(take_tile)(p, gridDim.x);
+        sm.tiles[0] = gs_take_tile(p->ts.counter, gridDim.x);
     __syncthreads();
     const int64_t tile = sm.tiles[0];
     GS_R x[GS_VT];
@@ -415,13 +401,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles)(gs_op op, gs_dtype in_t
     GS_FN(emit)(op, in_t, out_t, seg, p, tile, x, &mine, &tot, &sm);
 }
 
-/* The lookahead driver (see the file's header); its dynamic shared memory holds three tiles
- * of input (3 * GS_NV * sizeof(input)), aligned to 128 bytes whatever the size of the static
- * shared memory before it: a warp's 512-byte piece then spans four 128-byte rows of the banks,
- * not five (H200, 2^28 values: int32 add at 89% of memcpy against 81% with the buffers
- * 16 bytes off, float32 add 87% against 84% 24 bytes off). */
-extern __shared__ __align__(128) uint4 gs_dynamic_smem[];
-
+/* The lookahead driver (see the file's header); its dynamic shared memory (gs_dynamic_smem)
+ * holds three tiles of input (3 * GS_NV * sizeof(input)). */
 static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtype in_t,
                                                                gs_dtype out_t, int seg,
                                                                const gs_scan_kparams *p)
@@ -436,76 +417,58 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
     const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
 #define GS_BUF(i) ((void *)((char *)gs_dynamic_smem + (size_t)(i)*buf_bytes))
 
-    const unsigned takes = (unsigned)ntiles + gridDim.x;
-    if (threadIdx.x == 0) {
-        sm.tiles[0] = GS_FN(take_tile)(p, takes);
-        sm.tiles[1] = sm.tiles[0] < ntiles ? GS_FN(take_tile)(p, takes) : 0xffffffffu;
-    }
-    __syncthreads();
-    int64_t cur = sm.tiles[0], next = sm.tiles[1], prev = -1;
-    if (cur >= ntiles)
+    gs_ahead_tiles t;
+    if (!gs_ahead_start(p->ts.counter, (unsigned)ntiles + gridDim.x, ntiles, sm.tiles, &t))
         return;
-    int bp = 2, bc = 0, bn = 1; /* buffer slots of prev, cur and next */
-    int pre_c = can_prefetch && cur < whole_tiles, pre_p = 0;
-    if (pre_c)
-        GS_FN(prefetch)(in_t, C, R, p->in, cur, GS_BUF(bc));
+    t.pre_c = can_prefetch && t.cur < whole_tiles;
+    if (t.pre_c)
+        GS_FN(prefetch)(in_t, C, R, p->in, t.cur, GS_BUF(t.bc));
     GS_FN(gs_tile_mine) mine_p;
 
     for (;;) {
         /* ---- The next tile streams in while this iteration works. ---- */
-        const int pre_n = can_prefetch && next < whole_tiles;
-        unsigned after = 0xffffffffu;
-        if (threadIdx.x == 0 && next < ntiles)
-            after = GS_FN(take_tile)(p, takes);
-        if (pre_c)
-            gs_cp_async_wait(); /* cur's copies, issued before next's */
+        const int pre_n = can_prefetch && t.next < whole_tiles;
+        const unsigned after =
+            gs_ahead_take(p->ts.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
         if (pre_n)
-            GS_FN(prefetch)(in_t, C, R, p->in, next, GS_BUF(bn));
+            GS_FN(prefetch)(in_t, C, R, p->in, t.next, GS_BUF(t.bn));
 
         /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
         GS_FN(gs_tile_mine) mine_c;
         {
             GS_R x[GS_VT];
             GS_FN(gs_tile_totals) tot;
-            GS_FN(gather)(op, in_t, out_t, p, cur, pre_c ? GS_BUF(bc) : NULL, x);
+            GS_FN(gather)(op, in_t, out_t, p, t.cur, t.pre_c ? GS_BUF(t.bc) : NULL, x);
             GS_FN(aggregate)
-            (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, cur) : 0u, &mine_c,
+            (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, t.cur) : 0u, &mine_c,
              &tot, &sm.block);
-            GS_FN(publish_aggregate)(op, out_t, p, cur, &tot);
+            GS_FN(publish_aggregate)(op, out_t, p, t.cur, &tot);
             if (threadIdx.x == 0) {
-                sm.totals[bc] = tot;
+                sm.totals[t.bc] = tot;
                 sm.tiles[2] = after;
             }
         }
 
         /* ---- Look-back and emit phases of prev. ---- */
-        if (prev >= 0) {
-            GS_FN(learn_prefix)(op, out_t, seg, p, prev, &sm.totals[bp], &sm);
+        if (t.prev >= 0) {
+            GS_FN(learn_prefix)(op, out_t, seg, p, t.prev, &sm.totals[t.bp], &sm);
             GS_R x[GS_VT];
-            GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
-            GS_FN(emit)(op, in_t, out_t, seg, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+            GS_FN(gather)(op, in_t, out_t, p, t.prev, t.pre_p ? GS_BUF(t.bp) : NULL, x);
+            GS_FN(emit)(op, in_t, out_t, seg, p, t.prev, x, &mine_p, &sm.totals[t.bp], &sm);
         }
         __syncthreads(); /* sm.tiles[2] is read below; totals[bp] is rewritten later */
 
         /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
-        prev = cur;
         mine_p = mine_c;
-        pre_p = pre_c;
-        cur = next;
-        pre_c = pre_n;
-        next = sm.tiles[2];
-        const int b = bp;
-        bp = bc;
-        bc = bn;
-        bn = b;
-        if (cur >= ntiles)
+        gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
+        if (t.cur >= ntiles)
             break;
     }
 
     /* ---- The last tile's look-back and emit. ---- */
-    GS_FN(learn_prefix)(op, out_t, seg, p, prev, &sm.totals[bp], &sm);
+    GS_FN(learn_prefix)(op, out_t, seg, p, t.prev, &sm.totals[t.bp], &sm);
     GS_R x[GS_VT];
-    GS_FN(gather)(op, in_t, out_t, p, prev, pre_p ? GS_BUF(bp) : NULL, x);
-    GS_FN(emit)(op, in_t, out_t, seg, p, prev, x, &mine_p, &sm.totals[bp], &sm);
+    GS_FN(gather)(op, in_t, out_t, p, t.prev, t.pre_p ? GS_BUF(t.bp) : NULL, x);
+    GS_FN(emit)(op, in_t, out_t, seg, p, t.prev, x, &mine_p, &sm.totals[t.bp], &sm);
 #undef GS_BUF
 }

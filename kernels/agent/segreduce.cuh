@@ -129,7 +129,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
 
     /* ---- The tile, and its heads. ---- */
     if (threadIdx.x == 0)
-        sm.tiles[0] = GS_FN(take_tile)(p, gridDim.x);
+        sm.tiles[0] = gs_take_tile(p->ts.counter, gridDim.x);
     __syncthreads();
     const int64_t tile = sm.tiles[0];
     gs_seg_bits_of(sp, tile, &b);

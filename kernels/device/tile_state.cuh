@@ -63,7 +63,7 @@ static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned tag
  * the tile counter, two descriptor words per tile (value, compensation), then two per anchor
  * (every GS_ANCHOR_EVERY-th tile: its exclusive prefix, value and compensation) for the
  * anchored look-back of float add and mul (device/lookback.cuh).  The counter is zero when a
- * scan starts, and the block that takes the scan's last index (agent/scan.cuh take_tile)
+ * scan starts, and the block that takes the scan's last index (gs_take_tile below)
  * puts it back to zero. */
 typedef struct gs_tile_state {
     unsigned *counter;   /* next tile to hand out: tiles start in launch order */
@@ -86,6 +86,79 @@ static inline gs_tile_state gs_tile_state_carve(void *scratch, int64_t tiles, un
 static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, int64_t anchor)
 {
     return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
+}
+
+/* The next tile index from a scratch's counter.  A launch takes exactly `takes` indices (one
+ * per block for one tile per block; the tiles plus one index past the end per block for a
+ * lookahead driver, whose blocks stop asking after the first); the one that takes the last
+ * index resets the counter, after every other take.  So a scratch that starts with a zero
+ * counter ends with one, and scans with distinct epochs need no zeroing in between. */
+static __device__ __forceinline__ unsigned gs_take_tile(unsigned *counter, unsigned takes)
+{
+    const unsigned t = atomicAdd(counter, 1u);
+    if (t == takes - 1u)
+        atomicExch(counter, 0u);
+    return t;
+}
+
+/* A lookahead driver block's three tiles (agent/scan.cuh, agent/linrec.cuh), taken in this
+ * order: the previous (emitted this iteration, -1 before the first), the current (aggregated
+ * this iteration) and the next (streaming in); whether the first two were prefetched; the
+ * buffer slot (0, 1, 2) of each. */
+typedef struct gs_ahead_tiles {
+    int64_t prev, cur, next;
+    int pre_p, pre_c;
+    int bp, bc, bn;
+} gs_ahead_tiles;
+
+/* The block's first two tiles (thread 0 takes them through `taken`, shared memory; a barrier):
+ * 0 when the block has none. */
+static __device__ __forceinline__ int gs_ahead_start(unsigned *counter, unsigned takes,
+                                                     int64_t ntiles, unsigned *taken,
+                                                     gs_ahead_tiles *t)
+{
+    if (threadIdx.x == 0) {
+        taken[0] = gs_take_tile(counter, takes);
+        taken[1] = taken[0] < ntiles ? gs_take_tile(counter, takes) : 0xffffffffu;
+    }
+    __syncthreads();
+    t->prev = -1;
+    t->cur = taken[0];
+    t->next = taken[1];
+    t->pre_p = t->pre_c = 0;
+    t->bp = 2;
+    t->bc = 0;
+    t->bn = 1;
+    return t->cur < ntiles;
+}
+
+/* An iteration's start: thread 0 takes the tile after next (returned; 0xffffffff once next is
+ * past the end, and in the other threads), and this thread waits for its copies of cur (issued
+ * before next's). */
+static __device__ __forceinline__ unsigned gs_ahead_take(unsigned *counter, unsigned takes,
+                                                         int64_t ntiles, const gs_ahead_tiles *t)
+{
+    unsigned after = 0xffffffffu;
+    if (threadIdx.x == 0 && t->next < ntiles)
+        after = gs_take_tile(counter, takes);
+    if (t->pre_c)
+        gs_cp_async_wait();
+    return after;
+}
+
+/* Rotate: cur becomes prev, next becomes cur (pre_n: whether it was prefetched), `after` (the
+ * tile taken this iteration, or 0xffffffff) becomes next, in prev's old slot. */
+static __device__ __forceinline__ void gs_ahead_rotate(gs_ahead_tiles *t, int pre_n, unsigned after)
+{
+    const int b = t->bp;
+    t->prev = t->cur;
+    t->pre_p = t->pre_c;
+    t->cur = t->next;
+    t->pre_c = pre_n;
+    t->next = after;
+    t->bp = t->bc;
+    t->bc = t->bn;
+    t->bn = b;
 }
 
 #endif /* GS_TILE_STATE_CUH */

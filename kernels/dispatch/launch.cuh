@@ -10,6 +10,7 @@
 #ifndef GS_LAUNCH_CUH
 #define GS_LAUNCH_CUH
 
+#include "dispatch/tuning.h"
 #include "thread/load_store.cuh"
 
 /* The check after every launch on `stream`. */
@@ -65,6 +66,27 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
         __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
     }
     return cudaSuccess;
+}
+
+/*
+ * The one launch of a single-pass primitive over `tiles` tiles (GS_NT threads a block): `one`, a
+ * block per tile, or, once the tiles number GS_AHEAD_MIN_WAVES times the blocks of the lookahead
+ * kernel `ahead` resident on the device, those blocks of `ahead` with its `ahead_smem` bytes of
+ * dynamic shared memory.  `params` points to the kernels' one parameter.  Ends with the check.
+ */
+static cudaError_t gs_launch_tiles(const void *one, const void *ahead, size_t ahead_smem,
+                                   int64_t tiles, void *params, cudaStream_t stream)
+{
+    int resident;
+    cudaError_t err = gs_resident_blocks(ahead, ahead_smem, &resident);
+    if (err != cudaSuccess)
+        return err;
+    const int use_ahead = tiles >= (int64_t)GS_AHEAD_MIN_WAVES * resident;
+    void *args[1] = { params };
+    err = cudaLaunchKernel(use_ahead ? ahead : one, dim3((unsigned)(use_ahead ? resident : tiles)),
+                           dim3(GS_NT), args, use_ahead ? ahead_smem : 0, stream);
+    const cudaError_t check = gs_launch_check(stream); /* also clears a launch error */
+    return err != cudaSuccess ? err : check;
 }
 
 #endif /* GS_LAUNCH_CUH */

@@ -1,12 +1,13 @@
 /*
  * dispatch/linrec.cu - the linear recurrence h[t] = a[t] h[t-1] + b[t]: its __global__ kernels
- * (float32, float64) and the extern "C" launcher.
+ * (float32, float64; one tile per block and the lookahead driver) and the extern "C" launcher.
  *
- * Level: device-wide algorithm (kernels + dispatch).  One launch after zeroing the scratch: a
- * tile per block, in launch order, each reading its a and b once and writing its h once (12 n
- * bytes for float32), the tiles chained by the anchored look-back over pairs
- * (device/pair_lookback.cuh).  Rows (the other axes of the array) and the direction are run-time
- * parameters: one kernel per floating type.
+ * Level: device-wide algorithm (kernels + dispatch).  One launch after zeroing the scratch: the
+ * tiles, taken in launch order, each read a and b once and write h once (12 n bytes for
+ * float32), chained by the anchored look-back over pairs (device/pair_lookback.cuh).  A block
+ * per tile, or, once the tiles fill the device GS_AHEAD_MIN_WAVES times over, the lookahead
+ * driver's persistent grid (agent/linrec.cuh); both give the same bits.  Rows (the other axes of
+ * the array) and the direction are run-time parameters: two kernels per floating type.
  */
 #include "device/pair_lookback.cuh"
 #include "dispatch/launch.cuh"
@@ -47,20 +48,25 @@ typedef struct gs_linrec_kparams {
 #undef GS_RS
 #undef GS_LR_DT
 
-__global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_f32) gs_linrec_f32(gs_linrec_kparams p)
-{
-    linrec_tile_f32(&p);
-}
-
-__global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_f64) gs_linrec_f64(gs_linrec_kparams p)
-{
-    linrec_tile_f64(&p);
-}
+#define GS_LR_KERNELS(rs)                                                 \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_##rs)       \
+        gs_linrec_##rs(gs_linrec_kparams p)                               \
+    {                                                                     \
+        linrec_tile_##rs(&p);                                             \
+    }                                                                     \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_AHEAD_MIN_BLOCKS_##rs) \
+        gs_linrec_ahead_##rs(gs_linrec_kparams p)                         \
+    {                                                                     \
+        linrec_tiles_ahead_##rs(&p);                                      \
+    }
+GS_LR_KERNELS(f32)
+GS_LR_KERNELS(f64)
+#undef GS_LR_KERNELS
 
 extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream)
 {
-    const int64_t tiles = gs_scan_tiles(d->n);
+    const int64_t tiles = gs_linrec_tiles(d->n);
     const int64_t C = 16 / (int64_t)gs_dtype_size(d->type);
     gs_linrec_kparams p;
     cudaError_t err;
@@ -82,12 +88,16 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
             ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0);
     p.s = gs_lr_state_carve(scratch, tiles);
 
-    /* ---- Zero the tile counter and the descriptors; then a block per tile. ---- */
+    /* ---- Zero the tile counter and the descriptors. ---- */
     if ((err = cudaMemsetAsync(scratch, 0, gs_linrec_scratch_bytes(d->n), stream)) != cudaSuccess)
         return err;
-    if (d->type == GS_FLOAT32)
-        gs_linrec_f32<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
-    else
-        gs_linrec_f64<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
-    return gs_launch_check(stream);
+
+    /* ---- The one launch: the lookahead driver's persistent grid when the tiles fill the
+     * device several times over (three tiles of a and b in shared memory per block), else a
+     * block per tile. ---- */
+    const int f32 = d->type == GS_FLOAT32;
+    return gs_launch_tiles(f32 ? (const void *)gs_linrec_f32 : (const void *)gs_linrec_f64,
+                           f32 ? (const void *)gs_linrec_ahead_f32
+                               : (const void *)gs_linrec_ahead_f64,
+                           (size_t)6 * GS_LR_NV * gs_dtype_size(d->type), tiles, &p, stream);
 }

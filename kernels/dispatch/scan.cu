@@ -66,18 +66,6 @@ extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size
 
     /* ---- The one scan launch: the lookahead driver's persistent grid when the tiles fill
      * the device several times over, else a block per tile. ---- */
-    int64_t blocks = tiles;
-    size_t smem = 0;
-    int resident;
-    const size_t ahead_smem = (size_t)3 * GS_NV * gs_dtype_size(d->in_type);
-    err = gs_resident_blocks((const void *)ahead, ahead_smem, &resident);
-    if (err != cudaSuccess)
-        return err;
-    if (tiles >= (int64_t)GS_AHEAD_MIN_WAVES * resident) {
-        kernel = ahead;
-        blocks = resident;
-        smem = ahead_smem;
-    }
-    kernel<<<(unsigned)blocks, GS_NT, smem, stream>>>(p);
-    return gs_launch_check(stream);
+    return gs_launch_tiles((const void *)kernel, (const void *)ahead,
+                           (size_t)3 * GS_NV * gs_dtype_size(d->in_type), tiles, &p, stream);
 }

@@ -43,15 +43,24 @@
 #define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
 
-/* The linear recurrence's kernels (dispatch/linrec.cu) keep a tile's a and leaves in registers
- * across the look-back.  ptxas (sm_90, CUDA 13): float32 under 4 blocks spills 332 bytes, under
- * 3 uses 80 registers and spills 100 bytes (in the look-back, once per tile), under 2 none at 98
- * registers; float64 under 2 uses 128 and spills 136 bytes.  Not yet timed: overridable. */
+/* The linear recurrence's kernels (dispatch/linrec.cu), tiles of GS_LR_NV steps.  One tile per
+ * block keeps a tile's a and leaves in registers across the look-back; the lookahead driver keeps
+ * them in its shared memory (three slots of a and b: 48 KiB for float32, four blocks per
+ * multiprocessor as the scan's, which with 8 KiB of static shared memory and 1 KiB reserved per
+ * block leave 512 bytes of an H100's 228 KiB; 96 KiB and two blocks for float64).  ptxas (sm_90, CUDA 13, GS_LR_VT 8), no spills
+ * in any: one tile float32 68 registers under 3 blocks (under 4: 16 bytes of spills), float64
+ * 97 under 2; lookahead float32 64 under 4, float64 109 under 2.  Not yet timed: overridable. */
 #ifndef GS_LR_MIN_BLOCKS_f32
 #define GS_LR_MIN_BLOCKS_f32 3
 #endif
 #ifndef GS_LR_MIN_BLOCKS_f64
 #define GS_LR_MIN_BLOCKS_f64 2
+#endif
+#ifndef GS_LR_AHEAD_MIN_BLOCKS_f32
+#define GS_LR_AHEAD_MIN_BLOCKS_f32 4
+#endif
+#ifndef GS_LR_AHEAD_MIN_BLOCKS_f64
+#define GS_LR_AHEAD_MIN_BLOCKS_f64 2
 #endif
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
