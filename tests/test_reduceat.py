@@ -264,6 +264,39 @@ def test_reduceat_deterministic(rng):
         assert np.array_equal(bits(gpuscan.reduceat(a, idx)), bits(first))
 
 
+# 2050 tiles of NV values: on CUDA a sorted partition runs in levels (dispatch/segreduce.cu), the
+# values' tiles (2050), their 2 partials each (4100: two tiles), then those tiles' (one tile), so
+# slices cross tiles at the first level and at the second.
+LEVELS_N = 2050 * NV - 7
+
+
+def levels_indices(rng):
+    """Slices for LEVELS_N values: short and length-one slices, slices ending exactly at tile
+    ends, one crossing the second level's tile boundary (tiles 2040 .. 2049 of the values), and
+    one spanning 1500 tiles; the values before the first index in no slice."""
+    n = LEVELS_N
+    fixed = [3, NV - 1, NV, NV + 1, 2 * NV, 2 * NV + 1, 5 * NV + 9, 1505 * NV + 9,
+             2040 * NV + 7, 2049 * NV + 100, n - 1]
+    return np.unique(np.concatenate([fixed, rng.integers(1506 * NV, 2040 * NV, 300),
+                                     rng.integers(6 * NV, 9 * NV, 40)]))
+
+
+def test_reduceat_across_levels(rng):
+    idx = levels_indices(rng)
+    a = rng.uniform(-1, 1, LEVELS_N).astype(np.float32)
+    first = gpuscan.reduceat(a, idx)
+    check_reduceat(first, a, idx)
+    assert np.array_equal(bits(gpuscan.reduceat(a, idx)), bits(first))  # deterministic
+    i = rng.integers(-1000, 1000, LEVELS_N).astype(np.int32)
+    check_reduceat(gpuscan.reduceat(i, idx, "max"), i, idx, "max")
+    check_reduceat(gpuscan.reduceat(i, idx), i, idx)
+    flags = np.zeros(LEVELS_N, np.uint8)
+    flags[idx] = 1  # element 0 starts a segment too (the values before idx[0])
+    s = gpuscan.segmented_reduce(a, flags)
+    check_segmented_reduce(s, a, flags)
+    assert np.array_equal(bits(gpuscan.segmented_reduce(a, flags)), bits(s))
+
+
 def test_reduceat_same_bits_on_any_thread_count():
     code = (
         "import numpy as np, gpuscan\n"
@@ -436,9 +469,14 @@ def test_scratch_bytes():
     assert _gpuscan._segreduce_scratch_bytes(0, 5, True) == 0
     assert _gpuscan._segreduce_scratch_bytes(100, 0, True) == 0
     assert _gpuscan._segreduce_scratch_bytes(10 * NV, 7, False) == 0  # a warp per segment
+    # Each tile's first segment, then two buffers of 2 partials and an id per tile: the values'
+    # tiles, and the tiles of their 2 * tiles partials.
     tiles = 10
     s = _gpuscan._segreduce_scratch_bytes(tiles * NV, 7, True)
-    assert s >= _gpuscan._scan_scratch_bytes(tiles * NV) + 8 * (tiles + 1)
+    assert s >= 8 * (tiles + 1) + 24 * tiles + 24
+    tiles = 5000
+    s = _gpuscan._segreduce_scratch_bytes(tiles * NV, 7, True)
+    assert s >= 8 * (tiles + 1) + 24 * tiles + 24 * 3
     with pytest.raises(ValueError):
         _gpuscan._segreduce_scratch_bytes(-1, 1, True)
 

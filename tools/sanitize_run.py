@@ -335,9 +335,38 @@ def segmented_and_reduce_cases(run, nv, reduced):
                          else "reduce differs")
 
 
+def segreduce_level_cases(run, nv, rng):
+    """The levels of a sorted partition (dispatch/segreduce.cu) at 2050 tiles: the values' tiles,
+    their 4100 partials (two tiles), then one tile; slices of one value, ending at tile ends,
+    crossing the second level's tile boundary, and one spanning 1500 tiles."""
+    n = 2050 * nv - 7
+    idx = np.unique(np.concatenate([[3, nv - 1, nv, nv + 1, 2 * nv, 5 * nv + 9, 1505 * nv + 9,
+                                     2040 * nv + 7, 2049 * nv + 100, n - 1],
+                                    rng.integers(1506 * nv, 2040 * nv, 300)]))
+    for dt, op, ufunc in ((np.int32, "add", np.add), (np.float32, "add", np.add),
+                          (np.float64, "max", np.maximum)):
+        x = rng.integers(-100, 100, n).astype(dt)
+        wide = np.int64 if dt == np.int32 else dt
+
+        def red(x=x, op=op, ufunc=ufunc, wide=wide):
+            res = gpuscan.reduceat(gpuscan.to_device(x), gpuscan.to_device(idx), op).get()
+            ref = ufunc.reduceat(x.astype(wide), idx)
+            return None if np.array_equal(res, ref) else "reduceat differs"
+
+        def seg(x=x, op=op, ufunc=ufunc, wide=wide):
+            f = np.zeros(n, np.uint8)
+            f[idx] = 1
+            res = gpuscan.segmented_reduce(gpuscan.to_device(x), gpuscan.to_device(f), op).get()
+            ref = ufunc.reduceat(x.astype(wide), np.concatenate([[0], idx]))
+            return None if np.array_equal(res, ref) else "segmented_reduce differs"
+
+        run.case(f"reduceat levels n={n} {np.dtype(dt).name} {op}", red)
+        run.case(f"segmented_reduce levels n={n} {np.dtype(dt).name} {op}", seg)
+
+
 def apps_cases(run, nv, reduced):
-    """reduceat (increasing indices: the segmented scan storing segment ends, one row and rows
-    with a gap in front; other indices: a warp per slice), segmented_reduce (the heads counted
+    """reduceat (increasing indices: levels of a block per tile storing segment ends, one row and
+    rows with a gap in front, and segreduce_level_cases; other indices: a warp per slice), segmented_reduce (the heads counted
     and placed from the split's count pass), the index check (a bad index), and
     linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
     rng = np.random.default_rng(17)
@@ -377,6 +406,8 @@ def apps_cases(run, nv, reduced):
             run.case(f"reduceat increasing {name}", lambda red=red, up=up: red(up))
             run.case(f"reduceat any {name}", lambda red=red, down=down: red(down))
             run.case(f"segmented_reduce {name}", seg)
+    if not reduced:
+        segreduce_level_cases(run, nv, rng)
     m = rng.integers(0, 50, (5, 3 * nv + 1)).astype(np.int32)
     run.case("reduceat rows with a gap",
              lambda: None if np.array_equal(

@@ -3,12 +3,15 @@
  * segment heads: their __global__ kernels and extern "C" launchers.
  *
  * Level: device-wide algorithm (kernels + dispatch).
- *   gs_launch_segreduce  a sorted partition: one launch that finds each tile's first segment (a
- *                        binary search over the starts per tile), then the single-pass segmented
- *                        scan that stores each segment's last value (agent/segreduce.cuh), one
- *                        tile per block; values read once, starts once per tile.  Any other
- *                        segments: a warp per segment, no scratch.  Both stamped for every row of
- *                        GS_TYPED_KERNELS (dispatch/kernel_table.cuh).
+ *   gs_launch_segreduce  a sorted partition: each tile's first segment (a binary search over the
+ *                        starts per tile), then levels of segreduce_tiles (agent/segreduce.cuh), a
+ *                        block per tile and no look-back: level 0 reads the values once, writes
+ *                        every segment that lies inside one tile and 2 partials per tile; each
+ *                        next level reduces the partials of the one before (2 per tile) and
+ *                        writes the segments that crossed tiles, until one tile holds them all
+ *                        (2^28 values: 65536 tiles, then 32, then 1).  Any other segments: a warp
+ *                        per segment, no scratch.  Both stamped for every row of GS_TYPED_KERNELS
+ *                        (dispatch/kernel_table.cuh); a level above 0 runs the (out, out) row.
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
  *                        one bit per value and every tile's flagged count as its look-back
  *                        aggregate: a block per tile ranks its heads (element 0 always one) and
@@ -28,7 +31,11 @@ typedef struct gs_segreduce_kparams {
     const int64_t *starts;
     const int64_t *ends; /* any segments: their ends; a sorted partition: NULL */
     int64_t nseg;
-    const int64_t *first; /* sorted partition: the first start at or past each tile's start */
+    const int64_t *first; /* sorted partition, level 0: the first start at or past each tile's
+                           * start; NULL above level 0 */
+    const int64_t *ids;   /* above level 0: the level below's part_ids (a head's segment) */
+    void *part;           /* 2 partials per tile for the next level; NULL on the last level */
+    int64_t *part_ids;    /* per tile: the id of part[2 tile + 1]'s segment, or GS_SEG_NO_* */
 } gs_segreduce_kparams;
 
 #define GS_AGENT "agent/segreduce.cuh"
@@ -127,18 +134,34 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         return gs_launch_check(stream);
     }
 
-    /* ---- A sorted partition: the look-back's scratch zeroed, each tile's first segment, then
-     * the scan that stores the segments' last values, a block per tile. ---- */
-    p.scan.ts = gs_tile_state_carve(scratch, tiles, 0);
-    p.first = (const int64_t *)((char *)scratch + gs_segreduce_first_offset(d->n));
-    if ((err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream)) != cudaSuccess)
-        return err;
+    /* ---- A sorted partition: each tile's first segment, then the levels (the file's header):
+     * level 0 over the values, each next level over the 2 partials per tile of the one before
+     * (read as the output dtype), parts written to two buffers in turn. ---- */
+    p.first = (const int64_t *)scratch;
     gs_segreduce_first<<<(unsigned)((tiles + GS_NT) / GS_NT), GS_NT, 0, stream>>>(
         d->starts, d->nseg, tiles, (int64_t *)p.first);
     if ((err = gs_launch_check(stream)) != cudaSuccess)
         return err;
-    tiles_kernel<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
-    return gs_launch_check(stream);
+    gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_warps;
+    gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_kernel, &up_warps);
+    if (up_kernel == NULL)
+        return cudaErrorInvalidValue;
+    for (int level = 0;; ++level) {
+        const int64_t level_tiles = gs_scan_tiles(p.scan.n);
+        const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
+        p.part = level_tiles > 1 ? (char *)scratch + offset : NULL;
+        p.part_ids =
+            level_tiles > 1 ? (int64_t *)((char *)scratch + offset) + 2 * level_tiles : NULL;
+        kernel<<<(unsigned)level_tiles, GS_NT, 0, stream>>>(p);
+        if ((err = gs_launch_check(stream)) != cudaSuccess || level_tiles == 1)
+            return err;
+        p.scan.in = p.part;
+        p.scan.n = 2 * level_tiles;
+        p.scan.vec_in = 1; /* the scratch's parts start on GS_SCRATCH_ALIGN */
+        p.first = NULL;
+        p.ids = p.part_ids;
+        kernel = up_kernel;
+    }
 }
 
 /* ---- reduceat's indices -------------------------------------------------------------------- */
