@@ -387,16 +387,18 @@ def test_pinned_results_equal_ordinary_ones(fresh_cache, rng):
     a = random_array(rng, np.int64, (BIG + 13,), "add")
     flags = rng.random(a.size) < 0.01
 
+    many = rng.random(a.size) < 0.6                          # a compact of > 4 MiB
+
     def results():
         return (gpuscan.scan(a), gpuscan.segmented_scan(a, flags), gpuscan.split(a, flags)[0],
-                gpuscan.to_device(a).get())
+                gpuscan.to_device(a).get(), gpuscan.compact(a, many), gpuscan.split(a, many)[0])
 
     _gpuscan._pinned_limit(0)                                # no cache: ordinary memory
     plain = results()
     assert pinned()[0] == 0
     _gpuscan._pinned_limit(1 << 30)
     locked = results()
-    assert pinned()[0] >= 4 * a.nbytes
+    assert pinned()[0] >= 5 * a.nbytes
     for p, q in zip(plain, locked):
         assert q.flags.c_contiguous and q.flags.writeable and q.dtype == p.dtype
         np.testing.assert_array_equal(p, q)
@@ -404,6 +406,8 @@ def test_pinned_results_equal_ordinary_ones(fresh_cache, rng):
     check_segmented_scan(locked[1], a, flags, "add")
     check_split((locked[2], int(flags.sum())), a, flags)
     np.testing.assert_array_equal(locked[3], a)
+    check_split(locked[4], a, many, compact=True)
+    check_split((locked[5], int(many.sum())), a, many)
 
 
 @gpu

@@ -140,7 +140,7 @@ typedef struct pipe_run {
     size_t in_slot, out_slot;
     /* The parallel section: pack chunk `pk` (-1: none), deliver chunk `dk` (-1: none), fault
      * in the host pages chunk pk's outputs will be unpacked into (ftasks[i] tasks for output
-     * i; 0 for one that is not contiguous or has a custom delivery). */
+     * i; 0 for one that is not contiguous or has output pieces). */
     int64_t pk, dk, ptasks, dtasks, ftasks[GS_PIPE_MAX], ftotal;
     int prefault;
     /* Direct arrays (see the file's header), and the bytes per element of the others. */
@@ -161,14 +161,13 @@ static int page_locked(const void *at)
     return attr.type == cudaMemoryTypeHost;
 }
 
-/* Whether the copy engines reach array a's elements [base, base + n) as they are. */
-static int is_direct(const gs_pipe *p, const gs_pipe_array *a)
+/* Whether the copy engines reach array a's view as it is. */
+static int is_direct(const gs_pipe_array *a)
 {
     const gs_view *v = a->view;
-    const size_t size = gs_dtype_size(a->dtype);
-    const char *lo = (const char *)v->ptr + (size_t)p->base * size, *hi = lo + (size_t)p->n * size;
+    const char *lo = v->ptr, *hi = lo + (size_t)gs_view_size(v) * gs_dtype_size(a->dtype);
 
-    if (v->dtype != a->dtype || v->swapped || !gs_view_is_c_contig(v))
+    if (v->dtype != a->dtype || v->swapped || !gs_view_is_c_contig(v) || hi <= lo)
         return 0;
     return gs_pinned_holds(lo, hi) || (page_locked(lo) && page_locked(hi - 1));
 }
@@ -179,19 +178,19 @@ static void find_direct(pipe_run *r)
     const gs_pipe *p = r->p;
 
     for (int i = 0; i < p->nin; i++) {
-        r->din[i] = is_direct(p, &p->in[i]);
+        r->din[i] = is_direct(&p->in[i]);
         r->in_staged += r->din[i] ? 0 : (int64_t)gs_dtype_size(p->in[i].dtype);
     }
     for (int i = 0; i < p->nout; i++) {
-        r->dout[i] = p->deliver == NULL && is_direct(p, &p->out[i]);
+        r->dout[i] = is_direct(&p->out[i]);
         r->out_staged += r->dout[i] ? 0 : (int64_t)gs_dtype_size(p->out[i].dtype);
     }
 }
 
-/* Where element e of direct array a is in host memory. */
-static char *direct_at(const gs_pipe *p, const gs_pipe_array *a, int64_t e)
+/* Where element e of direct array a's view is in host memory. */
+static char *direct_at(const gs_pipe_array *a, int64_t e)
 {
-    return (char *)a->view->ptr + (size_t)(p->base + e) * gs_dtype_size(a->dtype);
+    return (char *)a->view->ptr + (size_t)e * gs_dtype_size(a->dtype);
 }
 
 static int64_t chunk_start(const pipe_run *r, int64_t k)
@@ -205,6 +204,19 @@ static int64_t chunk_len(const pipe_run *r, int64_t k)
     return r->p->n - e0 < r->chunk ? r->p->n - e0 : r->chunk;
 }
 
+/* Where chunk k's outputs go (gs_pipe.pieces); returns the number of pieces. */
+static int chunk_pieces(const pipe_run *r, int64_t k, gs_pipe_piece *pc)
+{
+    const int64_t e0 = chunk_start(r, k), len = chunk_len(r, k);
+
+    if (r->p->pieces != NULL)
+        return r->p->pieces(r->p->ctx, k, e0, len, pc);
+    pc[0].from = 0;
+    pc[0].to = r->p->base + e0;
+    pc[0].count = len;
+    return 1;
+}
+
 /*
  * Faulting in a fresh result.  A NumPy result made for the call has no host pages yet: the
  * unpack's first write to each faults it in (the kernel zeroes a 2 MiB transparent huge page,
@@ -213,7 +225,7 @@ static int64_t chunk_len(const pipe_run *r, int64_t k)
  * populated - one task per huge page of the output's bytes, madvise(MADV_POPULATE_WRITE),
  * which changes no byte of a page already there (out= costs a page-table walk) - and its
  * unpack, two sections later, writes into resident memory.  Views that are not C-contiguous
- * and custom deliveries fault as they write.
+ * and outputs in pieces (gs_pipe.pieces) fault as they write.
  */
 static atomic_int populate_works = 1; /* cleared if the kernel lacks MADV_POPULATE_WRITE */
 
@@ -235,7 +247,7 @@ static int64_t fault_tasks(const pipe_run *r, int i, int64_t k)
 {
     uintptr_t lo, hi;
 
-    if (!populate_works || r->p->deliver != NULL || r->dout[i] ||
+    if (!populate_works || r->p->pieces != NULL || r->dout[i] ||
         !contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
                          &hi) ||
         hi <= lo)
@@ -289,7 +301,7 @@ static void section_task(void *ctx, int64_t task)
     const int64_t len = chunk_len(r, k), e0 = chunk_start(r, k);
     const int64_t t0 = len * t / ntasks, t1 = len * (t + 1) / ntasks;
     const int s = (int)(k % GS_PIPE_RING);
-    void *host[GS_PIPE_MAX];
+    gs_pipe_piece pc[GS_PIPE_PIECES];
 
     if (pack) {
         char *slot = ring.host_in + (size_t)s * ring.slot;
@@ -302,16 +314,17 @@ static void section_task(void *ctx, int64_t task)
         }
         return;
     }
-    for (int i = 0; i < p->nout; i++)
-        host[i] = ring.host_out + (size_t)s * ring.slot + part_offset(p->out, i, len);
-    if (p->deliver != NULL) {
-        p->deliver(p->ctx, k, e0, t0, t1, host);
-        return;
+    const int npieces = chunk_pieces(r, k, pc);
+    for (int i = 0; i < p->nout; i++) {
+        const char *host = ring.host_out + (size_t)s * ring.slot + part_offset(p->out, i, len);
+        for (int j = 0; j < npieces && !r->dout[i]; j++) {
+            const int64_t lo = t0 > pc[j].from ? t0 : pc[j].from;
+            const int64_t hi = t1 < pc[j].from + pc[j].count ? t1 : pc[j].from + pc[j].count;
+            if (lo < hi)
+                gs_unpack(host + (size_t)lo * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
+                          p->out[i].view, pc[j].to + (lo - pc[j].from), hi - lo);
+        }
     }
-    for (int i = 0; i < p->nout; i++)
-        if (!r->dout[i])
-            gs_unpack((char *)host[i] + (size_t)t0 * gs_dtype_size(p->out[i].dtype), p->out[i].dtype,
-                  p->out[i].view, p->base + e0 + t0, t1 - t0);
 }
 
 /* Pack chunk pk and deliver chunk dk (either may be -1) on the pool's threads, after waiting
@@ -351,6 +364,8 @@ static int issue(pipe_run *r, int64_t k)
     const int64_t len = chunk_len(r, k), e0 = chunk_start(r, k);
     char *din = r->dev_in + (size_t)s * r->in_slot, *dout = r->dev_out + (size_t)s * r->out_slot;
     void *dev_in[GS_PIPE_MAX], *dev_out[GS_PIPE_MAX];
+    gs_pipe_piece pc[GS_PIPE_PIECES];
+    const int npieces = p->nout > 0 ? chunk_pieces(r, k, pc) : 0;
     gs_fail *f = &r->f;
 
     for (int i = 0; i < p->nin; i++)
@@ -361,7 +376,7 @@ static int issue(pipe_run *r, int64_t k)
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.done[s], 0));
     for (int i = 0; i < p->nin; i++)
         GS_CUDA_TRY(f, cudaMemcpyAsync(dev_in[i],
-                                       r->din[i] ? direct_at(p, &p->in[i], e0)
+                                       r->din[i] ? direct_at(&p->in[i], p->base + e0)
                                                  : ring.host_in + (size_t)s * ring.slot +
                                                        part_offset(p->in, i, len),
                                        (size_t)len * gs_dtype_size(p->in[i].dtype),
@@ -375,13 +390,21 @@ static int issue(pipe_run *r, int64_t k)
     GS_CUDA_TRY(f, cudaEventRecord(ring.done[s], gs_cuda_stream));
     if (p->nout > 0) {
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.d2h, ring.done[s], 0));
-        for (int i = 0; i < p->nout; i++)
-            GS_CUDA_TRY(f, cudaMemcpyAsync(r->dout[i] ? direct_at(p, &p->out[i], e0)
-                                                      : ring.host_out + (size_t)s * ring.slot +
-                                                            part_offset(p->out, i, len),
-                                           dev_out[i],
-                                           (size_t)len * gs_dtype_size(p->out[i].dtype),
-                                           cudaMemcpyDeviceToHost, ring.d2h));
+        for (int i = 0; i < p->nout; i++) {
+            const size_t size = gs_dtype_size(p->out[i].dtype);
+            if (!r->dout[i]) {
+                GS_CUDA_TRY(f, cudaMemcpyAsync(ring.host_out + (size_t)s * ring.slot +
+                                                   part_offset(p->out, i, len),
+                                               dev_out[i], (size_t)len * size,
+                                               cudaMemcpyDeviceToHost, ring.d2h));
+                continue;
+            }
+            for (int j = 0; j < npieces; j++)
+                GS_CUDA_TRY(f, cudaMemcpyAsync(direct_at(&p->out[i], pc[j].to),
+                                               (char *)dev_out[i] + (size_t)pc[j].from * size,
+                                               (size_t)pc[j].count * size, cudaMemcpyDeviceToHost,
+                                               ring.d2h));
+        }
         GS_CUDA_TRY(f, cudaEventRecord(ring.down[s], ring.d2h));
     }
 done:

@@ -31,6 +31,14 @@ typedef struct gs_pipe_array {
     gs_dtype dtype;
 } gs_pipe_array;
 
+/* A run of a chunk's outputs and its place: elements [from, from + count) of the chunk go to
+ * elements [to, to + count) of every output view (split sends a chunk's flagged values and its
+ * others to two places). */
+#define GS_PIPE_PIECES 2
+typedef struct gs_pipe_piece {
+    int64_t from, to, count;
+} gs_pipe_piece;
+
 typedef struct gs_pipe {
     int64_t n; /* elements of every array streamed: [base, base + n) in C order */
     int64_t base;
@@ -42,11 +50,10 @@ typedef struct gs_pipe {
      * len values of in[i].dtype, dev_out[j] receives len values of out[j].dtype.  No GIL. */
     int (*run)(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
                void *const *dev_out, gs_fail *f);
-    /* Deliver elements [t0, t1) of chunk k from the host copies of its outputs (called by the
-     * pool's threads, in parallel over sub-ranges); NULL: each output is unpacked into its
-     * view at base + e0 + t0. */
-    void (*deliver)(void *ctx, int64_t k, int64_t e0, int64_t t0, int64_t t1,
-                    void *const *host_out);
+    /* Where chunk k's outputs go: fills pc[] with at most GS_PIPE_PIECES pieces and returns
+     * their number; NULL: the whole chunk to elements base + e0 onwards of each output view.
+     * No GIL. */
+    int (*pieces)(void *ctx, int64_t k, int64_t e0, int64_t len, gs_pipe_piece *pc);
     void *ctx;
 } gs_pipe;
 

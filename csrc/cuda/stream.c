@@ -397,30 +397,30 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* Elements [t0, t1) of chunk k's partition (its flagged values, then the others) to their
- * places in the result: flagged ones after those of the chunks before, the others after every
- * flagged one and the others of the chunks before. */
-static void split_deliver(void *ctx, int64_t k, int64_t e0, int64_t t0, int64_t t1,
-                          void *const *host_out)
+/* Where chunk k's partition (its flagged values, then the others) goes in the result: the
+ * flagged ones after those of the chunks before, the others after every flagged one and the
+ * others of the chunks before (a compact keeps the flagged ones alone). */
+static int split_pieces(void *ctx, int64_t k, int64_t e0, int64_t len, gs_pipe_piece *pc)
 {
-    split_ctx *c = ctx;
+    const split_ctx *c = ctx;
     const int64_t flagged = c->before[k + 1] - c->before[k];
-    const size_t size = gs_dtype_size(c->d.in_type);
-    const char *src = host_out[0];
-    int64_t mid = t1 < flagged ? t1 : flagged;
+    int n = 0;
 
-    if (t0 < mid)
-        gs_unpack(src + (size_t)t0 * size, c->d.in_type, &c->out, c->before[k] + t0, mid - t0);
-    if (c->d.compact)
-        return;
-    mid = t0 > flagged ? t0 : flagged;
-    if (mid < t1)
-        gs_unpack(src + (size_t)mid * size, c->d.in_type, &c->out,
-                  c->total + (e0 - c->before[k]) + (mid - flagged), t1 - mid);
+    if (flagged > 0) {
+        pc[n].from = 0;
+        pc[n].to = c->before[k];
+        pc[n++].count = flagged;
+    }
+    if (!c->d.compact && len > flagged) {
+        pc[n].from = flagged;
+        pc[n].to = c->total + (e0 - c->before[k]);
+        pc[n++].count = len - flagged;
+    }
+    return n;
 }
 
 /* A pass over the c->d.n elements in chunks of c->chunk: the first reads the flags, the second
- * the values and flags and delivers each chunk's partition. */
+ * the values and flags and sends each chunk's partition to its two places. */
 static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int second)
 {
     gs_pipe p;
@@ -442,10 +442,10 @@ static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int
     p.in[1].view = flags;
     p.in[1].dtype = c->d.flag_type;
     p.nout = 1;
-    p.out[0].view = in; /* unused: split_deliver places the values */
+    p.out[0].view = &c->out;
     p.out[0].dtype = c->d.in_type;
     p.run = split_pass2;
-    p.deliver = split_deliver;
+    p.pieces = split_pieces;
     return gs_pipe_run(&p);
 }
 
