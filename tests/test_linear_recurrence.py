@@ -391,7 +391,8 @@ def test_device_lookahead_one_row(dtype, rng):
     # the tail element by element) and reversed (n not a multiple of the 16-byte piece: every tile
     # element by element), the same bits on every run.
     n = AHEAD + 5
-    b = rng.uniform(0, 1, n).astype(dtype)
+    # Multiples of 2^-10 below 1: the float64 cumsum below is exact (sums < 2^33 units).
+    b = (rng.integers(0, 1 << 10, n) / (1 << 10)).astype(dtype)
     da, db = gpuscan.to_device(np.ones(n, dtype)), gpuscan.to_device(b)
     eps = np.finfo(dtype).eps
     for reverse in (False, True):

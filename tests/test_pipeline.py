@@ -7,6 +7,7 @@ path - carries from chunk to chunk, partials combined, counts accumulated, split
 runs at small sizes here, against NumPy and the same call on device arrays (which is never
 chunked).  The knob's argument handling runs everywhere; the streamed paths need the GPU.
 """
+import gc
 import signal
 import threading
 import time
@@ -417,40 +418,43 @@ def test_pinned_operands_are_read_and_written_directly(fresh_cache, rng, chunk):
     page-locked is written directly: in place, and into another page-locked result."""
     old = _gpuscan._pipeline_chunk_bytes(chunk)
     try:
-        a = rng.integers(-50, 50, BIG, dtype=np.int32)
+        a = rng.integers(-1, 2, BIG, dtype=np.int64)          # no sum below overflows
         p = gpuscan.scan(a)                                   # page-locked
         assert pinned()[0] >= p.nbytes
-        expected = np.cumsum(np.cumsum(a, dtype=np.int32), dtype=np.int32)
+        once = np.cumsum(a)
+        twice = np.cumsum(once)
         q = gpuscan.scan(p)                                   # direct in, direct out
-        np.testing.assert_array_equal(q, expected)
+        np.testing.assert_array_equal(q, twice)
         assert gpuscan.scan(p, out=p) is p                    # in place, both direct
-        np.testing.assert_array_equal(p, expected)
+        np.testing.assert_array_equal(p, twice)
         r = np.empty_like(a)
         gpuscan.scan(q, out=r)                                # direct in, staged out
-        np.testing.assert_array_equal(r, np.cumsum(expected, dtype=np.int32))
-        assert gpuscan.scan(r, out=q) is q                    # staged in, direct out
-        np.testing.assert_array_equal(q, np.cumsum(r, dtype=np.int32))
-        w = gpuscan.scan(p, dtype=np.int64)                   # another dtype: staged, cast
-        np.testing.assert_array_equal(w, np.cumsum(expected, dtype=np.int64))
+        np.testing.assert_array_equal(r, np.cumsum(twice))
+        assert gpuscan.scan(r[::-1], out=q) is q              # staged in, direct out
+        np.testing.assert_array_equal(q, np.cumsum(r[::-1]))
+        w = gpuscan.scan(p, dtype=np.int32)                   # another dtype: staged, cast
+        np.testing.assert_array_equal(w, np.cumsum(twice, dtype=np.int32))
     finally:
         _gpuscan._pipeline_chunk_bytes(old)
 
 
 @gpu
 def test_pinned_limit_is_respected(fresh_cache, rng):
-    _gpuscan._pinned_limit(12 << 20)
+    gc.collect()
+    base = pinned()[0]                                        # blocks other arrays still hold
+    _gpuscan._pinned_limit(base + (12 << 20))
     a = rng.random(BIG, dtype=np.float32)                     # 8 MiB results
     r1 = gpuscan.scan(a)
-    assert pinned() == (8 << 20, 0)
-    r2 = gpuscan.scan(a)                                      # would pass 12 MiB: ordinary
-    assert pinned() == (8 << 20, 0)
+    assert pinned() == (base + (8 << 20), 0)
+    r2 = gpuscan.scan(a)                                      # would pass the limit: ordinary
+    assert pinned() == (base + (8 << 20), 0)
     np.testing.assert_array_equal(r1, r2)
     small = gpuscan.scan(a[:1000])                            # below 4 MiB: ordinary
-    assert pinned() == (8 << 20, 0)
+    assert pinned() == (base + (8 << 20), 0)
     check_scan(small, a[:1000], "add")
     del r1
-    assert pinned() == (0, 8 << 20)
+    assert pinned() == (base, 8 << 20)
     _gpuscan._pinned_limit(0)                                 # lowered: nothing kept past it
     r3 = gpuscan.scan(a)
-    assert pinned() == (0, 0)
+    assert pinned() == (base, 0)
     np.testing.assert_array_equal(r3, r2)
