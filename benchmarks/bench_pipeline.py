@@ -1,7 +1,7 @@
 """benchmarks/bench_pipeline.py - NumPy in, NumPy out: the host<->device pipeline's wall-clock
 times against PCIe, CuPy and NumPy in the same run (issue 14).
 
-    python3 benchmarks/bench_pipeline.py [--max-log2 28] [--huge GIB] [--out DIR]
+    python3 benchmarks/bench_pipeline.py [--max-log2 28] [--huge GIB [--huge-only]] [--out DIR]
 
 Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.host_case):
   scan round trip, fresh output        gpuscan.scan(h)  | CuPy asnumpy(cumsum(asarray(h))) | np.cumsum
@@ -78,6 +78,9 @@ def first_touch_ms(n):
 def suite(h):
     import gpuscan
     from gpuscan import _gpuscan
+    if h.args.huge_only:
+        huge_scan(h, h.args.huge)
+        return
     cp = h.cp
     n = 1 << h.args.max_log2
     rng = np.random.default_rng(h.args.seed)
@@ -235,6 +238,9 @@ def huge_scan(h, gib):
     t0 = time.perf_counter()
     res = gpuscan.scan(x, dtype=np.int32)
     dt = time.perf_counter() - t0
+    t0 = time.perf_counter()   # again into the same result, its pages now resident
+    gpuscan.scan(x, dtype=np.int32, out=res)
+    dt_out = time.perf_counter() - t0
     carry = np.int32(0)
     bad = None
     for s in range(0, n, step):
@@ -250,13 +256,19 @@ def huge_scan(h, gib):
            + ("matches NumPy piece by piece" if bad is None else f"FIRST DIFFERENCE at {bad}"))
     if bad is not None:
         h.fail(f"huge scan differs from NumPy at {bad}")
+    h.note(f"huge scan again with out= the same result (its pages resident): {dt_out:.2f} s, "
+           f"{x.nbytes / dt_out / 1e9:.1f} GB/s of input")
     h.goal("scan beyond device memory (GB/s of input)", f"{gib}G", f"{gbps:.1f}", ">= 35",
            "ok" if gbps >= 35 and beyond else ("MISS" if beyond else "n/a"))
+    h.goal("  (again, out= the resident result)", f"{gib}G", f"{x.nbytes / dt_out / 1e9:.1f}",
+           ">= 35", "info")
 
 
 def extra_args(parser):
     parser.add_argument("--huge", type=float, default=0,
                         help="also stream an int32 scan of this many GiB (in and out each)")
+    parser.add_argument("--huge-only", action="store_true",
+                        help="with --huge: only that scan, not the 2^max-log2 cases")
 
 
 if __name__ == "__main__":
