@@ -1,0 +1,24 @@
+"""tools/profile_apps.py - one call each of reduceat, segmented_reduce and linear_recurrence on
+device arrays (float32, ~1000-value segments), for `ncu` to profile their kernels:
+
+    ncu --clock-control none --section SpeedOfLight --section Occupancy \
+        --section WarpStateStats python3 tools/profile_apps.py [log2n]
+"""
+import sys
+
+import cupy as cp
+import numpy as np
+
+import gpuscan
+
+n = 1 << (int(sys.argv[1]) if len(sys.argv) > 1 else 26)
+x = cp.random.random(n, dtype=cp.float32)
+f = (cp.random.random(n, dtype=cp.float32) < 1e-3).astype(cp.uint8)
+idx = cp.asarray(np.flatnonzero(cp.asnumpy(f)) if int(f.sum()) else np.array([0]))
+a = (0.9 + 0.1 * cp.random.random(n, dtype=cp.float32)).astype(cp.float32)
+h = cp.empty_like(a)
+for _ in range(2):                     # the second round is the one to look at
+    gpuscan.reduceat(x, idx)
+    gpuscan.segmented_reduce(x, f)
+    gpuscan.linear_recurrence(a, x, out=h)
+cp.cuda.Device().synchronize()
