@@ -1,0 +1,63 @@
+"""tools/small_calls.py - wall-clock time per call of gpuscan's primitives on small device arrays
+(CuPy, 2^16 values by default) beside CuPy's and PyTorch's: a loop of calls, then one device
+synchronisation, divided by the calls (median of 7 loops).  What issue 16's "<= 10 us per call
+at 2^16" is measured with.
+
+    python3 tools/small_calls.py [log2n] [calls] [case substring]
+"""
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+import gpuscan
+
+n = 1 << (int(sys.argv[1]) if len(sys.argv) > 1 else 16)
+calls = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+try:
+    import torch
+except ImportError:
+    torch = None
+
+x = cp.random.random(n, dtype=cp.float32)
+xi = cp.random.randint(0, 1000, n, dtype=cp.int32)
+f = (cp.random.random(n, dtype=cp.float32) < 0.01).astype(cp.uint8)
+out = cp.empty_like(x)
+
+
+def per_call(fn):
+    fn()
+    cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        cp.cuda.Device().synchronize()
+        ts.append((time.perf_counter() - t0) / calls * 1e6)
+    return sorted(ts)[3]
+
+
+cases = [
+    ("scan f32", lambda: gpuscan.scan(x)),
+    ("scan f32 out=", lambda: gpuscan.scan(x, out=out)),
+    ("scan i32", lambda: gpuscan.scan(xi, dtype=np.int32)),
+    ("segmented_scan f32 u8", lambda: gpuscan.segmented_scan(x, f)),
+    ("reduce f32", lambda: gpuscan.reduce(x)),
+    ("histogram f32 256", lambda: gpuscan.histogram(x, 256, range=(0, 1))),
+    ("bincount i32 <1000", lambda: gpuscan.bincount(xi)),
+    ("split f32 u8", lambda: gpuscan.split(x, f)),
+    ("cupy cumsum f32", lambda: cp.cumsum(x)),
+    ("cupy sum f32", lambda: x.sum()),
+    ("cupy histogram 256", lambda: cp.histogram(x, 256, range=(0, 1))),
+]
+if torch is not None:
+    tx = torch.as_tensor(x, device="cuda")
+    cases += [("torch cumsum f32", lambda: torch.cumsum(tx, 0)),
+              ("torch sum f32", lambda: tx.sum()),
+              ("torch histc 256", lambda: torch.histc(tx, 256, 0, 1))]
+only = sys.argv[3] if len(sys.argv) > 3 else ""
+print(f"n = 2^{n.bit_length() - 1}, {calls} calls per loop, median of 7 loops, us per call")
+for name, fn in [c for c in cases if only in c[0]]:
+    print(f"{name:28s} {per_call(fn):8.2f}")
