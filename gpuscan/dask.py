@@ -613,8 +613,10 @@ def gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs):
     ``nvidia-smi -L`` lists, else those named by this process's ``CUDA_VISIBLE_DEVICES``), so
     gpuscan and CuPy in it see that one GPU as device 0 and never touch the others: the same
     layout as ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  ``env``: more
-    environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).  Other keyword
-    arguments go to ``SpecCluster`` (e.g. ``asynchronous``); connect with
+    environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).  The workers share
+    the host's page-locked memory: unless ``env`` or this process sets ``GPUSCAN_PINNED_BYTES``,
+    each worker's limit is the default (a quarter of physical memory) divided among them.  Other
+    keyword arguments go to ``SpecCluster`` (e.g. ``asynchronous``); connect with
     ``distributed.Client(cluster)``.
     """
     from distributed import Nanny, Scheduler, SpecCluster
@@ -628,12 +630,26 @@ def gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs):
     workers = {
         f"gpu-{d}": {"cls": Nanny,
                      "options": {"nthreads": threads_per_worker,
-                                 "env": {**(env or {}), "CUDA_VISIBLE_DEVICES": d},
+                                 "env": _worker_env(d, len(devices), env),
                                  "name": f"gpu-{d}"}}
         for d in devices
     }
     scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
+
+
+def _worker_env(device, workers, env):
+    """The environment of gpu_cluster's worker on `device`, one of `workers`: `env`, the device,
+    and a share of the default page-locked limit when nobody chose one."""
+    out = {**(env or {}), "CUDA_VISIBLE_DEVICES": str(device)}
+    if "GPUSCAN_PINNED_BYTES" not in out and not os.environ.get("GPUSCAN_PINNED_BYTES"):
+        try:
+            physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            physical = 0
+        if physical > 0:
+            out["GPUSCAN_PINNED_BYTES"] = str(physical // 4 // max(workers, 1))
+    return out
 
 
 def _visible_gpus():

@@ -488,6 +488,19 @@ def test_gpu_cluster_pins_one_device_per_worker():
         np.testing.assert_array_equal(gsd.scan(chunked(a, 10)).compute(), np.cumsum(a))
 
 
+def test_gpu_cluster_workers_share_the_page_locked_limit(monkeypatch):
+    """Each worker's page-locked result cache gets a share of the default limit (a quarter of
+    physical memory), unless the caller or this process chose one."""
+    monkeypatch.delenv("GPUSCAN_PINNED_BYTES", raising=False)
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    env = gsd._worker_env("1", 4, {"GPUSCAN_NUM_THREADS": "2"})
+    assert env == {"GPUSCAN_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "1",
+                   "GPUSCAN_PINNED_BYTES": str(physical // 4 // 4)}
+    assert gsd._worker_env(0, 4, {"GPUSCAN_PINNED_BYTES": "0"})["GPUSCAN_PINNED_BYTES"] == "0"
+    monkeypatch.setenv("GPUSCAN_PINNED_BYTES", "12345")
+    assert "GPUSCAN_PINNED_BYTES" not in gsd._worker_env("0", 4, None)  # inherited as it is
+
+
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
     assert gsd._visible_gpus() == ["3", "5"]
