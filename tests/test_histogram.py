@@ -80,6 +80,54 @@ def check_same(a, **kw):
     return got_h, got_e
 
 
+# ---- the settled bins of repeated calls (ops/hist_edges.c's cache) ----------------------------
+# An int count of bins and a range of two Python numbers settle the same bins every time: the
+# second call takes them from a cache.  It must tell apart every key NumPy's edges depend on.
+
+def test_repeated_calls_take_the_cache(rng):
+    a = random_data(rng, np.float32, 5000)
+    first = check_same(a, bins=64, range=(-2, 3))
+    for _ in range(3):
+        h, e = check_same(a, bins=64, range=(-2, 3))
+        assert e is not first[1]
+    e[:] = 7.0                                     # the caller's edges are the caller's
+    check_same(a, bins=64, range=(-2, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.int64, np.bool_],
+                         ids=["f32", "f64", "i8", "u16", "i64", "bool"])
+def test_cache_keys_every_part(rng, dtype):
+    """Calls that differ in one part of the key (dtype, bin count, int or float bound, -0.0,
+    an empty range, a list) interleaved, each equal to NumPy, twice over (hits and misses)."""
+    a = random_data(rng, dtype, 3000)
+    other = random_data(rng, np.float64 if dtype != np.float64 else np.float32, 3000)
+    calls = [(a, 10, (0, 1)), (a, 10, (0.0, 1.0)), (a, 11, (0, 1)), (other, 10, (0, 1)),
+             (a, 10, (-0.0, 1.0)), (a, 10, (0.0, 1.0)), (a, 3, (5, 5)), (a, 3, [5, 5.0]),
+             (a, 10, (-3, 120)), (a, 10, (-3.5, 120.25)), (a, np.int64(10), (0, 1)),
+             (a, 10, (np.float32(0), 1)), (a, 10, (2**63 - 1, 2**64))]
+    for _ in range(2):
+        for x, bins, rng_ in calls:
+            got_e = check_same(x, bins=bins, range=rng_)[1]
+            if got_e is not None:
+                want_e = np_histogram(x, bins=bins, range=rng_)[1]
+                assert np.array_equal(np.signbit(got_e), np.signbit(want_e))
+
+
+def test_cache_errors_are_numpys(rng):
+    a = random_data(rng, np.float32, 100)
+    for _ in range(2):
+        check_same(a, bins=10, range=(1.0, 0.0))       # ValueError: max must be larger
+        check_same(a, bins=0, range=(0.0, 1.0))        # ValueError: bins must be positive
+        check_same(a, bins=10, range=(0.0, float("inf")))
+
+
+def test_cache_cycles_through_more_keys_than_it_holds(rng):
+    a = random_data(rng, np.float32, 2000)
+    for _ in range(2):
+        for k in range(20):
+            check_same(a, bins=5 + k, range=(-1, 1 + k))
+
+
 # ---- every dtype, bin counts, ranges -----------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", [1, 1000, 2**20 + 17], ids=["one", "n1000", "over_2^20"])

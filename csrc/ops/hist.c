@@ -388,9 +388,10 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     const char *method_name = "auto";
     gs_operand *used[2];
     const gs_backend_ops *be;
-    int uniform, is_str;
+    int uniform, is_str, cacheable, hit = 0;
     gs_backend backend;
     gs_hist_desc d;
+    gs_hist_key key;
     hist_state s;
     int64_t n;
 
@@ -410,18 +411,26 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     be = gs_backend_for(backend, s.a.op.on_device);
 
-    /* 1. The edges, by NumPy, and the bins from them, before any data moves. */
+    /* 1. The edges, by NumPy, and the bins from them, before any data moves (or all of it from
+     *    the cache, for a count of bins and a range asked for before). */
     is_str = PyUnicode_Check(bins);
-    if (uniform_bins(bins, &uniform) < 0 || numpy_side(&s, be, n, is_str, uniform) < 0 ||
-        numpy_edges(&s, bins, is_str, weights) < 0)
+    cacheable = gs_hist_key_of(s.a.type, bins, range, &key);
+    if (cacheable && (hit = gs_hist_bins_cached(&key, &s.bins, &d)) < 0)
         goto done;
-    if (PyArray_Check(s.bins.edges) && PyArray_SIZE((PyArrayObject *)s.bins.edges) == 1 &&
-        PyArray_NDIM((PyArrayObject *)s.bins.edges) == 1) {
-        ret = no_bins(&s, weights, density); /* one edge: no bin, as NumPy */
-        goto done;
+    if (!hit) {
+        if (uniform_bins(bins, &uniform) < 0 || numpy_side(&s, be, n, is_str, uniform) < 0 ||
+            numpy_edges(&s, bins, is_str, weights) < 0)
+            goto done;
+        if (PyArray_Check(s.bins.edges) && PyArray_SIZE((PyArrayObject *)s.bins.edges) == 1 &&
+            PyArray_NDIM((PyArrayObject *)s.bins.edges) == 1) {
+            ret = no_bins(&s, weights, density); /* one edge: no bin, as NumPy */
+            goto done;
+        }
+        if (gs_hist_plan_bins(&s.bins, &d, s.a.type, uniform, range) < 0)
+            goto done;
+        if (cacheable)
+            gs_hist_bins_keep(&key, &s.bins, &d);
     }
-    if (gs_hist_plan_bins(&s.bins, &d, s.a.type, uniform, range) < 0)
-        goto done;
 
     /* 2. The counts (the inputs placed where the backend reads them, or streamed). */
     res = hist_counts(&s, be, &d, n, weights, density);

@@ -30,6 +30,33 @@ void gs_hist_bins_release(gs_hist_bins *b);
 int gs_hist_plan_bins(gs_hist_bins *b, gs_hist_desc *d, gs_dtype t, int uniform,
                       PyObject *given_range);
 
+/*
+ * The settled bins of equal-width histograms asked for the same way again: an int count of bins
+ * and an explicit range of two Python ints or floats (exact types), for one input dtype.  NumPy's
+ * edges and everything settled from them are a function of these alone, so a repeated call skips
+ * np.histogram_bin_edges and the comparisons of gs_hist_plan_bins (tens of microseconds).  The
+ * cache holds a few keys, under the GIL.
+ */
+typedef struct gs_hist_key {
+    gs_dtype t;
+    int64_t nbins;
+    char lo_kind, hi_kind; /* 'i' (int) or 'f' (float) */
+    int64_t lo_i, hi_i;
+    double lo_f, hi_f;
+} gs_hist_key;
+
+/* *key for (t, bins, range); 0 when the call is not of the cached kind (or an int does not fit
+ * 64 bits), with no exception. */
+int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key);
+
+/* A hit: b's arrays (its edges a fresh copy, the caller's to return) and d's settled fields
+ * from the cache; returns 1.  A miss: 0.  -1 raised. */
+int gs_hist_bins_cached(const gs_hist_key *key, gs_hist_bins *b, gs_hist_desc *d);
+
+/* Keep what gs_hist_plan_bins settled for key (nothing on failure: the cache is an
+ * optimisation). */
+void gs_hist_bins_keep(const gs_hist_key *key, const gs_hist_bins *b, const gs_hist_desc *d);
+
 /* The value of dtype t whose bits are `bits`, widened to its kind. */
 void gs_hist_value_of_bits(gs_dtype t, uint64_t bits, gs_hist_bound *b);
 

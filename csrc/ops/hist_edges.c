@@ -504,3 +504,133 @@ void gs_hist_value_of_bits(gs_dtype t, uint64_t bits, gs_hist_bound *b)
 {
     bound_of_key(t, key_of_bits(t, bits), b);
 }
+
+/* ---- The settled bins of repeated calls ------------------------------------------------------ */
+
+#define GS_HIST_CACHE 8
+
+static struct {
+    int used;
+    gs_hist_key key;
+    gs_hist_bins bins; /* edges, kedges, table, first, last (references) */
+    gs_hist_desc d;    /* the settled fields */
+} bins_cache[GS_HIST_CACHE];
+static int bins_cache_next;
+
+/* A range bound as a key part: an exact int (fitting 64 bits) or float. */
+static int bound_key(PyObject *v, char *kind, int64_t *i, double *f)
+{
+    int overflow = 0;
+
+    if (PyFloat_CheckExact(v)) {
+        *kind = 'f';
+        *f = PyFloat_AS_DOUBLE(v);
+        return 1;
+    }
+    if (!PyLong_CheckExact(v))
+        return 0;
+    *i = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*i == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *kind = 'i';
+    return 1;
+}
+
+int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key)
+{
+    int overflow = 0;
+
+    memset(key, 0, sizeof(*key));
+    key->t = t;
+    if (!PyLong_CheckExact(bins) || !(PyTuple_CheckExact(range) || PyList_CheckExact(range)) ||
+        PySequence_Fast_GET_SIZE(range) != 2)
+        return 0;
+    key->nbins = PyLong_AsLongLongAndOverflow(bins, &overflow);
+    if (overflow || (key->nbins == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return key->nbins >= 1 &&
+           bound_key(PySequence_Fast_GET_ITEM(range, 0), &key->lo_kind, &key->lo_i,
+                     &key->lo_f) &&
+           bound_key(PySequence_Fast_GET_ITEM(range, 1), &key->hi_kind, &key->hi_i, &key->hi_f);
+}
+
+/* Two keys are one when every part is equal, floats bit for bit (-0.0 is not 0.0: NumPy's edges
+ * keep the sign). */
+static int same_key(const gs_hist_key *a, const gs_hist_key *b)
+{
+    return a->t == b->t && a->nbins == b->nbins && a->lo_kind == b->lo_kind &&
+           a->hi_kind == b->hi_kind && a->lo_i == b->lo_i && a->hi_i == b->hi_i &&
+           memcmp(&a->lo_f, &b->lo_f, sizeof(double)) == 0 &&
+           memcmp(&a->hi_f, &b->hi_f, sizeof(double)) == 0;
+}
+
+/* d's fields that gs_hist_plan_bins settles, from `from`. */
+static void settled_fields(gs_hist_desc *d, const gs_hist_desc *from)
+{
+    d->nbins = from->nbins;
+    d->mode = from->mode;
+    d->edge_type = from->edge_type;
+    d->edges = from->edges;
+    d->lo = from->lo;
+    d->hi = from->hi;
+    d->first = from->first;
+    d->scale = from->scale;
+    d->fast_lo = from->fast_lo;
+    d->fast_hi = from->fast_hi;
+    d->first_f = from->first_f;
+    d->scale_f = from->scale_f;
+    d->fast_lo_f = from->fast_lo_f;
+    d->fast_hi_f = from->fast_hi_f;
+    d->lo_f = from->lo_f;
+    d->hi_f = from->hi_f;
+}
+
+int gs_hist_bins_cached(const gs_hist_key *key, gs_hist_bins *b, gs_hist_desc *d)
+{
+    for (int i = 0; i < GS_HIST_CACHE; i++) {
+        if (!bins_cache[i].used || !same_key(&bins_cache[i].key, key))
+            continue;
+        /* The edges are the caller's result: a copy, as NumPy makes new ones each call. */
+        if ((b->edges = PyArray_NewCopy((PyArrayObject *)bins_cache[i].bins.edges, NPY_CORDER)) ==
+            NULL)
+            return -1;
+        b->kedges = (PyArrayObject *)Py_XNewRef((PyObject *)bins_cache[i].bins.kedges);
+        b->table = (PyArrayObject *)Py_XNewRef((PyObject *)bins_cache[i].bins.table);
+        b->first = Py_XNewRef(bins_cache[i].bins.first);
+        b->last = Py_XNewRef(bins_cache[i].bins.last);
+        settled_fields(d, &bins_cache[i].d); /* d->edges: data that b now holds too */
+        return 1;
+    }
+    return 0;
+}
+
+void gs_hist_bins_keep(const gs_hist_key *key, const gs_hist_bins *b, const gs_hist_desc *d)
+{
+    const int i = bins_cache_next;
+    /* Private copies: b->edges is the caller's result, and b->kedges may be that very array
+     * (NumPy's edges already in the type the bins are found in), which its owner may change. */
+    PyObject *edges = PyArray_NewCopy((PyArrayObject *)b->edges, NPY_CORDER);
+    PyArrayObject *kedges = (PyArrayObject *)PyArray_NewCopy(b->kedges, NPY_CORDER);
+
+    if (edges == NULL || kedges == NULL) {
+        Py_XDECREF(edges);
+        Py_XDECREF(kedges);
+        PyErr_Clear();
+        return;
+    }
+    bins_cache_next = (i + 1) % GS_HIST_CACHE;
+    gs_hist_bins_release(&bins_cache[i].bins);
+    bins_cache[i].used = 1;
+    bins_cache[i].key = *key;
+    bins_cache[i].bins.edges = edges;
+    bins_cache[i].bins.kedges = kedges;
+    bins_cache[i].bins.table = (PyArrayObject *)Py_XNewRef((PyObject *)b->table); /* ours alone */
+    bins_cache[i].bins.first = Py_XNewRef(b->first);
+    bins_cache[i].bins.last = Py_XNewRef(b->last);
+    bins_cache[i].d = *d;
+    bins_cache[i].d.edges = PyArray_DATA(b->table != NULL ? b->table : kedges);
+}
