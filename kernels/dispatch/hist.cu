@@ -11,6 +11,8 @@
 #include "agent/hist.cuh"
 #include "dispatch/launch.cuh"
 
+#include <pthread.h>
+
 #define GS_HIST_KERNEL_NAME(variant, sfx) gs_hist_##variant##_##sfx
 
 #define GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, variant, mode, et) \
@@ -75,15 +77,45 @@ extern "C" void gs_launch_hist_last(gs_hist_launch *out)
     *out = gs_hist_last;
 }
 
+/*
+ * What a launch asks of the device, asked once: a small histogram's launch was otherwise mostly
+ * queries (device attributes, the shared-memory opt-in and the occupancy, each call).  Per
+ * device, its shared-memory budget; per kernel and device, the opt-in to that whole budget (so a
+ * later launch with less never lowers it under another's); per kernel, device and dynamic
+ * shared memory, the blocks per multiprocessor.  Under a lock: launches come from any thread.
+ */
+#define GS_HIST_OCC_SLOTS 64
+static pthread_mutex_t gs_hist_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int known, sms;
+    int64_t budget;
+} gs_hist_dev[GS_MAX_DEVICES];
+static struct {
+    const void *kernel;
+    int device, opted;
+    size_t smem;
+    int per_sm; /* -1: not known for this smem */
+} gs_hist_occ[GS_HIST_OCC_SLOTS];
+static int gs_hist_occ_next;
+
 /* Shared memory a block may take: all a block may opt into, but no more than its share of a
  * multiprocessor's when GS_HIST_MIN_BLOCKS blocks share one (less the 1 KiB the runtime
- * reserves per block). */
-static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
+ * reserves per block); and the multiprocessors. */
+static cudaError_t gs_hist_smem_budget(int device, int64_t *budget, int *sms)
 {
-    int device, optin, per_sm;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
+    int optin, per_sm, known;
+    cudaError_t err = cudaSuccess;
+
+    pthread_mutex_lock(&gs_hist_lock);
+    known = device < GS_MAX_DEVICES && gs_hist_dev[device].known;
+    if (known) {
+        *budget = gs_hist_dev[device].budget;
+        *sms = gs_hist_dev[device].sms;
+    }
+    pthread_mutex_unlock(&gs_hist_lock);
+    if (known)
+        return cudaSuccess;
+    err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess)
         err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (err == cudaSuccess)
@@ -92,6 +124,59 @@ static cudaError_t gs_hist_smem_budget(int64_t *budget, int *sms)
         return err;
     const int share = per_sm / GS_HIST_MIN_BLOCKS - 1024;
     *budget = share < optin ? share : optin;
+    pthread_mutex_lock(&gs_hist_lock);
+    if (device < GS_MAX_DEVICES) {
+        gs_hist_dev[device].budget = *budget;
+        gs_hist_dev[device].sms = *sms;
+        gs_hist_dev[device].known = 1;
+    }
+    pthread_mutex_unlock(&gs_hist_lock);
+    return cudaSuccess;
+}
+
+/* Blocks of `kernel` per multiprocessor with `smem` bytes of dynamic shared memory, the kernel
+ * opted into `budget` bytes first when smem needs more than the default 48 KiB. */
+static cudaError_t gs_hist_occupancy(const void *kernel, int device, size_t smem, int64_t budget,
+                                     int *per_sm)
+{
+    int opted = 0, i;
+    cudaError_t err;
+
+    pthread_mutex_lock(&gs_hist_lock);
+    for (i = 0; i < GS_HIST_OCC_SLOTS; i++) {
+        if (gs_hist_occ[i].kernel != kernel || gs_hist_occ[i].device != device)
+            continue;
+        opted |= gs_hist_occ[i].opted;
+        if (gs_hist_occ[i].smem == smem && gs_hist_occ[i].per_sm >= 0) {
+            *per_sm = gs_hist_occ[i].per_sm;
+            pthread_mutex_unlock(&gs_hist_lock);
+            return cudaSuccess;
+        }
+    }
+    pthread_mutex_unlock(&gs_hist_lock);
+    if (smem > 48 * 1024 && !opted) {
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)budget);
+        if (err != cudaSuccess)
+            return err;
+        opted = 1;
+    }
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, GS_HIST_NT, smem);
+    if (err != cudaSuccess)
+        return err;
+    pthread_mutex_lock(&gs_hist_lock);
+    i = gs_hist_occ_next;
+    gs_hist_occ_next = (i + 1) % GS_HIST_OCC_SLOTS;
+    gs_hist_occ[i].kernel = kernel;
+    gs_hist_occ[i].device = device;
+    gs_hist_occ[i].opted = opted;
+    gs_hist_occ[i].smem = smem;
+    gs_hist_occ[i].per_sm = *per_sm;
+    /* The opt-in holds for every slot of this kernel on this device. */
+    for (int j = 0; j < GS_HIST_OCC_SLOTS; j++)
+        if (gs_hist_occ[j].kernel == kernel && gs_hist_occ[j].device == device)
+            gs_hist_occ[j].opted |= opted;
+    pthread_mutex_unlock(&gs_hist_lock);
     return cudaSuccess;
 }
 
@@ -113,8 +198,9 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
         return cudaSuccess;
 
     /* ---- The method: shared histograms unless the bins need too many slices. ---- */
-    err = gs_hist_smem_budget(&budget, &sms);
-    if (err != cudaSuccess)
+    int device;
+    if ((err = cudaGetDevice(&device)) != cudaSuccess ||
+        (err = gs_hist_smem_budget(device, &budget, &sms)) != cudaSuccess)
         return err;
     const int acc_bytes = d->weights != NULL ? 8 : 4;
     const int table_bytes =
@@ -125,12 +211,6 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
                                        (d->method == GS_HIST_AUTO && slices <= GS_HIST_MAX_SLICES));
     if (shared) {
         smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
-        if (smem > 48 * 1024) {
-            err = cudaFuncSetAttribute((const void *)kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            if (err != cudaSuccess)
-                return err;
-        }
     } else {
         slices = 1;
         slice_bins = d->nbins;
@@ -138,8 +218,7 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
     }
 
     /* ---- A persistent grid: every resident block, `slices` blocks per part. ---- */
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)kernel, GS_HIST_NT,
-                                                        smem);
+    err = gs_hist_occupancy((const void *)kernel, device, smem, budget, &per_sm);
     if (err != cudaSuccess)
         return err;
     int64_t parts = (int64_t)sms * (per_sm > 0 ? per_sm : 1) / slices;
