@@ -50,8 +50,17 @@ typedef struct gs_segreduce_kparams {
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
+/* Blocks per multiprocessor a level's kernel is compiled for: five for 4-byte registers (float32
+ * too, which the scan's one-tile kernels give four), two for 8-byte ones. */
+#define GS_SEG_MIN_BLOCKS_u32 5
+#define GS_SEG_MIN_BLOCKS_i32 5
+#define GS_SEG_MIN_BLOCKS_f32 5
+#define GS_SEG_MIN_BLOCKS_u64 GS_MIN_BLOCKS_u64
+#define GS_SEG_MIN_BLOCKS_i64 GS_MIN_BLOCKS_i64
+#define GS_SEG_MIN_BLOCKS_f64 GS_MIN_BLOCKS_f64
+
 #define GS_X_KERNEL(op, in, out, rs)                                  \
-    __global__ void __launch_bounds__(GS_NT, GS_MIN_BLOCKS_##rs)      \
+    __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)  \
         GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p) \
     {                                                                 \
         segreduce_tiles_##rs(op, in, out, &p);                        \
