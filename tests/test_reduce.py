@@ -3,8 +3,8 @@
 Integers, bool and float min/max must be bit-identical to np.<ufunc>.reduce in the contract's
 accumulation dtype; float add must be within (log2(n)+2)*eps*sum|x| of the exact sum (n values
 reduced) and give the same bits on every call.  Sizes are named after the path they reach: the
-backends cut each row into chunks of GS_REDUCE_CHUNK values (16 tiles) and combine the chunks'
-partials.  The same tests run on whichever backend is active; the GPU-only ones are marked `gpu`.
+backends cut each row into chunks (gs_reduce_chunk_len: 4096 values, or for rows of more than 2048
+such chunks about 2048 longer ones) and combine the chunks' partials.  The same tests run on whichever backend is active; the GPU-only ones are marked `gpu`.
 """
 import sys
 
@@ -16,7 +16,9 @@ from conftest import AXIS_CASE_IDS, AXIS_CASES, DTYPE_IDS, DTYPES, NV, random_ar
 from gpuscan import _gpuscan
 from reference import BITWISE_OPS, OPS, UFUNCS, bits, check_reduce, identity, result_dtype
 
-CHUNK = _gpuscan._reduce_chunk_items()
+CHUNK = _gpuscan._reduce_chunk_items(1)  # the shortest chunk
+SPLIT = 2048  # rows longer than SPLIT shortest chunks are cut into about SPLIT longer ones
+LONG = SPLIT * CHUNK + 5  # chunks of 2 * CHUNK values, SPLIT / 2 + 1 of them
 
 SIZES = [
     pytest.param(1, id="one"),
@@ -40,8 +42,18 @@ def reduce_data(rng, dtype, shape, op):
     return random_array(rng, dtype, shape, op)
 
 
-def test_chunk_is_sixteen_tiles():
-    assert CHUNK == 16 * NV
+def test_chunks_of_a_row():
+    # 4096 values (a whole number of the widest 16-byte steps of a block and of the CPU's blocks)
+    # up to SPLIT chunks; longer rows get about SPLIT chunks, each a multiple of 4096 values.
+    chunk = _gpuscan._reduce_chunk_items
+    assert CHUNK == 4096 and chunk(0) == chunk(NV + 1) == chunk(SPLIT * CHUNK) == CHUNK
+    assert chunk(SPLIT * CHUNK + 1) == chunk(LONG) == 2 * CHUNK
+    for n in [SPLIT * CHUNK + 1, 3 << 24, 1 << 28, (1 << 28) + 1, 10**12 + 7]:
+        c = chunk(n)
+        assert c % CHUNK == 0
+        assert SPLIT // 2 < -(-n // c) <= SPLIT, n
+    with pytest.raises(ValueError):
+        chunk(-1)
 
 
 def test_scratch_bytes():
@@ -304,7 +316,8 @@ def test_empty_rows():
 # Floats: accuracy, determinism, NaN.
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [pytest.param(3 * CHUNK + 5, id=f"many_chunks_{3 * CHUNK + 5}"),
-                               pytest.param(2**21 + 3, id="over_2^21")])
+                               pytest.param(2**21 + 3, id="over_2^21"),
+                               pytest.param(LONG, id=f"long_chunks_{LONG}")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 def test_float_add_bound_and_determinism(dtype, n, rng):
     a = random_array(rng, dtype, (n,), "add")
@@ -315,6 +328,18 @@ def test_float_add_bound_and_determinism(dtype, n, rng):
     # A cancelling sum: large terms that cancel, small ones that remain.
     big = np.concatenate([a * 1e6, -a * 1e6, a])
     check_reduce(gpuscan.reduce(big), big)
+
+
+@pytest.mark.parametrize("dtype,op", [(np.int32, "add"), (np.int64, "add"), (np.uint8, "max"),
+                                      (np.float32, "max"), (np.float64, "min"), (np.int16, "or")],
+                         ids=["int32-add", "int64-add", "uint8-max", "float32-max", "float64-min",
+                              "int16-or"])
+def test_long_rows(dtype, op, rng):
+    # Rows past SPLIT shortest chunks: longer chunks, and rows of them side by side.
+    a = reduce_data(rng, dtype, (LONG,), op)
+    check_reduce(gpuscan.reduce(a, op), a, op)
+    b = reduce_data(rng, dtype, (2, LONG), op)
+    check_reduce(gpuscan.reduce(b, op, axis=1), b, op, axis=1)
 
 
 @pytest.mark.parametrize("where", ["first", "last", "chunk_edge", "two", "only"])

@@ -220,6 +220,7 @@ static void run_reduce(gs_reduce_desc *d)
         if (rscratch)
             CHECK(cudaFree(rscratch));
         CHECK(cudaMalloc(&rscratch, need));
+        CHECK(cudaMemset(rscratch, 0, need)); /* counters zero; each reduction leaves them so */
         rscratch_cap = need;
     }
     CHECK(gs_launch_reduce(d, rscratch, rscratch_cap, 0));

@@ -42,9 +42,12 @@ static PyObject *split_scratch_bytes(PyObject *self, PyObject *arg)
     return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_split_scratch_bytes(n));
 }
 
-static PyObject *reduce_chunk_items(PyObject *self, PyObject *unused)
+static PyObject *reduce_chunk_items(PyObject *self, PyObject *arg)
 {
-    return PyLong_FromLong(GS_REDUCE_CHUNK);
+    int64_t row_len;
+    if (size_arg(arg, &row_len) < 0)
+        return NULL;
+    return PyLong_FromLongLong(gs_reduce_chunk_len(row_len));
 }
 
 static PyObject *reduce_scratch_bytes(PyObject *self, PyObject *args)
@@ -257,9 +260,9 @@ PyMethodDef gs_testing_methods[] = {
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
     { "_split_scratch_bytes", split_scratch_bytes, METH_O,
       "_split_scratch_bytes(n)\n--\n\nScratch bytes of a device split over n values, for tests." },
-    { "_reduce_chunk_items", reduce_chunk_items, METH_NOARGS,
-      "_reduce_chunk_items()\n--\n\nValues per chunk of a row of a reduction (GS_REDUCE_CHUNK), "
-      "for tests." },
+    { "_reduce_chunk_items", reduce_chunk_items, METH_O,
+      "_reduce_chunk_items(row_len)\n--\n\nValues per chunk of a reduction's row of row_len "
+      "values (gs_reduce_chunk_len), for tests." },
     { "_hist_last_launch", hist_last_launch, METH_NOARGS,
       "_hist_last_launch()\n--\n\nHow the last CUDA histogram launch counted (shared, replicas, "
       "slices, slice_bins, blocks, smem_bytes), for tests; None without CUDA." },

@@ -6,8 +6,8 @@
  * buffers; the loops over values live in cpu/reduce_body.h, stamped out once per dtype and per
  * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
- * Algorithm.  Each of the `rows` rows is cut into chunks of GS_REDUCE_CHUNK values counted from
- * the row's start (the device's chunk, gpuscan/config.h), and then:
+ * Algorithm.  Each of the `rows` rows is cut into chunks of gs_reduce_chunk_len(row_len) values
+ * counted from the row's start (the device's chunks, gpuscan/config.h), and then:
  *   phase 1 (parallel)    each chunk folds its values into a partial (a value, plus a
  *                         compensation term for float add);
  *   phase 2 (sequential)  each row combines its chunks' partials in chunk order and rounds once.
@@ -64,7 +64,7 @@
  * rows in order). */
 #define GS_CPU_COL_ROWS 4
 /* Below this many bytes of input the whole reduction runs on the calling thread, with no worker
- * woken: 1 MiB (2^18 float32 values) is four chunks of GS_REDUCE_CHUNK, two per thread on two
+ * woken: 1 MiB (2^18 float32 values) is 64 chunks of 4096 values, 32 per thread on two
  * cores, and some 40 us of a float32 sum on one thread, against the 5 us or so of waking a worker
  * on an idle core; a uint8 max of 2^18 values takes 3 us, too little for a thread (bytes, not
  * values, measure the work). */
@@ -77,7 +77,7 @@
 #define GS_CPU_WIDEN_BLOCK 256
 
 _Static_assert(GS_CPU_BLOCK % 32 == 0, "a block is a whole number of lane rounds of every dtype");
-_Static_assert(GS_REDUCE_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number of blocks");
+_Static_assert(GS_REDUCE_MIN_CHUNK % GS_CPU_BLOCK == 0, "a chunk is a whole number of blocks");
 
 #define GS_PASTE(a, b, c) gs_cpu_reduce_##a##_##b##_##c
 #define GS_NAME3(a, b, c) GS_PASTE(a, b, c)
@@ -135,6 +135,7 @@ typedef struct gs_reduce_job {
     const gs_reduce_kernels *k; /* of the accumulation dtype */
     int widen;                  /* in_type != out_type: widen the input to 64 bits */
     size_t in_size, out_size;
+    int64_t chunk_len; /* values per chunk: gs_reduce_chunk_len(row_len) */
     int64_t chunks_per_row;
     int64_t rows_per_task; /* rows of one task when tasks take whole rows */
     gs_part *part;         /* per chunk of every row: its partial (phase 1) */
@@ -144,8 +145,8 @@ typedef struct gs_reduce_job {
 static void gs_chunk(const gs_reduce_job *j, int64_t row, int64_t c, gs_part *p)
 {
     const gs_reduce_desc *d = j->d;
-    int64_t from = c * GS_REDUCE_CHUNK;
-    int64_t len = d->row_len - from < GS_REDUCE_CHUNK ? d->row_len - from : GS_REDUCE_CHUNK;
+    int64_t from = c * j->chunk_len;
+    int64_t len = d->row_len - from < j->chunk_len ? d->row_len - from : j->chunk_len;
     const char *in = (const char *)d->in + (row * d->row_len + from) * (int64_t)j->in_size;
 
     if (j->widen)
@@ -337,6 +338,7 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.k = &gs_kernels_of[gs_cpu_isa()][j.widen ? GS_UINT64 : d->out_type];
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
+    j.chunk_len = gs_reduce_chunk_len(d->row_len);
     j.chunks_per_row = gs_reduce_chunks(d->row_len);
     parallel = d->rows * d->row_len * (d->inner > 1 ? d->inner : 1) * (int64_t)j.in_size >=
                    GS_CPU_PARALLEL_MIN_BYTES &&

@@ -40,15 +40,9 @@ done:
 
 static int cuda_reduce(const gs_reduce_desc *d, gs_fail *f)
 {
-    const size_t bytes = gs_reduce_scratch_bytes(d->rows, d->row_len);
-    void *scratch = NULL;
-
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
-        goto done;
-    GS_CUDA_TRY(f, gs_launch_reduce(d, scratch, bytes, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_cuda_reduce_shared(d));
 done:
-    gs_cuda_free(scratch);
     return f->kind ? -1 : 0;
 }
 

@@ -38,6 +38,10 @@ cudaError_t gs_cuda_enter(void);
  * zeroed once and reused with an epoch per scan.  No GIL needed. */
 cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d);
 
+/* scan_scratch.c: enqueue one reduction (gs_launch_reduce) on the reductions' shared scratch,
+ * zeroed once (each reduction leaves its counters zero).  No GIL needed. */
+cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d);
+
 /* pinned.c: page-locked host blocks for results (the table's host_take and host_give), and
  * whether [lo, hi) lies in one of them. */
 void *gs_pinned_take(size_t bytes);

@@ -1,5 +1,6 @@
 /*
- * cuda/scan_scratch.c - the single-pass scans' shared look-back scratch, and its epochs.
+ * cuda/scan_scratch.c - the single-pass scans' shared look-back scratch, and its epochs; the
+ * reductions' shared scratch.
  *
  * Level: backend (CUDA), host side; a build with CUDA only.
  *
@@ -13,6 +14,10 @@
  * GS_EPOCH_LIMIT - 1 scans the tags would repeat, so the scratch is zeroed again.  The lock
  * keeps epoch, buffer and launch in one order on the stream, so a buffer replaced by a larger
  * one is freed in stream order, after every scan enqueued on it.
+ *
+ * Reductions share a scratch of their own the same way (without epochs): a reduction leaves its
+ * rows' counters at zero (the last chunk of a row resets them), and its partials are written
+ * before they are read, so a zeroed scratch needs no memset and no allocation per call.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -22,26 +27,37 @@
 
 #include "gpuscan/config.h"
 
-static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *scratch;
-static size_t scratch_cap;
-static unsigned epoch; /* the last epoch handed out since the scratch was zeroed */
+/* A device buffer kept between calls, zeroed when allocated; used under its lock only. */
+typedef struct kept_scratch {
+    pthread_mutex_t lock;
+    void *ptr;
+    size_t cap;
+} kept_scratch;
 
-/* A scratch of at least `bytes`, zeroed, with `epoch` reset (under the lock). */
-static cudaError_t grow(size_t bytes)
+static kept_scratch scan_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+static kept_scratch reduce_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+static unsigned epoch; /* the scans': the last epoch handed out since their scratch was zeroed */
+
+/* k holds at least `bytes`, zeroed if it was replaced (under k's lock).  The old buffer is
+ * freed in stream order, after every launch enqueued on it. */
+static cudaError_t grow(kept_scratch *k, size_t bytes, int *replaced)
 {
     void *p = NULL;
     size_t cap = bytes + bytes / 4; /* room to grow a little without a new buffer */
-    cudaError_t err = cudaMallocAsync(&p, cap, gs_cuda_stream);
+    cudaError_t err;
 
+    *replaced = 0;
+    if (k->cap >= bytes)
+        return cudaSuccess;
+    err = cudaMallocAsync(&p, cap, gs_cuda_stream);
     if (err == cudaSuccess && (err = cudaMemsetAsync(p, 0, cap, gs_cuda_stream)) != cudaSuccess)
         gs_cuda_free(p);
     if (err != cudaSuccess)
         return err;
-    gs_cuda_free(scratch);
-    scratch = p;
-    scratch_cap = cap;
-    epoch = 0;
+    gs_cuda_free(k->ptr);
+    k->ptr = p;
+    k->cap = cap;
+    *replaced = 1;
     return cudaSuccess;
 }
 
@@ -49,22 +65,41 @@ cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d)
 {
     size_t bytes = gs_scan_scratch_bytes(d->n);
     gs_scan_desc tagged = *d;
-    cudaError_t err = cudaSuccess;
+    cudaError_t err;
+    int fresh;
 
     if (bytes == 0) /* n == 0: nothing to launch */
         return gs_launch_scan(d, NULL, 0, gs_cuda_stream);
-    pthread_mutex_lock(&scratch_lock);
-    if (scratch_cap < bytes) {
-        err = grow(bytes);
-    } else if (epoch == GS_EPOCH_LIMIT - 1) { /* epochs used up: zero it again */
-        if ((err = cudaMemsetAsync(scratch, 0, scratch_cap, gs_cuda_stream)) == cudaSuccess)
+    pthread_mutex_lock(&scan_scratch.lock);
+    err = grow(&scan_scratch, bytes, &fresh);
+    if (err == cudaSuccess && fresh) {
+        epoch = 0;
+    } else if (err == cudaSuccess && epoch == GS_EPOCH_LIMIT - 1) { /* epochs used up: zero it */
+        if ((err = cudaMemsetAsync(scan_scratch.ptr, 0, scan_scratch.cap, gs_cuda_stream)) ==
+            cudaSuccess)
             epoch = 0;
     }
     if (err == cudaSuccess) {
         tagged.epoch = ++epoch;
-        err = gs_launch_scan(&tagged, scratch, scratch_cap, gs_cuda_stream);
+        err = gs_launch_scan(&tagged, scan_scratch.ptr, scan_scratch.cap, gs_cuda_stream);
     }
-    pthread_mutex_unlock(&scratch_lock);
+    pthread_mutex_unlock(&scan_scratch.lock);
+    return err;
+}
+
+cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d)
+{
+    size_t bytes = gs_reduce_scratch_bytes(d->rows, d->row_len);
+    cudaError_t err;
+    int fresh;
+
+    if (bytes == 0) /* rows of one chunk: no partials, no counters */
+        return gs_launch_reduce(d, NULL, 0, gs_cuda_stream);
+    pthread_mutex_lock(&reduce_scratch.lock);
+    err = grow(&reduce_scratch, bytes, &fresh);
+    if (err == cudaSuccess)
+        err = gs_launch_reduce(d, reduce_scratch.ptr, reduce_scratch.cap, gs_cuda_stream);
+    pthread_mutex_unlock(&reduce_scratch.lock);
     return err;
 }
 

@@ -434,7 +434,9 @@ cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_
                            cudaStream_t stream);
 
 /* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
- * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes. */
+ * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes, its first
+ * 4 * rows bytes (the rows' counters) zero; the launch leaves them zero again, so a scratch
+ * zeroed once serves every reduction enqueued after it on the stream. */
 cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
                              cudaStream_t stream);
 

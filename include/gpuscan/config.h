@@ -100,20 +100,39 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
     return (size_t)(gs_split_mask_offset(n) + tiles * (GS_NV / 8));
 }
 
-/* Values one block of a reduction consumes per chunk of a row: a fixed size, so the grouping
- * of a float sum depends on the row length only (16 tiles: enough bytes per block to amortise
- * its final combine). */
-#define GS_REDUCE_CHUNK (16 * GS_NV)
+/*
+ * The chunks of a reduction's row: one block reduces one chunk into a partial, and the last chunk
+ * of the row to finish combines the row's partials.  A chunk holds GS_REDUCE_MIN_CHUNK values, or
+ * for rows of more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
+ * GS_REDUCE_SPLIT chunks.  Small rows thus spread over many blocks (2^16 values: 16 blocks, not
+ * one), long ones over enough to fill any device twice, while their partials stay few enough
+ * for one block to combine at once.  The chunks depend on row_len only, so a float sum is
+ * grouped the same way on every run, device and thread count.  A multiple of 16 values keeps
+ * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks (cpu/reduce.c).
+ */
+#define GS_REDUCE_MIN_CHUNK 4096
+#define GS_REDUCE_SPLIT 2048
+
+/* Values per chunk of a row of row_len values (>= 1). */
+static inline GS_HD int64_t gs_reduce_chunk_len(int64_t row_len)
+{
+    const int64_t per = (row_len + GS_REDUCE_SPLIT - 1) / GS_REDUCE_SPLIT;
+    const int64_t m = (per + GS_REDUCE_MIN_CHUNK - 1) / GS_REDUCE_MIN_CHUNK;
+    return (m > 1 ? m : 1) * GS_REDUCE_MIN_CHUNK;
+}
 
 static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
 {
-    return (row_len + GS_REDUCE_CHUNK - 1) / GS_REDUCE_CHUNK;
+    const int64_t c = gs_reduce_chunk_len(row_len);
+    return (row_len + c - 1) / c;
 }
 
 /*
  * Scratch of one reduction: a partial (two 8-byte words: value and compensation) per chunk of
  * every row of more than one chunk, and one counter per row (the chunk to finish last
- * combines the row's partials, in chunk order).  Pure, so the tests can check it.
+ * combines the row's partials, in chunk order).  The counters are zero when a reduction starts
+ * and zero again when it ends (the last chunk of each row resets its row's), so one zeroed
+ * scratch serves every reduction in stream order.  Pure, so the tests can check it.
  */
 static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
 {

@@ -1,12 +1,14 @@
 /*
  * agent/reduce.cuh - a block's part in a reduction: it reduces work items (one chunk of
- * GS_REDUCE_CHUNK values of one row) in a grid-stride loop.  Included once per register type
- * after device/lookback.cuh.
+ * p->chunk_len values of one row, gs_reduce_chunk_len) in a grid-stride loop.  Included once per
+ * register type after device/lookback.cuh.
  *
  * Each thread accumulates 16-byte pieces of the chunk, four loads in flight, consecutive
  * threads on consecutive pieces; the block combines the threads in a fixed tree.  A row of one
  * chunk is written at once; otherwise each chunk leaves a partial, and the chunk of the row to
- * finish last (a per-row counter) combines the row's partials, always in the same tree.  No
+ * finish last (a per-row counter) combines the row's partials with the whole block (thread t
+ * the partials t, t + NT, ... in order, then the same tree), and sets the counter back to zero
+ * for the next reduction on the scratch.  No
  * floating-point atomics anywhere: the grouping depends on the row length only, so float
  * results have the same bits on every run and every device.  Float add accumulates in
  * double-word carries (TwoSum), within the contract's bound at any length.
@@ -57,14 +59,15 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int C = 16 / (int)gs_dtype_size(in_t); /* values per 16-byte piece */
     const int64_t step = (int64_t)GS_NT * C;
     const int64_t size = (int64_t)gs_dtype_size(in_t);
-    const int64_t chunks = gs_reduce_chunks(p->row_len);
+    const int64_t chunk_len = p->chunk_len;
+    const int64_t chunks = (p->row_len + chunk_len - 1) / chunk_len;
     const int64_t items = p->rows * chunks;
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         const int64_t row = item / chunks, chunk = item % chunks;
-        const int64_t base = row * p->row_len + chunk * GS_REDUCE_CHUNK;
-        const int64_t rest = p->row_len - chunk * GS_REDUCE_CHUNK;
-        const int64_t count = rest < GS_REDUCE_CHUNK ? rest : GS_REDUCE_CHUNK;
+        const int64_t base = row * p->row_len + chunk * chunk_len;
+        const int64_t rest = p->row_len - chunk * chunk_len;
+        const int64_t count = rest < chunk_len ? rest : chunk_len;
         const int aligned = ((uintptr_t)((const char *)p->in + base * size) % 16) == 0;
         const int64_t whole = aligned ? count / step * step : 0;
         GS_FN(gs_carry) acc = GS_FN(carry_of)(id);
@@ -114,21 +117,40 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
         }
         __syncthreads();
 
-        /* ---- The last chunk of a row to finish combines the row's partials. ---- */
-        if (chunks > 1 && sm.last && threadIdx.x < GS_WARP) {
+        /* ---- The last chunk of a row to finish combines the row's partials and resets
+         * the row's counter (every other chunk of the row has counted already). ---- */
+        if (chunks > 1 && sm.last) { /* the same for the whole block */
             __threadfence();
             GS_FN(gs_carry) c = GS_FN(carry_of)(id);
-            for (int64_t k = threadIdx.x; k < chunks; k += GS_WARP) {
-                const unsigned long long *slot = p->partials + 2 * (row * chunks + k);
+            const unsigned long long *row_parts = p->partials + 2 * row * chunks;
+            int64_t k = threadIdx.x;
+            for (; k + 3 * GS_NT < chunks; k += 4 * GS_NT) { /* four loads in flight */
+                unsigned long long w[8];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    w[2 * u] = __ldcg(row_parts + 2 * (k + u * GS_NT));
+                    w[2 * u + 1] = __ldcg(row_parts + 2 * (k + u * GS_NT) + 1);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    GS_FN(gs_carry) v;
+                    v.hi = GS_FN(of_bits)(w[2 * u]);
+                    v.lo = GS_FN(of_bits)(w[2 * u + 1]);
+                    c = GS_FN(carry_combine)(op, c, v);
+                }
+            }
+            for (; k < chunks; k += GS_NT) {
                 GS_FN(gs_carry) v;
-                v.hi = GS_FN(of_bits)(__ldcg(slot));
-                v.lo = GS_FN(of_bits)(__ldcg(slot + 1));
+                v.hi = GS_FN(of_bits)(__ldcg(row_parts + 2 * k));
+                v.lo = GS_FN(of_bits)(__ldcg(row_parts + 2 * k + 1));
                 c = GS_FN(carry_combine)(op, c, v);
             }
-            GS_FN(warp_reduce)(op, &c);
-            if (threadIdx.x == 0)
+            c = GS_FN(block_reduce)(op, out_t, c, &sm);
+            if (threadIdx.x == 0) {
                 gs_store_bits(out_t, p->out, row,
                               GS_FN(to_bits)(out_t, GS_FN(carry_apply)(op, c, id)));
+                p->counters[row] = 0u;
+            }
         }
         __syncthreads(); /* shared memory is reused by the next item */
     }

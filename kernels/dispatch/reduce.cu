@@ -14,7 +14,8 @@ typedef struct gs_reduce_kparams {
     void *out;
     int64_t rows;
     int64_t row_len;
-    unsigned *counters;           /* chunks finished, per row */
+    int64_t chunk_len;            /* gs_reduce_chunk_len(row_len) */
+    unsigned *counters;           /* chunks finished, per row: zero on entry and on exit */
     unsigned long long *partials; /* (value, compensation) per chunk of every row */
 } gs_reduce_kparams;
 
@@ -64,19 +65,12 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
     p.out = d->out;
     p.rows = d->rows;
     p.row_len = d->row_len;
+    p.chunk_len = gs_reduce_chunk_len(d->row_len);
     p.counters = (unsigned *)scratch;
     p.partials =
         need == 0
             ? NULL
             : (unsigned long long *)((char *)scratch + gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN));
-
-    /* ---- Zero the per-row counters (rows of one chunk need none). ---- */
-    if (need > 0) {
-        err =
-            cudaMemsetAsync(scratch, 0, (size_t)gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN), stream);
-        if (err != cudaSuccess)
-            return err;
-    }
 
     /* ---- One launch: a grid-stride loop over the rows' chunks. ---- */
     err = gs_resident_blocks((const void *)kernel, 0, &resident);
