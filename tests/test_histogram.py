@@ -409,6 +409,44 @@ def test_bincount_every_dtype(rng, dtype, n):
     check_bincount(x, weights=rng.integers(-5, 5, n).astype(np.int32), minlength=3)
 
 
+@pytest.mark.parametrize("side", ["host", pytest.param("device", marks=pytest.mark.gpu)])
+def test_bincount_guessed_bins(rng, side):
+    """bincount counts into a guess of bins (those of the last call, at least 1024 and at least
+    minlength) while the backend finds the largest value, and goes the exact way (maximum first)
+    when a value lies past the guess or is negative.  A sequence of calls through each way and
+    across the guess's edge, each equal to NumPy whatever the guess was."""
+    to = gpuscan.to_device if side == "device" else (lambda a: a)
+
+    def same(x, **kw):
+        got = gpuscan.bincount(to(x), **kw)
+        if side == "device":
+            assert isinstance(got, gpuscan.DeviceArray)
+            got = got.get()
+        want = np.bincount(x, **kw)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+    n = 100_003
+    same(rng.integers(0, 1000, n).astype(np.int32))              # inside the first guess
+    same(rng.integers(0, 5000, n).astype(np.int32))              # past it: the exact way
+    x = rng.integers(0, 5000, n).astype(np.int32)
+    x[7] = 4999
+    same(x)                                                      # guess 5000: the last bin
+    x[7] = 5000
+    same(x)                                                      # one past the guess
+    same(np.array([3, 1, 3], dtype=np.uint8))                    # a short result from a large guess
+    same(rng.integers(0, 10, n).astype(np.int16), minlength=100_000)   # minlength over the guess
+    same(rng.integers(0, 70_000, n).astype(np.int64))            # over the largest guess
+    same(rng.integers(0, 300, n).astype(np.uint16))              # ... then the exact way once
+    same(rng.integers(0, 300, n).astype(np.uint16))
+    same(rng.random(n) < 0.5)                                    # bool
+    for bad in [np.array([5, -1, 2], dtype=np.int8), np.array([5, -128], dtype=np.int8),
+                np.array([1, -(2**40)], dtype=np.int64), np.array([-1], dtype=np.int32)]:
+        with pytest.raises(ValueError, match="must have no negative elements"):
+            gpuscan.bincount(to(bad))
+        same(np.abs(bad.astype(np.int64)) % 50)                  # usable afterwards
+
+
 def test_bincount_lists_and_small():
     check_bincount([0, 1, 1, 3, 2, 1, 7])
     check_bincount([0, 1, 1, 2], weights=[0.5, 1.0, 0.25, 2.0], minlength=5)

@@ -11,7 +11,8 @@
  * longer parts when their histograms would take too much memory), each summed in double into its
  * own histogram: a grouping of n and nbins alone, the same bits on any thread count.  Then the
  * histograms are added into `out` in order, in parallel over ranges of bins.  The `method` of the
- * descriptor does not change the result and is ignored.
+ * descriptor does not change the result and is ignored.  bincount's probe: each thread keeps the
+ * largest key of the values it counts, and the largest of those goes to out[nbins].
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -47,6 +48,7 @@ typedef struct gs_hist_job {
     int64_t part_len;         /* float sums: values per part (part p adds into histogram p) */
     int64_t chunks;           /* integer accumulators: chunks of GS_CPU_HIST_CHUNK values */
     atomic_int_fast64_t next; /* the next chunk to count */
+    _Atomic uint64_t seen;    /* probe: the largest key the threads have counted */
 } gs_hist_job;
 
 static char gs_kind_of(gs_dtype t)
@@ -59,25 +61,33 @@ static char gs_kind_of(gs_dtype t)
  * and et constant, so gs_hist_bin's switches fold and each combination gets a loop of its own. */
 static GS_ALWAYS_INLINE void gs_hist_count_as(const gs_hist_desc *d, const gs_dtype t,
                                               const gs_hist_mode mode, const gs_dtype et,
-                                              int64_t begin, int64_t end, int64_t *counts)
+                                              int64_t begin, int64_t end, int64_t *counts,
+                                              uint64_t *seen)
 {
     const char kind = gs_dtype_kind(t) == 'b' ? 'u' : gs_dtype_kind(t);
+    uint64_t most = *seen;
     for (int64_t k = begin; k < end; k++) {
         int64_t xi = 0;
         uint64_t xu = 0;
         double xf = 0.0;
         gs_widen_kind_at(t, d->in, k, &xi, &xu, &xf);
+        if (mode == GS_HIST_INDEX) { /* bincount: the largest key, kept or not */
+            uint64_t key = gs_hist_index_key(gs_dtype_size(t), kind, xi, xu);
+            most = key > most ? key : most;
+        }
         int64_t bin = gs_hist_bin(d, kind, mode, et, xi, xu, xf);
         if (bin >= 0)
             counts[bin]++;
     }
+    *seen = most;
 }
 
 /* gs_hist_count_as for d's mode and edge type, dtype t constant. */
 static GS_ALWAYS_INLINE void gs_hist_count_modes(const gs_hist_desc *d, const gs_dtype t,
-                                                 int64_t begin, int64_t end, int64_t *counts)
+                                                 int64_t begin, int64_t end, int64_t *counts,
+                                                 uint64_t *seen)
 {
-#define GS_COUNT(mode, et) gs_hist_count_as(d, t, mode, et, begin, end, counts)
+#define GS_COUNT(mode, et) gs_hist_count_as(d, t, mode, et, begin, end, counts, seen)
     switch (d->mode) {
     case GS_HIST_UNIFORM:
         if (d->edge_type == GS_FLOAT32)
@@ -105,8 +115,10 @@ static GS_ALWAYS_INLINE void gs_hist_count_modes(const gs_hist_desc *d, const gs
 #undef GS_COUNT
 }
 
-/* Count (or sum the weights of) values [begin, end) into acc. */
-static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, void *acc)
+/* Count (or sum the weights of) values [begin, end) into acc; without weights, *seen = the
+ * largest of *seen and their bincount keys (INDEX only). */
+static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, void *acc,
+                          uint64_t *seen)
 {
     const char kind = gs_kind_of(d->in_type);
     const gs_dtype acc_type = gs_hist_acc_type(d);
@@ -118,7 +130,7 @@ static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, voi
         switch (d->in_type) {
 #define GS_X_COUNT(code, ctype, sfx, kind, npy)           \
     case code:                                            \
-        gs_hist_count_modes(d, code, begin, end, counts); \
+        gs_hist_count_modes(d, code, begin, end, counts, seen); \
         return;
             GS_DTYPES(GS_X_COUNT)
 #undef GS_X_COUNT
@@ -151,12 +163,18 @@ static void gs_hist_thread_task(void *ctx, int64_t task)
     gs_hist_job *job = ctx;
     const gs_hist_desc *d = job->d;
     void *acc = task == 0 ? d->out : job->priv + (size_t)(task - 1) * (size_t)d->nbins * 8;
+    uint64_t seen = 0, was;
     int64_t c;
     while ((c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < job->chunks) {
         int64_t begin = c * GS_CPU_HIST_CHUNK;
         gs_hist_range(d, begin, begin + GS_CPU_HIST_CHUNK < d->n ? begin + GS_CPU_HIST_CHUNK : d->n,
-                      acc);
+                      acc, &seen);
     }
+    was = atomic_load_explicit(&job->seen, memory_order_relaxed);
+    while (seen > was && !atomic_compare_exchange_weak_explicit(&job->seen, &was, seen,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed))
+        ;
 }
 
 /* Float sums: part p of the fixed parts adds into histogram p (the first one `out`). */
@@ -166,8 +184,10 @@ static void gs_hist_part_task(void *ctx, int64_t part)
     const gs_hist_desc *d = job->d;
     int64_t begin = part * job->part_len;
     int64_t end = begin + job->part_len < d->n ? begin + job->part_len : d->n;
+    uint64_t unused = 0; /* float sums: weighted, never probed */
     gs_hist_range(d, begin, end,
-                  part == 0 ? d->out : job->priv + (size_t)(part - 1) * (size_t)d->nbins * 8);
+                  part == 0 ? d->out : job->priv + (size_t)(part - 1) * (size_t)d->nbins * 8,
+                  &unused);
 }
 
 /* out += histograms 1..hists-1, in order, over a range of bins. */
@@ -193,14 +213,15 @@ static void gs_hist_merge_task(void *ctx, int64_t task)
 int gs_cpu_hist(const gs_hist_desc *d)
 {
     gs_hist_job job = { .d = d };
+    uint64_t seen = 0;
     const int sums = gs_hist_acc_type(d) == GS_FLOAT64;
     /* The most histograms besides `out` that GS_CPU_HIST_PRIVATE_BYTES allows. */
     const int64_t most = d->nbins > 0 ? GS_CPU_HIST_PRIVATE_BYTES / 8 / d->nbins : 0;
     int parallel = d->n >= GS_CPU_HIST_PARALLEL_MIN && gs_cpu_threads() > 1 && most >= 1;
 
     /* Zero bits are 0 and 0.0 alike. */
-    memset(d->out, 0, (size_t)d->nbins * 8);
-    if (d->n == 0 || d->nbins == 0)
+    memset(d->out, 0, (size_t)(d->nbins + (d->probe != 0)) * 8);
+    if (d->n == 0 || (d->nbins == 0 && !d->probe))
         return 0;
 
     if (sums) {
@@ -227,6 +248,7 @@ int gs_cpu_hist(const gs_hist_desc *d)
             return -ENOMEM;
     }
     atomic_init(&job.next, 0);
+    atomic_init(&job.seen, 0);
 
     if (!parallel && sums) {
         gs_hist_part_task(&job, 0);
@@ -234,12 +256,13 @@ int gs_cpu_hist(const gs_hist_desc *d)
             int64_t begin = p * job.part_len;
             memset(job.priv, 0, (size_t)d->nbins * 8);
             gs_hist_range(d, begin, begin + job.part_len < d->n ? begin + job.part_len : d->n,
-                          job.priv);
+                          job.priv, &seen);
             for (int64_t b = 0; b < d->nbins; b++)
                 ((double *)d->out)[b] += ((const double *)job.priv)[b];
         }
     } else if (!parallel) {
-        gs_hist_range(d, 0, d->n, d->out);
+        gs_hist_range(d, 0, d->n, d->out, &seen);
+        atomic_store_explicit(&job.seen, seen, memory_order_relaxed);
     } else {
         gs_cpu_parallel_for(job.hists, sums ? gs_hist_part_task : gs_hist_thread_task, &job);
         if (job.hists > 1)
@@ -247,5 +270,7 @@ int gs_cpu_hist(const gs_hist_desc *d)
                                 gs_hist_merge_task, &job);
     }
     free(job.priv);
+    if (d->probe)
+        ((uint64_t *)d->out)[d->nbins] = atomic_load_explicit(&job.seen, memory_order_relaxed);
     return 0;
 }

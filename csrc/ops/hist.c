@@ -579,6 +579,76 @@ static int bincount_bins(const gs_backend_ops *be, hist_input *in, npy_intp minl
     return 0;
 }
 
+/*
+ * bincount in one pass.  The exact way reads x twice: its maximum (and the check for negative
+ * values) first, for the number of bins, then the counts.  Instead the backend counts into a
+ * guess of bins while it finds the largest key (gs_hist_desc.probe); when every value lay inside
+ * the guess, the first max(x) + 1 counts (at least minlength) are the result.  Otherwise (a value
+ * past the guess, or a negative one) the exact way runs.  The guess: the bins of the last
+ * bincount (at least GS_BINCOUNT_GUESS, at least minlength); after one of more than
+ * GS_BINCOUNT_GUESS_MAX bins the next goes the exact way (a guess that large costs as much to
+ * zero and merge as it saves).  Counts are exact integers: the result never depends on the
+ * guess.  Under the GIL.
+ */
+#define GS_BINCOUNT_GUESS 1024
+#define GS_BINCOUNT_GUESS_MAX 65536
+static int64_t bincount_last_bins;
+
+/* *ret = the counts, or NULL with no error when the guess was short (or the probe does not
+ * apply: weights, a streamed input); -1 with an exception on failure. */
+static int bincount_probe(const gs_backend_ops *be, hist_input *in, npy_intp minlength,
+                          gs_hist_desc *d, gs_bag *bag, PyObject **ret)
+{
+    int64_t guess = bincount_last_bins > GS_BINCOUNT_GUESS ? bincount_last_bins : GS_BINCOUNT_GUESS;
+    int64_t nbins, one = 1;
+    uint64_t key = 0;
+    gs_view counts, key_at, key_host, res;
+    gs_fail f = { 0 };
+    void *buf;
+    int rc;
+
+    *ret = NULL;
+    if (d->weights != NULL || streamed(be, in) || bincount_last_bins > GS_BINCOUNT_GUESS_MAX)
+        return 0;
+    if (minlength > guess)
+        guess = minlength;
+    if (input_place(in, be, bag) < 0 || gs_bag_alloc(bag, be->mem, (size_t)(guess + 1) * 8, &buf) < 0)
+        return -1;
+    d->in = in->placed.ptr;
+    d->out = buf;
+    d->nbins = guess;
+    d->probe = 1;
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->hist(d, &f);
+    Py_END_ALLOW_THREADS
+    d->probe = 0;
+    if (rc < 0)
+        return gs_raise(&f);
+
+    /* The largest key to the host: every value in [0, guess) when it is below the guess. */
+    memset(&counts, 0, sizeof(counts));
+    counts.ndim = 1;
+    counts.shape[0] = one;
+    gs_view_contiguous(&key_at, &counts, (char *)buf + guess * 8, be->mem, GS_UINT64);
+    gs_view_contiguous(&key_host, &counts, &key, GS_MEM_HOST, GS_UINT64);
+    if (gs_move(&key_at, &key_host, bag) < 0 || PyErr_CheckSignals() < 0)
+        return -1;
+    if (key >= (uint64_t)guess)
+        return 0;
+    nbins = (int64_t)key + 1 > minlength ? (int64_t)key + 1 : minlength;
+    bincount_last_bins = nbins;
+    *ret = gs_result_new(in->op.on_device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &nbins, GS_INT64, &res);
+    if (*ret == NULL)
+        return -1;
+    counts.shape[0] = nbins;
+    gs_view_contiguous(&counts, &counts, buf, be->mem, GS_INT64);
+    if (gs_move(&counts, &res, bag) < 0) {
+        Py_CLEAR(*ret);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "", "weights", "minlength", NULL }; /* x positional-only */
@@ -612,8 +682,7 @@ PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
         Py_XDECREF(z);
         goto done;
     }
-    if ((weights != Py_None && bincount_weights(weights, &w, &in, n) < 0) ||
-        bincount_bins(be, &in, minlength, &bag, &d.nbins) < 0)
+    if (weights != Py_None && bincount_weights(weights, &w, &in, n) < 0)
         goto done;
     d.n = n;
     d.in_type = in.type;
@@ -622,7 +691,15 @@ PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
     d.mode = GS_HIST_INDEX;
     d.edge_type = GS_INT64;
     d.method = GS_HIST_AUTO;
-    ret = hist_run(be, &d, &in, weights != Py_None ? &w : NULL, &bag);
+    if (bincount_probe(be, &in, minlength, &d, &bag, &ret) < 0)
+        goto done;
+    if (ret == NULL) { /* the exact way: the maximum first */
+        if (bincount_bins(be, &in, minlength, &bag, &d.nbins) < 0)
+            goto done;
+        if (d.weights == NULL && !streamed(be, &in))
+            bincount_last_bins = d.nbins;
+        ret = hist_run(be, &d, &in, weights != Py_None ? &w : NULL, &bag);
+    }
     used[0] = &in.op;
     used[1] = &w.op;
     if (ret != NULL && gs_release_operands(used, 2) < 0)

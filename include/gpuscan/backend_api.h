@@ -270,6 +270,10 @@ typedef struct gs_hist_desc {
     gs_hist_method method;
     int accumulate; /* add to `out` as it is, not zeroed: a streamed chunk after the first
                      * (streamed entries only, so never on the CPU backend) */
+    int probe;      /* INDEX without weights, not streamed: `out` holds nbins + 1 accumulators,
+                     * and the last one, zeroed with the others, receives the largest key of all
+                     * n values (gs_hist_index_key), kept or not: bincount's one pass, which
+                     * counts into a guessed number of bins and learns whether it was enough */
 } gs_hist_desc;
 
 /* The accumulator dtype of a histogram: int64 counts, double sums of float weights, int64

@@ -32,6 +32,20 @@
 #define GS_HIST_FN static inline
 #endif
 
+/*
+ * bincount's key of an integer value widened to (xi, xu) from a `size`-byte dtype of `kind`
+ * ('i', or 'u' for unsigned and bool): the value itself when it is not negative; a negative one
+ * is its 32-bit two's complement (1 to 4 bytes) or its 64 bits (8 bytes), read unsigned, which
+ * is at least 2^31.  So for nbins <= 2^31 every value lies in [0, nbins) exactly when the
+ * largest key is below nbins (gs_hist_desc.probe).
+ */
+GS_HIST_FN uint64_t gs_hist_index_key(size_t size, char kind, int64_t xi, uint64_t xu)
+{
+    if (kind != 'i')
+        return xu;
+    return size == 8 ? (uint64_t)xi : (uint64_t)(uint32_t)(int32_t)xi;
+}
+
 /* Largest i < nb with e[i] <= x, given e[lo] <= x (lo < nb): binary search of e[lo+1..nb-1]. */
 #define GS_HIST_SEARCH_FROM(e, nb, x, lo)           \
     do {                                            \

@@ -17,6 +17,9 @@
  *            sums its bins over the replicas and adds the nonzero sums to the device result
  *            with one 64-bit atomic per bin.
  *   global   The same loads; each kept value takes one 64-bit atomic add on the device result.
+ *   probe    bincount (INDEX, no weights, gs_hist_desc.probe): each thread also keeps the
+ *            largest key it read (gs_hist_see, a 32-bit maximum per vector), and the block's goes
+ *            to out[nbins] with one 64-bit atomicMax.
  *   weights  One value and its weight at a time (grid-stride), summed into a single shared
  *            replica of double (float weights) or u64 (integer weights) accumulators, or into
  *            the device result directly (global).
@@ -112,6 +115,30 @@ static __device__ __forceinline__ int gs_hist_bin32(const gs_hist_desc *d, const
     return (int)gs_hist_bin_of(d, t, mode, et, bits);
 }
 
+/* *seen = the largest of *seen and the bincount keys (gs_hist_index_key) of bits[0..m-1]: for
+ * 1- to 4-byte values a 32-bit maximum (the key fits in 32 bits), widened once. */
+static __device__ __forceinline__ void gs_hist_see(gs_dtype t, const uint64_t *bits, int m,
+                                                   uint64_t *seen)
+{
+    if (gs_dtype_size(t) == 8) {
+        for (int k = 0; k < m; k++)
+            *seen = bits[k] > *seen ? bits[k] : *seen;
+        return;
+    }
+    const uint32_t sh = 32 - 8 * (uint32_t)gs_dtype_size(t);
+    uint32_t most = 0;
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        if (k < m) {
+            const uint32_t key = gs_hist_kind(t) == 'i'
+                                     ? (uint32_t)((int32_t)((uint32_t)bits[k] << sh) >> sh)
+                                     : (uint32_t)bits[k];
+            most = key > most ? key : most;
+        }
+    }
+    *seen = (uint64_t)most > *seen ? (uint64_t)most : *seen;
+}
+
 /* Count one value into this block's replica of its slice [s_lo, s_lo + s_n), which starts at
  * shared-memory address rep (a dropped value's -1 is out of every slice: the unsigned difference
  * is huge).  A predicated reduction, not a branch around an atomic: no divergence bookkeeping
@@ -134,8 +161,11 @@ static __device__ __forceinline__ void gs_hist_count_shared(unsigned rep, int s_
 static __device__ __forceinline__ void gs_hist_count(const gs_hist_kparams *p, const int *table,
                                                      unsigned rep, int s_lo, unsigned s_n,
                                                      int shared, gs_dtype t, gs_hist_mode mode,
-                                                     gs_dtype et, const uint64_t *bits, int m)
+                                                     gs_dtype et, const uint64_t *bits, int m,
+                                                     uint64_t *seen)
 {
+    if (mode == GS_HIST_INDEX) /* bincount: the largest key, whether the value is kept or not */
+        gs_hist_see(t, bits, m, seen);
     if (!shared) {
         for (int k = 0; k < m; k++) {
             const int64_t bin = gs_hist_bin_of(&p->d, t, mode, et, bits[k]);
@@ -186,7 +216,7 @@ static __device__ __forceinline__ void gs_hist_weigh(const gs_hist_kparams *p, v
 static __device__ __forceinline__ void gs_hist_vector(const gs_hist_kparams *p, const int *table,
                                                       unsigned rep, int s_lo, unsigned s_n,
                                                       int shared, gs_dtype t, gs_hist_mode mode,
-                                                      gs_dtype et, uint4 v)
+                                                      gs_dtype et, uint4 v, uint64_t *seen)
 {
     const int size = (int)gs_dtype_size(t);
     const uint32_t w[4] = { v.x, v.y, v.z, v.w };
@@ -202,14 +232,15 @@ static __device__ __forceinline__ void gs_hist_vector(const gs_hist_kparams *p, 
             }
         }
     }
-    gs_hist_count(p, table, rep, s_lo, s_n, shared, t, mode, et, bits, 16 / size);
+    gs_hist_count(p, table, rep, s_lo, s_n, shared, t, mode, et, bits, 16 / size, seen);
 }
 
 /* The block's values, counted (no weights): vectors, then the unaligned head and tail. */
 static __device__ __forceinline__ void gs_hist_consume(const gs_hist_kparams *p, const int *table,
                                                        unsigned rep, int s_lo, unsigned s_n,
                                                        int shared, int64_t part, int64_t parts,
-                                                       gs_dtype t, gs_hist_mode mode, gs_dtype et)
+                                                       gs_dtype t, gs_hist_mode mode, gs_dtype et,
+                                                       uint64_t *seen)
 {
     const gs_hist_desc *d = &p->d;
     const int64_t size = (int64_t)gs_dtype_size(t);
@@ -232,14 +263,14 @@ static __device__ __forceinline__ void gs_hist_consume(const gs_hist_kparams *p,
             r[u] = __ldcs(vec + v0 + u * GS_HIST_NT);
 #pragma unroll
         for (int u = 0; u < GS_HIST_UNROLL; u++)
-            gs_hist_vector(p, table, rep, s_lo, s_n, shared, t, mode, et, r[u]);
+            gs_hist_vector(p, table, rep, s_lo, s_n, shared, t, mode, et, r[u], seen);
     }
     if (v0 < nvec) { /* this thread's last, partial step */
 #pragma unroll
         for (int u = 0; u < GS_HIST_UNROLL; u++)
             if (v0 + u * GS_HIST_NT < nvec)
                 gs_hist_vector(p, table, rep, s_lo, s_n, shared, t, mode, et,
-                               __ldcs(vec + v0 + u * GS_HIST_NT));
+                               __ldcs(vec + v0 + u * GS_HIST_NT), seen);
     }
 
     /* ---- The values before the first and after the last whole vector. ---- */
@@ -247,7 +278,7 @@ static __device__ __forceinline__ void gs_hist_consume(const gs_hist_kparams *p,
     for (int64_t k = part * GS_HIST_NT + threadIdx.x; k < extra; k += parts * GS_HIST_NT) {
         const int64_t i = k < head ? k : tail + (k - head);
         const uint64_t bits = gs_load_bits(t, d->in, i);
-        gs_hist_count(p, table, rep, s_lo, s_n, shared, t, mode, et, &bits, 1);
+        gs_hist_count(p, table, rep, s_lo, s_n, shared, t, mode, et, &bits, 1, seen);
     }
 }
 
@@ -285,6 +316,7 @@ static __device__ __forceinline__ void gs_hist_agent(const gs_hist_kparams *p, g
     const int64_t words = weighted ? 2 * s_n : p->replicas * s_n;
     unsigned *smem32 = (unsigned *)gs_hist_smem;
     int *table = mode == GS_HIST_TABLE && p->shared && !weighted ? (int *)smem32 + words : NULL;
+    uint64_t seen = 0; /* bincount: the largest key this thread read */
 
     /* ---- Zero the block's histogram(s); copy the table. ---- */
     if (p->shared) {
@@ -302,9 +334,26 @@ static __device__ __forceinline__ void gs_hist_agent(const gs_hist_kparams *p, g
     } else if (p->shared) { /* slices hold fewer than 2^31 bins (the host's plan) */
         const unsigned *rep = smem32 + (int64_t)((threadIdx.x / GS_WARP) % p->replicas) * s_n;
         gs_hist_consume(p, table, (unsigned)__cvta_generic_to_shared(rep), (int)s_lo, (unsigned)s_n,
-                        1, part, parts, t, mode, et);
+                        1, part, parts, t, mode, et, &seen);
     } else {
-        gs_hist_consume(p, NULL, 0u, 0, 0u, 0, part, parts, t, mode, et);
+        gs_hist_consume(p, NULL, 0u, 0, 0u, 0, part, parts, t, mode, et, &seen);
+    }
+
+    /* ---- bincount's probe: the block's largest key, one device atomic per block. ---- */
+    if (mode == GS_HIST_INDEX && d->probe && !weighted) { /* the same for the whole block */
+        __shared__ unsigned long long block_seen;
+        for (int o = GS_WARP / 2; o > 0; o /= 2) {
+            const uint64_t other = __shfl_xor_sync(0xffffffffu, seen, o);
+            seen = other > seen ? other : seen;
+        }
+        if (threadIdx.x == 0)
+            block_seen = 0;
+        __syncthreads();
+        if ((threadIdx.x & (GS_WARP - 1)) == 0 && seen != 0)
+            atomicMax(&block_seen, (unsigned long long)seen);
+        __syncthreads();
+        if (threadIdx.x == 0 && block_seen != 0)
+            atomicMax((unsigned long long *)d->out + d->nbins, block_seen);
     }
 
     /* ---- Merge: one device atomic per nonzero bin of the slice. ---- */

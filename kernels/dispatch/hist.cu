@@ -191,8 +191,8 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
 
     if (kernel == NULL || d->nbins < 0 || d->n < 0)
         return cudaErrorInvalidValue;
-    if (!d->accumulate &&
-        (err = cudaMemsetAsync(d->out, 0, (size_t)d->nbins * 8, stream)) != cudaSuccess)
+    if (!d->accumulate && (err = cudaMemsetAsync(d->out, 0, (size_t)(d->nbins + (d->probe != 0)) * 8,
+                                                 stream)) != cudaSuccess)
         return err;
     if (d->n == 0 || d->nbins == 0)
         return cudaSuccess;
