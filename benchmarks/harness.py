@@ -15,10 +15,13 @@ bench_histogram.py, ...) only describes cases; this module times them the same w
   host cases    NumPy in, NumPy out: time.perf_counter around the call, warm-up first, median
                 of HOST_MIN_REPS..HOST_MAX_REPS calls.
   bytes         read + written once each (the inputs' and outputs' nbytes), GB/s = 1e9 B/s.
+  external      times another program measured in the same job (CUB's, from cub_driver.cu,
+                under this module's policy) join a device case as rows of kind "external"
+                (device_case's external=): the harness keeps their ms and computes the rest.
   ratios        "vs cupy" = CuPy's time / gpuscan's time in the same case and n (> 1: gpuscan
-                faster); likewise "vs torch" and, for host cases, "vs numpy".  "%memcpy" is
-                the row's GB/s over the same run's cudaMemcpyAsync device-to-device GB/s at the
-                same n.
+                faster); likewise "vs torch", "vs cub" and, for host cases, "vs numpy".
+                "%memcpy" is the row's GB/s over the same run's cudaMemcpyAsync
+                device-to-device GB/s at the same n.
 
 Extending it: a new benchmark builds a Harness from `parse_args()`, calls `memcpy()`,
 `device_case()`, `host_case()`, `note()` and `goal()` for its figures, and ends with
@@ -81,7 +84,7 @@ HOST_MIN_REPS = 3
 HOST_MAX_REPS = 15
 
 # Order of the ratio columns; a row's ratios are keyed by these library names.
-RATIO_LIBS = ("cupy", "torch", "numpy")
+RATIO_LIBS = ("cupy", "torch", "numpy", "cub")
 # The library whose rows get ratios; the others are baselines.
 SUBJECT = "gpuscan"
 
@@ -119,11 +122,11 @@ class Row:
     """One timed (case, impl, n)."""
 
     case: str                       # what is computed, e.g. "scan add i32->i32"
-    impl: str                       # library: gpuscan, cupy, torch, numpy, cuda
+    impl: str                       # library: gpuscan, cupy, torch, numpy, cub, cuda
     n: int
     nbytes: int                     # bytes read + written by one call
     label: str = ""                 # the call, e.g. "cumsum(x, dtype=i32, out=o)"
-    kind: str = "device"            # device (CUDA events) or host (perf_counter)
+    kind: str = "device"            # device (CUDA events), host (perf_counter), external
     ms: float | None = None         # median per call
     min_ms: float | None = None
     spread: float | None = None     # (p90 - p10) / median of the samples
@@ -163,6 +166,7 @@ SHORT_COLS = [
     ("vs cupy", 7, ">", lambda r: _ratio(r.ratios.get("cupy"))),
     ("vs torch", 8, ">", lambda r: _ratio(r.ratios.get("torch"))),
     ("vs numpy", 8, ">", lambda r: _ratio(r.ratios.get("numpy"))),
+    ("vs cub", 7, ">", lambda r: _ratio(r.ratios.get("cub"))),
 ]
 FULL_COLS = SHORT_COLS + [
     ("min ms", 10, ">", lambda r: _f(r.min_ms, ".4f")),
@@ -227,9 +231,12 @@ def make_parser(description) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default=None,
                    help="folder for the result file (default: $BENCH_OUT, else "
                         "benchmarks/results/)")
-    p.add_argument("--min-log2", type=int, default=10, help="smallest size, log2 (default 10)")
-    p.add_argument("--max-log2", type=int, default=28, help="largest size, log2 (default 28)")
-    p.add_argument("--step", type=int, default=2, help="log2 step between sizes (default 2)")
+    p.add_argument("--min-log2", type=int, default=10,
+                   help="smallest size, log2 (default %(default)s)")
+    p.add_argument("--max-log2", type=int, default=28,
+                   help="largest size, log2 (default %(default)s)")
+    p.add_argument("--step", type=int, default=2,
+                   help="log2 step between sizes (default %(default)s)")
     p.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     p.add_argument("--no-host", action="store_true", help="leave the NumPy in/out cases out")
     p.add_argument("--tag", default=None,
@@ -570,7 +577,7 @@ class Harness:
         return row.gbps if row is not None else None
 
     def device_case(self, case, n, inputs, outputs, impls, check=None, check_libs=(SUBJECT,),
-                    memcpy_elem=None, nbytes=None):
+                    memcpy_elem=None, nbytes=None, external=()):
         """Time each impl on device-resident data; one row per impl, ratios on gpuscan's row.
 
         inputs   list of (dtype, kind) (see random_device); outputs: list of dtypes.
@@ -581,6 +588,10 @@ class Harness:
                  run once after timing, on buffer set 0 with poisoned outputs, for the libs in
                  check_libs.  A failed check of gpuscan is a failure of the run.
         memcpy_elem  which memcpy row is the %memcpy reference (default: the widest element).
+        external list of dicts of Row fields (impl, label, ms; min_ms, spread, reps, sets when
+                 known) for the same work at the same n timed by another program in this job
+                 (bench_cub.py: CUB's driver); they join the case's rows with its byte count,
+                 so %memcpy and the ratios come out as for the impls timed here.
         """
         cp = self.cp
         impls = [i for i in impls if i is not None]
@@ -624,6 +635,8 @@ class Harness:
                     traceback.print_exc()
             if lib == SUBJECT and (row.error or row.check.startswith("FAIL")):
                 self.failures.append(f"{case} n={fmt_n(n)} {lib}: {row.error or row.check}")
+        for fields in external:
+            rows.append(Row(case=case, n=n, nbytes=nbytes or per_set, kind="external", **fields))
         del sets
         self._finish_case(rows, n, memcpy_elem)
         self.free()
@@ -726,18 +739,24 @@ class Harness:
         info=True, shown without a verdict)."""
         rs = [r for r in self.rows if r.case == case and r.impl == SUBJECT and r.n >= min_n
               and lib in r.ratios]
-        if not rs:
-            self.goal(f"{case} vs {lib} (worst n >= {fmt_n(min_n)})", "-", "-",
-                      f">= {target:.2f}x", "n/a")
+        worst = min(rs, key=lambda r: r.ratios[lib]) if rs else None
+        self._goal_ratio(f"{case} vs {lib} (worst n >= {fmt_n(min_n)})", worst, lib, target,
+                         info)
+
+    def goal_vs_at(self, case, lib, n, target=1.0, info=False):
+        """'case vs lib' at n, against >= target (or, with info=True, without a verdict)."""
+        self._goal_ratio(f"{case} vs {lib}", self.row(case, SUBJECT, n), lib, target, info, n)
+
+    def _goal_ratio(self, figure, row, lib, target, info, n="-"):
+        if row is None or lib not in row.ratios:
+            self.goal(figure, n, "-", f">= {target:.2f}x", "n/a")
             return
-        worst = min(rs, key=lambda r: r.ratios[lib])
+        ratio = row.ratios[lib]
         if info:
-            self.goal(f"{case} vs {lib} (worst n >= {fmt_n(min_n)})", worst.n,
-                      f"{worst.ratios[lib]:.2f}x", "", "info")
+            self.goal(figure, row.n, f"{ratio:.2f}x", "", "info")
             return
-        self.goal(f"{case} vs {lib} (worst n >= {fmt_n(min_n)})", worst.n,
-                  f"{worst.ratios[lib]:.2f}x", f">= {target:.2f}x",
-                  "ok" if worst.ratios[lib] >= target else "MISS")
+        self.goal(figure, row.n, f"{ratio:.2f}x", f">= {target:.2f}x",
+                  "ok" if ratio >= target else "MISS")
 
     def goal_time_ratio(self, case, base_case, n, impl=SUBJECT):
         """Information: case's time over base_case's time at n (e.g. max scan vs add)."""

@@ -1,0 +1,125 @@
+"""The CUB comparison's bookkeeping (benchmarks/bench_cub.py), without a GPU: cub_driver's output
+read or refused, CUB's times becoming rows whose "vs cub" ratio and goals come out right, and
+the driver built when nvcc is there.  The timing itself needs a GPU: python
+benchmarks/bench_cub.py.  Skipped, with the reason, without the source tree's benchmarks/."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+BENCH = os.path.join(ROOT, "benchmarks")
+if not os.path.isfile(os.path.join(BENCH, "bench_cub.py")):
+    pytest.skip(f"no benchmarks/bench_cub.py in {ROOT}: the tests run without the source tree",
+                allow_module_level=True)
+sys.path.insert(0, BENCH)
+
+import bench_cub  # noqa: E402
+import harness  # noqa: E402
+from bench_cub import DriverError, parse_driver  # noqa: E402
+
+LOGS = [16, 20]
+DEVICE = ("device sms=132 l2_bytes=62914560 cc=9.0 cub=300001 runtime=13000 driver=13000 "
+          "name=NVIDIA H200")
+
+
+def driver_output(drop=(), extra=()):
+    """What cub_driver prints for LOGS, with the lines starting with one of `drop` left out;
+    every case at 2^k takes (k + position) / 1000 ms."""
+    lines = [DEVICE]
+    for k in LOGS:
+        for i, case in enumerate(bench_cub.DRIVER_CASES):
+            if k == min(LOGS):
+                lines.append(f"check case={case} log2n={k} ok")
+            lines.append(f"case={case} log2n={k} ms={(k + i) / 1000:.6f} "
+                         f"min_ms={(k + i) / 1100:.6f} spread=0.0{i} reps={100 + i} sets={7 + k}")
+    lines = [ln for ln in lines if not any(ln.startswith(d) for d in drop)]
+    return "\n".join(lines + list(extra)) + "\n"
+
+
+def test_parse_reads_every_case():
+    run = parse_driver(driver_output(), LOGS)
+    assert run.device["name"] == "NVIDIA H200"
+    assert run.device["sms"] == "132" and run.device["l2_bytes"] == "62914560"
+    assert len(run.times) == len(LOGS) * len(bench_cub.DRIVER_CASES)
+    i = bench_cub.DRIVER_CASES.index("split_i32")
+    assert run.times[("split_i32", 20)] == dict(ms=pytest.approx((20 + i) / 1000),
+                                                min_ms=pytest.approx((20 + i) / 1100, abs=1e-6),
+                                                spread=pytest.approx(i / 100),
+                                                reps=100 + i, sets=27)
+    assert run.checked == {(c, 16) for c in bench_cub.DRIVER_CASES}
+
+
+@pytest.mark.parametrize("drop, extra, message", [
+    ((), ["FAIL case=split_i32 log2n=16 partition differs first at 3"], "wrong result"),
+    (("case=hist4096_f32 log2n=20",), (), "hist4096_f32 2^20"),
+    (("check case=reduce_i32",), (), "check of reduce_i32 at 2^16"),
+    (("device",), (), "before the device line"),
+    ((), ["case=memcpy log2n=16 ms=1 min_ms=1 reps=1 sets=1"], "timed twice"),
+    ((), ["case=memcpy log2n=24 ms=fast min_ms=1 reps=1 sets=1"], "cannot read"),
+    ((), ["case=memcpy log2n=24 ms=1 reps=1 sets=1"], "cannot read"),
+    ((), ["check case=memcpy log2n=24 failed"], "check not ok"),
+    ((), ["warning: something"], "unexpected line"),
+], ids=["fail", "missing_time", "missing_check", "no_device", "twice", "bad_number",
+        "missing_field", "check_not_ok", "stray_line"])
+def test_parse_refuses_incomplete_or_wrong_output(drop, extra, message):
+    with pytest.raises(DriverError, match=re.escape(message)):
+        parse_driver(driver_output(drop, extra), LOGS)
+
+
+def test_parse_refuses_no_output():
+    with pytest.raises(DriverError, match="no device line"):
+        parse_driver("", LOGS)
+
+
+def test_driver_takes_the_harness_policy():
+    """Every option bench_cub passes is one cub_driver.cu parses."""
+    with open(bench_cub.DRIVER_SRC) as f:
+        src = f.read()
+    for key in bench_cub.DRIVER_POLICY:
+        assert f'"--{key}"' in src, key
+
+
+@pytest.fixture
+def cpu_harness(tmp_path):
+    args = harness.parse_args("test", ["--out", str(tmp_path)])
+    return harness.Harness(args, "test", device=False)
+
+
+def test_cub_rows_give_vs_cub_and_goals(cpu_harness):
+    h = cpu_harness
+    run = parse_driver(driver_output(), LOGS)
+    n = 2**20
+    cub_ms = run.times[("scan_i32", 20)]["ms"]
+    for ms in (cub_ms / 1.25, cub_ms * 1.25):   # gpuscan faster, then slower
+        rows = [harness.Row(case=bench_cub.SCAN_I32, impl="gpuscan", n=n, nbytes=8 * n, ms=ms)]
+        rows += [harness.Row(case=bench_cub.SCAN_I32, n=n, nbytes=8 * n, kind="external", **e)
+                 for e in bench_cub.cub_external(run, "scan_i32", 20)]
+        h.rows = []
+        h._finish_case(rows, n, None)   # what device_case does with its rows and external=
+        gs, cub = h.rows
+        assert cub.impl == "cub" and cub.kind == "external" and cub.reps == run.times[
+            ("scan_i32", 20)]["reps"]
+        assert cub.label == bench_cub.CUB_CASES["scan_i32"][1]
+        assert gs.ratios["cub"] == pytest.approx(cub_ms / ms)
+        assert f"{cub_ms / ms:.2f}x" in harness.format_row(gs)
+        h.goal_vs_at(bench_cub.SCAN_I32, "cub", n)
+    assert [g.status for g in h.goals] == ["ok", "MISS"]
+    assert [g.value for g in h.goals] == ["1.25x", "0.80x"]
+    h.goal_vs_at(bench_cub.SCAN_I32, "cub", 2**24)   # not measured
+    assert h.goals[-1].status == "n/a" and h.goals[-1].n == "2^24"
+
+
+@pytest.mark.slow
+def test_driver_builds(tmp_path):
+    """cub_driver.cu compiles against this toolkit's CUB (it runs only on a GPU)."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.access(nvcc, os.X_OK):
+        pytest.skip("no nvcc: the CUB driver is built on the GPU machine")
+    done = subprocess.run([nvcc, "-O3", "-std=c++17", "-arch=sm_90", bench_cub.DRIVER_SRC,
+                           "-o", str(tmp_path / "cub_driver")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
