@@ -292,7 +292,8 @@ def segmented_and_reduce_cases(run, nv, reduced):
     """The segmented scan (flags at their own width, heads at tile edges) and the reduction
     (one chunk, several chunks with the last-chunk combine, many rows, unaligned rows)."""
     rng = np.random.default_rng(7)
-    chunk = _gpuscan._reduce_chunk_items()
+    chunk = _gpuscan._reduce_chunk_items(1)  # the shortest chunk
+    long_row = 2048 * chunk + 5  # past 2048 chunks: longer ones
     sizes = [1, nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
     for n in sizes:
         for fdt in (np.bool_, np.uint8, np.int32, np.float64):
@@ -311,9 +312,9 @@ def segmented_and_reduce_cases(run, nv, reduced):
                 return None if np.array_equal(res.get(), ref) else "segmented scan differs"
 
             run.case(f"segmented_scan n={n} flags={np.dtype(fdt).name}", seg)
-    shapes = [(1, 1), (1, chunk + 1), (1, 3 * chunk + 5), (64, 700), (3, chunk)]
+    shapes = [(1, 1), (1, chunk + 1), (1, 3 * chunk + 5), (64, 700), (3, chunk), (2, long_row)]
     if reduced:
-        shapes = [(1, 3 * chunk + 5), (64, 700)]
+        shapes = [(1, 3 * chunk + 5), (64, 700), (1, long_row)]
     for rows, cols in shapes:
         for dt in (np.int32, np.float32, np.float64):
             a = (rng.random((rows, cols)) * 100).astype(dt)
@@ -664,6 +665,22 @@ def histogram_cases(run, cp):
     xi = rng.integers(0, 1000, n).astype(np.int32)
     run.case("bincount int32", lambda: compare(
         host(gpuscan.bincount(gpuscan.to_device(xi))), np.bincount(xi), "max"))
+    for label, top in [("past the guess", 5000), ("at the last call's guess", 5000),
+                       ("inside the guess", 900)]:
+        xs = rng.integers(0, top, 50_001).astype(np.int32)
+        run.case(f"bincount int32 {label}", lambda xs=xs: compare(
+            host(gpuscan.bincount(gpuscan.to_device(xs))), np.bincount(xs), "max"))
+    neg = xi.copy()
+    neg[-1] = -3
+
+    def negative():
+        try:
+            gpuscan.bincount(gpuscan.to_device(neg))
+        except ValueError:
+            return None
+        return "no ValueError"
+
+    run.case("bincount negative", negative)
     run.case("bincount int32 weights minlength", lambda: compare(
         host(gpuscan.bincount(gpuscan.to_device(xi), weights=dw, minlength=2000)),
         np.bincount(xi, weights=w, minlength=2000), "add"))
