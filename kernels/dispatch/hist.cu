@@ -85,6 +85,7 @@ extern "C" void gs_launch_hist_last(gs_hist_launch *out)
  * shared memory, the blocks per multiprocessor.  Under a lock: launches come from any thread.
  */
 #define GS_HIST_OCC_SLOTS 64
+#define GS_HIST_STATIC_SMEM 64 /* at least agent/hist.cuh's static __shared__ bytes */
 static pthread_mutex_t gs_hist_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     int known, sms;
@@ -123,7 +124,9 @@ static cudaError_t gs_hist_smem_budget(int device, int64_t *budget, int *sms)
     if (err != cudaSuccess)
         return err;
     const int share = per_sm / GS_HIST_MIN_BLOCKS - 1024;
-    *budget = share < optin ? share : optin;
+    /* Less the agent's static shared memory (bincount's probe word), which counts against the
+     * opt-in's limit with the dynamic part. */
+    *budget = (share < optin ? share : optin) - GS_HIST_STATIC_SMEM;
     pthread_mutex_lock(&gs_hist_lock);
     if (device < GS_MAX_DEVICES) {
         gs_hist_dev[device].budget = *budget;
