@@ -342,6 +342,18 @@ def test_long_rows(dtype, op, rng):
     check_reduce(gpuscan.reduce(b, op, axis=1), b, op, axis=1)
 
 
+def test_row_counts_in_turn(rng):
+    # Reductions of several chunks per row, one after the other with more and fewer rows: on the
+    # device they share one scratch, where an earlier call's partials lie where a later call
+    # with more rows keeps its counters.
+    for rows, cols in [(1, 3 * CHUNK + 5), (70, CHUNK + 1), (1, 2 * CHUNK), (300, CHUNK + 7),
+                       (2, 5 * CHUNK), (70, CHUNK + 1), (1000, 2 * CHUNK), (3, CHUNK + 1)]:
+        a = rng.integers(-1000, 1000, (rows, cols)).astype(np.int32)
+        check_reduce(gpuscan.reduce(a, axis=1), a, "add", axis=1)
+        b = rng.random((cols, rows)) < 0.5    # bool columns, as in test_cpu_backend
+        check_reduce(gpuscan.reduce(b, axis=0), b, "add", axis=0)
+
+
 @pytest.mark.parametrize("where", ["first", "last", "chunk_edge", "two", "only"])
 @pytest.mark.parametrize("op", ["min", "max"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])

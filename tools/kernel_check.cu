@@ -220,9 +220,10 @@ static void run_reduce(gs_reduce_desc *d)
         if (rscratch)
             CHECK(cudaFree(rscratch));
         CHECK(cudaMalloc(&rscratch, need));
-        CHECK(cudaMemset(rscratch, 0, need)); /* counters zero; each reduction leaves them so */
         rscratch_cap = need;
     }
+    if (need > 0) /* the counters zero (an earlier reduction's partials may lie there) */
+        CHECK(cudaMemset(rscratch, 0, (size_t)gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN)));
     CHECK(gs_launch_reduce(d, rscratch, rscratch_cap, 0));
 }
 

@@ -17,7 +17,10 @@
  *
  * Reductions share a scratch of their own the same way (without epochs): a reduction leaves its
  * rows' counters at zero (the last chunk of a row resets them), and its partials are written
- * before they are read, so a zeroed scratch needs no memset and no allocation per call.
+ * before they are read.  But one reduction's partials lie where a later one with more rows keeps
+ * counters, so the scratch remembers how many of its first bytes are known to be zero, and a
+ * reduction that needs more counters zeroes only the difference: a repeated reduction of the
+ * same shape needs no memset and no allocation.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -32,10 +35,11 @@ typedef struct kept_scratch {
     pthread_mutex_t lock;
     void *ptr;
     size_t cap;
+    size_t clean; /* the reductions': its first `clean` bytes are zero */
 } kept_scratch;
 
-static kept_scratch scan_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
-static kept_scratch reduce_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+static kept_scratch scan_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
+static kept_scratch reduce_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 static unsigned epoch; /* the scans': the last epoch handed out since their scratch was zeroed */
 
 /* k holds at least `bytes`, zeroed if it was replaced (under k's lock).  The old buffer is
@@ -57,6 +61,7 @@ static cudaError_t grow(kept_scratch *k, size_t bytes, int *replaced)
     gs_cuda_free(k->ptr);
     k->ptr = p;
     k->cap = cap;
+    k->clean = cap;
     *replaced = 1;
     return cudaSuccess;
 }
@@ -89,17 +94,26 @@ cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d)
 
 cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d)
 {
-    size_t bytes = gs_reduce_scratch_bytes(d->rows, d->row_len);
+    const size_t bytes = gs_reduce_scratch_bytes(d->rows, d->row_len);
+    /* the counters, as gs_launch_reduce carves the scratch; the partials follow them */
+    const size_t counters = (size_t)gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN);
+    kept_scratch *k = &reduce_scratch;
     cudaError_t err;
     int fresh;
 
     if (bytes == 0) /* rows of one chunk: no partials, no counters */
         return gs_launch_reduce(d, NULL, 0, gs_cuda_stream);
-    pthread_mutex_lock(&reduce_scratch.lock);
-    err = grow(&reduce_scratch, bytes, &fresh);
-    if (err == cudaSuccess)
-        err = gs_launch_reduce(d, reduce_scratch.ptr, reduce_scratch.cap, gs_cuda_stream);
-    pthread_mutex_unlock(&reduce_scratch.lock);
+    pthread_mutex_lock(&k->lock);
+    err = grow(k, bytes, &fresh);
+    if (err == cudaSuccess && k->clean < counters)
+        err = cudaMemsetAsync((char *)k->ptr + k->clean, 0, counters - k->clean, gs_cuda_stream);
+    if (err == cudaSuccess) {
+        err = gs_launch_reduce(d, k->ptr, k->cap, gs_cuda_stream);
+        /* the counters are left zero, the partials after them are not (nor, on an error, is
+         * anything) */
+        k->clean = err == cudaSuccess ? counters : 0;
+    }
+    pthread_mutex_unlock(&k->lock);
     return err;
 }
 
