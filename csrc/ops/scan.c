@@ -293,11 +293,15 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     c.plan.algorithm = algo;
 
-    /* The flags: any supported dtype, exactly a's shape (no broadcasting). */
+    /* The flags: any supported dtype, exactly a's shape (no broadcasting); wider than a byte,
+     * the backend gets them as bool (nonzero: a head, NaN too), as it reads 1-byte flags at
+     * their fastest (gs_scan_desc). */
     if (gs_operand_get(flags_obj, &c.flags) < 0 ||
         gs_operand_info(&c.flags, "flags", &c.plan.flag_type, &fnd, fshape) < 0 ||
         gs_check_same_shape("flags", fnd, fshape, "a", c.ndim, c.shape) < 0)
         goto done;
+    if (gs_dtype_size(c.plan.flag_type) != 1)
+        c.plan.flag_type = GS_BOOL;
 
     /* The result has a's shape; the scan runs over it in C order. */
     if (scan_settle(&c, dtype, out_obj, c.ndim, c.shape) < 0)

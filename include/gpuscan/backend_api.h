@@ -34,7 +34,10 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *                not the last one, and is read in place, with no transposed copy); out has the
  *                same layout.  0 or 1: the layout above (a zeroed descriptor keeps it).
  *   flags != NULL: segmented scan, flags[i] != 0 (in flag_type) marks a segment head;
- *                  element 0 always starts a segment.  Not combined with row_len.
+ *                  element 0 always starts a segment.  Not combined with row_len.  The
+ *                  single-pass CUDA kernels read 1-byte flags only (bool, int8, uint8: a
+ *                  compile-time width, so the flag test costs one byte and no branch); the
+ *                  ops layer hands every backend wider flags as bool (nonzero, NaN too).
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
  *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
  *   epoch (GS_ALGO_AUTO): 0, the launcher zeroes the scratch first; else the scratch was zeroed

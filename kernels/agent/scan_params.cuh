@@ -17,11 +17,10 @@ typedef struct gs_scan_kparams {
     int64_t n;
     int64_t row_len;
     gs_tile_state ts;
-    gs_dtype flag_type;
     int exclusive;
     int vec_in;           /* `in` is 16-byte aligned: whole runs load as vectors */
     int vec_out;          /* `out` is 16-byte aligned */
-    int vec_flags;        /* `flags` is 16-byte aligned */
+    int vec_flags;        /* `flags` (1 byte each) is 16-byte aligned */
     const void *carry_in; /* the running value before element 0 (gs_scan_desc), or NULL */
     void *carry_out;      /* where the last tile leaves the running value, or NULL */
 } gs_scan_kparams;

@@ -42,6 +42,7 @@ extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size
                         &ahead);
     if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX ||
         d->epoch >= GS_EPOCH_LIMIT ||
+        (d->flags != NULL && gs_dtype_size(d->flag_type) != 1) || /* 1-byte flags only */
         (d->row_len > 0 && (d->carry_in != NULL || d->carry_out != NULL)))
         return cudaErrorInvalidValue;
 
@@ -51,7 +52,6 @@ extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size
     p.n = d->n;
     p.row_len = d->row_len;
     p.ts = gs_tile_state_carve(scratch, tiles, d->epoch);
-    p.flag_type = d->flag_type;
     p.exclusive = d->exclusive;
     p.vec_in = ((uintptr_t)d->in % 16) == 0;
     p.vec_out = ((uintptr_t)d->out % 16) == 0;
