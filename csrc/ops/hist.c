@@ -586,8 +586,9 @@ static int bincount_bins(const gs_backend_ops *be, hist_input *in, npy_intp minl
  * the guess, the first max(x) + 1 counts (at least minlength) are the result.  Otherwise (a value
  * past the guess, or a negative one) the exact way runs.  The guess: the bins of the last
  * bincount (at least GS_BINCOUNT_GUESS, at least minlength); after one of more than
- * GS_BINCOUNT_GUESS_MAX bins the next goes the exact way (a guess that large costs as much to
- * zero and merge as it saves).  Counts are exact integers: the result never depends on the
+ * GS_BINCOUNT_GUESS_MAX bins, or with a minlength above it, the call goes the exact way (a guess
+ * that large costs as much to zero and merge as it saves, and its counts would be a second
+ * result-sized buffer).  Counts are exact integers: the result never depends on the
  * guess.  Under the GIL.
  */
 #define GS_BINCOUNT_GUESS 1024
@@ -608,7 +609,8 @@ static int bincount_probe(const gs_backend_ops *be, hist_input *in, npy_intp min
     int rc;
 
     *ret = NULL;
-    if (d->weights != NULL || streamed(be, in) || bincount_last_bins > GS_BINCOUNT_GUESS_MAX)
+    if (d->weights != NULL || streamed(be, in) || bincount_last_bins > GS_BINCOUNT_GUESS_MAX ||
+        minlength > GS_BINCOUNT_GUESS_MAX) /* a temporary as large as the result: not worth it */
         return 0;
     if (minlength > guess)
         guess = minlength;
