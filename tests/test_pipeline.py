@@ -291,6 +291,28 @@ def test_to_device_of_a_huge_broadcast_is_a_memory_error():
     assert gpuscan.scan(np.arange(5)).tolist() == [0, 1, 3, 6, 10]  # still usable
 
 
+@gpu
+def test_uploads_wait_for_work_still_enqueued(rng):
+    # A NumPy operand's chunks go up on a copy stream into device slots that the pool hands out
+    # in the order of gpuscan's stream, so a slot may be memory that an earlier call's kernels,
+    # still running, write (their results or scratch freed in stream order).  The first uploads
+    # wait for that work.  Before they did, reduceat of device values with NumPy indices, called
+    # in a loop with no synchronisation, read an earlier call's partials as indices (an
+    # IndexError naming a garbage index, or wrong sums).
+    n = 1 << 24
+    x = gpuscan.to_device(rng.uniform(-1, 1, n).astype(np.float32))
+    idx = np.arange(0, n, 1000)
+    want = bits(gpuscan.reduceat(x, idx).get())
+    got = [gpuscan.reduceat(x, idx) for _ in range(8)]
+    for r in got:
+        assert np.array_equal(bits(r.get()), want)
+    # A NumPy scan right after device work whose result was dropped at once.
+    a = np.arange(1 << 20, dtype=np.int64)
+    for _ in range(8):
+        gpuscan.scan(x)
+        assert np.array_equal(gpuscan.scan(a), np.cumsum(a))
+
+
 # ---- Ctrl-C between chunks --------------------------------------------------------------------
 
 @gpu

@@ -58,6 +58,7 @@ static struct {
     char *host_in, *host_out; /* pinned: GS_PIPE_RING slots each */
     cudaStream_t h2d, d2h;
     cudaEvent_t up[GS_PIPE_RING], done[GS_PIPE_RING], down[GS_PIPE_RING];
+    cudaEvent_t fresh; /* gpuscan's stream after a run's device slots were allocated */
 } ring;
 
 int64_t gs_pipe_chunk(int64_t n, int64_t bytes_per_elem, int64_t align)
@@ -81,7 +82,8 @@ static cudaError_t ring_ready(size_t slot)
 
     if (ring.h2d == NULL) {
         if ((err = cudaStreamCreateWithFlags(&ring.h2d, cudaStreamNonBlocking)) != cudaSuccess ||
-            (err = cudaStreamCreateWithFlags(&ring.d2h, cudaStreamNonBlocking)) != cudaSuccess)
+            (err = cudaStreamCreateWithFlags(&ring.d2h, cudaStreamNonBlocking)) != cudaSuccess ||
+            (err = cudaEventCreateWithFlags(&ring.fresh, cudaEventDisableTiming)) != cudaSuccess)
             return err;
         for (int s = 0; s < GS_PIPE_RING; s++)
             if ((err = cudaEventCreateWithFlags(&ring.up[s], cudaEventDisableTiming)) !=
@@ -424,6 +426,14 @@ static int interrupted(PyThreadState **save)
 /* Every chunk, in order; -1 with r->f (or a Python exception, kind 'p') on failure. */
 static int run_chunks(pipe_run *r, PyThreadState **save)
 {
+    gs_fail *f = &r->f;
+
+    /* The device slots come from the pool in the order of gpuscan's stream: memory that work
+     * still enqueued there (an earlier call's kernels, with their results or scratch freed in
+     * stream order) may use.  The first uploads, on the copy stream, wait for that work; later
+     * ones wait for the compute that read their slot (issue). */
+    GS_CUDA_TRY(f, cudaEventRecord(ring.fresh, gs_cuda_stream));
+    GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.fresh, 0));
     if (section(r, 0, -1) < 0)
         return -1;
     for (int64_t k = 0; k < r->nchunks; k++) {
@@ -433,6 +443,8 @@ static int run_chunks(pipe_run *r, PyThreadState **save)
             return gs_fail_set(&r->f, 'p', 0, "KeyboardInterrupt", 0);
     }
     return section(r, -1, r->nchunks - 1);
+done:
+    return -1;
 }
 
 int gs_pipe_run(const gs_pipe *p)
