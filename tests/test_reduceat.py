@@ -264,10 +264,12 @@ def test_reduceat_deterministic(rng):
         assert np.array_equal(bits(gpuscan.reduceat(a, idx)), bits(first))
 
 
-# 2050 tiles of NV values: on CUDA a sorted partition runs in levels (dispatch/segreduce.cu), the
-# values' tiles (2050), their 2 partials each (4100: two tiles), then those tiles' (one tile), so
-# slices cross tiles at the first level and at the second.
+# 2050 scan tiles of NV values: on CUDA a sorted partition runs in levels of warp tiles of SEG_W
+# values (dispatch/segreduce.cu; NV = 8 SEG_W): the values' 16400 tiles, their 2 partials each
+# (32800 values: 65 tiles, a boundary every 32 NV values), then those tiles' (one tile), so slices
+# cross tiles at the first level and at the second.
 LEVELS_N = 2050 * NV - 7
+SEG_W = _gpuscan._segreduce_tile_items()
 
 
 def levels_indices(rng):
@@ -275,8 +277,8 @@ def levels_indices(rng):
     ends, one crossing the second level's tile boundary (tiles 2040 .. 2049 of the values), and
     one spanning 1500 tiles; the values before the first index in no slice."""
     n = LEVELS_N
-    fixed = [3, NV - 1, NV, NV + 1, 2 * NV, 2 * NV + 1, 5 * NV + 9, 1505 * NV + 9,
-             2040 * NV + 7, 2049 * NV + 100, n - 1]
+    fixed = [3, SEG_W - 1, SEG_W, 2 * SEG_W + 1, 3 * SEG_W - 1, NV - 1, NV, NV + 1, 2 * NV,
+             2 * NV + 1, 5 * NV + 9, 1505 * NV + 9, 2040 * NV + 7, 2049 * NV + 100, n - 1]
     return np.unique(np.concatenate([fixed, rng.integers(1506 * NV, 2040 * NV, 300),
                                      rng.integers(6 * NV, 9 * NV, 40)]))
 
@@ -295,6 +297,12 @@ def test_reduceat_across_levels(rng):
     s = gpuscan.segmented_reduce(a, flags)
     check_segmented_reduce(s, a, flags)
     assert np.array_equal(bits(gpuscan.segmented_reduce(a, flags)), bits(s))
+    # Short segments: most values of every level settle one (on CUDA, the heads' positions come
+    # from the prefixes of 2050 count tiles, published in three groups of 1024).
+    dense = rng.random(LEVELS_N) < 0.3
+    check_segmented_reduce(gpuscan.segmented_reduce(a, dense), a, dense)
+    check_reduceat(gpuscan.reduceat(i, np.flatnonzero(dense), "min"), i, np.flatnonzero(dense),
+                   "min")
 
 
 def test_reduceat_same_bits_on_any_thread_count():
@@ -469,14 +477,14 @@ def test_scratch_bytes():
     assert _gpuscan._segreduce_scratch_bytes(0, 5, True) == 0
     assert _gpuscan._segreduce_scratch_bytes(100, 0, True) == 0
     assert _gpuscan._segreduce_scratch_bytes(10 * NV, 7, False) == 0  # a warp per segment
-    # Each tile's first segment, then two buffers of 2 partials and an id per tile: the values'
-    # tiles, and the tiles of their 2 * tiles partials.
-    tiles = 10
-    s = _gpuscan._segreduce_scratch_bytes(tiles * NV, 7, True)
-    assert s >= 8 * (tiles + 1) + 24 * tiles + 24
-    tiles = 5000
-    s = _gpuscan._segreduce_scratch_bytes(tiles * NV, 7, True)
-    assert s >= 8 * (tiles + 1) + 24 * tiles + 24 * 3
+    # Two buffers of 2 partials and an id per tile (a warp's SEG_W values): the values' tiles,
+    # and the tiles of their 2 * tiles partials.
+    w = _gpuscan._segreduce_tile_items()
+    assert w % 32 == 0 and NV % w == 0
+    for tiles in (1, 10, 5000):
+        s = _gpuscan._segreduce_scratch_bytes(tiles * w, 7, True)
+        assert s >= 24 * tiles + 24 * -(-2 * tiles // w)
+        assert s < 24 * tiles + 24 * -(-2 * tiles // w) + 2 * 128  # each buffer rounded to 128
     with pytest.raises(ValueError):
         _gpuscan._segreduce_scratch_bytes(-1, 1, True)
 

@@ -75,6 +75,11 @@ static PyObject *segreduce_scratch_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(gs_segreduce_scratch_bytes((int64_t)n, (int64_t)nseg, sorted));
 }
 
+static PyObject *segreduce_tile_items(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(GS_SEG_W);
+}
+
 static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLong(GS_LR_NV);
@@ -275,6 +280,9 @@ PyMethodDef gs_testing_methods[] = {
     { "_segreduce_scratch_bytes", segreduce_scratch_bytes, METH_VARARGS,
       "_segreduce_scratch_bytes(n, nseg, sorted)\n--\n\nScratch bytes of a device segmented "
       "reduction, for tests." },
+    { "_segreduce_tile_items", segreduce_tile_items, METH_NOARGS,
+      "_segreduce_tile_items()\n--\n\nValues per tile of the device segmented reductions' "
+      "levels (GS_SEG_W: a warp's), for tests." },
     { "_linrec_tile_items", linrec_tile_items, METH_NOARGS,
       "_linrec_tile_items()\n--\n\nSteps per tile of the device linear recurrence (GS_LR_NV), "
       "for tests." },

@@ -143,9 +143,18 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
 }
 
 /*
+ * The segmented reductions' tile (dispatch/segreduce.cu): a warp's, GS_VT values per lane.
+ */
+#define GS_SEG_W (GS_WARP * GS_VT)
+
+static inline GS_HD int64_t gs_segreduce_tiles(int64_t n)
+{
+    return (n + GS_SEG_W - 1) / GS_SEG_W;
+}
+
+/*
  * Scratch of one segmented reduction over n values in nseg segments (dispatch/segreduce.cu).  A
- * sorted partition runs in levels of a block per tile: each tile's first segment (tiles + 1
- * int64, found by a search over the starts), then two buffers that the levels write in turn
+ * sorted partition runs in levels of a warp per tile: two buffers that the levels write in turn
  * (level 0 the first, sized for its tiles; level 1 the second, sized for its 2 * tiles values;
  * every later level has fewer tiles), each 24 bytes per tile: 2 partials of at most 8 bytes and
  * an int64 id.  Any other segments take a warp each and need none.  Pure, so the tests can check
@@ -159,9 +168,7 @@ static inline int64_t gs_segreduce_part_bytes(int64_t tiles)
 /* Where the partials buffer `which` (0 or 1) starts in the scratch. */
 static inline int64_t gs_segreduce_part_offset(int64_t n, int which)
 {
-    const int64_t tiles = gs_scan_tiles(n);
-    const int64_t first = gs_round_up(8 * (tiles + 1), GS_SCRATCH_ALIGN);
-    return which == 0 ? first : first + gs_segreduce_part_bytes(tiles);
+    return which == 0 ? 0 : gs_segreduce_part_bytes(gs_segreduce_tiles(n));
 }
 
 static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sorted)
@@ -169,7 +176,7 @@ static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sor
     if (n == 0 || nseg == 0 || !sorted)
         return 0;
     return (size_t)(gs_segreduce_part_offset(n, 1) +
-                    gs_segreduce_part_bytes(gs_scan_tiles(2 * gs_scan_tiles(n))));
+                    gs_segreduce_part_bytes(gs_segreduce_tiles(2 * gs_segreduce_tiles(n))));
 }
 
 /*

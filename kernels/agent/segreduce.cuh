@@ -1,17 +1,19 @@
 /*
- * agent/segreduce.cuh - a block's part in a segmented reduction (reduceat, segmented_reduce).
- * Included once per register type by stamp.cuh; it brings in agent/scan.cuh first, whose phases
- * it reuses.
+ * agent/segreduce.cuh - a warp's part in a segmented reduction (reduceat, segmented_reduce).
+ * Included once per register type by stamp.cuh.
  *
  * Two agents:
  *   segreduce_tiles  a sorted partition (segment s is [starts[s], starts[s+1]), the last one to
- *                    n): one level of a tree of segmented reductions, a block per tile and no
- *                    look-back (no block ever waits for another).  The tile's head bits go to
- *                    shared memory (level 0: from the starts that fall in it, first[tile] ..
- *                    first[tile+1]; a higher level: from the ids of the level below), the tile
- *                    is scanned, segmented at its heads, from the identity (the scan's aggregate
- *                    and emit phases), and each value followed by a head or by the end of the
- *                    run settles what it ends:
+ *                    n): one level of a tree of segmented reductions, a WARP per tile of GS_SEG_W
+ *                    values and no look-back, no block barrier: no warp ever waits for another.
+ *                    Lane l holds, in each row k of the tile, the piece of C values at
+ *                    k * 32 C + l C (one 16-byte access; a row is one contiguous 32 C span).  The
+ *                    tile's head bits go to the warp's shared words (level 0: from the starts
+ *                    that fall in it, found by a 32-way search of the warp; a higher level: from
+ *                    the ids of the level below), then each row is reduced per lane, scanned
+ *                    across the lanes segmented at the heads (the flags as one ballot, the values
+ *                    by shuffles), chained to the rows before it, and each value followed by a
+ *                    head or by the end of the run settles what it ends:
  *                    - a segment whose head lies in the tile: its result, out[its id];
  *                    - the tile's open run (no head before it in the tile): part[2 tile];
  *                    - at the tile's last value, a run that goes on past the tile and started in
@@ -20,34 +22,39 @@
  *                    the odd partials of tiles with heads (part_ids[tile] != GS_SEG_NO_HEAD), and
  *                    writes the segments that crossed tiles; levels follow until one tile holds
  *                    the run (dispatch/segreduce.cu).  The values are read once; float add and
- *                    mul group a segment by a tree fixed by the positions alone (a segment inside
- *                    one tile exactly as the scan groups it), so every result is deterministic
- *                    and, per segment, within the scan's bound plus a rounding per level.
+ *                    mul group a segment by a tree fixed by the positions alone (a sequential
+ *                    piece, a tree over the lanes, a chain over the rows with a compensated
+ *                    carry, then the levels), so every result is deterministic.
  *   segreduce_warps  any segments (starts and ends, overlapping or out of order): a warp per
  *                    segment, lanes striding over it, a fixed tree across the lanes.  Simple and
  *                    deterministic; a long segment is slow (one warp), which only reduceat's
  *                    indices that do not increase reach.
+ *
+ * Why a warp per tile (H100, 2^28 float32 in ~1000-value slices): the block-per-tile level 0
+ * that reused the scan's phases ran at 64% of memcpy, a third of its stalls at the block's
+ * barriers (building the head bits, then the block scan) at half occupancy.  A warp needs none.
  */
-#include "agent/scan.cuh"
-
 #ifndef GS_SEGREDUCE_ONCE
 #define GS_SEGREDUCE_ONCE
-/* Words of a tile's head bits: one bit per value and one for the value after the tile. */
-#define GS_SEG_WORDS (GS_NV / 32 + 1)
-/* Words of the head bits each lane of warp 0 counts for the prefix counts. */
+/* Words of a warp tile's head bits: one bit per value and one for the value after the tile. */
+#define GS_SEG_WORDS (GS_SEG_W / 32 + 1)
+/* Words of the head bits each lane counts for the prefix counts. */
 #define GS_SEG_WORDS_PER_LANE ((GS_SEG_WORDS + GS_WARP - 1) / GS_WARP)
+#if GS_SEG_WORDS > 64
+#error "a warp tile's head words must fit a 64-bit mask"
+#endif
 /* part_ids of a tile: its last run ended inside it (its result is written: no id to carry), or
  * it holds no head at all (its partials continue the run before it). */
 #define GS_SEG_NO_ID (-1)
 #define GS_SEG_NO_HEAD (-2)
 
-/* The head bits of a tile in shared memory, and the heads in the words before each word. */
+/* The head bits of a warp tile in shared memory, and the heads in the words before each word. */
 typedef struct gs_seg_bits {
     unsigned word[GS_SEG_WORDS];
     unsigned before[GS_SEG_WORDS];
 } gs_seg_bits;
 
-/* Set the bit of tile offset `off` (0 .. GS_NV). */
+/* Set the bit of tile offset `off` (0 .. GS_SEG_W). */
 static __device__ __forceinline__ void gs_seg_mark(gs_seg_bits *b, int64_t off)
 {
     atomicOr(&b->word[off >> 5], 1u << (off & 31));
@@ -60,8 +67,13 @@ static __device__ __forceinline__ unsigned gs_seg_count(const gs_seg_bits *b, in
     return b->before[off >> 5] + __popc(b->word[off >> 5] & upto);
 }
 
-/* The bits of offsets at+1 .. at+c (c <= 16), at a multiple of c and c a divisor of 32: the
- * heads after each of the c values from `at`. */
+/* The c bits of offsets at .. at+c-1 (c <= 16, at a multiple of c and c a divisor of 32). */
+static __device__ __forceinline__ unsigned gs_seg_at(const gs_seg_bits *b, int at, int c)
+{
+    return (b->word[at >> 5] >> (at & 31)) & ((1u << c) - 1u);
+}
+
+/* The bits of offsets at+1 .. at+c: the heads after each of the c values from `at`. */
 static __device__ __forceinline__ unsigned gs_seg_after(const gs_seg_bits *b, int at, int c)
 {
     const unsigned long long w = b->word[at >> 5] | (unsigned long long)b->word[(at >> 5) + 1]
@@ -79,152 +91,340 @@ static __device__ __forceinline__ int gs_seg_last_head(const gs_seg_bits *b, int
     return w * 32 + 31 - __clz(m);
 }
 
-/*
- * The head bits of `tile` and their prefix counts, with the end of the run (offset n - start,
- * when it is at most GS_NV) marked as a head; called by every thread, ends with a barrier.
- * Level 0: the starts first[tile] .. first[tile+1] that fall in [start, start + GS_NV] (the
- * return value: first[tile], the segments before the tile).  A higher level: value 2j + 1 is a
- * head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD); returns 0.
- */
-static __device__ __forceinline__ int64_t gs_seg_bits_of(const gs_segreduce_kparams *sp,
-                                                         int64_t tile, gs_seg_bits *b)
+/* The number of starts below `at` (starts strictly ascending), the same in every lane: a search
+ * of the whole warp, 32 probes a round (2^18 starts: four rounds and a last look). */
+static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int64_t nseg,
+                                                      int64_t at)
 {
-    const int64_t start = tile * GS_NV;
-    int64_t k0 = 0;
-    for (int i = threadIdx.x; i < GS_SEG_WORDS; i += GS_NT)
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    int64_t lo = 0, hi = nseg; /* the rank lies in [lo, hi] */
+    while (hi - lo >= GS_WARP) {
+        const int64_t step = (hi - lo + GS_WARP - 1) / GS_WARP;
+        const int64_t probe = lo + (lane + 1) * step - 1;
+        /* The probes below `at` are a prefix of the lanes; c of them, c < 32. */
+        const int c = __popc(__ballot_sync(GS_FULL_MASK, probe < hi && __ldg(starts + probe) < at));
+        const int64_t next = lo + (c + 1) * step - 1; /* the first probe not below, if any */
+        lo += c * step;
+        hi = next < hi ? next : hi;
+    }
+    return lo + __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
+}
+
+/*
+ * The head bits of the warp tile at `start` and their prefix counts, with the end of the run
+ * (offset n - start, when it is at most GS_SEG_W) marked as a head; called by the whole warp.
+ * Level 0: the starts from *k (the number of starts below the tile: its first head's segment)
+ * that fall in [start, start + GS_SEG_W]; *k becomes the next tile's.  A higher level: value
+ * 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).  Returns the
+ * words that hold a bit (bit w: word w), the same in every lane; with none, the prefix counts
+ * are not made (nothing will ask for them).
+ */
+static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
+                                                                    int64_t start, int64_t *k,
+                                                                    gs_seg_bits *b)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t n = sp->scan.n;
+    for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
         b->word[i] = 0;
-    __syncthreads();
+    __syncwarp();
     if (sp->ids != NULL) {
-        for (int i = threadIdx.x; i < GS_NV / 2; i += GS_NT) {
-            if (start + 2 * i + 1 < sp->scan.n && sp->ids[start / 2 + i] != GS_SEG_NO_HEAD)
-                gs_seg_mark(b, 2 * i + 1);
+        /* All of the lane's ids in flight at once (one latency, not eight), then the marks. */
+        unsigned head = 0;
+#pragma unroll
+        for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
+            const int i = r * GS_WARP + lane;
+            head |= (unsigned)(start + 2 * i + 1 < n &&
+                               __ldg(sp->ids + start / 2 + i) != GS_SEG_NO_HEAD)
+                    << r;
         }
+        for (; head != 0; head &= head - 1)
+            gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
     } else {
-        k0 = sp->first[tile];
-        const int64_t k1 = sp->first[tile + 1];
-        /* starts[k1], if any, is the first start past the tile: it may start the value after it. */
-        for (int64_t j = k0 + threadIdx.x; j <= k1 && j < sp->nseg; j += GS_NT) {
-            const int64_t off = sp->starts[j] - start;
-            if (off <= GS_NV)
+        /* The starts from *k on, 32 at a time, until one lies past the value after the tile. */
+        int64_t inside = 0;
+        for (int64_t j = *k + lane;; j += GS_WARP) {
+            const int64_t off = j < sp->nseg ? __ldg(sp->starts + j) - start : GS_SEG_W + 1;
+            if (off <= GS_SEG_W)
                 gs_seg_mark(b, off);
+            inside += __popc(__ballot_sync(GS_FULL_MASK, off < GS_SEG_W));
+            if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK)
+                break;
         }
+        *k += inside;
     }
-    if (threadIdx.x == 0 && sp->scan.n - start <= GS_NV)
-        gs_seg_mark(b, sp->scan.n - start); /* the run ends: its last value ends a segment */
-    __syncthreads();
-    /* ---- Warp 0: the heads in the words before each word (lane l counts a run of words). ---- */
-    if (threadIdx.x < GS_WARP) {
-        const int lane = threadIdx.x;
-        unsigned count[GS_SEG_WORDS_PER_LANE], total = 0;
+    if (lane == 0 && n - start <= GS_SEG_W)
+        gs_seg_mark(b, n - start); /* the run ends: its last value ends a segment */
+    __syncwarp();
+    unsigned long long nz = 0;
 #pragma unroll
-        for (int i = 0; i < GS_SEG_WORDS_PER_LANE; ++i) {
-            const int w = lane * GS_SEG_WORDS_PER_LANE + i;
-            count[i] = w < GS_SEG_WORDS ? __popc(b->word[w]) : 0u;
-            total += count[i];
-        }
-        unsigned incl = total;
+    for (int w0 = 0; w0 < GS_SEG_WORDS; w0 += GS_WARP)
+        nz |= (unsigned long long)__ballot_sync(GS_FULL_MASK, lane + w0 < GS_SEG_WORDS &&
+                                                                  b->word[lane + w0] != 0)
+              << w0;
+    if (nz == 0)
+        return 0;
+    /* ---- The heads in the words before each word (lane l counts a run of words). ---- */
+    unsigned count[GS_SEG_WORDS_PER_LANE], total = 0;
 #pragma unroll
-        for (int d = 1; d < GS_WARP; d <<= 1) {
-            const unsigned o = __shfl_up_sync(GS_FULL_MASK, incl, d);
-            if (lane >= d)
-                incl += o;
-        }
-        unsigned run = incl - total;
-#pragma unroll
-        for (int i = 0; i < GS_SEG_WORDS_PER_LANE; ++i) {
-            const int w = lane * GS_SEG_WORDS_PER_LANE + i;
-            if (w < GS_SEG_WORDS)
-                b->before[w] = run;
-            run += count[i];
-        }
+    for (int i = 0; i < GS_SEG_WORDS_PER_LANE; ++i) {
+        const int w = lane * GS_SEG_WORDS_PER_LANE + i;
+        count[i] = w < GS_SEG_WORDS ? __popc(b->word[w]) : 0u;
+        total += count[i];
     }
-    __syncthreads();
-    return k0;
+    unsigned incl = total;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned o = __shfl_up_sync(GS_FULL_MASK, incl, d);
+        if (lane >= d)
+            incl += o;
+    }
+    unsigned run = incl - total;
+#pragma unroll
+    for (int i = 0; i < GS_SEG_WORDS_PER_LANE; ++i) {
+        const int w = lane * GS_SEG_WORDS_PER_LANE + i;
+        if (w < GS_SEG_WORDS)
+            b->before[w] = run;
+        run += count[i];
+    }
+    __syncwarp();
+    return nz;
 }
 #endif /* GS_SEGREDUCE_ONCE */
 
-/* This thread's head bits (bit k*C + c: value c of its piece in row k), as tile_heads has them. */
-static __device__ __forceinline__ unsigned GS_FN(seg_heads)(gs_dtype in_t, gs_dtype out_t,
-                                                            const gs_seg_bits *b)
+/* Where a run starts from past the end of the values: the identity, but -0.0 for float add
+ * (-0.0 + x is x for every x, where +0.0 + -0.0 is +0.0). */
+static __device__ __forceinline__ GS_R GS_FN(seg_seed)(gs_op op, gs_dtype out_t)
 {
-    const int C = GS_PIECE(in_t, out_t);
-    const int R = GS_VT / C;
-    unsigned heads = 0;
-#pragma unroll
-    for (int k = 0; k < GS_ROWS_MAX; ++k) {
-        if (k < R) {
-            const int off = k * GS_NT * C + (int)threadIdx.x * C; /* a multiple of C, C | 32 */
-            heads |= ((b->word[off >> 5] >> (off & 31)) & ((1u << C) - 1u)) << (k * C);
-        }
-    }
-    return heads;
+#if GS_R_KIND == 'f'
+    if (op == GS_OP_ADD)
+        return (GS_R)-0.0;
+#endif
+    return GS_FN(identity)(op, out_t);
 }
 
-/* What value `off` of `tile` (its scan y) settles, when it is followed by a head or the end of
- * the run (`ends`) or is the tile's last (`off == last`): see the file's header.  `first`:
- * gs_seg_bits_of's. */
-static __device__ __forceinline__ void GS_FN(seg_settle)(gs_op op, gs_dtype out_t,
-                                                         const gs_segreduce_kparams *sp,
-                                                         int64_t tile, int64_t first,
-                                                         const gs_seg_bits *b, int off, int last,
-                                                         int ends, GS_R y)
+/* The segment of value `off` of warp tile `tile` when a head of the tile at or before it opened
+ * its run: level 0 counts the heads (`first`: the segments before the tile), a level above reads
+ * the id its head's pair carried up (GS_SEG_NO_ID: a run already written). */
+static __device__ __forceinline__ int64_t GS_FN(seg_id)(const gs_segreduce_kparams *sp, int64_t tile,
+                                                    int64_t first, const gs_seg_bits *b, int off)
 {
-    const int opened = gs_seg_count(b, off) > 0; /* a head of this tile starts y's run */
-    int64_t sid = GS_SEG_NO_ID;
-    if (opened)
-        sid = sp->ids != NULL ? sp->ids[(tile * GS_NV + gs_seg_last_head(b, off)) >> 1]
-                              : first - 1 + (int64_t)gs_seg_count(b, off);
+    return sp->ids != NULL ? __ldg(sp->ids + ((tile * GS_SEG_W + gs_seg_last_head(b, off)) >> 1))
+                           : first - 1 + (int64_t)gs_seg_count(b, off);
+}
+
+/* What value `off` of warp tile `tile` (its segmented prefix y; `opened`: a head of the tile at
+ * or before it, whose segment is sid) settles, when it is followed by a head or by the end of
+ * the run (`ends`) or is the tile's last (`off == last`): see the file's header. */
+static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t,
+                                                        const gs_segreduce_kparams *sp,
+                                                        int64_t tile, int off, int last, int ends,
+                                                        int opened, int64_t sid, GS_R y)
+{
     if (!opened && sp->part != NULL)
         gs_store_bits(out_t, sp->part, 2 * tile, GS_FN(to_bits)(out_t, y));
     else if (opened && ends && sid >= 0)
         gs_store_bits(out_t, sp->out, sid, GS_FN(to_bits)(out_t, y));
     if (off == last && sp->part != NULL) {
         const int on = opened && !ends; /* a run of this tile goes on past it */
-        const GS_R last_part = on ? y : GS_FN(identity)(op, out_t);
+        const GS_R last_part = on ? y : GS_FN(seg_seed)(op, out_t);
         gs_store_bits(out_t, sp->part, 2 * tile + 1, GS_FN(to_bits)(out_t, last_part));
         sp->part_ids[tile] = !opened ? GS_SEG_NO_HEAD : on ? sid : GS_SEG_NO_ID;
     }
 }
 
-/* Block b: tile b of one level (see the file's header). */
-static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
-                                                              gs_dtype out_t,
-                                                              const gs_segreduce_kparams *sp)
+/* seg_store with the segment looked up (a value settled alone). */
+static __device__ __forceinline__ void GS_FN(seg_settle)(gs_op op, gs_dtype out_t,
+                                                         const gs_segreduce_kparams *sp,
+                                                         int64_t tile, int64_t first,
+                                                         const gs_seg_bits *b, int off, int last,
+                                                         int ends, int opened, GS_R y)
 {
-    __shared__ GS_FN(gs_block_scan_smem) bsm;
-    __shared__ gs_seg_bits b;
-    const gs_scan_kparams *p = &sp->scan;
+    const int64_t sid = opened ? GS_FN(seg_id)(sp, tile, first, b, off) : GS_SEG_NO_ID;
+    GS_FN(seg_store)(op, out_t, sp, tile, off, last, ends, opened, sid, y);
+}
+
+/* The reduction of a row's pieces across the lanes in a fixed tree, in element order, in every
+ * lane. */
+static __device__ __forceinline__ GS_R GS_FN(seg_row_total)(gs_op op, GS_R v)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const GS_R o = __shfl_down_sync(GS_FULL_MASK, v, d);
+        if (lane + d < GS_WARP)
+            v = GS_FN(combine)(op, v, o);
+    }
+    return __shfl_sync(GS_FULL_MASK, v, 0);
+}
+
+/* Lane l's values of warp tile `tile`: whole aligned tiles as pieces, a last partial one value by
+ * value, `seed` past the end. */
+static __device__ __forceinline__ void GS_FN(seg_load)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                       const gs_segreduce_kparams *sp,
+                                                       int64_t tile, GS_R *x)
+{
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
-    const int64_t tile = blockIdx.x;
-    const int last = (int)(p->n - tile * GS_NV < GS_NV ? p->n - tile * GS_NV : GS_NV) - 1;
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t start = tile * GS_SEG_W;
+    const int64_t left = sp->scan.n - start; /* > 0 */
+    if (left >= GS_SEG_W && sp->scan.vec_in) {
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                uint32_t w[4];
+                gs_load_piece(in_t, C, sp->scan.in, start + k * GS_WARP * C + lane * C, w);
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    x[k * C + c] = GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c));
+            }
+        }
+    } else {
+        const GS_R seed = GS_FN(seg_seed)(op, out_t);
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    const int off = k * GS_WARP * C + lane * C + c;
+                    x[k * C + c] = off < left ? GS_FN(from_bits)(
+                                                    in_t, gs_load_bits(in_t, sp->scan.in, start + off))
+                                              : seed;
+                }
+            }
+        }
+    }
+}
 
-    /* ---- The values (in flight while the heads are found), then the heads. ---- */
-    GS_R x[GS_VT];
-    GS_FN(gather)(op, in_t, out_t, p, tile, NULL, x);
-    const int64_t first = gs_seg_bits_of(sp, tile, &b);
-    if (threadIdx.x == 0 && sp->part != NULL && (b.word[0] & 1u)) /* no open run: empty piece */
-        gs_store_bits(out_t, sp->part, 2 * tile, GS_FN(to_bits)(out_t, GS_FN(identity)(op, out_t)));
+/* Warp tile `tile` of one level (see the file's header), its first head's segment *k (level 0;
+ * *k becomes the next tile's), the warp's head bits in b. */
+static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype in_t,
+                                                             gs_dtype out_t,
+                                                             const gs_segreduce_kparams *sp,
+                                                             int64_t tile, const GS_R *x,
+                                                             int64_t *k_io, gs_seg_bits *b)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t n = sp->scan.n;
+    const int64_t start = tile * GS_SEG_W;
+    const int last = (int)(n - start < GS_SEG_W ? n - start : GS_SEG_W) - 1;
+    const GS_R seed = GS_FN(seg_seed)(op, out_t);
+    /* float32 add chains the rows in double (as the scan's rows), made infinite once past
+     * float32's range as NumPy's float32 sum would be. */
+    const int dbl = GS_R_KIND == 'f' && sizeof(GS_R) == 4 && op == GS_OP_ADD;
 
-    /* ---- The tile's segmented scan from the identity, and what each value settles. ---- */
-    GS_FN(gs_tile_mine) mine;
-    GS_FN(gs_tile_totals) tot;
-    GS_FN(aggregate)
-    (op, in_t, out_t, 1, x, GS_FN(seg_heads)(in_t, out_t, &b), &mine, &tot, &bsm);
-    GS_FN(gs_carry) row_carry = GS_FN(carry_of)(GS_FN(identity)(op, out_t));
-    double row_d = 0.0;
+    /* ---- The heads (the values are in flight: loaded before the previous tile's work). ---- */
+    const int64_t first = *k_io;
+    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b);
+    if (lane == 0 && sp->part != NULL && (b->word[0] & 1u)) /* no open run: an empty piece */
+        gs_store_bits(out_t, sp->part, 2 * tile, GS_FN(to_bits)(out_t, seed));
+
+    /* ---- No head and no end in the tile (most tiles of long segments): its total, the open
+     * run's part, settled by the lane of its last value.  The lanes' values first, then a tree
+     * across the lanes: a grouping by position that leaves element order only where the order
+     * cannot show (float min and max, whose NaN and signed-zero ties pick the first, take the
+     * rows in order below). ---- */
+    if (nz == 0 && !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX))) {
+        GS_R v = x[0];
+#pragma unroll
+        for (int i = 1; i < GS_VT; ++i)
+            v = GS_FN(combine)(op, v, x[i]);
+        v = GS_FN(seg_row_total)(op, v);
+        if (lane == GS_WARP - 1) /* holds the tile's last value (a tile with no end is whole) */
+            GS_FN(seg_settle)(op, out_t, sp, tile, first, b, last, last, 0, 0, v);
+        return;
+    }
+
+    /* ---- Row by row: each lane's piece, the lanes' segmented scan, the chain of rows. ---- */
+    int cf = 0;      /* a head in the rows before */
+    GS_R cv = seed;  /* their run's value (from the last head, or the tile's start) */
+    double cd = 0.0; /* ... in double (dbl) */
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
-            GS_R y[16];
-            GS_FN(emit_piece)(op, in_t, out_t, 1, 0, k, x + k * C, &mine, &tot, &row_carry, &row_d,
-                              y);
-            /* The values of the piece that settle something (few: a loop over their bits). */
-            const int at = k * GS_NT * C + (int)threadIdx.x * C;
-            const unsigned ends = gs_seg_after(&b, at, C);
+            /* ---- A row with no bit in its words or the next one (no head, nothing ends;
+             * its last value is the tile's only in a whole tile): only its total goes on. ---- */
+            if (((nz >> (k * C)) & ((2ull << C) - 1ull)) == 0) {
+                GS_R v = x[k * C];
+#pragma unroll
+                for (int c = 1; c < C; ++c)
+                    v = GS_FN(combine)(op, v, x[k * C + c]);
+                const GS_R tv = GS_FN(seg_row_total)(op, v);
+                if (k == 0) {
+                    cv = tv;
+                    cd = (double)tv;
+                } else {
+                    cv = GS_FN(combine)(op, cv, tv);
+                    cd = gs_f32_prefix(cd + (double)tv);
+                }
+                if (k == R - 1 && last == GS_SEG_W - 1 && lane == GS_WARP - 1) /* its last */
+                    GS_FN(seg_settle)(op, out_t, sp, tile, first, b, last, last, 0, cf,
+                                      dbl ? (GS_R)cd : cv);
+                continue;
+            }
+            const int at = k * GS_WARP * C + lane * C;
+            const unsigned h = gs_seg_at(b, at, C);
+            const unsigned ends = gs_seg_after(b, at, C);
             unsigned todo = last >= at + C ? ends
                             : last >= at   ? (ends | 1u << (last - at)) & ((2u << (last - at)) - 1u)
                                            : 0u;
+            /* The piece's value from its last head (or its start). */
+            GS_R v = x[k * C];
+#pragma unroll
+            for (int c = 1; c < C; ++c)
+                v = (h >> c) & 1u ? x[k * C + c] : GS_FN(combine)(op, v, x[k * C + c]);
+            const unsigned F = __ballot_sync(GS_FULL_MASK, h != 0);
+            /* Across the lanes: after the step of distance d, a lane's value covers lanes
+             * lane-2d+1 .. lane back to the nearest head; F holds the pieces with heads. */
+#pragma unroll
+            for (int d = 1; d < GS_WARP; d <<= 1) {
+                const GS_R o = __shfl_up_sync(GS_FULL_MASK, v, d);
+                if (lane >= d && ((F >> (lane - d + 1)) & ((1u << d) - 1u)) == 0)
+                    v = GS_FN(combine)(op, o, v);
+            }
+            const GS_R ev = __shfl_up_sync(GS_FULL_MASK, v, 1); /* the lanes before, inclusive */
+            const GS_R tv = __shfl_sync(GS_FULL_MASK, v, GS_WARP - 1);
+            const int ef = (F & ((1u << lane) - 1u)) != 0;
+
+            /* What comes before this lane's piece: the lanes before from their last head, else
+             * also the rows before (none before row 0's lane 0). */
+            int fe = ef || cf;
+            GS_R pre = ev;
+            if (!ef && k > 0) {
+                if (lane == 0)
+                    pre = dbl ? (GS_R)cd : cv;
+                else
+                    pre = dbl ? (GS_R)(cd + (double)ev) : GS_FN(combine)(op, cv, ev);
+            }
+            GS_R y[16];
+            unsigned opened = 0;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const GS_R xv = x[k * C + c];
+                if ((h >> c) & 1u) {
+                    y[c] = xv;
+                    fe = 1;
+                } else if (k == 0 && c == 0 && lane == 0) {
+                    y[c] = xv;
+                } else {
+                    y[c] = GS_FN(combine)(op, c == 0 ? pre : y[c - 1], xv);
+                }
+                opened |= (unsigned)fe << c;
+            }
+            /* The rows' chain. */
+            if (F != 0 || k == 0) {
+                cv = tv;
+                cd = (double)tv;
+            } else {
+                cv = GS_FN(combine)(op, cv, tv);
+                cd = gs_f32_prefix(cd + (double)tv);
+            }
+            cf |= F != 0;
+
+            /* The values of the piece that settle something (few: a loop over their bits). */
             while (todo != 0) {
                 const int c = __ffs(todo) - 1;
                 todo &= todo - 1;
@@ -232,10 +432,36 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
 #pragma unroll
                 for (int i = 1; i < C; ++i)
                     v = i == c ? y[i] : v;
-                GS_FN(seg_settle)(op, out_t, sp, tile, first, &b, at + c, last, (ends >> c) & 1u,
-                                  v);
+                GS_FN(seg_settle)(op, out_t, sp, tile, first, b, at + c, last, (ends >> c) & 1u,
+                                  (opened >> c) & 1u, v);
             }
         }
+    }
+}
+
+/* Warp w of the grid: warp tiles w * per_warp .. of one level, in order, the first one's
+ * starts found by the warp's search and each next one's carried on, each next one's values
+ * loaded before the work on the one before (see the file's header). */
+static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
+                                                              gs_dtype out_t,
+                                                              const gs_segreduce_kparams *sp)
+{
+    __shared__ gs_seg_bits bits[GS_NWARPS];
+    const int64_t tiles = gs_segreduce_tiles(sp->scan.n);
+    const int64_t t0 = ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
+    const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
+    if (t0 >= tiles)
+        return; /* the whole warp: no barrier below involves another warp */
+    GS_R x[GS_VT], next[GS_VT];
+    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
+    int64_t k = sp->ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
+    for (int64_t t = t0; t < t1; ++t) {
+        if (t + 1 < t1)
+            GS_FN(seg_load)(op, in_t, out_t, sp, t + 1, next);
+        GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &bits[threadIdx.x / GS_WARP]);
+#pragma unroll
+        for (int i = 0; i < GS_VT; ++i)
+            x[i] = next[i];
     }
 }
 

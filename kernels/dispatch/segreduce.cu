@@ -3,20 +3,21 @@
  * segment heads: their __global__ kernels and extern "C" launchers.
  *
  * Level: device-wide algorithm (kernels + dispatch).
- *   gs_launch_segreduce  a sorted partition: each tile's first segment (a binary search over the
- *                        starts per tile), then levels of segreduce_tiles (agent/segreduce.cuh), a
- *                        block per tile and no look-back: level 0 reads the values once, writes
- *                        every segment that lies inside one tile and 2 partials per tile; each
- *                        next level reduces the partials of the one before (2 per tile) and
+ *   gs_launch_segreduce  a sorted partition: levels of segreduce_tiles (agent/segreduce.cuh), a
+ *                        warp per tile of GS_SEG_W values and no look-back: level 0 reads the
+ *                        values once, finds its tile's starts itself (a search of the warp),
+ *                        writes every segment that lies inside one tile and 2 partials per tile;
+ *                        each next level reduces the partials of the one before (2 per tile) and
  *                        writes the segments that crossed tiles, until one tile holds them all
- *                        (2^28 values: 65536 tiles, then 32, then 1).  Any other segments: a warp
- *                        per segment, no scratch.  Both stamped for every row of GS_TYPED_KERNELS
+ *                        (2^28 values: 2^19 tiles, then 2048, 8 and 1).  Any other segments: a
+ *                        warp per segment, no scratch.  Both stamped for every row of GS_TYPED_KERNELS
  *                        (dispatch/kernel_table.cuh); a level above 0 runs the (out, out) row.
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
  *                        one bit per value and every tile's flagged count as its look-back
- *                        aggregate: a block per tile ranks its heads (element 0 always one) and
- *                        writes their positions; the look-back never waits (every aggregate is
- * out). Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) +
+ *                        aggregate: two launches publish every tile's prefix from them
+ *                        (gs_heads_prefix), then a block per tile ranks its heads (element 0
+ *                        always one) and writes their positions; its look-back stops at the
+ *                        tile before it. Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) +
  * n/8 (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K
  * results), about 5.25 n against the 5 n read once.
  */
@@ -31,11 +32,10 @@ typedef struct gs_segreduce_kparams {
     const int64_t *starts;
     const int64_t *ends; /* any segments: their ends; a sorted partition: NULL */
     int64_t nseg;
-    const int64_t *first; /* sorted partition, level 0: the first start at or past each tile's
-                           * start; NULL above level 0 */
     const int64_t *ids;   /* above level 0: the level below's part_ids (a head's segment) */
     void *part;           /* 2 partials per tile for the next level; NULL on the last level */
     int64_t *part_ids;    /* per tile: the id of part[2 tile + 1]'s segment, or GS_SEG_NO_* */
+    int per_warp;         /* consecutive tiles a warp takes */
 } gs_segreduce_kparams;
 
 #define GS_AGENT "agent/segreduce.cuh"
@@ -50,14 +50,21 @@ typedef struct gs_segreduce_kparams {
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
-/* Blocks per multiprocessor a level's kernel is compiled for: five for 4-byte registers (float32
- * too, which the scan's one-tile kernels give four), two for 8-byte ones. */
-#define GS_SEG_MIN_BLOCKS_u32 5
-#define GS_SEG_MIN_BLOCKS_i32 5
-#define GS_SEG_MIN_BLOCKS_f32 5
-#define GS_SEG_MIN_BLOCKS_u64 GS_MIN_BLOCKS_u64
-#define GS_SEG_MIN_BLOCKS_i64 GS_MIN_BLOCKS_i64
-#define GS_SEG_MIN_BLOCKS_f64 GS_MIN_BLOCKS_f64
+/* Blocks per multiprocessor a level's kernel is compiled for: a lane holds GS_VT values of its
+ * warp's tile and GS_VT of the next one in registers; 4-byte ones fit three blocks with no
+ * spill (69-72 registers; four spill up to 148 bytes), 8-byte ones two (103-126). */
+#define GS_SEG_MIN_BLOCKS_4 3
+#define GS_SEG_MIN_BLOCKS_8 2
+/* Tiles per warp from GS_SEG_MANY tiles on (2^25 values of 512-value tiles: 16 blocks per
+ * multiprocessor of the H100 at one tile per warp). */
+#define GS_SEG_PER_WARP 8
+#define GS_SEG_MANY 65536
+#define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
+#define GS_SEG_MIN_BLOCKS_i32 GS_SEG_MIN_BLOCKS_4
+#define GS_SEG_MIN_BLOCKS_f32 GS_SEG_MIN_BLOCKS_4
+#define GS_SEG_MIN_BLOCKS_u64 GS_SEG_MIN_BLOCKS_8
+#define GS_SEG_MIN_BLOCKS_i64 GS_SEG_MIN_BLOCKS_8
+#define GS_SEG_MIN_BLOCKS_f64 GS_SEG_MIN_BLOCKS_8
 
 #define GS_X_KERNEL(op, in, out, rs)                                  \
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)  \
@@ -90,30 +97,11 @@ static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
 #undef GS_X_MATCH
 }
 
-/* first[t] = the number of starts below t * GS_NV, for t in [0, tiles]: a binary search each. */
-__global__ void __launch_bounds__(GS_NT)
-    gs_segreduce_first(const int64_t *starts, int64_t nseg, int64_t tiles, int64_t *first)
-{
-    const int64_t t = (int64_t)blockIdx.x * GS_NT + threadIdx.x;
-    if (t > tiles)
-        return;
-    const int64_t at = t * GS_NV;
-    int64_t lo = 0, hi = nseg;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (__ldg(starts + mid) < at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    first[t] = lo;
-}
-
 extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch,
                                            size_t scratch_bytes, cudaStream_t stream)
 {
     const int sorted = d->ends == NULL;
-    const int64_t tiles = gs_scan_tiles(d->n);
+    const int64_t tiles = gs_segreduce_tiles(d->n);
     gs_segreduce_kernel tiles_kernel, warps_kernel;
     gs_segreduce_kparams p;
     cudaError_t err;
@@ -143,31 +131,29 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         return gs_launch_check(stream);
     }
 
-    /* ---- A sorted partition: each tile's first segment, then the levels (the file's header):
-     * level 0 over the values, each next level over the 2 partials per tile of the one before
-     * (read as the output dtype), parts written to two buffers in turn. ---- */
-    p.first = (const int64_t *)scratch;
-    gs_segreduce_first<<<(unsigned)((tiles + GS_NT) / GS_NT), GS_NT, 0, stream>>>(
-        d->starts, d->nseg, tiles, (int64_t *)p.first);
-    if ((err = gs_launch_check(stream)) != cudaSuccess)
-        return err;
+    /* ---- A sorted partition in levels (the file's header): level 0 over the values, each next
+     * level over the 2 partials per tile of the one before (read as the output dtype), parts
+     * written to two buffers in turn. ---- */
     gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_warps;
     gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_kernel, &up_warps);
     if (up_kernel == NULL)
         return cudaErrorInvalidValue;
     for (int level = 0;; ++level) {
-        const int64_t level_tiles = gs_scan_tiles(p.scan.n);
+        const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
         const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
         p.part = level_tiles > 1 ? (char *)scratch + offset : NULL;
         p.part_ids =
             level_tiles > 1 ? (int64_t *)((char *)scratch + offset) + 2 * level_tiles : NULL;
-        kernel<<<(unsigned)level_tiles, GS_NT, 0, stream>>>(p);
+        /* A warp takes GS_SEG_PER_WARP tiles where there are many: one search of the starts, and
+         * their latency, for several tiles. */
+        p.per_warp = level_tiles >= GS_SEG_MANY ? GS_SEG_PER_WARP : 1;
+        const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
+        kernel<<<(unsigned)((warps + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
         if ((err = gs_launch_check(stream)) != cudaSuccess || level_tiles == 1)
             return err;
         p.scan.in = p.part;
         p.scan.n = 2 * level_tiles;
         p.scan.vec_in = 1; /* the scratch's parts start on GS_SCRATCH_ALIGN */
-        p.first = NULL;
         p.ids = p.part_ids;
         kernel = up_kernel;
     }
@@ -242,17 +228,14 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     }
     block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
 
-    /* ---- The flagged count before the tile (every aggregate is published), and this tile's
-     * prefix for the tiles after it. ---- */
+    /* ---- The flagged count before the tile: the prefix of the tile before it, which
+     * gs_heads_prefix published (the look-back reads one window and waits for nothing). ---- */
     if (threadIdx.x < GS_WARP) {
         unsigned long long before = 0;
         if (tile > 0)
             before = look_back_u64(GS_OP_ADD, GS_UINT64, p.ts, tile).hi;
-        if (threadIdx.x == 0) {
-            if (tile > 0)
-                publish_u64(p.ts, tile, GS_ST_PREFIX, 0, before + av[0]);
+        if (threadIdx.x == 0)
             before_sm = before;
-        }
     }
     __syncthreads();
 
@@ -265,6 +248,73 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
         for (unsigned w = bits[g]; w != 0; w &= w - 1)
             p.positions[k++] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
     }
+}
+
+/*
+ * Every tile's inclusive flagged count published as its prefix, from the aggregates the count
+ * pass published, so that a heads block's look-back stops at the tile before it.  Without, each
+ * block walked back over the aggregates of every tile still in flight (about a thousand) to the
+ * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  Two launches of one
+ * round of loads each, in groups of GS_HP_NT tiles: each group's sum (kept in the unused second
+ * word of its first tile's descriptor: a count has no compensation), then each tile's prefix:
+ * the groups before it and a block scan of its group.
+ */
+#define GS_HP_NT 1024
+
+/* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
+static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned long long v,
+                                                                     unsigned long long *total)
+{
+    __shared__ unsigned long long warp_sum[GS_HP_NT / GS_WARP];
+    const int lane = threadIdx.x & (GS_WARP - 1), warp = threadIdx.x / GS_WARP;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, v, d);
+        if (lane >= d)
+            v += o;
+    }
+    if (lane == GS_WARP - 1)
+        warp_sum[warp] = v;
+    __syncthreads();
+    unsigned long long w = warp_sum[lane], before = 0;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, w, d);
+        if (lane >= d)
+            w += o;
+    }
+    *total = __shfl_sync(GS_FULL_MASK, w, GS_WARP - 1);
+    before = __shfl_sync(GS_FULL_MASK, w, warp > 0 ? warp - 1 : 0);
+    __syncthreads(); /* warp_sum read by every warp before a next call writes it */
+    return v + (warp > 0 ? before : 0);
+}
+
+/* The group's word that holds its sum. */
+static __device__ __forceinline__ unsigned long long *gs_hp_group_sum(gs_tile_state ts, int64_t g)
+{
+    return (unsigned long long *)(ts.words + 2 * g * GS_HP_NT + 1);
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_group_sums(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    unsigned long long total;
+    (void)gs_hp_block_scan(t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0, &total);
+    if (threadIdx.x == 0)
+        *gs_hp_group_sum(ts, blockIdx.x) = total;
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_prefix(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    const unsigned long long v = t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0;
+    unsigned long long groups = 0, before, total;
+    for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT)
+        groups += __ldcg(gs_hp_group_sum(ts, g));
+    (void)gs_hp_block_scan(groups, &before);
+    const unsigned long long incl = gs_hp_block_scan(v, &total);
+    if (t > 0 && t < tiles)
+        gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
 }
 
 /* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
@@ -300,6 +350,16 @@ extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, si
     p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
     p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
     p.positions = positions;
+    if (tiles > 1) {
+        const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
+        cudaError_t err;
+        gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(p.ts, tiles);
+        if ((err = gs_launch_check(stream)) != cudaSuccess)
+            return err;
+        gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(p.ts, tiles);
+        if ((err = gs_launch_check(stream)) != cudaSuccess)
+            return err;
+    }
     gs_heads_tile<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
     return gs_launch_check(stream);
 }
