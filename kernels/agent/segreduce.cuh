@@ -125,6 +125,7 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n;
+    __syncwarp(); /* every lane is done with the warp's previous tile's words */
     for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
         b->word[i] = 0;
     __syncwarp();
