@@ -23,8 +23,9 @@
  *                    writes the segments that crossed tiles; levels follow until one tile holds
  *                    the run (dispatch/segreduce.cu).  The values are read once; float add and
  *                    mul group a segment by a tree fixed by the positions alone (a sequential
- *                    piece, a tree over the lanes, a chain over the rows with a compensated
- *                    carry, then the levels), so every result is deterministic.
+ *                    piece, a tree over the lanes, a chain over the rows - in double for
+ *                    float32 add - then the levels; a tile with no head: each lane's values,
+ *                    then a tree over the lanes), so every result is deterministic.
  *   segreduce_warps  any segments (starts and ends, overlapping or out of order): a warp per
  *                    segment, lanes striding over it, a fixed tree across the lanes.  Simple and
  *                    deterministic; a long segment is slow (one warp), which only reduceat's
@@ -101,7 +102,8 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
     while (hi - lo >= GS_WARP) {
         const int64_t step = (hi - lo + GS_WARP - 1) / GS_WARP;
         const int64_t probe = lo + (lane + 1) * step - 1;
-        /* The probes below `at` are a prefix of the lanes; c of them, c < 32. */
+        /* The probes below `at` are a prefix of the lanes, c of them (all 32 only when
+         * 32 step == hi - lo: then lo reaches hi and the rank is hi). */
         const int c = __popc(__ballot_sync(GS_FULL_MASK, probe < hi && __ldg(starts + probe) < at));
         const int64_t next = lo + (c + 1) * step - 1; /* the first probe not below, if any */
         lo += c * step;
