@@ -538,6 +538,34 @@ def test_device_deterministic_and_long_slice(rng):
 
 
 @pytest.mark.gpu
+def test_device_reduced_ahead_of_the_check(rng):
+    """One row of device indices is reduced behind their check before its answer is back: bad
+    indices leave `out` untouched and raise NumPy's IndexError for the first bad one; indices that
+    turn out not to increase are reduced again the general way; several calls in a row with no
+    sync in between each get their own answer."""
+    n = 40 * NV + 3
+    a = rng.integers(-1000, 1000, n).astype(np.int32)
+    d = gpuscan.to_device(a)
+    good = np.unique(rng.integers(0, n, 300))
+    for bad, first in (([0, 5, n, 7, -1], n), ([3, -2, n + 4], -2), ([n - 1, n + 9], n + 9)):
+        out = gpuscan.to_device(np.full(len(bad), 77, np.int64))
+        with pytest.raises(IndexError, match=f"index {first} out-of-bounds in add.reduceat"):
+            gpuscan.reduceat(d, gpuscan.to_device(np.array(bad)), out=out)
+        np.testing.assert_array_equal(out.get(), 77)  # the guarded reduction wrote nothing
+    down = np.concatenate([good[:40], good[10:20]])
+    results = [gpuscan.reduceat(d, gpuscan.to_device(i)) for i in (good, down, good[::-1], good)]
+    for got, idx in zip(results, (good, down, good[::-1], good)):
+        np.testing.assert_array_equal(got.get(), np.add.reduceat(a, idx))
+    # A bad call between good ones, all enqueued back to back.
+    first = gpuscan.reduceat(d, gpuscan.to_device(good))
+    with pytest.raises(IndexError):
+        gpuscan.reduceat(d, gpuscan.to_device(np.array([0, n])))
+    last = gpuscan.reduceat(d, gpuscan.to_device(good), "max")
+    np.testing.assert_array_equal(first.get(), np.add.reduceat(a, good))
+    np.testing.assert_array_equal(last.get(), np.maximum.reduceat(a, good))
+
+
+@pytest.mark.gpu
 def test_cupy_inputs(rng):
     cp = pytest.importorskip("cupy")
     a = rng.integers(-1000, 1000, (5, 3 * NV + 1)).astype(np.int32)

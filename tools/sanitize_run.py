@@ -423,6 +423,15 @@ def apps_cases(run, nv, reduced):
         return "no IndexError"
 
     run.case("reduceat bad device index", bad_index)
+    # The heads' positions take GS_HEADS_TILES (16) count tiles a block: two blocks, the second
+    # partial, and the values' levels above 0.
+    big = rng.integers(0, 100, 20 * nv + 5).astype(np.int32)
+    bf = rng.random(big.size) < 0.05
+    run.case("segmented_reduce 20 tiles",
+             lambda: None if np.array_equal(
+                 gpuscan.segmented_reduce(gpuscan.to_device(big), gpuscan.to_device(bf)).get(),
+                 np.add.reduceat(big.astype(np.int64), np.flatnonzero(np.r_[True, bf[1:]])))
+             else "segmented_reduce differs")
     for n in ([33, nv + 3, 3 * nv + 7] if reduced else [1, 2, 33, nv - 1, nv, nv + 3, 3 * nv + 7]):
         for dt in (np.float32, np.float64):
             a = rng.uniform(0.5, 1.0, n).astype(dt)

@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* The outcome of a CPU backend function (0, or a negative errno) as an entry's result. */
 static int outcome(int rc, const char *call, gs_fail *f)
@@ -90,10 +91,19 @@ static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs
     return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
 }
 
-static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
-                           int *increasing, gs_fail *f)
+/* Answered at once: no guard, nothing held. */
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
+                           gs_fail *f)
 {
-    return outcome(gs_cpu_index_check(idx, m, n, first_bad, increasing), "gs_cpu_index_check", f);
+    memset(a, 0, sizeof(*a));
+    return outcome(gs_cpu_index_check(idx, m, n, &a->first_bad, &a->increasing),
+                   "gs_cpu_index_check", f);
+}
+
+static int cpu_index_wait(gs_index_answer *a, gs_fail *f)
+{
+    (void)a, (void)f;
+    return 0;
 }
 
 static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
@@ -116,5 +126,6 @@ const gs_backend_ops gs_cpu_backend = {
     .heads_count = cpu_heads_count,
     .heads = cpu_heads,
     .index_check = cpu_index_check,
+    .index_wait = cpu_index_wait,
     .linrec = cpu_linrec,
 };

@@ -13,6 +13,7 @@
 
 #include "cuda/pipeline.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -49,15 +50,15 @@ done:
 /* *total = the flagged count the split's scratch holds (its first 8 bytes), waiting for it. */
 static int read_total(void *scratch, int64_t n, int64_t *total, gs_fail *f)
 {
-    unsigned long long t = 0;
+    gs_reply *r = NULL;
+    const void *host;
 
     *total = 0;
-    if (n == 0)
-        return 0;
-    GS_CUDA_TRY(f, cudaMemcpyAsync(&t, scratch, sizeof(t), cudaMemcpyDeviceToHost, gs_cuda_stream));
-    GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
-    *total = (int64_t)t;
-done:
+    if (n == 0 || gs_reply_take(&r, f) < 0)
+        return f->kind ? -1 : 0;
+    if (gs_reply_fetch(r, scratch, 8, f) == 0 && gs_reply_wait(r, &host, f) == 0)
+        *total = (int64_t)*(const unsigned long long *)host;
+    gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
 
@@ -177,18 +178,27 @@ done:
 }
 
 /* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
- * is the state that the positions pass reads (split_end frees it). */
+ * is the state that the positions pass reads (split_end frees it).  The tiles' prefixes that the
+ * positions need are enqueued before the host waits for the count. */
 static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
 {
     const size_t bytes = gs_split_scratch_bytes(d->n);
+    gs_reply *r = NULL;
+    const void *host;
 
     *state = NULL;
+    *count = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (gs_cuda_alloc(state, bytes, f) < 0)
+    if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0)
         goto done;
     GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
-    (void)read_total(*state, d->n, count, f);
+    if (gs_reply_take(&r, f) < 0 || gs_reply_fetch(r, *state, 8, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_heads_prefix(d, *state, bytes, gs_cuda_stream));
+    if (gs_reply_wait(r, &host, f) == 0)
+        *count = (int64_t)*(const unsigned long long *)host;
 done:
+    gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
 
@@ -202,26 +212,64 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The check's two answers come back through a small device buffer (one sync). */
-static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
-                            int *increasing, gs_fail *f)
-{
-    unsigned long long res[2] = { ~0ull, 0 };
-    void *dev = NULL;
+/* The check in flight: its device words (the guard) and their way back. */
+typedef struct index_state {
+    void *dev;
+    gs_reply *reply;
+    int64_t m;
+} index_state;
 
+/* Enqueued, with the words' copy back; the host waits in cuda_index_wait. */
+static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
+                            gs_fail *f)
+{
+    index_state *s = NULL;
+
+    memset(a, 0, sizeof(*a));
+    a->first_bad = -1;
+    a->increasing = 1;
+    if (m == 0)
+        return 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (m > 0) {
-        if (gs_cuda_alloc(&dev, sizeof(res), f) < 0)
-            goto done;
-        GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, dev, gs_cuda_stream));
-        GS_CUDA_TRY(f,
-                    cudaMemcpyAsync(res, dev, sizeof(res), cudaMemcpyDeviceToHost, gs_cuda_stream));
-        GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+    if ((s = calloc(1, sizeof(*s))) == NULL) {
+        gs_fail_set(f, 'e', ENOMEM, "malloc", sizeof(*s));
+        goto done;
     }
-    *first_bad = res[0] == ~0ull ? -1 : (int64_t)res[0];
-    *increasing = res[1] == 0;
+    s->m = m;
+    if (gs_cuda_alloc(&s->dev, 16, f) < 0 || gs_reply_take(&s->reply, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, s->dev, gs_cuda_stream));
+    if (gs_reply_fetch(s->reply, s->dev, 16, f) < 0)
+        goto done;
+    a->guard = s->dev;
+    a->state = s;
 done:
-    gs_cuda_free(dev);
+    if (f->kind && s != NULL) {
+        gs_cuda_free(s->dev);
+        gs_reply_give(s->reply);
+        free(s);
+    }
+    return f->kind ? -1 : 0;
+}
+
+static int cuda_index_wait(gs_index_answer *a, gs_fail *f)
+{
+    index_state *s = a->state;
+    const void *host;
+
+    if (s == NULL)
+        return 0;
+    if (gs_reply_wait(s->reply, &host, f) == 0) {
+        const unsigned long long *w = host;
+        a->first_bad = w[0] == 0 ? -1 : s->m - (int64_t)w[0];
+        a->increasing = w[1] == 0;
+    }
+    /* Freed stream-ordered: after the launches that read the guard. */
+    gs_cuda_free(s->dev);
+    gs_reply_give(s->reply);
+    free(s);
+    a->state = NULL;
+    a->guard = NULL;
     return f->kind ? -1 : 0;
 }
 
@@ -253,6 +301,7 @@ const gs_backend_ops gs_cuda_backend = {
     .heads_count = cuda_heads_count,
     .heads = cuda_heads,
     .index_check = cuda_index_check,
+    .index_wait = cuda_index_wait,
     .linrec = cuda_linrec,
     .stream_scan = gs_stream_scan,
     .stream_reduce = gs_stream_reduce,

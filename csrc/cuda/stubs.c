@@ -175,10 +175,16 @@ static int stub_heads(const gs_split_desc *d, void *state, int64_t *positions, g
     return no_cuda_entry(f);
 }
 
-static int stub_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
-                            int *increasing, gs_fail *f)
+static int stub_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
+                            gs_fail *f)
 {
-    (void)idx, (void)m, (void)n, (void)first_bad, (void)increasing;
+    (void)idx, (void)m, (void)n, (void)a;
+    return no_cuda_entry(f);
+}
+
+static int stub_index_wait(gs_index_answer *a, gs_fail *f)
+{
+    (void)a;
     return no_cuda_entry(f);
 }
 
@@ -202,6 +208,7 @@ const gs_backend_ops gs_cuda_backend = {
     .heads_count = stub_heads_count,
     .heads = stub_heads,
     .index_check = stub_index_check,
+    .index_wait = stub_index_wait,
     .linrec = stub_linrec,
 };
 

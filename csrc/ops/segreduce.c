@@ -5,9 +5,11 @@
  * accumulation dtype by reduce's rules, dtype=, out=, the axis or the flags), then turn their
  * segments into the backend's one form (gs_segreduce_desc): starts (and ends) over a flat run
  * of values in the backend's memory.
- *   reduceat      np.<ufunc>.reduceat: the indices are read on the host (a device array of them
- *                 is copied there: they are as many as the results), checked against [0, n)
- *                 (IndexError), and become, for every row of the input seen with `axis` last,
+ *   reduceat      np.<ufunc>.reduceat: the indices are placed where the backend reads them and
+ *                 checked against [0, n) there (IndexError).  One row of increasing indices
+ *                 is itself a sorted partition's starts (on the device, reduced behind the
+ *                 check before its answer is back: reduceat_run); any other indices are read
+ *                 on the host and become, for every row of the input seen with `axis` last,
  *                 either a sorted partition (indices that strictly increase: one segment from
  *                 each index to the next, the last to the row's end; rows whose first index is
  *                 past 0 get one more segment in front, whose result is dropped, so that a row's
@@ -24,9 +26,11 @@
 /* ---- running a flat segmented reduction --------------------------------------------------- */
 
 /* The backend's reduction of `nseg` segments of the placed values `src` (starts and ends in the
- * backend's memory; ends NULL for a sorted partition) into `dst`. */
+ * backend's memory; ends NULL for a sorted partition) into `dst`, guarded by an index check's
+ * words when `guard` is not NULL (gs_segreduce_desc). */
 static int segreduce_backend(const gs_backend_ops *be, const gs_view *src, const gs_view *dst,
-                             const int64_t *starts, const int64_t *ends, int64_t nseg, gs_op op)
+                             const int64_t *starts, const int64_t *ends, int64_t nseg, gs_op op,
+                             const void *guard)
 {
     gs_segreduce_desc d;
     gs_fail f = { 0 };
@@ -42,6 +46,7 @@ static int segreduce_backend(const gs_backend_ops *be, const gs_view *src, const
     d.in_type = src->dtype;
     d.out_type = dst->dtype;
     d.op = op;
+    d.guard = guard;
     Py_BEGIN_ALLOW_THREADS
         rc = be->segreduce(&d, &f);
     Py_END_ALLOW_THREADS
@@ -111,30 +116,48 @@ static int get_indices(PyObject *obj, PyArrayObject **host, gs_operand *dev, red
     return 0;
 }
 
-/* The indices placed as int64 where the backend reads them, and checked against [0, n): NumPy's
- * IndexError for the first outside it; *increasing: whether they strictly increase. */
-static int check_indices(const reduceat_plan *p, const gs_backend_ops *be, gs_bag *bag,
-                         gs_view *placed, int *increasing)
+/* The indices placed as int64 where the backend reads them, and their check against [0, n)
+ * started (*a: the backend's answer, or its guard while on the way; finish_check waits). */
+static int start_check(const reduceat_plan *p, const gs_backend_ops *be, gs_bag *bag,
+                       gs_view *placed, gs_index_answer *a)
 {
-    int64_t bad = -1, value = 0;
-    gs_view one, host;
     gs_fail f = { 0 };
     int rc;
 
-    *increasing = 1;
+    memset(a, 0, sizeof(*a));
+    a->first_bad = -1;
+    a->increasing = 1;
     if (p->m == 0)
         return 0;
     if (gs_place(&p->ind, be->mem, GS_INT64, bag, placed) < 0)
         return -1;
     Py_BEGIN_ALLOW_THREADS
-        rc = be->index_check((const int64_t *)placed->ptr, p->m, p->n, &bad, increasing, &f);
+        rc = be->index_check((const int64_t *)placed->ptr, p->m, p->n, a, &f);
     Py_END_ALLOW_THREADS
+    return rc < 0 ? gs_raise(&f) : 0;
+}
+
+/* The check's answer (waited for; released on every path, `failed`: an exception is already
+ * set, which it keeps): NumPy's IndexError for the first index outside [0, n). */
+static int finish_check(const reduceat_plan *p, const gs_backend_ops *be, const gs_view *placed,
+                        gs_index_answer *a, gs_bag *bag, int failed)
+{
+    int64_t value = 0;
+    gs_view one, host;
+    gs_fail f = { 0 };
+    int rc;
+
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->index_wait(a, &f);
+    Py_END_ALLOW_THREADS
+    if (failed)
+        return -1;
     if (rc < 0)
         return gs_raise(&f);
-    if (bad < 0)
+    if (a->first_bad < 0)
         return 0;
     one = *placed;
-    one.ptr += bad * 8;
+    one.ptr += a->first_bad * 8;
     one.shape[0] = 1;
     gs_view_contiguous(&host, &one, &value, GS_MEM_HOST, GS_INT64);
     if (gs_move(&one, &host, bag) < 0)
@@ -249,25 +272,45 @@ static int reduceat_target(const gs_backend_ops *be, const gs_view *res, gs_view
     return 0;
 }
 
-/* Check, place, target, run, deliver: the settled reduceat of `in` into `res`. */
+/*
+ * Check, place, target, run, deliver: the settled reduceat of `in` into `res`.  Where the check's
+ * answer is still on its way (CUDA) and the indices are one row's, the reduction of them as
+ * increasing indices is enqueued behind the check, guarded by it, before the host waits: the
+ * device goes from the check to the reduction with no round trip.  Indices the check finds
+ * bad leave everything untouched (IndexError); indices that do not increase are reduced again
+ * the general way.
+ */
 static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const gs_operand *in,
                         gs_view res, gs_bag *bag)
 {
     gs_view v = in->view, placed, src, dst, tview;
     int64_t *starts, *ends, nseg;
-    int increasing, gap;
+    gs_index_answer a;
+    int gap, ahead, rc;
 
-    if (check_indices(p, be, bag, &placed, &increasing) < 0)
+    if (start_check(p, be, bag, &placed, &a) < 0)
         return -1;
-    if (p->rows == 0 || p->m == 0)
-        return 0;
     /* Seen with the axis last: rows of n values, each giving m results. */
     gs_view_move_axis_last(&v, p->axis);
     gs_view_move_axis_last(&res, p->axis);
-    if (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
-        place_segments(p, be, &placed, increasing, bag, &starts, &ends, &nseg, &gap) < 0 ||
-        reduceat_target(be, &res, &src, gap, nseg, bag, &dst, &tview) < 0 ||
-        segreduce_backend(be, &src, &dst, starts, ends, nseg, p->op) < 0)
+    ahead = a.guard != NULL && p->rows == 1;
+    rc = ahead && (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
+                   reduceat_target(be, &res, &src, 0, p->m, bag, &dst, &tview) < 0 ||
+                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m,
+                                     p->op, a.guard) < 0)
+             ? -1
+             : 0;
+    if (finish_check(p, be, &placed, &a, bag, rc < 0) < 0)
+        return -1;
+    if (p->rows == 0 || p->m == 0)
+        return 0;
+    /* Not run ahead, or run ahead as increasing when they are not (one row: no gap, so the
+     * target made ahead serves). */
+    if ((!ahead || !a.increasing) &&
+        ((!ahead && gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0) ||
+         place_segments(p, be, &placed, a.increasing, bag, &starts, &ends, &nseg, &gap) < 0 ||
+         (!ahead && reduceat_target(be, &res, &src, gap, nseg, bag, &dst, &tview) < 0) ||
+         segreduce_backend(be, &src, &dst, starts, ends, nseg, p->op, NULL) < 0))
         return -1;
     return dst.ptr == res.ptr ? 0 : gs_move(&tview, &res, bag);
 }
@@ -425,7 +468,7 @@ static PyObject *segmented_reduce_run(const gs_backend_ops *be, int device, gs_o
         dst = res;
         if ((!gs_view_ready(&res, be->mem, acc_type) &&
              gs_temp_like(&bag, &res, be->mem, acc_type, &dst) < 0) ||
-            segreduce_backend(be, &src, &dst, positions, NULL, count, op) < 0 ||
+            segreduce_backend(be, &src, &dst, positions, NULL, count, op, NULL) < 0 ||
             (dst.ptr != res.ptr && gs_move(&dst, &res, &bag) < 0))
             goto fail;
     }

@@ -111,6 +111,11 @@ typedef struct gs_reduce_desc {
  * Float results are deterministic (a grouping fixed by the segments alone, never by the
  * device or the thread count); float add stays within (log2(len)+2)*eps*sum|x| per segment of
  * len values, float min/max give the segment's first NaN.
+ *   guard: NULL, or (a sorted partition, CUDA) the device words of an index check that has not
+ *          answered yet (gs_index_answer.guard): the reduction is enqueued behind the check and
+ *          does nothing, writing neither `out` nor anything else, when the words report an index
+ *          outside [0, n) or indices that do not strictly increase.  starts are then read only
+ *          when the check found them fine.
  */
 typedef struct gs_segreduce_desc {
     const void *in;
@@ -122,7 +127,18 @@ typedef struct gs_segreduce_desc {
     gs_dtype in_type;
     gs_dtype out_type;
     gs_op op;
+    const void *guard;
 } gs_segreduce_desc;
+
+/* What reduceat's index check answers (the backend's index_check and index_wait). */
+typedef struct gs_index_answer {
+    int64_t first_bad; /* the first i whose index lies outside [0, n), or -1 */
+    int increasing;    /* whether the indices strictly increase */
+    /* Until index_wait: where the answer is still on its way (CUDA), the device words that a
+     * segreduce descriptor's guard reads; NULL when first_bad and increasing hold already. */
+    const void *guard;
+    void *state; /* the backend's, until index_wait */
+} gs_index_answer;
 
 /*
  * One first-order linear recurrence per row: the n values of `a` and `b` (`type`: GS_FLOAT32
@@ -373,11 +389,14 @@ typedef struct gs_backend_ops {
      * backend's memory, *count int64).  split_end releases *state on every path. */
     int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
     int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
-    /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n).
-     * *first_bad = the first i with idx[i] outside it (-1: none); *increasing = whether they
-     * strictly increase.  Waits for the answer. */
-    int (*index_check)(const int64_t *idx, int64_t m, int64_t n, int64_t *first_bad,
-                       int *increasing, gs_fail *f);
+    /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n), in two
+     * phases.  index_check starts the check: the CPU answers at once (a->guard NULL); CUDA
+     * enqueues it and leaves a->guard, so that a reduction guarded by it can be enqueued before
+     * the host waits.  index_wait waits for the answer (a->first_bad, a->increasing) and
+     * releases what the check holds: call it once after every index_check that succeeded, after
+     * the launches that read the guard, on every path. */
+    int (*index_check)(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a, gs_fail *f);
+    int (*index_wait)(gs_index_answer *a, gs_fail *f);
     /* First-order linear recurrences (linear_recurrence). */
     int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
 
@@ -471,14 +490,21 @@ cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_
 cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
 
+/* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
+ * descriptor (two launches, none for one tile), which gs_launch_heads needs. */
+cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                   cudaStream_t stream);
+
 /* Enqueue the positions of the segment heads of d->flags into `positions`, after
- * gs_launch_heads_count over the same `scratch` (whose descriptors and mask it reads). */
+ * gs_launch_heads_count and gs_launch_heads_prefix over the same `scratch` (whose descriptors
+ * and mask it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                             int64_t *positions, cudaStream_t stream);
 
-/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (the first bad
- * index's position, or all ones) and result[1] (nonzero when they do not strictly increase);
- * `result` is two device uint64, which the launcher sets first. */
+/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (m minus the
+ * first bad index's position; 0: none) and result[1] (nonzero when they do not strictly
+ * increase); `result` is two device uint64, which the launcher zeroes first.  Both words zero:
+ * the indices are a sorted partition's starts (a guard of gs_segreduce_desc). */
 cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
                                   unsigned long long *result, cudaStream_t stream);
 

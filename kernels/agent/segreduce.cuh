@@ -455,6 +455,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
+    /* Indices that an index check enqueued before found bad (or not increasing): nothing is
+     * read or written, on every level (the host raises, or reduces them another way). */
+    if (sp->guard != NULL && (__ldg(sp->guard) | __ldg(sp->guard + 1)) != 0)
+        return;
     GS_R x[GS_VT], next[GS_VT];
     GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
     int64_t k = sp->ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;

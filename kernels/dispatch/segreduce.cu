@@ -15,11 +15,13 @@
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
  *                        one bit per value and every tile's flagged count as its look-back
  *                        aggregate: two launches publish every tile's prefix from them
- *                        (gs_heads_prefix), then a block per tile ranks its heads (element 0
- *                        always one) and writes their positions; its look-back stops at the
- *                        tile before it. Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) +
- * n/8 (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K
- * results), about 5.25 n against the 5 n read once.
+ *                        (gs_launch_heads_prefix, enqueued while the host waits for the
+ *                        count), then a block per GS_HEADS_TILES tiles ranks their
+ *                        heads (element 0 always one) and writes their positions; its
+ *                        look-back stops at the tile before it.
+ * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
+ * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
+ * about 5.25 n against the 5 n read once.
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -36,16 +38,21 @@ typedef struct gs_segreduce_kparams {
     void *part;           /* 2 partials per tile for the next level; NULL on the last level */
     int64_t *part_ids;    /* per tile: the id of part[2 tile + 1]'s segment, or GS_SEG_NO_* */
     int per_warp;         /* consecutive tiles a warp takes */
+    const unsigned long long *guard; /* an index check's words: nonzero, nothing to do */
 } gs_segreduce_kparams;
 
 #define GS_AGENT "agent/segreduce.cuh"
 #include "stamp.cuh"
 
-/* Mask groups (of 16 flags, agent/split.cuh) each thread of a heads block takes. */
+/* Mask groups (of 16 flags, agent/split.cuh); the count pass's tiles a heads block takes (a
+ * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
+ * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
 #define GS_HEADS_GROUP 16
-#define GS_HEADS_PER_THREAD (GS_NV / GS_HEADS_GROUP / GS_NT)
-#if GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
-#error "a tile must be a whole number of 16-flag groups per thread"
+#define GS_HEADS_TILES 16
+#define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
+#if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
+    GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
+#error "a heads block's groups must be whole 16-byte loads per thread"
 #endif
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
@@ -109,7 +116,7 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     if (d->nseg == 0 || d->n == 0)
         return cudaSuccess;
     gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &warps_kernel);
-    if (tiles_kernel == NULL || tiles > INT32_MAX ||
+    if (tiles_kernel == NULL || tiles > INT32_MAX || (d->guard != NULL && !sorted) ||
         scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
         return cudaErrorInvalidValue;
     memset(&p, 0, sizeof(p));
@@ -120,6 +127,7 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     p.starts = d->starts;
     p.ends = d->ends;
     p.nseg = d->nseg;
+    p.guard = (const unsigned long long *)d->guard;
 
     /* ---- Any segments: a warp each, a grid-stride loop over them. ---- */
     if (!sorted) {
@@ -161,8 +169,9 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
 
 /* ---- reduceat's indices -------------------------------------------------------------------- */
 
-/* result[0]: the first position whose index lies outside [0, n); result[1]: set when some
- * index is not above the one before it.  A grid-stride loop. */
+/* result[0]: m minus the first position whose index lies outside [0, n) (0: none, so that one
+ * memset clears both words); result[1]: set when some index is not above the one before it.
+ * A grid-stride loop. */
 __global__ void __launch_bounds__(GS_NT)
     gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result)
 {
@@ -171,7 +180,7 @@ __global__ void __launch_bounds__(GS_NT)
          i += (int64_t)gridDim.x * GS_NT) {
         const int64_t v = __ldg(idx + i);
         if (v < 0 || v >= n)
-            atomicMin(result, (unsigned long long)i);
+            atomicMax(result, (unsigned long long)(m - i));
         down |= i > 0 && v <= __ldg(idx + i - 1);
     }
     if (__any_sync(GS_FULL_MASK, down) && (threadIdx.x & (GS_WARP - 1)) == 0)
@@ -185,10 +194,7 @@ extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int6
     const int64_t blocks = (m + GS_NT - 1) / GS_NT < 1024 ? (m + GS_NT - 1) / GS_NT : 1024;
     cudaError_t err;
 
-    if (m == 0)
-        return cudaSuccess;
-    if ((err = cudaMemsetAsync(result, 0xff, 8, stream)) != cudaSuccess ||
-        (err = cudaMemsetAsync(result + 1, 0, 8, stream)) != cudaSuccess)
+    if ((err = cudaMemsetAsync(result, 0, 16, stream)) != cudaSuccess || m == 0)
         return err;
     gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
     return gs_launch_check(stream);
@@ -204,31 +210,42 @@ typedef struct gs_heads_kparams {
     int64_t *positions;
 } gs_heads_kparams;
 
-/* Block b: the heads of tile b, in order, at positions[heads before them]. */
+/* Block b: the heads of tiles b GS_HEADS_TILES .. (GS_HEADS_TILES of them), in order, at
+ * positions[heads before them]. */
 __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
 {
     __shared__ gs_block_scan_smem_u32 bsm;
     __shared__ unsigned long long before_sm;
-    const int64_t tile = blockIdx.x;
+    const int64_t tile = (int64_t)blockIdx.x * GS_HEADS_TILES; /* the block's first */
     const int64_t group0 =
         tile * (GS_NV / GS_HEADS_GROUP) + (int64_t)threadIdx.x * GS_HEADS_PER_THREAD;
+    /* The mask covers whole tiles: groups below this many are in it. */
+    const int64_t groups = gs_scan_tiles(p.n) * (GS_NV / GS_HEADS_GROUP);
     /* Element 0 is a head whatever its flag: when the flag is clear, it comes first, before
      * every flagged one. */
     const unsigned forced = (__ldg(p.mask) & 1u) == 0;
 
-    /* ---- This thread's flags, their count, and the count before them in the tile. ---- */
+    /* ---- This thread's flags (its groups' 16-byte loads, none past the mask; no bit past
+     * n), their count, and the count before them in the block. ---- */
     unsigned bits[GS_HEADS_PER_THREAD];
     int pf[1] = { 0 }, ef[1], af[1];
     uint32_t pc[1] = { 0 }, ev[1], av[1];
 #pragma unroll
-    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
-        const int64_t at = (group0 + g) * GS_HEADS_GROUP;
-        bits[g] = at < p.n ? __ldg(p.mask + group0 + g) : 0u;
-        pc[0] += __popc(bits[g]);
+    for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v) {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (group0 + 8 * v < groups)
+            w = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
+        const unsigned words[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+        for (int g = 0; g < 8; ++g) {
+            const int64_t at = (group0 + 8 * v + g) * GS_HEADS_GROUP;
+            bits[8 * v + g] = at < p.n ? (words[g / 2] >> (16 * (g % 2))) & 0xffffu : 0u;
+            pc[0] += __popc(bits[8 * v + g]);
+        }
     }
     block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
 
-    /* ---- The flagged count before the tile: the prefix of the tile before it, which
+    /* ---- The flagged count before the block: the prefix of the tile before it, which
      * gs_heads_prefix published (the look-back reads one window and waits for nothing). ---- */
     if (threadIdx.x < GS_WARP) {
         unsigned long long before = 0;
@@ -336,6 +353,25 @@ extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scrat
     return gs_launch_check(stream);
 }
 
+extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch,
+                                              size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    const gs_tile_state ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass's */
+    const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
+    cudaError_t err;
+
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    if (tiles <= 1)
+        return cudaSuccess;
+    gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    if ((err = gs_launch_check(stream)) != cudaSuccess)
+        return err;
+    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    return gs_launch_check(stream);
+}
+
 extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                        int64_t *positions, cudaStream_t stream)
 {
@@ -350,16 +386,7 @@ extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, si
     p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
     p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
     p.positions = positions;
-    if (tiles > 1) {
-        const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
-        cudaError_t err;
-        gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(p.ts, tiles);
-        if ((err = gs_launch_check(stream)) != cudaSuccess)
-            return err;
-        gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(p.ts, tiles);
-        if ((err = gs_launch_check(stream)) != cudaSuccess)
-            return err;
-    }
-    gs_heads_tile<<<(unsigned)tiles, GS_NT, 0, stream>>>(p);
+    gs_heads_tile<<<(unsigned)((tiles + GS_HEADS_TILES - 1) / GS_HEADS_TILES), GS_NT, 0, stream>>>(
+        p);
     return gs_launch_check(stream);
 }
