@@ -284,6 +284,10 @@ def levels_indices(rng):
 
 
 def test_reduceat_across_levels(rng):
+    across_levels(rng)
+
+
+def across_levels(rng):
     idx = levels_indices(rng)
     a = rng.uniform(-1, 1, LEVELS_N).astype(np.float32)
     first = gpuscan.reduceat(a, idx)
@@ -303,6 +307,82 @@ def test_reduceat_across_levels(rng):
     check_segmented_reduce(gpuscan.segmented_reduce(a, dense), a, dense)
     check_reduceat(gpuscan.reduceat(i, np.flatnonzero(dense), "min"), i, np.flatnonzero(dense),
                    "min")
+
+
+# On CUDA a warp takes 8 consecutive tiles as one range where a level has many (2^25 values and
+# up), carrying a run open at a tile's end into the next tile in registers; _segreduce_set_many
+# lowers "many" so that every level of these sizes takes that path.
+RANGE = 8 * SEG_W
+
+
+@pytest.fixture
+def warp_ranges():
+    was = _gpuscan._segreduce_set_many(1)
+    yield
+    _gpuscan._segreduce_set_many(*was)
+
+
+def range_indices(rng, n):
+    """Slices for n values in ranges of RANGE: heads at tile and range boundaries and next to
+    them, length-one slices, a slice inside one tile, slices spanning several tiles of a range and
+    several ranges, a range with no head (the run before it goes on), random ones."""
+    fixed = [1, SEG_W - 1, SEG_W, SEG_W + 1, 3 * SEG_W, RANGE - 1, RANGE, RANGE + 1,
+             RANGE + 2, 2 * RANGE - SEG_W, 2 * RANGE, 4 * RANGE + 3 * SEG_W + 7,
+             9 * RANGE - 1, n - 2, n - 1]
+    return np.unique(np.concatenate([[i for i in fixed if i < n],
+                                     rng.integers(10 * RANGE, 12 * RANGE, 60)]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [14 * RANGE, 14 * RANGE + 37, 13 * RANGE + 3 * SEG_W])
+@pytest.mark.parametrize("dtype,op", [(np.float32, "add"), (np.float64, "add"),
+                                      (np.int32, "add"), (np.int64, "mul"), (np.uint8, "xor"),
+                                      (np.float32, "min"), (np.float64, "max"),
+                                      (np.float32, "mul"), (np.bool_, "or")])
+def test_ranges_of_warp_tiles(warp_ranges, n, dtype, op, rng):
+    a = data(rng, dtype, n, op)
+    idx = range_indices(rng, n)
+    for first in (0, 5):  # from element 0; and with values before the first slice
+        i = np.concatenate([[first], idx[idx > first]])
+        check_reduceat(gpuscan.reduceat(gpuscan.to_device(a), i, op).get(), a, i, op)
+    flags = np.zeros(n, np.uint8)
+    flags[idx] = 1
+    check_segmented_reduce(gpuscan.segmented_reduce(a, flags, op), a, flags, op)
+
+
+@pytest.mark.gpu
+def test_ranges_across_levels(warp_ranges, rng):
+    # LEVELS_N in ranges: 2050 ranges, then 9 tiles of their partials in 2 ranges (the ids
+    # carried from tile to tile), then one tile.
+    across_levels(rng)
+
+
+@pytest.mark.gpu
+def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
+    n = 40 * RANGE + 101
+    a = rng.uniform(-1, 1, n).astype(np.float32)
+    d = gpuscan.to_device(a)
+    cases = {
+        "one slice": [0],
+        "all heads": np.arange(n),
+        "every tile start": np.arange(0, n, SEG_W),
+        "every range end": np.arange(RANGE - 1, n, RANGE),
+        "one per three ranges": np.arange(7, n, 3 * RANGE),
+        "dense": np.flatnonzero(rng.random(n) < 0.3),
+    }
+    for name, idx in cases.items():
+        got = gpuscan.reduceat(d, idx).get()
+        check_reduceat(got, a, idx)
+        assert np.array_equal(bits(gpuscan.reduceat(d, idx).get()), bits(got)), name
+    # NaN and inf carried across tiles and ranges; -0.0 sums.
+    b = a.copy()
+    b[3 * SEG_W + 5] = np.nan
+    b[RANGE + 2] = np.inf
+    idx = np.array([0, 2 * SEG_W, RANGE + 1, 2 * RANGE])
+    check_reduceat(gpuscan.reduceat(gpuscan.to_device(b), idx).get(), b, idx)
+    check_reduceat(gpuscan.reduceat(gpuscan.to_device(b), idx, "max").get(), b, idx, "max")
+    z = np.full(3 * RANGE, -0.0, np.float32)
+    assert np.signbit(gpuscan.reduceat(gpuscan.to_device(z), [0, SEG_W]).get()).all()
 
 
 def test_reduceat_same_bits_on_any_thread_count():

@@ -423,11 +423,27 @@ def apps_cases(run, nv, reduced):
         return "no IndexError"
 
     run.case("reduceat bad device index", bad_index)
-    # The heads' positions take GS_HEADS_TILES (16) count tiles a block: two blocks, the second
+    # The heads' positions take GS_HEADS_TILES (32) count tiles a block: two blocks, the second
     # partial, and the values' levels above 0.
-    big = rng.integers(0, 100, 20 * nv + 5).astype(np.int32)
+    big = rng.integers(0, 100, 40 * nv + 5).astype(np.int32)
     bf = rng.random(big.size) < 0.05
-    run.case("segmented_reduce 20 tiles",
+    # A warp per 8 tiles as one range (the default takes it from 2^25 values on): runs carried
+    # from tile to tile at level 0 and, with ids, at level 1.
+    rw = 8 * _gpuscan._segreduce_tile_items()
+    rx = rng.uniform(-1, 1, 300 * rw + 37).astype(np.float32)  # 2 tiles of partials
+    ri = np.unique(np.concatenate([[0, rw - 1, rw, rw + 1], rng.integers(0, rx.size, 3000)]))
+
+    def ranges():
+        was = _gpuscan._segreduce_set_many(1)
+        try:
+            got = gpuscan.reduceat(gpuscan.to_device(rx), gpuscan.to_device(ri)).get()
+        finally:
+            _gpuscan._segreduce_set_many(*was)
+        return None if np.allclose(got, np.add.reduceat(rx.astype(np.float64), ri), rtol=1e-4,
+                                   atol=1e-3) else "reduceat in ranges differs"
+
+    run.case("reduceat in ranges of 8 tiles", ranges)
+    run.case("segmented_reduce 41 tiles",
              lambda: None if np.array_equal(
                  gpuscan.segmented_reduce(gpuscan.to_device(big), gpuscan.to_device(bf)).get(),
                  np.add.reduceat(big.astype(np.int64), np.flatnonzero(np.r_[True, bf[1:]])))

@@ -80,6 +80,28 @@ static PyObject *segreduce_tile_items(PyObject *self, PyObject *unused)
     return PyLong_FromLong(GS_SEG_W);
 }
 
+static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
+{
+    long long tiles;
+    int per_warp = 0;
+    if (!PyArg_ParseTuple(args, "L|i:_segreduce_set_many", &tiles, &per_warp))
+        return NULL;
+    if (tiles < 1 || per_warp < 0 || per_warp > 1024) {
+        PyErr_SetString(PyExc_ValueError, "tiles must be at least 1, per_warp in [1, 1024]");
+        return NULL;
+    }
+#ifdef GS_HAVE_CUDA /* a switch of the launcher (dispatch/segreduce.cu) */
+    PyObject *was = Py_BuildValue("(Li)", (long long)gs_segreduce_many, gs_segreduce_per_warp);
+    gs_segreduce_many = tiles;
+    if (per_warp > 0)
+        gs_segreduce_per_warp = per_warp;
+    return was;
+#else
+    PyErr_SetString(PyExc_RuntimeError, "the warp tiles exist in CUDA builds only");
+    return NULL;
+#endif
+}
+
 static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLong(GS_LR_NV);
@@ -303,6 +325,11 @@ PyMethodDef gs_testing_methods[] = {
       "_teach_set_unpadded(flag)\n--\n\nRun the Blelloch tiles without bank-conflict padding "
       "(True) or with it (False, the default); returns the previous setting.  CUDA builds "
       "only: the tests run both shared-memory layouts." },
+    { "_segreduce_set_many", segreduce_set_many, METH_VARARGS,
+      "_segreduce_set_many(tiles, per_warp=0)\n--\n\nThe tile count of a segmented "
+      "reduction's level from which a warp takes several tiles as one range, and how many "
+      "(0: unchanged) (CUDA); returns the previous (tiles, per_warp).  For tests and "
+      "benchmarks: a low count reaches the ranges' carried runs at small sizes." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,

@@ -451,6 +451,11 @@ cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream);
 /* Nonzero: the Blelloch tiles run without their bank-conflict padding (a test switch). */
 extern int gs_teach_unpadded;
 
+/* The tiles of a segmented reduction's level from which a warp takes several, and how many (the
+ * defaults suit the device; the tests lower the first to reach that path at small sizes). */
+extern int64_t gs_segreduce_many;
+extern int gs_segreduce_per_warp;
+
 /* Enqueue the scan on `stream`: one kernel launch, after a memset of the scratch when
  * d->epoch is 0.  `scratch` holds at least gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h);
  * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the

@@ -13,19 +13,23 @@
  *                    the ids of the level below), then each row is reduced per lane, scanned
  *                    across the lanes segmented at the heads (the flags as one ballot, the values
  *                    by shuffles), chained to the rows before it, and each value followed by a
- *                    head or by the end of the run settles what it ends:
- *                    - a segment whose head lies in the tile: its result, out[its id];
- *                    - the tile's open run (no head before it in the tile): part[2 tile];
- *                    - at the tile's last value, a run that goes on past the tile and started in
- *                      it: part[2 tile + 1], and its id in part_ids[tile].
- *                    The next level reduces the 2 partials per tile the same way, segmented at
- *                    the odd partials of tiles with heads (part_ids[tile] != GS_SEG_NO_HEAD), and
- *                    writes the segments that crossed tiles; levels follow until one tile holds
+ *                    head or by the end of the run settles what it ends.  A warp takes
+ *                    per_warp consecutive tiles (8 where a level has many), one RANGE w: a run
+ *                    open at a tile's end is carried in registers into the next tile (seg_carry),
+ *                    and the range writes
+ *                    - a segment whose head lies in the range: its result, out[its id];
+ *                    - the range's open run (no head before it in the range): part[2 w];
+ *                    - at the range's last value, a run that goes on past the range and started
+ *                      in it: part[2 w + 1], and its id in part_ids[w].
+ *                    The next level reduces the 2 partials per range the same way, segmented at
+ *                    the odd partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), and
+ *                    writes the segments that crossed ranges; levels follow until one warp holds
  *                    the run (dispatch/segreduce.cu).  The values are read once; float add and
  *                    mul group a segment by a tree fixed by the positions alone (a sequential
  *                    piece, a tree over the lanes, a chain over the rows - in double for
- *                    float32 add - then the levels; a tile with no head: each lane's values,
- *                    then a tree over the lanes), so every result is deterministic.
+ *                    float32 add - a chain over a range's tiles - in double for float32 add -
+ *                    then the levels; a tile with no head: each lane's values, then a tree over
+ *                    the lanes), so every result is deterministic.
  *   segreduce_warps  any segments (starts and ends, overlapping or out of order): a warp per
  *                    segment, lanes striding over it, a fixed tree across the lanes.  Simple and
  *                    deterministic; a long segment is slow (one warp), which only reduceat's
@@ -49,7 +53,9 @@
 #define GS_SEG_NO_ID (-1)
 #define GS_SEG_NO_HEAD (-2)
 
-/* The head bits of a warp tile in shared memory, and the heads in the words before each word. */
+/* The head bits of a warp tile in shared memory, and the heads in the words before each word.
+ * Above level 0 the warp also keeps the ids of the tile's pairs in shared memory (GS_SEG_W / 2
+ * of them: segreduce_tiles' `ids`), where a settle finds its segment. */
 typedef struct gs_seg_bits {
     unsigned word[GS_SEG_WORDS];
     unsigned before[GS_SEG_WORDS];
@@ -123,7 +129,7 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
  */
 static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
                                                                     int64_t start, int64_t *k,
-                                                                    gs_seg_bits *b)
+                                                                    gs_seg_bits *b, int64_t *ids)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n;
@@ -131,15 +137,16 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
     for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
         b->word[i] = 0;
     __syncwarp();
-    if (sp->ids != NULL) {
+    if (ids != NULL) { /* above level 0 */
         /* All of the lane's ids in flight at once (one latency, not eight), then the marks. */
         unsigned head = 0;
 #pragma unroll
         for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
             const int i = r * GS_WARP + lane;
-            head |= (unsigned)(start + 2 * i + 1 < n &&
-                               __ldg(sp->ids + start / 2 + i) != GS_SEG_NO_HEAD)
-                    << r;
+            const int64_t id = start + 2 * i + 1 < n ? __ldg(sp->ids + start / 2 + i)
+                                                     : (int64_t)GS_SEG_NO_HEAD;
+            ids[i] = id;
+            head |= (unsigned)(id != GS_SEG_NO_HEAD) << r;
         }
         for (; head != 0; head &= head - 1)
             gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
@@ -210,29 +217,79 @@ static __device__ __forceinline__ GS_R GS_FN(seg_seed)(gs_op op, gs_dtype out_t)
  * its run: level 0 counts the heads (`first`: the segments before the tile), a level above reads
  * the id its head's pair carried up (GS_SEG_NO_ID: a run already written). */
 static __device__ __forceinline__ int64_t GS_FN(seg_id)(const gs_segreduce_kparams *sp, int64_t tile,
-                                                    int64_t first, const gs_seg_bits *b, int off)
+                                                    int64_t first, const gs_seg_bits *b,
+                                                    const int64_t *ids, int off)
 {
-    return sp->ids != NULL ? __ldg(sp->ids + ((tile * GS_SEG_W + gs_seg_last_head(b, off)) >> 1))
+    return ids != NULL ? ids[gs_seg_last_head(b, off) >> 1] /* (the tile's start is even) */
                            : first - 1 + (int64_t)gs_seg_count(b, off);
 }
 
-/* What value `off` of warp tile `tile` (its segmented prefix y; `opened`: a head of the tile at
- * or before it, whose segment is sid) settles, when it is followed by a head or by the end of
- * the run (`ends`) or is the tile's last (`off == last`): see the file's header. */
+/* A warp's open run carried from one of its tiles to the next (a warp takes per_warp tiles; in
+ * shared memory, registers being what the values in flight need):
+ * its value, in double too for float32 add, its segment (level 0: its id; a level above: the
+ * id its head's pair carried, GS_SEG_NO_ID for a run already written), whether it holds
+ * anything yet, and whether a head came before in the warp's tiles (else the run is the warp's
+ * open run, the one before its first head: its part[2 w]). */
+typedef struct GS_FN(seg_carry) {
+    GS_R v;
+    double d;
+    int64_t sid;
+    int live;
+    int head;
+} GS_FN(seg_carry);
+
+/* What value `off` of warp tile `tile` (its segmented prefix y from the tile's start or its
+ * head; `opened`: a head of the tile at or before it, whose segment is sid) settles, when it is
+ * followed by a head or by the end of the run (`ends`) or is the tile's last (`off == last`).
+ * The warp's tiles are one range for the partials: a run open at a tile's end goes on into the
+ * next tile (cr: this tile's carry in the warp's shared memory; *cout: the next tile's, written
+ * by the lane of the tile's last value), and only the range's last tile (range_last) writes the
+ * range's partials w (see the file's header):
+ *   - a run that ends: out[its segment], or part[2 w] for the range's open run;
+ *   - at the range's last value: part[2 w + 1] and part_ids[w] for a run that goes on past it
+ *     and has a head in the range, or part[2 w] (and no head) for the open run. */
 static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t,
-                                                        const gs_segreduce_kparams *sp,
-                                                        int64_t tile, int off, int last, int ends,
-                                                        int opened, int64_t sid, GS_R y)
+                                                        const gs_segreduce_kparams *sp, int64_t w,
+                                                        int range_last, int off, int last,
+                                                        int ends, int opened, int64_t sid, GS_R y,
+                                                        const GS_FN(seg_carry) *cr,
+                                                        GS_FN(seg_carry) *cout)
 {
-    if (!opened && sp->part != NULL)
-        gs_store_bits(out_t, sp->part, 2 * tile, GS_FN(to_bits)(out_t, y));
-    else if (opened && ends && sid >= 0)
-        gs_store_bits(out_t, sp->out, sid, GS_FN(to_bits)(out_t, y));
-    if (off == last && sp->part != NULL) {
-        const int on = opened && !ends; /* a run of this tile goes on past it */
-        const GS_R last_part = on ? y : GS_FN(seg_seed)(op, out_t);
-        gs_store_bits(out_t, sp->part, 2 * tile + 1, GS_FN(to_bits)(out_t, last_part));
-        sp->part_ids[tile] = !opened ? GS_SEG_NO_HEAD : on ? sid : GS_SEG_NO_ID;
+    const int dbl = GS_R_KIND == 'f' && sizeof(GS_R) == 4 && op == GS_OP_ADD;
+    const GS_R seed = GS_FN(seg_seed)(op, out_t);
+    double yd = (double)y;
+    if (!opened && cr->live) { /* the tile's open run goes on from the tile before */
+        if (dbl) {
+            yd = gs_f32_prefix(cr->d + yd);
+            y = (GS_R)yd;
+        } else {
+            y = GS_FN(combine)(op, cr->v, y);
+        }
+    }
+    const int64_t rid = opened ? sid : cr->sid;
+    const int ro = !opened && !cr->head; /* the range's open run */
+    if (ends) {
+        if (ro && sp->part != NULL)
+            gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, y));
+        else if (!ro && rid >= 0)
+            gs_store_bits(out_t, sp->out, rid, GS_FN(to_bits)(out_t, y));
+    }
+    if (off != last)
+        return;
+    const int on = !ends; /* the run goes on past the tile */
+    const int head = cr->head || opened;
+    if (!range_last) {
+        cout->live = on;
+        cout->v = on ? y : seed;
+        cout->d = on ? yd : 0.0;
+        cout->sid = rid;
+        cout->head = head;
+    } else if (sp->part != NULL) {
+        if (ro && on)
+            gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, y));
+        gs_store_bits(out_t, sp->part, 2 * w + 1,
+                      GS_FN(to_bits)(out_t, on && !ro ? y : seed));
+        sp->part_ids[w] = !head ? GS_SEG_NO_HEAD : on ? rid : GS_SEG_NO_ID;
     }
 }
 
@@ -240,11 +297,15 @@ static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t
 static __device__ __forceinline__ void GS_FN(seg_settle)(gs_op op, gs_dtype out_t,
                                                          const gs_segreduce_kparams *sp,
                                                          int64_t tile, int64_t first,
-                                                         const gs_seg_bits *b, int off, int last,
-                                                         int ends, int opened, GS_R y)
+                                                         const gs_seg_bits *b, const int64_t *ids,
+                                                         int64_t w,
+                                                         int range_last, int off, int last,
+                                                         int ends, int opened, GS_R y,
+                                                         const GS_FN(seg_carry) *cr,
+                                                         GS_FN(seg_carry) *cout)
 {
-    const int64_t sid = opened ? GS_FN(seg_id)(sp, tile, first, b, off) : GS_SEG_NO_ID;
-    GS_FN(seg_store)(op, out_t, sp, tile, off, last, ends, opened, sid, y);
+    const int64_t sid = opened ? GS_FN(seg_id)(sp, tile, first, b, ids, off) : GS_SEG_NO_ID;
+    GS_FN(seg_store)(op, out_t, sp, w, range_last, off, last, ends, opened, sid, y, cr, cout);
 }
 
 /* The reduction of a row's pieces across the lanes in a fixed tree, in element order, in every
@@ -306,7 +367,12 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
                                                              gs_dtype out_t,
                                                              const gs_segreduce_kparams *sp,
                                                              int64_t tile, const GS_R *x,
-                                                             int64_t *k_io, gs_seg_bits *b)
+                                                             int64_t *k_io, gs_seg_bits *b,
+                                                             int64_t *ids,
+                                                             int64_t w, int range_first,
+                                                             int range_last,
+                                                             const GS_FN(seg_carry) *cr,
+                                                             GS_FN(seg_carry) *cout)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
@@ -321,9 +387,11 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
 
     /* ---- The heads (the values are in flight: loaded before the previous tile's work). ---- */
     const int64_t first = *k_io;
-    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b);
-    if (lane == 0 && sp->part != NULL && (b->word[0] & 1u)) /* no open run: an empty piece */
-        gs_store_bits(out_t, sp->part, 2 * tile, GS_FN(to_bits)(out_t, seed));
+    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b, ids);
+    /* The range starts with a head: its open run is empty (a later tile that does has settled
+     * the run before it at the tile before's last value). */
+    if (lane == 0 && range_first && sp->part != NULL && (b->word[0] & 1u))
+        gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, seed));
 
     /* ---- No head and no end in the tile (most tiles of long segments): its total, the open
      * run's part, settled by the lane of its last value.  The lanes' values first, then a tree
@@ -337,7 +405,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
             v = GS_FN(combine)(op, v, x[i]);
         v = GS_FN(seg_row_total)(op, v);
         if (lane == GS_WARP - 1) /* holds the tile's last value (a tile with no end is whole) */
-            GS_FN(seg_settle)(op, out_t, sp, tile, first, b, last, last, 0, 0, v);
+            GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, last, last, 0, 0, v,
+                              cr, cout);
         return;
     }
 
@@ -364,8 +433,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
                     cd = gs_f32_prefix(cd + (double)tv);
                 }
                 if (k == R - 1 && last == GS_SEG_W - 1 && lane == GS_WARP - 1) /* its last */
-                    GS_FN(seg_settle)(op, out_t, sp, tile, first, b, last, last, 0, cf,
-                                      dbl ? (GS_R)cd : cv);
+                    GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, last, last,
+                                      0, cf, dbl ? (GS_R)cd : cv, cr, cout);
                 continue;
             }
             const int at = k * GS_WARP * C + lane * C;
@@ -435,8 +504,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
 #pragma unroll
                 for (int i = 1; i < C; ++i)
                     v = i == c ? y[i] : v;
-                GS_FN(seg_settle)(op, out_t, sp, tile, first, b, at + c, last, (ends >> c) & 1u,
-                                  (opened >> c) & 1u, v);
+                GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, at + c, last,
+                                  (ends >> c) & 1u, (opened >> c) & 1u, v, cr, cout);
             }
         }
     }
@@ -444,28 +513,51 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
 
 /* Warp w of the grid: warp tiles w * per_warp .. of one level, in order, the first one's
  * starts found by the warp's search and each next one's carried on, each next one's values
- * loaded before the work on the one before (see the file's header). */
+ * loaded before the work on the one before (see the file's header).  ids_all: NULL at level 0
+ * (the kernel is compiled without the ids' code), else the block's shared room for its warps'
+ * ids (GS_NWARPS * GS_SEG_W / 2) above it. */
 static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
                                                               gs_dtype out_t,
-                                                              const gs_segreduce_kparams *sp)
+                                                              const gs_segreduce_kparams *sp,
+                                                              int64_t *ids_all)
 {
     __shared__ gs_seg_bits bits[GS_NWARPS];
+    int64_t *const ids =
+        ids_all != NULL ? ids_all + threadIdx.x / GS_WARP * (GS_SEG_W / 2) : NULL;
     const int64_t tiles = gs_segreduce_tiles(sp->scan.n);
     const int64_t t0 = ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
-    /* Indices that an index check enqueued before found bad (or not increasing): nothing is
-     * read or written, on every level (the host raises, or reduces them another way). */
-    if (sp->guard != NULL && (__ldg(sp->guard) | __ldg(sp->guard + 1)) != 0)
-        return;
+    unsigned long long bad = 0;
+    if (sp->guard != NULL)
+        bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
     GS_R x[GS_VT], next[GS_VT];
-    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
-    int64_t k = sp->ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
+    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x); /* in flight while the guard is looked at */
+    /* Indices that an index check enqueued before found bad (or not increasing): no start is
+     * read and nothing is written, on every level (the host raises, or reduces them another
+     * way). */
+    if (bad != 0)
+        return;
+    int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
+    /* The warp's carry in shared memory, two slots used in turn: tile t reads slot t % 2 and its
+     * last value's lane writes the other one for tile t + 1 (a lane may settle a value that
+     * reads the carry after the last value's lane wrote the next one); the __syncwarp at the
+     * start of each tile's head bits orders the two. */
+    __shared__ GS_FN(seg_carry) carry[GS_NWARPS][2];
+    GS_FN(seg_carry) *const cr = carry[threadIdx.x / GS_WARP];
+    if ((threadIdx.x & (GS_WARP - 1)) == 0) {
+        cr[t0 & 1].v = GS_FN(seg_seed)(op, out_t);
+        cr[t0 & 1].d = 0.0;
+        cr[t0 & 1].sid = GS_SEG_NO_ID;
+        cr[t0 & 1].live = cr[t0 & 1].head = 0;
+    }
     for (int64_t t = t0; t < t1; ++t) {
         if (t + 1 < t1)
             GS_FN(seg_load)(op, in_t, out_t, sp, t + 1, next);
-        GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &bits[threadIdx.x / GS_WARP]);
+        GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &bits[threadIdx.x / GS_WARP], ids,
+                              t0 / sp->per_warp, t == t0, t + 1 == t1, &cr[t & 1],
+                              &cr[(t + 1) & 1]);
 #pragma unroll
         for (int i = 0; i < GS_VT; ++i)
             x[i] = next[i];

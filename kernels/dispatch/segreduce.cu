@@ -6,10 +6,10 @@
  *   gs_launch_segreduce  a sorted partition: levels of segreduce_tiles (agent/segreduce.cuh), a
  *                        warp per tile of GS_SEG_W values and no look-back: level 0 reads the
  *                        values once, finds its tile's starts itself (a search of the warp),
- *                        writes every segment that lies inside one tile and 2 partials per tile;
- *                        each next level reduces the partials of the one before (2 per tile) and
- *                        writes the segments that crossed tiles, until one tile holds them all
- *                        (2^28 values: 2^19 tiles, then 2048, 8 and 1).  Any other segments: a
+ *                        writes every segment that lies inside one warp's tiles and 2 partials
+ *                        per warp; each next level reduces the partials of the one before and
+ *                        writes the segments that crossed warps, until one warp holds them all
+ *                        (2^28 values: 2^19 tiles by 65536 warps, then 256 tiles and 1).  Any other segments: a
  *                        warp per segment, no scratch.  Both stamped for every row of GS_TYPED_KERNELS
  *                        (dispatch/kernel_table.cuh); a level above 0 runs the (out, out) row.
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
@@ -48,7 +48,7 @@ typedef struct gs_segreduce_kparams {
  * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
  * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
 #define GS_HEADS_GROUP 16
-#define GS_HEADS_TILES 16
+#define GS_HEADS_TILES 32
 #define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
 #if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
     GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
@@ -59,13 +59,20 @@ typedef struct gs_segreduce_kparams {
 
 /* Blocks per multiprocessor a level's kernel is compiled for: a lane holds GS_VT values of its
  * warp's tile and GS_VT of the next one in registers; 4-byte ones fit three blocks with no
- * spill (69-72 registers; four spill up to 148 bytes), 8-byte ones two (103-126). */
+ * spill at level 0 (76-78 registers; four spill up to 148 bytes), 8-byte ones two (up to 128).
+ * The levels above (tiles_up, latency-bound) spill a few bytes in some rows.  A run carried
+ * from tile to tile in registers cost level 0 ~7 registers and 8-24 bytes of spill and 5% of
+ * its speed: it lives in shared memory (agent/segreduce.cuh). */
 #define GS_SEG_MIN_BLOCKS_4 3
 #define GS_SEG_MIN_BLOCKS_8 2
-/* Tiles per warp from GS_SEG_MANY tiles on (2^25 values of 512-value tiles: 16 blocks per
- * multiprocessor of the H100 at one tile per warp). */
+/* Tiles per warp from gs_segreduce_many tiles on (default GS_SEG_MANY, 2^25 values of 512-value
+ * tiles: 16 blocks per multiprocessor of the H100 at one tile per warp).  A warp's tiles are
+ * one range for the partials (a run carried from tile to tile in registers): the next level
+ * reduces GS_SEG_PER_WARP times fewer (2^28 values: levels of 2^19 tiles, then 256 and 1). */
 #define GS_SEG_PER_WARP 8
 #define GS_SEG_MANY 65536
+extern "C" int64_t gs_segreduce_many = GS_SEG_MANY;
+extern "C" int gs_segreduce_per_warp = GS_SEG_PER_WARP;
 #define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_i32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_f32 GS_SEG_MIN_BLOCKS_4
@@ -73,12 +80,18 @@ typedef struct gs_segreduce_kparams {
 #define GS_SEG_MIN_BLOCKS_i64 GS_SEG_MIN_BLOCKS_8
 #define GS_SEG_MIN_BLOCKS_f64 GS_SEG_MIN_BLOCKS_8
 
-#define GS_X_KERNEL(op, in, out, rs)                                  \
-    __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)  \
-        GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p) \
-    {                                                                 \
-        segreduce_tiles_##rs(op, in, out, &p);                        \
-    }                                                                 \
+#define GS_X_KERNEL(op, in, out, rs)                                     \
+    __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
+        GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p)    \
+    {                                                                    \
+        segreduce_tiles_##rs(op, in, out, &p, NULL);                     \
+    }                                                                    \
+    __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
+        GS_SEGREDUCE_NAME(tiles_up, op, in, out)(gs_segreduce_kparams p) \
+    {                                                                    \
+        __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
+        segreduce_tiles_##rs(op, in, out, &p, ids);                      \
+    }                                                                    \
     __global__ void __launch_bounds__(GS_NT)                          \
         GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p) \
     {                                                                 \
@@ -89,16 +102,19 @@ GS_TYPED_KERNELS(GS_X_KERNEL)
 
 typedef void (*gs_segreduce_kernel)(gs_segreduce_kparams);
 
-/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts (NULL if none). */
+/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts (NULL if none):
+ * level 0's, the levels' above (run for the (out, out) row only), any segments'. */
 static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
-                                     gs_segreduce_kernel *tiles, gs_segreduce_kernel *warps)
+                                     gs_segreduce_kernel *tiles, gs_segreduce_kernel *up,
+                                     gs_segreduce_kernel *warps)
 {
-    *tiles = *warps = NULL;
+    *tiles = *up = *warps = NULL;
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                     \
-    if (op == op_ && in == in_ && out == out_) {           \
-        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_); \
-        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_); \
+#define GS_X_MATCH(op_, in_, out_, rs)                      \
+    if (op == op_ && in == in_ && out == out_) {            \
+        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_);  \
+        *up = GS_SEGREDUCE_NAME(tiles_up, op_, in_, out_);  \
+        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_);  \
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
@@ -109,13 +125,14 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
 {
     const int sorted = d->ends == NULL;
     const int64_t tiles = gs_segreduce_tiles(d->n);
-    gs_segreduce_kernel tiles_kernel, warps_kernel;
+    gs_segreduce_kernel tiles_kernel, warps_kernel, unused;
     gs_segreduce_kparams p;
     cudaError_t err;
 
     if (d->nseg == 0 || d->n == 0)
         return cudaSuccess;
-    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &warps_kernel);
+    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &unused,
+                             &warps_kernel);
     if (tiles_kernel == NULL || tiles > INT32_MAX || (d->guard != NULL && !sorted) ||
         scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
         return cudaErrorInvalidValue;
@@ -142,25 +159,24 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     /* ---- A sorted partition in levels (the file's header): level 0 over the values, each next
      * level over the 2 partials per tile of the one before (read as the output dtype), parts
      * written to two buffers in turn. ---- */
-    gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_warps;
-    gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_kernel, &up_warps);
+    gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_tiles, up_warps;
+    gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_tiles, &up_kernel, &up_warps);
     if (up_kernel == NULL)
         return cudaErrorInvalidValue;
     for (int level = 0;; ++level) {
         const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
-        const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
-        p.part = level_tiles > 1 ? (char *)scratch + offset : NULL;
-        p.part_ids =
-            level_tiles > 1 ? (int64_t *)((char *)scratch + offset) + 2 * level_tiles : NULL;
         /* A warp takes GS_SEG_PER_WARP tiles where there are many: one search of the starts, and
-         * their latency, for several tiles. */
-        p.per_warp = level_tiles >= GS_SEG_MANY ? GS_SEG_PER_WARP : 1;
+         * their latency, for several tiles, and 2 partials for them all. */
+        p.per_warp = level_tiles >= gs_segreduce_many ? gs_segreduce_per_warp : 1;
         const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
+        const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
+        p.part = warps > 1 ? (char *)scratch + offset : NULL;
+        p.part_ids = warps > 1 ? (int64_t *)((char *)scratch + offset) + 2 * warps : NULL;
         kernel<<<(unsigned)((warps + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
-        if ((err = gs_launch_check(stream)) != cudaSuccess || level_tiles == 1)
+        if ((err = gs_launch_check(stream)) != cudaSuccess || warps == 1)
             return err;
         p.scan.in = p.part;
-        p.scan.n = 2 * level_tiles;
+        p.scan.n = 2 * warps;
         p.scan.vec_in = 1; /* the scratch's parts start on GS_SCRATCH_ALIGN */
         p.ids = p.part_ids;
         kernel = up_kernel;
