@@ -496,7 +496,8 @@ cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t 
                                   cudaStream_t stream);
 
 /* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
- * descriptor (two launches, none for one tile), which gs_launch_heads needs. */
+ * descriptor, which gs_launch_heads's look-backs need (two launches; none where one heads block
+ * takes every tile). */
 cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                    cudaStream_t stream);
 

@@ -379,8 +379,8 @@ extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scra
 
     if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
         return cudaErrorInvalidValue;
-    if (tiles <= 1)
-        return cudaSuccess;
+    if (tiles <= GS_HEADS_TILES)
+        return cudaSuccess; /* one heads block, from tile 0: it looks back at nothing */
     gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
     if ((err = gs_launch_check(stream)) != cudaSuccess)
         return err;
