@@ -310,7 +310,7 @@ def across_levels(rng):
 
 
 # On CUDA a warp takes 8 consecutive tiles as one range where a level has many (2^25 values and
-# up), carrying a run open at a tile's end into the next tile in registers; _segreduce_set_many
+# up), carrying a run open at a tile's end into the next tile; _segreduce_set_many
 # lowers "many" so that every level of these sizes takes that path.
 RANGE = 8 * SEG_W
 
@@ -325,16 +325,20 @@ def warp_ranges():
 def range_indices(rng, n):
     """Slices for n values in ranges of RANGE: heads at tile and range boundaries and next to
     them, length-one slices, a slice inside one tile, slices spanning several tiles of a range and
-    several ranges, a range with no head (the run before it goes on), random ones."""
+    several ranges, a range with no head (the run before it goes on), a head at the first range
+    of the second tile of the level above (256 ranges: the run before it ends at that tile's
+    boundary), random ones; for n a whole number of ranges, a last slice of several ranges that
+    the end of the values closes at a tile's end, else two short ones at the end."""
     fixed = [1, SEG_W - 1, SEG_W, SEG_W + 1, 3 * SEG_W, RANGE - 1, RANGE, RANGE + 1,
              RANGE + 2, 2 * RANGE - SEG_W, 2 * RANGE, 4 * RANGE + 3 * SEG_W + 7,
-             9 * RANGE - 1, n - 2, n - 1]
+             9 * RANGE - 1, 256 * RANGE] + ([n - 2, n - 1] if n % RANGE else [])
     return np.unique(np.concatenate([[i for i in fixed if i < n],
                                      rng.integers(10 * RANGE, 12 * RANGE, 60)]))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [14 * RANGE, 14 * RANGE + 37, 13 * RANGE + 3 * SEG_W])
+@pytest.mark.parametrize("n", [14 * RANGE, 14 * RANGE + 37, 13 * RANGE + 3 * SEG_W,
+                               300 * RANGE + 5])  # the last: 2 tiles of partials above
 @pytest.mark.parametrize("dtype,op", [(np.float32, "add"), (np.float64, "add"),
                                       (np.int32, "add"), (np.int64, "mul"), (np.uint8, "xor"),
                                       (np.float32, "min"), (np.float64, "max"),

@@ -15,7 +15,8 @@
  *                    by shuffles), chained to the rows before it, and each value followed by a
  *                    head or by the end of the run settles what it ends.  A warp takes
  *                    per_warp consecutive tiles (8 where a level has many), one RANGE w: a run
- *                    open at a tile's end is carried in registers into the next tile (seg_carry),
+ *                    open at a tile's end is carried into the next tile (seg_carry, in the
+ *                    warp's shared memory),
  *                    and the range writes
  *                    - a segment whose head lies in the range: its result, out[its id];
  *                    - the range's open run (no head before it in the range): part[2 w];
@@ -529,14 +530,18 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
+    /* Indices that an index check enqueued before found bad (or not increasing): no start is
+     * read and nothing is written, on every level (the host raises, or reduces them another
+     * way).  Level 0 loads its first tile of the caller's values while the guard is looked at
+     * (a load in bounds either way); a level above reads the partials only after it (level 0
+     * wrote none when it is set). */
     unsigned long long bad = 0;
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
+    if (bad != 0 && ids != NULL)
+        return;
     GS_R x[GS_VT], next[GS_VT];
-    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x); /* in flight while the guard is looked at */
-    /* Indices that an index check enqueued before found bad (or not increasing): no start is
-     * read and nothing is written, on every level (the host raises, or reduces them another
-     * way). */
+    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
     if (bad != 0)
         return;
     int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;

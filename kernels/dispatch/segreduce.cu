@@ -67,7 +67,7 @@ typedef struct gs_segreduce_kparams {
 #define GS_SEG_MIN_BLOCKS_8 2
 /* Tiles per warp from gs_segreduce_many tiles on (default GS_SEG_MANY, 2^25 values of 512-value
  * tiles: 16 blocks per multiprocessor of the H100 at one tile per warp).  A warp's tiles are
- * one range for the partials (a run carried from tile to tile in registers): the next level
+ * one range for the partials (a run carried from tile to tile): the next level
  * reduces GS_SEG_PER_WARP times fewer (2^28 values: levels of 2^19 tiles, then 256 and 1). */
 #define GS_SEG_PER_WARP 8
 #define GS_SEG_MANY 65536
