@@ -7,11 +7,14 @@
  *                        warp per tile of GS_SEG_W values and no look-back: level 0 reads the
  *                        values once, finds its tile's starts itself (a search of the warp),
  *                        writes every segment that lies inside one warp's tiles and 2 partials
- *                        per warp; each next level reduces the partials of the one before and
- *                        writes the segments that crossed warps, until one warp holds them all
- *                        (2^28 values: 2^19 tiles by 65536 warps, then 256 tiles and 1).  Any other segments: a
- *                        warp per segment, no scratch.  Both stamped for every row of GS_TYPED_KERNELS
- *                        (dispatch/kernel_table.cuh); a level above 0 runs the (out, out) row.
+ *                        per warp; each next level (tiles_up) reduces the partials of the one
+ *                        before and writes the segments that crossed warps, until one warp holds
+ *                        them all (2^28 values: 2^19 tiles by 65536 warps, then 256 tiles and
+ *                        1).  Any other segments: a warp per segment, no scratch.  All stamped
+ *                        for every row of GS_TYPED_KERNELS (dispatch/kernel_table.cuh); a level
+ *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
+ *                        tiles_up are never launched (a table of same-type rows would drop
+ *                        them).
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
  *                        one bit per value and every tile's flagged count as its look-back
  *                        aggregate: two launches publish every tile's prefix from them
@@ -35,8 +38,9 @@ typedef struct gs_segreduce_kparams {
     const int64_t *ends; /* any segments: their ends; a sorted partition: NULL */
     int64_t nseg;
     const int64_t *ids;   /* above level 0: the level below's part_ids (a head's segment) */
-    void *part;           /* 2 partials per tile for the next level; NULL on the last level */
-    int64_t *part_ids;    /* per tile: the id of part[2 tile + 1]'s segment, or GS_SEG_NO_* */
+    void *part;           /* 2 partials per range (a warp's tiles) for the next level; NULL on
+                             the last level */
+    int64_t *part_ids;    /* per range w: the id of part[2 w + 1]'s segment, or GS_SEG_NO_* */
     int per_warp;         /* consecutive tiles a warp takes */
     const unsigned long long *guard; /* an index check's words: nonzero, nothing to do */
 } gs_segreduce_kparams;
