@@ -1120,3 +1120,43 @@ def test_large_float_segmented_and_rows(dtype, n, rng):
     check_segmented_scan(gpuscan.segmented_scan(x, f), x, f)
     rows = x[: (n // 3) * 3].reshape(3, -1)
     assert_sum_within_bound(rows, gpuscan.scan(rows, axis=1), axis=1)
+
+
+# ---- Widening scans: the narrow input copied in 16-byte pieces -------------------------------
+# Over many tiles the CUDA kernels copy a narrow input widened to 64 bits (uint8 -> uint64: two
+# bytes a value of a thread's piece) into shared memory 16 bytes per copy, spread over the
+# threads, which then read each other's values (kernels/agent/scan.cuh).  The input's and the
+# output's alignment are independent: each of them misaligned (a view one element in) takes the
+# value-by-value path on its side only.
+WIDENING_CASES = [(np.bool_, np.int64), (np.int8, np.int64), (np.uint8, np.uint64),
+                  (np.int16, np.int64), (np.uint16, np.uint64), (np.int32, np.int64),
+                  (np.uint32, np.uint64)]
+
+
+@pytest.mark.parametrize("n", [NV - 3, 3 * NV + 17, 40 * NV + 1, LOOKAHEAD_N],
+                         ids=["one_tile", "tiles_and_a_tail", "many_tiles", "lookahead"])
+@pytest.mark.parametrize("skew", ["aligned", "input_off", "output_off"])
+@pytest.mark.parametrize("dtype,acc", WIDENING_CASES,
+                         ids=[f"{np.dtype(d).name}-{np.dtype(a).name}" for d, a in WIDENING_CASES])
+def test_widening_scan_pieces(dtype, acc, skew, n, rng):
+    base = random_array(rng, dtype, (n + 1,))
+    a = base[1:] if skew == "input_off" else base[:n]
+    want = np.cumsum(a, dtype=acc)
+    store = np.full(n + 1, 7, dtype=acc)
+    out = store[1:] if skew == "output_off" else store[:n]
+    res = gpuscan.scan(a, dtype=acc, out=out)
+    assert res is out
+    np.testing.assert_array_equal(out, want)
+    assert store[0 if skew == "output_off" else n] == 7   # nothing written outside `out`
+    excl = gpuscan.scan(a, dtype=acc, exclusive=True)
+    np.testing.assert_array_equal(excl, np.concatenate([np.zeros(1, acc), want[:-1]]))
+
+
+@pytest.mark.parametrize("dtype,acc", [(np.uint8, np.uint64), (np.int32, np.int64),
+                                       (np.bool_, np.int64)], ids=["uint8", "int32", "bool"])
+def test_widening_segmented_scan_pieces(dtype, acc, rng):
+    n = 9 * NV + 5
+    a = random_array(rng, dtype, (n,))
+    f = rng.random(n) < 0.01
+    f[[15, 16, NV - 1, NV, 4 * NV + 3]] = True   # heads at piece and tile edges
+    check_segmented_scan(gpuscan.segmented_scan(a, f, dtype=acc), a, f, dtype=acc)

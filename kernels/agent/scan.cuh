@@ -15,7 +15,7 @@
  * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid
  *   whose blocks hold three tiles: they publish the aggregate of their current tile before
  *   waiting on the look-back of their previous one, while the next streams into shared
- *   memory (cp.async).  Every tile in flight
+ *   memory (cp.async, 16 bytes per copy even where a piece of the input is narrower).  Every tile in flight
  *   then has its aggregate out early and the memory system stays busy while blocks wait.
  *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
  *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
@@ -55,11 +55,30 @@ typedef struct GS_FN(gs_scan_smem) {
 #endif
 } GS_FN(gs_scan_smem);
 
-/* Start copying this thread's pieces of a whole tile into shared memory. */
+/* Start copying a whole tile into shared memory, in memory order: each thread its own pieces
+ * when they are 16 bytes, else (a narrow input widened: int32 -> int64 pieces of 8 bytes,
+ * uint8 -> uint64 of 2) the tile's bytes in 16-byte copies spread over the threads, so the
+ * input is still read in 16-byte accesses; the threads then read each other's copies (a
+ * barrier once they are done: GS_FN(linear_copy)). */
+static __device__ __forceinline__ int GS_FN(linear_copy)(gs_dtype in_t, int c)
+{
+    return c * (int)gs_dtype_size(in_t) < 16;
+}
+
 static __device__ __forceinline__ void GS_FN(prefetch)(gs_dtype in_t, int c, int rows,
                                                        const void *in, int64_t tile, void *buf)
 {
     const int64_t size = (int64_t)gs_dtype_size(in_t);
+    if (GS_FN(linear_copy)(in_t, c)) {
+        const int chunks = GS_NV * (int)size / 16;
+        const char *src = (const char *)in + tile * GS_NV * size;
+#pragma unroll
+        for (int j = 0; j < GS_VT; ++j)
+            if (j * GS_NT < chunks)
+                gs_cp_async((char *)buf + 16 * (j * GS_NT + threadIdx.x),
+                            src + 16 * (j * GS_NT + threadIdx.x), 16);
+        return;
+    }
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
@@ -416,8 +435,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
     const int64_t ntiles = gs_scan_tiles(p->n);
     const int64_t whole_tiles = p->n / GS_NV;
     const size_t buf_bytes = (size_t)GS_NV * gs_dtype_size(in_t);
-    /* Pieces of the input smaller than 4 bytes (int8 widened to 64 bits) are read directly. */
-    const int can_prefetch = p->vec_in && C * (int)gs_dtype_size(in_t) >= 4;
+    const int can_prefetch = p->vec_in; /* whole 16-byte copies (prefetch) */
 #define GS_BUF(i) ((void *)((char *)gs_dynamic_smem + (size_t)(i)*buf_bytes))
 
     gs_ahead_tiles t;
@@ -433,6 +451,8 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
         const int pre_n = can_prefetch && t.next < whole_tiles;
         const unsigned after =
             gs_ahead_take(p->ts.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
+        if (t.pre_c && GS_FN(linear_copy)(in_t, C))
+            __syncthreads(); /* cur's copies, done in every thread, seen by all */
         if (pre_n)
             GS_FN(prefetch)(in_t, C, R, p->in, t.next, GS_BUF(t.bn));
 

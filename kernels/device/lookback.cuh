@@ -251,12 +251,12 @@ static __device__ __forceinline__ GS_FN(gs_part)
     const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(identity)(op, t));
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
-     * once and folded latest first; thread 0 also reads the anchor's prefix (anchor 0's is
-     * `first`, the scan's exclusive prefix of tile 0). ---- */
+     * once and folded latest first.  The anchor's prefix is waited for last, after the tree:
+     * a link of the chain of anchors then costs reading one prefix and combining it, not the
+     * aggregates' barrier and tree too. ---- */
     GS_FN(gs_carry) x[GS_ANCHOR_PER_THREAD], a = anchor > 0 ? id : first;
-    int xf[GS_ANCHOR_PER_THREAD], af = 0;
-    const ulonglong2 *aw = gs_anchor_words(ts, anchor);
-    unsigned pending = threadIdx.x == 0 && anchor > 0 ? 1u << GS_ANCHOR_PER_THREAD : 0u;
+    int xf[GS_ANCHOR_PER_THREAD];
+    unsigned pending = 0;
 #pragma unroll
     for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
         const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
@@ -265,7 +265,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
         if (q >= anchor)
             pending |= 1u << k;
     }
-    for (;;) {
+    while (pending) {
 #pragma unroll
         for (int k = 0; k < GS_ANCHOR_PER_THREAD; ++k) {
             const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_ANCHOR_PER_THREAD - k;
@@ -273,12 +273,8 @@ static __device__ __forceinline__ GS_FN(gs_part)
                 GS_FN(read_carry)(op, ts.tag, ts.words + 2 * q, 0, &x[k], &xf[k]))
                 pending &= ~(1u << k);
         }
-        if (((pending >> GS_ANCHOR_PER_THREAD) & 1u) &&
-            GS_FN(read_carry)(op, ts.tag, aw, 1, &a, &af))
-            pending &= ~(1u << GS_ANCHOR_PER_THREAD);
-        if (!pending)
-            break;
-        __nanosleep(GS_LOOKBACK_NS);
+        if (pending)
+            __nanosleep(GS_LOOKBACK_NS);
     }
     GS_FN(gs_part) c = GS_FN(part_of)(op, x[0]);
     int f = seg && xf[0];
@@ -305,6 +301,12 @@ static __device__ __forceinline__ GS_FN(gs_part)
             GS_FN(part_prepend)(op, (hb >> j) & 1u, sm->part[GS_ANCHOR_SLOT(first + j)], &f, &c);
         GS_FN(part_reduce_reversed)(op, seg, &f, &c);
         if (lane == 0) {
+            /* ---- The anchor's prefix (anchor 0's is `first`, the scan's exclusive prefix of
+             * tile 0; none needed when the tree holds a head). ---- */
+            int af = 0;
+            if (anchor > 0 && !(seg && f))
+                while (!GS_FN(read_carry)(op, ts.tag, gs_anchor_words(ts, anchor), 1, &a, &af))
+                    __nanosleep(GS_LOOKBACK_NS);
             GS_FN(part_prepend)(op, seg && af, GS_FN(part_of)(op, a), &f, &c);
             if (tile % GS_ANCHOR_EVERY == 0) {
                 const GS_FN(gs_carry) excl = GS_FN(part_carry)(op, c);
