@@ -16,8 +16,10 @@
  *              rows' pairs compose into the tile's, which is published;
  *   look back  h just before the tile (tile 0: 0), from the anchored look-back in double and
  *              double-double;
- *   emit       each step's h = run.A * h_before + run.B (in double, rounded once), run being the
- *              composition from the row's start, h_before moving from row to row.
+ *   emit       h before each piece = e.A * h_before + e.B, e the thread's exclusive prefix in
+ *              its row and h_before moving from row to row; then the piece's steps as the loop
+ *              runs them, in double, each h rounded once (one FMA a step: the run's pair
+ *              composed again for every step cost four times as many instructions).
  * Two drivers, as the scan's, with the same arithmetic in the same order (the same bits):
  * - linrec_tile: one tile per block, a and the leaves kept in registers across the look-back.
  * - linrec_tiles_ahead (many tiles; dispatch/linrec.cu decides): agent/scan.cuh's lookahead
@@ -29,10 +31,10 @@
  *   scan's: tiles are taken in launch order (previous < current < next), and the earliest tile
  *   still waiting is some block's previous tile, whose predecessors have all published their
  *   aggregates (and the anchors before it their prefixes: their look-backs are done).
- * Accuracy: a step's path is at most C - 1 compositions in its piece, a warp scan, the warps'
- * scan, the rows before it in the tile, then one application of the carry, which holds the
- * earlier tiles' pairs composed in double-double: the error grows with log2 of the tile, not with
- * the number of tiles (the contract's bound: 4 (log2 n + 2) eps m).
+ * Accuracy: h before a piece comes from a warp scan, the warps' scan and the rows before it in
+ * the tile, applied to the carry, which holds the earlier tiles' pairs composed in double-double;
+ * the piece's steps then run in double (a rounding of 2^-53 each): the error grows with log2 of
+ * the tile, not with the number of tiles (the contract's bound: 4 (log2 n + 2) eps m).
  */
 
 /* A float of the type from its bits. */
@@ -74,6 +76,24 @@ static __device__ __forceinline__ void GS_FN(lr_put_piece)(const gs_linrec_kpara
     for (int c = 0; c < C; ++c)
         gs_word_put(GS_LR_DT, w, p->reverse ? C - 1 - c : c, GS_FN(lr_to_bits)(v[c]));
     gs_store_piece(GS_LR_DT, C, dst, at, w);
+}
+
+/* g % row_len: from the host's 1 / row_len (p->inv_row) below 2^40, where the double product
+ * is within one of the quotient; a 64-bit integer division is a call of about a hundred
+ * instructions, and the gather asks once per piece (with one row, the 1-D case, never). */
+static __device__ __forceinline__ int64_t GS_FN(lr_row_offset)(const gs_linrec_kparams *p,
+                                                               int64_t g)
+{
+    if (g < p->row_len)
+        return g;
+    if (g >= ((int64_t)1 << 40))
+        return g % p->row_len;
+    int64_t r = g - (int64_t)((double)g * p->inv_row) * p->row_len; /* the quotient +-1 */
+    if (r < 0)
+        r += p->row_len;
+    else if (r >= p->row_len)
+        r -= p->row_len;
+    return r;
 }
 
 /* Step g0 of this thread's piece k of `tile`, where the piece lies in memory (its first element;
@@ -160,8 +180,8 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
                     b[c] = g < p->n ? GS_FN(lr_of_bits)(gs_load_bits(GS_LR_DT, p->b, m)) : (GS_R)0;
                 }
             }
-            /* ---- Row starts (one division per piece), and the leaves. ---- */
-            const int64_t r = g0 % p->row_len;
+            /* ---- Row starts (one remainder per piece), and the leaves. ---- */
+            const int64_t r = GS_FN(lr_row_offset)(p, g0);
             int64_t head = r ? g0 + (p->row_len - r) : g0;
 #pragma unroll
             for (int c = 0; c < C; ++c) {
@@ -286,20 +306,22 @@ static __device__ __forceinline__ double GS_FN(lr_apply)(int f, GS_R A, GS_R B, 
     return f || before == 0.0 ? (double)B : fma((double)A, before, (double)B);
 }
 
-/* Emit phase, piece k (a, lb: its C steps): each step from the thread's prefix in its row, the
- * row from h before it (*before, then moved past the row). */
+/* Emit phase, piece k (a, lb: its C steps): h before the piece from the thread's prefix in its
+ * row applied to h before the row (*before, then moved past the row), then the piece's steps
+ * one after the other as the loop runs them, in double (the zero rule of gpuscan/linrec.h: from
+ * 0, a step's h is its leaf), each rounded once. */
 static __device__ __forceinline__ void GS_FN(lr_emit_piece)(
     const gs_linrec_kparams *p, int64_t tile, int k, const GS_R *a, const GS_R *lb,
     const GS_FN(gs_lr_mine) *mine, const GS_FN(gs_lr_totals) *tot, double *before)
 {
     const int C = 16 / (int)sizeof(GS_R);
     GS_R y[4];
-    int f = mine->row[k].ef;
-    GS_R A = mine->row[k].eA, B = mine->row[k].eB;
+    double h = GS_FN(lr_apply)(mine->row[k].ef, mine->row[k].eA, mine->row[k].eB, *before);
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-        GS_FN(pair_append)(&f, &A, &B, (mine->heads >> (k * C + c)) & 1u, a[c], lb[c]);
-        y[c] = (GS_R)GS_FN(lr_apply)(f, A, B, *before);
+        h = (mine->heads >> (k * C + c)) & 1u || h == 0.0 ? (double)lb[c]
+                                                          : fma((double)a[c], h, (double)lb[c]);
+        y[c] = (GS_R)h;
     }
     GS_FN(lr_store_piece)(p, tile, k, y);
     *before = GS_FN(lr_apply)(tot->f[k], tot->A[k], tot->B[k], *before);

@@ -151,30 +151,27 @@ static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t 
         tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
     const gs_dpair id = { 0, 1.0, 0.0 };
 
-    /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at once;
-     * thread 0 also reads the anchor's prefix (anchor 0's is the identity). ---- */
+    /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
+     * once.  The anchor's prefix is waited for last, after the tree: the chain of anchors (one
+     * link every LAG tiles) then costs a link no more than reading one prefix and composing it,
+     * not the aggregates' barrier and tree too. ---- */
     gs_dpair x[GS_LR_PER_THREAD];
-    int af = 0;
-    gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
-    unsigned pending = threadIdx.x == 0 && anchor > 0 ? 1u << GS_LR_PER_THREAD : 0u;
+    unsigned pending = 0;
 #pragma unroll
     for (int k = 0; k < GS_LR_PER_THREAD; ++k) {
         x[k] = id;
         if (tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k >= anchor)
             pending |= 1u << k;
     }
-    for (;;) {
+    while (pending) {
 #pragma unroll
         for (int k = 0; k < GS_LR_PER_THREAD; ++k) {
             const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k;
             if (((pending >> k) & 1u) && gs_lr_read(s, q, &x[k]))
                 pending &= ~(1u << k);
         }
-        if (((pending >> GS_LR_PER_THREAD) & 1u) && gs_lr_read_anchor(s, anchor, &af, &aA, &aB))
-            pending &= ~(1u << GS_LR_PER_THREAD);
-        if (!pending)
-            break;
-        __nanosleep(GS_LOOKBACK_NS);
+        if (pending)
+            __nanosleep(GS_LOOKBACK_NS);
     }
     gs_dpair c = x[0];
 #pragma unroll
@@ -201,8 +198,14 @@ static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t 
             if (lane + d < GS_WARP)
                 gs_dpair_prepend(o, &c);
         }
-        /* ---- The anchor's prefix, then the tree's result, in double-double. ---- */
+        /* ---- The anchor's prefix (anchor 0's is the identity; none needed when the tree
+         * holds a row's first step), then the tree's result, in double-double. ---- */
         if (lane == 0) {
+            int af = 0;
+            gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
+            if (anchor > 0 && !c.f)
+                while (!gs_lr_read_anchor(s, anchor, &af, &aA, &aB))
+                    __nanosleep(GS_LOOKBACK_NS);
             if (c.f) {
                 aA = gs_dd_of(c.A);
                 aB = gs_dd_of(c.B);

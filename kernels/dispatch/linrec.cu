@@ -21,6 +21,7 @@ typedef struct gs_linrec_kparams {
     void *h;
     int64_t n;
     int64_t row_len;
+    double inv_row; /* 1 / row_len (agent/linrec.cuh lr_row_offset) */
     int reverse;
     int vec; /* a, b and h 16-byte aligned, and whole pieces in either direction */
     gs_lr_state s;
@@ -83,6 +84,7 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
     p.h = d->h;
     p.n = d->n;
     p.row_len = d->row_len;
+    p.inv_row = 1.0 / (double)d->row_len;
     p.reverse = d->reverse;
     p.vec = ((uintptr_t)d->a % 16) == 0 && ((uintptr_t)d->b % 16) == 0 &&
             ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0);
