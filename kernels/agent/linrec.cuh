@@ -180,21 +180,31 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
                     b[c] = g < p->n ? GS_FN(lr_of_bits)(gs_load_bits(GS_LR_DT, p->b, m)) : (GS_R)0;
                 }
             }
-            /* ---- Row starts (one remainder per piece), and the leaves. ---- */
+            /* ---- Row starts (one remainder per piece), and the leaves: a piece with none,
+             * the usual case, is C fused a*0 + b and no test per step (a test per step, with
+             * the row's division in its branch, was a branch per step). ---- */
             const int64_t r = GS_FN(lr_row_offset)(p, g0);
-            int64_t head = r ? g0 + (p->row_len - r) : g0;
+            const int64_t first = r ? p->row_len - r : 0; /* steps to the next row start */
+            if (first >= C) {
 #pragma unroll
-            for (int c = 0; c < C; ++c) {
-                GS_R x = (GS_R)0;
-                if (g0 + c == head && head < p->n) {
-                    heads |= 1u << (k * C + c);
-                    const int64_t row = head / p->row_len;
-                    if (p->h0 != NULL)
-                        x = GS_FN(lr_of_bits)(gs_load_bits(
-                            GS_LR_DT, p->h0, p->reverse ? p->n / p->row_len - 1 - row : row));
-                    head += p->row_len;
+                for (int c = 0; c < C; ++c)
+                    lb[k * C + c] = GS_FN(lr_leaf)(ak[c], (GS_R)0, b[c]);
+            } else {
+                int64_t head = g0 + first;
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    GS_R x = (GS_R)0;
+                    if (g0 + c == head && head < p->n) {
+                        heads |= 1u << (k * C + c);
+                        const int64_t row = head / p->row_len;
+                        if (p->h0 != NULL)
+                            x = GS_FN(lr_of_bits)(gs_load_bits(
+                                GS_LR_DT, p->h0,
+                                p->reverse ? p->n / p->row_len - 1 - row : row));
+                        head += p->row_len;
+                    }
+                    lb[k * C + c] = GS_FN(lr_leaf)(ak[c], x, b[c]);
                 }
-                lb[k * C + c] = GS_FN(lr_leaf)(ak[c], x, b[c]);
             }
             if (keep >= 0 && keep != pre)
                 GS_FN(lr_put_piece)(p, GS_LR_BUF_A(keep), GS_FN(lr_buf_at)(k), ak);
