@@ -15,8 +15,9 @@
  * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid
  *   whose blocks hold three tiles: they publish the aggregate of their current tile before
  *   waiting on the look-back of their previous one, while the next streams into shared
- *   memory (cp.async, 16 bytes per copy even where a piece of the input is narrower).  Every tile in flight
- *   then has its aggregate out early and the memory system stays busy while blocks wait.
+ *   memory (cp.async, 16 bytes per copy even where a piece of the input is narrower).  Every
+ *   tile in flight then has its aggregate out early and the memory system stays busy while
+ *   blocks wait.
  *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
  *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
  *   published their aggregates (and, for float add and mul, the anchors before it their
