@@ -125,11 +125,39 @@ def tree_files(top, suffixes):
     return sorted(found)
 
 
+# A quoted include, or a quoted header named by a macro that is then included
+# (kernels/stamp.cuh's `#include GS_AGENT`, with `#define GS_AGENT "agent/scan.cuh"`).
+QUOTED_HEADER = re.compile(r'^\s*#\s*(?:include\s+|define\s+\w+\s+)"([^"]+\.(?:cuh|h))"', re.M)
+
+
+def header_closure(src, include_dirs, every_header):
+    """The headers src reaches through quoted includes, each looked up as the compiler does
+    (beside the including file, then in include_dirs).  Should one not be found there, every
+    header: a key that misses a dependency would keep a stale object."""
+    found, todo = set(), [src]
+    while todo:
+        path = todo.pop()
+        with open(path, encoding="utf-8") as f:
+            names = QUOTED_HEADER.findall(f.read())
+        for name in names:
+            for folder in [os.path.dirname(path)] + include_dirs:
+                candidate = os.path.normpath(os.path.join(folder, name))
+                if os.path.isfile(candidate):
+                    break
+            else:
+                return sorted(every_header)
+            if candidate not in found:
+                found.add(candidate)
+                todo.append(candidate)
+    return sorted(found)
+
+
 def kernel_key(nvcc, flags, src, headers):
     """What a kernel object depends on, hashed: the compiler's version, the flags (less the
-    include folders), the source and every header.  An object whose stamp file holds this key is
-    current, wherever it was built: by content, not by time, so objects built on one machine are
-    reused on another with the same nvcc (the GPU check carries them)."""
+    include folders), the source and the headers it includes.  An object whose stamp file holds
+    this key is current, wherever it was built: by content, not by time, so objects built on one
+    machine are reused on another with the same nvcc (the GPU check carries them), and an edit
+    rebuilds only the objects that include the edited file."""
     h = hashlib.sha256()
     h.update(subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.encode())
     h.update(" ".join(f for f in flags if not f.startswith("-I")).encode())
@@ -186,6 +214,7 @@ class BuildExt(build_ext):
         flags = ["-O3", "-lineinfo", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler",
                  "-fvisibility=hidden", f"-I{kdir}", f"-I{os.path.join(HERE, 'include')}",
                  "-DGS_HAVE_CUDA"] + gencode_flags(archs)
+        include_dirs = [kdir, os.path.join(HERE, "include")]
         if os.environ.get("GPUSCAN_PTXAS_VERBOSE"):
             flags.append("-Xptxas=-v")
 
@@ -194,7 +223,7 @@ class BuildExt(build_ext):
             # kernels/dispatch/scan.cu -> dispatch_scan.o: one flat folder of objects.
             obj = os.path.join(outdir, os.path.relpath(name, "kernels")[:-3].replace(os.sep, "_")
                                + ".o")
-            key = kernel_key(nvcc, flags, src, headers)
+            key = kernel_key(nvcc, flags, src, header_closure(src, include_dirs, headers))
             if stale(obj, key):
                 cmd = [nvcc, "-c", src, "-o", obj] + flags
                 say(" ".join(cmd))

@@ -4,6 +4,7 @@ runs here without a GPU.  Skipped, with the reason, without the source tree's se
 import importlib.util
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -95,3 +96,43 @@ def test_gpuscan_cuda_archs_decides(setup_py, tools):
     for bad in ("sm_90", "75", "90;x"):
         with pytest.raises(SystemExit, match="GPUSCAN_CUDA_ARCHS must be 'none' or SM numbers"):
             setup_py.cuda_plan(bad, nvcc)
+
+
+def test_header_closure_follows_quoted_includes_and_named_agents(setup_py, tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "inc" / "a.h").write_text('#include "b.h"\n')
+    (tmp_path / "inc" / "b.h").write_text("#include <stdint.h>\n")
+    (tmp_path / "agent" / "x.cuh").write_text('#include "local.cuh"\n')
+    (tmp_path / "agent" / "local.cuh").write_text("")
+    (tmp_path / "unused.cuh").write_text("")
+    (tmp_path / "stamp.cuh").write_text("#include GS_AGENT\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "a.h"\n#define GS_AGENT "agent/x.cuh"\n #  include "stamp.cuh"\n')
+    every = sorted(str(p) for p in tmp_path.rglob("*.*h"))
+    found = setup_py.header_closure(str(src), [str(tmp_path), str(tmp_path / "inc")], every)
+    assert [os.path.relpath(p, tmp_path) for p in found] == sorted(
+        ["inc/a.h", "inc/b.h", "agent/x.cuh", "agent/local.cuh", "stamp.cuh"])
+    # A quoted header it cannot find: every header, so no dependency is missed.
+    src.write_text('#include "a.h"\n#include "nowhere.cuh"\n')
+    assert setup_py.header_closure(str(src), [str(tmp_path / "inc")], every) == every
+
+
+def test_header_closure_holds_what_nvcc_reads(setup_py):
+    """Each kernel source's key covers every project header the compiler itself reads."""
+    nvcc = setup_py.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc was not found: the compiler's own dependency list cannot be taken")
+    kernels, include = os.path.join(ROOT, "kernels"), os.path.join(ROOT, "include")
+    every = [os.path.join(ROOT, h) for h in setup_py.tree_files("kernels", (".cuh", ".h"))
+             + setup_py.tree_files("include", (".h",))]
+    for name in setup_py.tree_files("kernels", (".cu",)):
+        src = os.path.join(ROOT, name)
+        deps = subprocess.run([nvcc, "-M", src, "-std=c++17", f"-I{kernels}", f"-I{include}",
+                               "-DGS_HAVE_CUDA", "-arch=sm_90"], capture_output=True, text=True,
+                              check=True).stdout.replace("\\\n", " ").split()[1:]
+        ours = {os.path.realpath(p) for p in deps if os.path.realpath(p).startswith(
+            (os.path.realpath(kernels) + os.sep, os.path.realpath(include) + os.sep))}
+        found = {os.path.realpath(p)
+                 for p in setup_py.header_closure(src, [kernels, include], every)}
+        assert ours - {os.path.realpath(src)} <= found, name

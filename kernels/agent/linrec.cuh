@@ -9,17 +9,21 @@
  * other, a row's first step a head.  A step is the leaf (a, a*x + b): x is h0 of its row at a
  * head, else 0, so h0 needs no step of its own and a step from 0 is the loop's own a*0 + b.
  *
- * A tile is GS_LR_NV steps (gpuscan/config.h): GS_LR_VT / C rows of GS_NT * C steps, C = 16 /
- * sizeof(GS_R), thread t holding steps t*C .. t*C+C-1 of every row (one 16-byte load of a and
- * one of b per row).  Its phases, as agent/scan.cuh's:
- *   aggregate  each thread composes its pieces, the block scans them (block_pair_scan), the
- *              rows' pairs compose into the tile's, which is published;
+ * A tile is GS_LR_NV steps (gpuscan/config.h), thread t holding the GS_LR_VT steps t*VT ..
+ * t*VT+VT-1: R = VT / C pieces of C = 16 / sizeof(GS_R) values, one 16-byte access each (the
+ * warp's loads and stores move whole 512-byte spans, lr_move_at).  Its phases, as
+ * agent/scan.cuh's:
+ *   aggregate  each thread composes its steps into one pair, the block scans them
+ *              (block_pair_scan: one warp scan and one barrier), and the tile's pair is
+ *              published;
  *   look back  h just before the tile (tile 0: 0), from the anchored look-back in double and
  *              double-double;
- *   emit       h before each piece = e.A * h_before + e.B, e the thread's exclusive prefix in
- *              its row and h_before moving from row to row; then the piece's steps as the loop
- *              runs them, in double, each h rounded once (one FMA a step: the run's pair
- *              composed again for every step cost four times as many instructions).
+ *   emit       h before the thread's steps = e.A * h_before + e.B (e its exclusive prefix) in
+ *              double, then its VT steps as the loop runs them, one FMA a step in the type (the
+ *              run's pair composed again for every step cost four times as many
+ *              instructions).
+ * Each thread holding a run of the tile, not a piece of each of R rows of it, makes one block
+ * scan a tile instead of R (2^28 float32: 105 instructions a step with two).
  * Two drivers, as the scan's, with the same arithmetic in the same order (the same bits):
  * - linrec_tile: one tile per block, a and the leaves kept in registers across the look-back.
  * - linrec_tiles_ahead (many tiles; dispatch/linrec.cu decides): agent/scan.cuh's lookahead
@@ -31,10 +35,10 @@
  *   scan's: tiles are taken in launch order (previous < current < next), and the earliest tile
  *   still waiting is some block's previous tile, whose predecessors have all published their
  *   aggregates (and the anchors before it their prefixes: their look-backs are done).
- * Accuracy: h before a piece comes from a warp scan, the warps' scan and the rows before it in
- * the tile, applied to the carry, which holds the earlier tiles' pairs composed in double-double;
- * the piece's steps then run in double (a rounding of 2^-53 each): the error grows with log2 of
- * the tile, not with the number of tiles (the contract's bound: 4 (log2 n + 2) eps m).
+ * Accuracy: h before a thread's steps comes from a warp scan and the warps' scan in the tile,
+ * applied to the carry, which holds the earlier tiles' pairs composed in double-double; the
+ * thread's VT steps then run in the type (VT roundings of eps/2 at most): the error grows with
+ * log2 of the tile, not with the number of tiles (the contract's bound: 4 (log2 n + 2) eps m).
  */
 
 /* A float of the type from its bits. */
@@ -96,12 +100,14 @@ static __device__ __forceinline__ int64_t GS_FN(lr_row_offset)(const gs_linrec_k
     return r;
 }
 
-/* Step g0 of this thread's piece k of `tile`, where the piece lies in memory (its first element;
- * reversed, n - g0 - C), and where in a tile buffer of shared memory. */
+/* Step g0 of this thread's piece k of `tile` (thread t holds steps t*VT .. t*VT+VT-1 of the
+ * tile, R = VT / C pieces), where the piece lies in memory (its first element; reversed,
+ * n - g0 - C), and where in a tile buffer of shared memory (at its step: a buffer holds its
+ * tile's pieces in step order). */
 static __device__ __forceinline__ int64_t GS_FN(lr_piece_step)(int64_t tile, int k)
 {
     const int C = 16 / (int)sizeof(GS_R);
-    return tile * GS_LR_NV + (int64_t)k * GS_NT * C + (int64_t)threadIdx.x * C;
+    return tile * GS_LR_NV + (int64_t)threadIdx.x * GS_LR_VT + (int64_t)k * C;
 }
 
 static __device__ __forceinline__ int64_t GS_FN(lr_piece_at)(const gs_linrec_kparams *p, int64_t g0)
@@ -113,7 +119,18 @@ static __device__ __forceinline__ int64_t GS_FN(lr_piece_at)(const gs_linrec_kpa
 static __device__ __forceinline__ int GS_FN(lr_buf_at)(int k)
 {
     const int C = 16 / (int)sizeof(GS_R);
-    return k * GS_NT * C + (int)threadIdx.x * C;
+    return (int)threadIdx.x * GS_LR_VT + k * C;
+}
+
+/* The step (in its tile) of the k-th piece this lane moves between memory and a buffer: its
+ * warp's GS_WARP * VT steps, the lanes on adjacent pieces, so each access of the warp is 512
+ * contiguous bytes.  A warp moves only its own threads' pieces: a __syncwarp orders the moves
+ * and the threads' own reads and writes. */
+static __device__ __forceinline__ int GS_FN(lr_move_at)(int k)
+{
+    const int C = 16 / (int)sizeof(GS_R);
+    return (int)(threadIdx.x / GS_WARP) * GS_WARP * GS_LR_VT + k * GS_WARP * C
+           + (int)(threadIdx.x & (GS_WARP - 1)) * C;
 }
 
 /* Whether `tile` is read and written as whole 16-byte pieces. */
@@ -138,8 +155,8 @@ static __device__ __forceinline__ void GS_FN(lr_prefetch)(const gs_linrec_kparam
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
-            const int64_t at = GS_FN(lr_piece_at)(p, GS_FN(lr_piece_step)(tile, k));
-            const int s = GS_FN(lr_buf_at)(k);
+            const int s = GS_FN(lr_move_at)(k);
+            const int64_t at = GS_FN(lr_piece_at)(p, tile * GS_LR_NV + s);
             gs_cp_async((GS_R *)GS_LR_BUF_A(i) + s, (const GS_R *)p->a + at, 16);
             gs_cp_async((GS_R *)GS_LR_BUF_B(i) + s, (const GS_R *)p->b + at, 16);
         }
@@ -215,89 +232,97 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
     return heads;
 }
 
-/* Store this thread's h of `tile`, piece k (y in step order). */
-static __device__ __forceinline__ void GS_FN(lr_store_piece)(const gs_linrec_kparams *p,
-                                                             int64_t tile, int k, const GS_R *y)
+/* Store this thread's h of `tile` (y: its GS_LR_VT steps in step order).  A whole tile goes
+ * through `stage` (a tile buffer of shared memory): each thread puts its pieces there, then its
+ * warp stores its part as lr_move_at lays it out (a thread's own pieces side by side would make
+ * each store of the warp half of every sector it touches). */
+static __device__ __forceinline__ void GS_FN(lr_store)(const gs_linrec_kparams *p, int64_t tile,
+                                                       const GS_R *y, void *stage)
 {
     const int C = 16 / (int)sizeof(GS_R);
-    const int64_t g0 = GS_FN(lr_piece_step)(tile, k);
+    const int R = GS_LR_VT / C;
     if (GS_FN(lr_whole)(p, tile)) {
-        GS_FN(lr_put_piece)(p, p->h, GS_FN(lr_piece_at)(p, g0), y);
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k)
+            if (k < R)
+                GS_FN(lr_put_piece)(p, stage, GS_FN(lr_buf_at)(k), y + k * C);
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                const int s = GS_FN(lr_move_at)(k);
+                *(uint4 *)((GS_R *)p->h + GS_FN(lr_piece_at)(p, tile * GS_LR_NV + s)) =
+                    *(const uint4 *)((const GS_R *)stage + s);
+            }
+        }
     } else {
 #pragma unroll
-        for (int c = 0; c < C; ++c)
-            if (g0 + c < p->n)
-                gs_store_bits(GS_LR_DT, p->h, p->reverse ? p->n - 1 - g0 - c : g0 + c,
-                              GS_FN(lr_to_bits)(y[c]));
+        for (int k = 0; k < GS_ROWS_MAX; ++k) {
+            if (k < R) {
+                const int64_t g0 = GS_FN(lr_piece_step)(tile, k);
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    if (g0 + c < p->n)
+                        gs_store_bits(GS_LR_DT, p->h, p->reverse ? p->n - 1 - g0 - c : g0 + c,
+                                      GS_FN(lr_to_bits)(y[k * C + c]));
+            }
+        }
     }
 }
 
-/* The pairs of a tile's rows, kept from its aggregate phase to its emit phase (thread 0 writes
- * them; every thread reads them after the look-back's barrier). */
-typedef struct GS_FN(gs_lr_totals) {
-    int f[GS_ROWS_MAX];
-    GS_R A[GS_ROWS_MAX];
-    GS_R B[GS_ROWS_MAX];
-} GS_FN(gs_lr_totals);
-
-/* What a thread keeps of a tile between its aggregate and emit phases: its exclusive prefix in
- * each row (row[k].ef, eA, eB) and its head bits. */
+/* What a thread keeps of a tile between its aggregate and emit phases: its pair and exclusive
+ * prefix (run) and its head bits. */
 typedef struct GS_FN(gs_lr_mine) {
-    GS_FN(gs_pair_row) row[GS_ROWS_MAX];
+    GS_FN(gs_pair_part) run;
     unsigned heads;
 } GS_FN(gs_lr_mine);
 
 typedef struct GS_FN(gs_linrec_smem) {
     GS_FN(gs_block_pair_smem) block;
     gs_lr_lookback_smem lookback;
-    GS_FN(gs_lr_totals) totals[3]; /* per tile buffer slot (one tile per block: [0]) */
     unsigned tiles[3];
     double before; /* h just before the tile */
 } GS_FN(gs_linrec_smem);
 
-/* Aggregate phase: this thread's pieces composed per row (a, the leaves lb, the head bits in
- * *mine), the block's scan of them (each thread's exclusive prefix into mine->row), the rows'
- * pairs into *tot and the tile's pair published (thread 0). */
+/* Aggregate phase: this thread's steps composed into one pair (a, the leaves lb, the head bits
+ * in *mine), the block's scan of them (each thread's exclusive prefix into mine->run), and the
+ * tile's pair published (thread 0). */
 static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kparams *p, int64_t tile,
                                                            const GS_R *a, const GS_R *lb,
                                                            GS_FN(gs_lr_mine) *mine,
-                                                           GS_FN(gs_lr_totals) *tot,
                                                            GS_FN(gs_block_pair_smem) *sm)
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
+    mine->run.f = 0;
+    mine->run.A = (GS_R)1;
+    mine->run.B = (GS_R)0;
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
-            mine->row[k].f = 0;
-            mine->row[k].A = (GS_R)1;
-            mine->row[k].B = (GS_R)0;
+            const unsigned heads = (mine->heads >> (k * C)) & ((1u << C) - 1u);
+            if (heads == 0) { /* no row start in the piece, the usual case: no test a step */
 #pragma unroll
-            for (int c = 0; c < C; ++c)
-                GS_FN(pair_append)(&mine->row[k].f, &mine->row[k].A, &mine->row[k].B,
-                                   (mine->heads >> (k * C + c)) & 1u, a[k * C + c], lb[k * C + c]);
-        }
-    }
-    GS_FN(block_pair_scan)(R, mine->row, sm);
-    if (threadIdx.x == 0) {
-        gs_dpair t = { 0, 1.0, 0.0 };
+                for (int c = 0; c < C; ++c)
+                    GS_CAT2(gs_lr_compose, GS_RS)(&mine->run.A, &mine->run.B, a[k * C + c],
+                                                  lb[k * C + c]);
+            } else {
 #pragma unroll
-        for (int k = 0; k < GS_ROWS_MAX; ++k) {
-            if (k < R) {
-                tot->f[k] = sm->f[k][GS_NWARPS - 1];
-                tot->A[k] = sm->A[k][GS_NWARPS - 1];
-                tot->B[k] = sm->B[k][GS_NWARPS - 1];
-                gs_dpair rk = { tot->f[k], (double)tot->A[k], (double)tot->B[k] };
-                gs_dpair_prepend(t, &rk);
-                t = rk;
+                for (int c = 0; c < C; ++c)
+                    GS_FN(pair_append)(&mine->run.f, &mine->run.A, &mine->run.B,
+                                       (heads >> c) & 1u, a[k * C + c], lb[k * C + c]);
             }
         }
+    }
+    GS_FN(block_pair_scan)(&mine->run, sm);
+    if (threadIdx.x == 0) {
+        const gs_dpair t = { mine->run.tf, (double)mine->run.tA, (double)mine->run.tB };
         gs_lr_publish(p->s, tile, t);
     }
 }
 
-/* Look-back phase: h just before `tile`, to every thread (called by all; ends with a barrier,
- * after which the totals thread 0 wrote in the aggregate phase are visible too). */
+/* Look-back phase: h just before `tile`, to every thread (called by all; ends with a
+ * barrier). */
 static __device__ __forceinline__ double GS_FN(lr_before)(const gs_linrec_kparams *p, int64_t tile,
                                                           GS_FN(gs_linrec_smem) *sm)
 {
@@ -316,33 +341,59 @@ static __device__ __forceinline__ double GS_FN(lr_apply)(int f, GS_R A, GS_R B, 
     return f || before == 0.0 ? (double)B : fma((double)A, before, (double)B);
 }
 
-/* Emit phase, piece k (a, lb: its C steps): h before the piece from the thread's prefix in its
- * row applied to h before the row (*before, then moved past the row), then the piece's steps
- * one after the other as the loop runs them, in double (the zero rule of gpuscan/linrec.h: from
- * 0, a step's h is its leaf), each rounded once. */
-static __device__ __forceinline__ void GS_FN(lr_emit_piece)(
-    const gs_linrec_kparams *p, int64_t tile, int k, const GS_R *a, const GS_R *lb,
-    const GS_FN(gs_lr_mine) *mine, const GS_FN(gs_lr_totals) *tot, double *before)
+/* One step of the loop in the type: h after the step (a, leaf lb; head: a row's first step,
+ * whose leaf already holds h0) from h before it, with the same zero rule. */
+static __device__ __forceinline__ GS_R GS_FN(lr_step)(unsigned head, GS_R a, GS_R lb, GS_R h)
+{
+    if (head || h == (GS_R)0)
+        return lb;
+    if (sizeof(GS_R) == 4)
+        return (GS_R)fmaf((float)a, (float)h, (float)lb);
+    return (GS_R)fma((double)a, (double)h, (double)lb);
+}
+
+/* Emit phase (a, lb: the thread's GS_LR_VT steps): h before them from the thread's exclusive
+ * prefix applied to h before the tile, in double, rounded to the type once; then the steps one
+ * after the other as the loop runs them, in the type (one FMA a step: three conversions to and
+ * from double a step cost more than the FMA), with the zero rule of gpuscan/linrec.h (from 0, a
+ * step's h is its leaf); then the store (lr_store, through `stage`).  A piece with no row start,
+ * the usual case, tests no head bit. */
+static __device__ __forceinline__ void GS_FN(lr_emit)(const gs_linrec_kparams *p, int64_t tile,
+                                                      const GS_R *a, const GS_R *lb,
+                                                      const GS_FN(gs_lr_mine) *mine,
+                                                      double before, void *stage)
 {
     const int C = 16 / (int)sizeof(GS_R);
-    GS_R y[4];
-    double h = GS_FN(lr_apply)(mine->row[k].ef, mine->row[k].eA, mine->row[k].eB, *before);
+    const int R = GS_LR_VT / C;
+    GS_R y[GS_LR_VT];
+    GS_R h = (GS_R)GS_FN(lr_apply)(mine->run.ef, mine->run.eA, mine->run.eB, before);
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-        h = (mine->heads >> (k * C + c)) & 1u || h == 0.0 ? (double)lb[c]
-                                                          : fma((double)a[c], h, (double)lb[c]);
-        y[c] = (GS_R)h;
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            const unsigned heads = (mine->heads >> (k * C)) & ((1u << C) - 1u);
+            if (heads == 0) {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    h = GS_FN(lr_step)(0u, a[k * C + c], lb[k * C + c], h);
+                    y[k * C + c] = h;
+                }
+            } else {
+#pragma unroll
+                for (int c = 0; c < C; ++c) {
+                    h = GS_FN(lr_step)((heads >> c) & 1u, a[k * C + c], lb[k * C + c], h);
+                    y[k * C + c] = h;
+                }
+            }
+        }
     }
-    GS_FN(lr_store_piece)(p, tile, k, y);
-    *before = GS_FN(lr_apply)(tot->f[k], tot->A[k], tot->B[k], *before);
+    GS_FN(lr_store)(p, tile, y, stage);
 }
 
 /* One tile per block, in launch order (see the file's header). */
 static __device__ __forceinline__ void GS_FN(linrec_tile)(const gs_linrec_kparams *p)
 {
     __shared__ GS_FN(gs_linrec_smem) sm;
-    const int C = 16 / (int)sizeof(GS_R);
-    const int R = GS_LR_VT / C;
+    __shared__ __align__(16) GS_R stage[GS_LR_NV];
 
     if (threadIdx.x == 0)
         sm.tiles[0] = gs_take_tile(p->s.counter, gridDim.x);
@@ -352,15 +403,13 @@ static __device__ __forceinline__ void GS_FN(linrec_tile)(const gs_linrec_kparam
     GS_R a[GS_LR_VT], lb[GS_LR_VT];
     GS_FN(gs_lr_mine) mine;
     mine.heads = GS_FN(lr_gather)(p, tile, -1, -1, a, lb);
-    GS_FN(lr_aggregate)(p, tile, a, lb, &mine, &sm.totals[0], &sm.block);
-    double before = GS_FN(lr_before)(p, tile, &sm);
-#pragma unroll
-    for (int k = 0; k < GS_ROWS_MAX; ++k)
-        if (k < R)
-            GS_FN(lr_emit_piece)(p, tile, k, a + k * C, lb + k * C, &mine, &sm.totals[0], &before);
+    GS_FN(lr_aggregate)(p, tile, a, lb, &mine, &sm.block);
+    const double before = GS_FN(lr_before)(p, tile, &sm);
+    GS_FN(lr_emit)(p, tile, a, lb, &mine, before, stage);
 }
 
-/* Look-back and emit phases of a tile whose a and leaves are in buffer slot i. */
+/* Look-back and emit phases of a tile whose a and leaves are in buffer slot i (the h staged over
+ * the leaves). */
 static __device__ __forceinline__ void GS_FN(lr_finish_kept)(const gs_linrec_kparams *p,
                                                              int64_t tile, int i,
                                                              const GS_FN(gs_lr_mine) *mine,
@@ -368,21 +417,22 @@ static __device__ __forceinline__ void GS_FN(lr_finish_kept)(const gs_linrec_kpa
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
-    double before = GS_FN(lr_before)(p, tile, sm);
+    const double before = GS_FN(lr_before)(p, tile, sm);
+    GS_R a[GS_LR_VT], lb[GS_LR_VT];
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
-            GS_R a[4], lb[4];
-            GS_FN(lr_load_piece)(p, GS_LR_BUF_A(i), GS_FN(lr_buf_at)(k), a);
-            GS_FN(lr_load_piece)(p, GS_LR_BUF_B(i), GS_FN(lr_buf_at)(k), lb);
-            GS_FN(lr_emit_piece)(p, tile, k, a, lb, mine, &sm->totals[i], &before);
+            GS_FN(lr_load_piece)(p, GS_LR_BUF_A(i), GS_FN(lr_buf_at)(k), a + k * C);
+            GS_FN(lr_load_piece)(p, GS_LR_BUF_B(i), GS_FN(lr_buf_at)(k), lb + k * C);
         }
     }
+    GS_FN(lr_emit)(p, tile, a, lb, mine, before, GS_LR_BUF_B(i));
 }
 
 /* The lookahead driver (see the file's header): dynamic shared memory of three slots of a tile's
- * a and b (6 * GS_LR_NV * sizeof(GS_R) bytes).  Each thread reads back only the pieces it
- * copied or wrote itself, so the slots need no barrier of their own. */
+ * a and b (6 * GS_LR_NV * sizeof(GS_R) bytes).  A warp reads and writes only its own threads'
+ * part of a slot, so the slots need no block barrier of their own (a __syncwarp after the
+ * copies land). */
 static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec_kparams *p)
 {
     __shared__ GS_FN(gs_linrec_smem) sm;
@@ -401,6 +451,8 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
         const unsigned after =
             gs_ahead_take(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
+        if (t.pre_c)
+            __syncwarp(); /* cur's copies, made by the warp's lanes, seen by all of them */
         if (pre_n)
             GS_FN(lr_prefetch)(p, t.next, t.bn);
 
@@ -409,7 +461,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         {
             GS_R a[GS_LR_VT], lb[GS_LR_VT];
             mine_c.heads = GS_FN(lr_gather)(p, t.cur, t.pre_c ? t.bc : -1, t.bc, a, lb);
-            GS_FN(lr_aggregate)(p, t.cur, a, lb, &mine_c, &sm.totals[t.bc], &sm.block);
+            GS_FN(lr_aggregate)(p, t.cur, a, lb, &mine_c, &sm.block);
             if (threadIdx.x == 0)
                 sm.tiles[2] = after;
         }
@@ -417,7 +469,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         /* ---- Look-back and emit phases of prev (its a and leaves in its slot). ---- */
         if (t.prev >= 0)
             GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
-        __syncthreads(); /* sm.tiles[2] is read below; totals[bp] is rewritten later */
+        __syncthreads(); /* sm.tiles[2] is read below; prev's slot is refilled later */
 
         /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
         mine_p = mine_c;

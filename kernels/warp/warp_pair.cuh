@@ -6,16 +6,21 @@
  * alike.
  */
 
-/* Inclusive scan across the warp, lane order = step order. */
-static __device__ __forceinline__ void GS_FN(warp_pair_scan)(int *f, GS_R *A, GS_R *B)
+/* Inclusive scan across the first `width` lanes of the warp (a power of two, constant at the
+ * call site; GS_WARP for the whole warp), lane order = step order.  A lane past `width` is
+ * combined with the lanes before it too, as it would be in a longer scan; lanes below `width`
+ * are the same as in a scan of the whole warp. */
+static __device__ __forceinline__ void GS_FN(warp_pair_scan)(int *f, GS_R *A, GS_R *B, int width)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
     for (int d = 1; d < GS_WARP; d <<= 1) {
-        const int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
-        const GS_R oA = __shfl_up_sync(GS_FULL_MASK, *A, d);
-        const GS_R oB = __shfl_up_sync(GS_FULL_MASK, *B, d);
-        if (lane >= d)
-            GS_FN(pair_prepend)(of, oA, oB, f, A, B);
+        if (d < width) {
+            const int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
+            const GS_R oA = __shfl_up_sync(GS_FULL_MASK, *A, d);
+            const GS_R oB = __shfl_up_sync(GS_FULL_MASK, *B, d);
+            if (lane >= d)
+                GS_FN(pair_prepend)(of, oA, oB, f, A, B);
+        }
     }
 }
