@@ -27,14 +27,18 @@
  * Two drivers, as the scan's, with the same arithmetic in the same order (the same bits):
  * - linrec_tile: one tile per block, a and the leaves kept in registers across the look-back.
  * - linrec_tiles_ahead (many tiles; dispatch/linrec.cu decides): agent/scan.cuh's lookahead
- *   driver for pairs.  A persistent grid whose blocks hold three tiles in dynamic shared memory
- *   (a and b each): a block publishes the aggregate of its current tile before it waits on the
- *   look-back of its previous one, while the next streams in (cp.async).  The aggregate phase
- *   leaves a and the leaves in the tile's buffer (the leaves over b), so the emit reads them
- *   back from there and no register holds a tile across a look-back.  Deadlock-free as the
- *   scan's: tiles are taken in launch order (previous < current < next), and the earliest tile
- *   still waiting is some block's previous tile, whose predecessors have all published their
- *   aggregates (and the anchors before it their prefixes: their look-backs are done).
+ *   driver for pairs, with two tile buffers in dynamic shared memory (a and b each; three made
+ *   the buffers 48 KiB and the blocks four a multiprocessor, two make them 32 KiB and five).
+ *   An iteration aggregates its current tile and publishes it, then looks back and emits its
+ *   previous tile, then refills that tile's buffer with the next tile (cp.async).  The
+ *   aggregate goes out before the look-back waits: a look-back that came first would hold back
+ *   the block's aggregate, which later tiles' look-backs wait for, and chain the blocks (35% of
+ *   memcpy against 76%).  The aggregate phase leaves a and the leaves in the tile's buffer (the
+ *   leaves over b), so the emit reads them back from there and no register holds a tile across
+ *   a look-back.  Deadlock-free as the scan's: tiles are taken in launch order (previous <
+ *   current < next), and the earliest tile still waiting is some block's previous tile, whose
+ *   predecessors have all published their aggregates (and the anchors before it their
+ *   prefixes: their look-backs are done).
  * Accuracy: h before a thread's steps comes from a warp scan and the warps' scan in the tile,
  * applied to the carry, which holds the earlier tiles' pairs composed in double-double; the
  * thread's VT steps then run in the type (VT roundings of eps/2 at most): the error grows with
@@ -429,10 +433,10 @@ static __device__ __forceinline__ void GS_FN(lr_finish_kept)(const gs_linrec_kpa
     GS_FN(lr_emit)(p, tile, a, lb, mine, before, GS_LR_BUF_B(i));
 }
 
-/* The lookahead driver (see the file's header): dynamic shared memory of three slots of a tile's
- * a and b (6 * GS_LR_NV * sizeof(GS_R) bytes).  A warp reads and writes only its own threads'
- * part of a slot, so the slots need no block barrier of their own (a __syncwarp after the
- * copies land). */
+/* The lookahead driver (see the file's header): dynamic shared memory of two slots of a tile's
+ * a and b (4 * GS_LR_NV * sizeof(GS_R) bytes).  A warp reads and writes only its own threads'
+ * part of a slot, so the slots need no block barrier of their own: a __syncwarp after the copies
+ * land, and one after the emit has used a slot, before the next tile's copies refill it. */
 static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec_kparams *p)
 {
     __shared__ GS_FN(gs_linrec_smem) sm;
@@ -441,20 +445,18 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
     gs_ahead_tiles t;
     if (!gs_ahead_start(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, sm.tiles, &t))
         return;
+    t.bc = 0;
+    t.bp = 1;
     t.pre_c = GS_FN(lr_whole)(p, t.cur);
     if (t.pre_c)
         GS_FN(lr_prefetch)(p, t.cur, t.bc);
     GS_FN(gs_lr_mine) mine_p;
 
     for (;;) {
-        /* ---- The next tile streams in while this iteration works. ---- */
-        const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
         const unsigned after =
             gs_ahead_take(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
         if (t.pre_c)
             __syncwarp(); /* cur's copies, made by the warp's lanes, seen by all of them */
-        if (pre_n)
-            GS_FN(lr_prefetch)(p, t.next, t.bn);
 
         /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
         GS_FN(gs_lr_mine) mine_c;
@@ -466,14 +468,26 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
                 sm.tiles[2] = after;
         }
 
-        /* ---- Look-back and emit phases of prev (its a and leaves in its slot). ---- */
+        /* ---- Look-back and emit phases of prev (its a and leaves in its slot), then the next
+         * tile streams into that slot. ---- */
         if (t.prev >= 0)
             GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
-        __syncthreads(); /* sm.tiles[2] is read below; prev's slot is refilled later */
+        const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
+        if (pre_n) {
+            __syncwarp(); /* the warp's reads of prev's slot are done */
+            GS_FN(lr_prefetch)(p, t.next, t.bp);
+        }
+        __syncthreads(); /* sm.tiles[2] is read below */
 
-        /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
+        /* ---- Rotate: cur becomes prev, next (in prev's old slot) becomes cur. ---- */
+        const int b = t.bp;
         mine_p = mine_c;
-        gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
+        t.prev = t.cur;
+        t.bp = t.bc;
+        t.cur = t.next;
+        t.bc = b;
+        t.pre_c = pre_n;
+        t.next = sm.tiles[2];
         if (t.cur >= ntiles)
             break;
     }

@@ -101,5 +101,5 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
     return gs_launch_tiles(f32 ? (const void *)gs_linrec_f32 : (const void *)gs_linrec_f64,
                            f32 ? (const void *)gs_linrec_ahead_f32
                                : (const void *)gs_linrec_ahead_f64,
-                           (size_t)6 * GS_LR_NV * gs_dtype_size(d->type), tiles, &p, stream);
+                           (size_t)4 * GS_LR_NV * gs_dtype_size(d->type), tiles, &p, stream);
 }

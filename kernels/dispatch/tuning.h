@@ -45,11 +45,13 @@
 
 /* The linear recurrence's kernels (dispatch/linrec.cu), tiles of GS_LR_NV steps.  One tile per
  * block keeps a tile's a and leaves in registers across the look-back; the lookahead driver keeps
- * them in its shared memory (three slots of a and b: 48 KiB for float32, four blocks per
- * multiprocessor as the scan's, which with 8 KiB of static shared memory and 1 KiB reserved per
- * block leave 512 bytes of an H100's 228 KiB; 96 KiB and two blocks for float64).  ptxas (sm_90, CUDA 13, GS_LR_VT 8), no spills
- * in any: one tile float32 68 registers under 3 blocks (under 4: 16 bytes of spills), float64
- * 97 under 2; lookahead float32 64 under 4, float64 109 under 2.  Not yet timed: overridable. */
+ * them in its shared memory (two slots of a and b: 32 KiB for float32, five blocks per
+ * multiprocessor with 7 KiB of static shared memory and 1 KiB reserved per block; 64 KiB and
+ * three for float64).  Occupancy is the recurrence's lever: its look-back leaves a block's warps
+ * waiting at a barrier, and other blocks fill the time (2^28 float32, H100: two blocks 62%, four
+ * 75%, five 76%: see benchmarks/NOTES.md).  ptxas (sm_90, CUDA 13, GS_LR_VT 8): one tile
+ * float32 63 registers under 3 blocks, float64 80 under 2, no spills; lookahead float32 48 under
+ * 5 (8 bytes of spills), float64 80 under 3 (4 bytes). */
 #ifndef GS_LR_MIN_BLOCKS_f32
 #define GS_LR_MIN_BLOCKS_f32 3
 #endif
@@ -57,10 +59,10 @@
 #define GS_LR_MIN_BLOCKS_f64 2
 #endif
 #ifndef GS_LR_AHEAD_MIN_BLOCKS_f32
-#define GS_LR_AHEAD_MIN_BLOCKS_f32 4
+#define GS_LR_AHEAD_MIN_BLOCKS_f32 5
 #endif
 #ifndef GS_LR_AHEAD_MIN_BLOCKS_f64
-#define GS_LR_AHEAD_MIN_BLOCKS_f64 2
+#define GS_LR_AHEAD_MIN_BLOCKS_f64 3
 #endif
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
