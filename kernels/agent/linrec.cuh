@@ -445,8 +445,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
     gs_ahead_tiles t;
     if (!gs_ahead_start(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, sm.tiles, &t))
         return;
-    t.bc = 0;
-    t.bp = 1;
+    t.bp = t.bn; /* two slots: cur's, and prev's, which the next tile streams into */
     t.pre_c = GS_FN(lr_whole)(p, t.cur);
     if (t.pre_c)
         GS_FN(lr_prefetch)(p, t.cur, t.bc);
@@ -475,19 +474,14 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
         if (pre_n) {
             __syncwarp(); /* the warp's reads of prev's slot are done */
-            GS_FN(lr_prefetch)(p, t.next, t.bp);
+            GS_FN(lr_prefetch)(p, t.next, t.bn);
         }
         __syncthreads(); /* sm.tiles[2] is read below */
 
         /* ---- Rotate: cur becomes prev, next (in prev's old slot) becomes cur. ---- */
-        const int b = t.bp;
         mine_p = mine_c;
-        t.prev = t.cur;
-        t.bp = t.bc;
-        t.cur = t.next;
-        t.bc = b;
-        t.pre_c = pre_n;
-        t.next = sm.tiles[2];
+        gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
+        t.bn = t.bp;
         if (t.cur >= ntiles)
             break;
     }
