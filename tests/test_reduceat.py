@@ -389,34 +389,6 @@ def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
     assert np.signbit(gpuscan.reduceat(gpuscan.to_device(z), [0, SEG_W]).get()).all()
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("flag_dtype", [np.uint8, np.bool_, np.int16, np.int64, np.float32])
-def test_segmented_reduce_ranges_patterns(warp_ranges, flag_dtype, rng):
-    # Level 0 of segmented_reduce reads the flags with the values: each range counts its heads and
-    # looks back over the ranges before it for its first head's segment.  Flags of every width,
-    # aligned or not (CuPy views one element in); element 0 flagged or not.
-    cp = pytest.importorskip("cupy")
-    n = 40 * RANGE + 101
-    a = rng.uniform(-1, 1, n + 1).astype(np.float32)
-    cases = {
-        "none": [],
-        "all": np.arange(n),
-        "every tile start": np.arange(0, n, SEG_W),
-        "every range end": np.arange(RANGE - 1, n, RANGE),
-        "one per three ranges": np.arange(7, n, 3 * RANGE),
-        "dense": np.flatnonzero(rng.random(n) < 0.3),
-        "last": [n - 1],
-    }
-    for name, idx in cases.items():
-        flags = np.zeros(n + 1, flag_dtype)
-        flags[np.asarray(idx, np.int64)] = 1
-        for off in (0, 1):  # off 1: neither the values nor the flags 16-byte aligned
-            x, f = cp.asarray(a)[off:off + n], cp.asarray(flags)[off:off + n]
-            got = gpuscan.segmented_reduce(x, f).get()
-            check_segmented_reduce(got, a[off:off + n], flags[off:off + n])
-            assert np.array_equal(bits(gpuscan.segmented_reduce(x, f).get()), bits(got)), name
-
-
 def test_reduceat_same_bits_on_any_thread_count():
     code = (
         "import numpy as np, gpuscan\n"
@@ -585,19 +557,18 @@ def test_segmented_reduce_large(rng):
     check_reduceat(gpuscan.reduceat(a, idx), a, idx)
 
 
-@pytest.mark.parametrize("heads", [2**16 - 1, 2**16, 2**16 + 1, 2**17 + 3])
-def test_segmented_reduce_room(heads, rng):
-    # The results' number is known only after the pass: the backend writes into room for 65536
-    # of them (one per 16 values past 2^20), and more take a second pass with room for all.
-    n = 2**17 + 3
+@pytest.mark.parametrize("tiles", [31, 32, 33, 64, 65])
+def test_segmented_reduce_heads_blocks(tiles, rng):
+    # On CUDA the heads' positions take 32 count tiles (of NV flags) a block: up to 32 tiles one
+    # block from tile 0 (the tiles' prefixes are not published), then blocks that look back at
+    # the tile before them; element 0 unflagged (a head anyway) and flagged.
+    n = tiles * NV - 3
     a = rng.integers(-50, 50, n).astype(np.int32)
-    flags = np.zeros(n, np.uint8)
-    flags[np.sort(rng.choice(np.arange(1, n), heads - 1, replace=False))] = 1  # 0: a head anyway
-    res = gpuscan.segmented_reduce(a, flags)
-    assert res.shape == (heads,)
-    check_segmented_reduce(res, a, flags)
-    check_segmented_reduce(gpuscan.segmented_reduce(a.astype(np.float64), flags, "max"),
-                           a.astype(np.float64), flags, "max")
+    flags = heads_every(rng, n, 300)
+    flags[[NV - 1, NV, 32 * NV - 1, 32 * NV, 32 * NV + 1] if tiles > 32 else [NV - 1, NV]] = 1
+    for first in (0, 1):
+        flags[0] = first
+        check_segmented_reduce(gpuscan.segmented_reduce(a, flags), a, flags)
 
 
 def test_scratch_bytes():

@@ -9,7 +9,6 @@
 #include "cpu/cpu.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The outcome of a CPU backend function (0, or a negative errno) as an entry's result. */
@@ -78,33 +77,18 @@ static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
     return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
 }
 
-/* The heads counted, then (when they fit d->cap) their positions and the reduction of the
- * sorted partition they start. */
-static int cpu_segreduce_flags(const gs_segreduce_desc *d, int64_t *count, gs_fail *f)
+static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
 {
-    gs_split_desc h;
-    gs_segreduce_desc r = *d;
-    int64_t *starts;
-    int rc;
+    *state = NULL; /* the positions pass counts again as it writes */
+    return outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f);
+}
 
-    memset(&h, 0, sizeof(h));
-    h.flags = d->flags;
-    h.n = d->n;
-    h.flag_type = d->flag_type;
-    *count = 0;
-    if ((rc = outcome(gs_cpu_heads(&h, NULL, count), "gs_cpu_heads", f)) < 0 || *count == 0 ||
-        *count > d->cap)
-        return rc;
-    if ((starts = malloc((size_t)*count * sizeof(*starts))) == NULL)
-        return gs_fail_set(f, 'e', ENOMEM, "malloc (segment starts)",
-                           (size_t)*count * sizeof(*starts));
-    r.starts = starts;
-    r.nseg = *count;
-    r.flags = NULL;
-    if ((rc = outcome(gs_cpu_heads(&h, starts, count), "gs_cpu_heads", f)) == 0)
-        rc = outcome(gs_cpu_segreduce(&r), "gs_cpu_segreduce", f);
-    free(starts);
-    return rc;
+static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    int64_t count;
+
+    (void)state;
+    return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
 }
 
 /* Answered at once: no guard, nothing held. */
@@ -139,7 +123,8 @@ const gs_backend_ops gs_cpu_backend = {
     .hist = cpu_hist,
     .step = cpu_step,
     .segreduce = cpu_segreduce,
-    .segreduce_flags = cpu_segreduce_flags,
+    .heads_count = cpu_heads_count,
+    .heads = cpu_heads,
     .index_check = cpu_index_check,
     .index_wait = cpu_index_wait,
     .linrec = cpu_linrec,

@@ -16,8 +16,8 @@
  *                 last segment stops at its end) or explicit [start, end) pairs (any other
  *                 indices: an index not smaller than the next is the one value at it).
  *   segmented_reduce  a nonzero flag starts a segment and element 0 always does: the backend
- *                 reduces the segments of the flat values that the placed flags start in one
- *                 pass (segreduce_flags) and counts them; the result takes that many.
+ *                 counts the heads, the host sizes the result, the backend writes their
+ *                 positions, and they are a sorted partition of the flat values.
  * The result is delivered as reduce delivers: a NumPy array for host operands, a DeviceArray
  * when an operand is on the device, or `out`.
  */
@@ -413,76 +413,65 @@ done:
 
 /* ---- segmented_reduce() ------------------------------------------------------------------- */
 
-/* Room for the results before their number is known: all of them up to 65536 values, else one
- * per 16 values (at least 65536).  Segments shorter than 16 values on average take a second
- * pass, with the room that the first one counted. */
-static int64_t segmented_reduce_room(int64_t n)
+/* The positions of the heads of the placed flags, in the backend's memory: counted by the
+ * backend's heads_count (which waits for the count), then written by its heads entry.  *count
+ * receives how many. */
+static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag *bag,
+                          int64_t **positions, int64_t *count)
 {
-    const int64_t all = 65536;
-    return n <= all ? n : n / 16 > all ? n / 16 : all;
-}
-
-/* The backend's one pass over the placed values and flags: the results into `room` values at
- * `buf` when they fit; *count receives their number. */
-static int segreduce_flags_backend(const gs_backend_ops *be, const gs_view *src,
-                                   const gs_view *flags, void *buf, int64_t room, gs_op op,
-                                   gs_dtype acc_type, int64_t *count)
-{
-    gs_segreduce_desc d;
+    gs_split_desc d;
     gs_fail f = { 0 };
+    void *state = NULL;
     int rc;
 
     memset(&d, 0, sizeof(d));
-    d.in = src->ptr;
-    d.out = buf;
-    d.n = gs_view_size(src);
-    d.in_type = src->dtype;
-    d.out_type = acc_type;
-    d.op = op;
     d.flags = flags->ptr;
+    d.n = gs_view_size(flags);
     d.flag_type = flags->dtype;
-    d.cap = room;
     Py_BEGIN_ALLOW_THREADS
-        rc = be->segreduce_flags(&d, count, &f);
+        rc = be->heads_count(&d, &state, count, &f);
     Py_END_ALLOW_THREADS
-    return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
+    if (rc < 0) {
+        gs_raise(&f);
+        goto done;
+    }
+    if ((rc = gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions)) < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->heads(&d, state, *positions, &f);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        gs_raise(&f);
+done:
+    be->split_end(state);
+    return rc < 0 ? -1 : PyErr_CheckSignals();
 }
 
-/* Place, run (again with more room when the results did not fit), deliver: the settled
- * segmented reduction of `in` by `flags`.  Their number is known once the pass is done, so the
- * backend writes into room of its own and the result takes the first `count` values. */
+/* Place, count, target, run, deliver: the settled segmented reduction of `in` by `flags`. */
 static PyObject *segmented_reduce_run(const gs_backend_ops *be, int device, gs_operand *in,
                                       gs_operand *flags, gs_op op, gs_dtype red_in_type,
                                       gs_dtype acc_type)
 {
     gs_operand *const used[] = { in, flags };
-    const int64_t n = gs_view_size(&in->view);
-    /* Flags wider than a byte go to the backend as bool (nonzero: a head, NaN too), as the
-     * segmented scan's do: it reads one-byte flags at their fastest. */
-    const gs_dtype flag_type = gs_dtype_size(flags->view.dtype) == 1 ? flags->view.dtype : GS_BOOL;
-    int64_t room = segmented_reduce_room(n), count = 0;
-    gs_view src = { 0 }, heads = { 0 }, res, got;
+    gs_view src = { 0 }, heads, res, dst;
+    int64_t *positions = NULL, count = 0;
     PyObject *ret = NULL;
-    void *buf = NULL;
     gs_bag bag = { 0 };
 
-    if (n > 0 && (gs_place(&in->view, be->mem, red_in_type, &bag, &src) < 0 ||
-                  gs_place(&flags->view, be->mem, flag_type, &bag, &heads) < 0))
+    if (gs_view_size(&in->view) > 0 &&
+        (gs_place(&in->view, be->mem, red_in_type, &bag, &src) < 0 ||
+         gs_place(&flags->view, be->mem, flags->view.dtype, &bag, &heads) < 0 ||
+         head_positions(be, &heads, &bag, &positions, &count) < 0))
         goto done;
-    while (n > 0) {
-        if (gs_bag_alloc(&bag, be->mem, (size_t)room * gs_dtype_size(acc_type), &buf) < 0 ||
-            segreduce_flags_backend(be, &src, &heads, buf, room, op, acc_type, &count) < 0)
-            goto done;
-        if (count <= room)
-            break;
-        room = count; /* nothing was written: again, with room for them all */
-    }
     if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &count, acc_type, &res)) ==
         NULL)
         goto done;
     if (count > 0) {
-        gs_view_contiguous(&got, &res, buf, be->mem, acc_type);
-        if (gs_move(&got, &res, &bag) < 0)
+        dst = res;
+        if ((!gs_view_ready(&res, be->mem, acc_type) &&
+             gs_temp_like(&bag, &res, be->mem, acc_type, &dst) < 0) ||
+            segreduce_backend(be, &src, &dst, positions, NULL, count, op, NULL) < 0 ||
+            (dst.ptr != res.ptr && gs_move(&dst, &res, &bag) < 0))
             goto fail;
     }
     if (gs_release_operands(used, 2) < 0)

@@ -106,14 +106,8 @@ typedef struct gs_reduce_desc {
  * 0 <= starts[s] < ends[s] <= n; the host settles that (and the empty cases) first.
  *   ends != NULL: any segments, in any order, overlapping or not (reduceat's general case);
  *   ends == NULL: starts strictly increase, and segment s ends where s + 1 starts, the last one
- *                 at n (a sorted partition of [starts[0], n): reduceat with increasing
- *                 indices).  Values before starts[0] are in no segment.
- *   flags != NULL (the segreduce_flags entry: segmented_reduce): the heads are element 0 and
- *                 every element whose flag (n of flag_type, in the backend's memory; one byte
- *                 wide on CUDA) is set,
- *                 and the segments a sorted partition of [0, n) from them; their number is the
- *                 entry's answer, and out, room for `cap` results, is written only when it is
- *                 at most cap.  starts, ends, nseg and guard are unused.
+ *                 at n (a sorted partition of [starts[0], n): segmented_reduce, and reduceat
+ *                 with increasing indices).  Values before starts[0] are in no segment.
  * Float results are deterministic (a grouping fixed by the segments alone, never by the
  * device or the thread count); float add stays within (log2(len)+2)*eps*sum|x| per segment of
  * len values, float min/max give the segment's first NaN.
@@ -134,9 +128,6 @@ typedef struct gs_segreduce_desc {
     gs_dtype out_type;
     gs_op op;
     const void *guard;
-    const void *flags;
-    gs_dtype flag_type;
-    int64_t cap;
 } gs_segreduce_desc;
 
 /* What reduceat's index check answers (the backend's index_check and index_wait). */
@@ -392,9 +383,12 @@ typedef struct gs_backend_ops {
     int (*step)(const gs_step_desc *d, gs_fail *f);
     /* A segmented reduction (reduceat, segmented_reduce). */
     int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
-    /* segmented_reduce: the segments d->flags starts (gs_segreduce_desc), reduced into d->out
-     * when they number at most d->cap; *count receives their number (waiting for it). */
-    int (*segreduce_flags)(const gs_segreduce_desc *d, int64_t *count, gs_fail *f);
+    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
+     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
+     * backend's memory, *count int64).  split_end releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
+    int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
     /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n), in two
      * phases.  index_check starts the check: the CPU answers at once (a->guard NULL); CUDA
      * enqueues it and leaves a->guard, so that a reduction guarded by it can be enqueued before
@@ -495,12 +489,23 @@ cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_
 cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
                                 cudaStream_t stream);
 
-/* segmented_reduce in one pass (d->flags set, gs_segreduce_desc) on `stream`: `scratch` holds
- * at least gs_segreduce_flags_scratch_bytes(d->n) bytes; the segments' number is left in its
- * bytes 8..15 (uint64) for the host to read back. */
-size_t gs_segreduce_flags_scratch_bytes(int64_t n);
-cudaError_t gs_launch_segreduce_flags(const gs_segreduce_desc *d, void *scratch,
-                                      size_t scratch_bytes, cudaStream_t stream);
+/* The count of the segment heads of d->flags: the split's count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
+ * scratch's first 8 bytes) when its flag is clear. */
+cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
+/* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
+ * descriptor, which gs_launch_heads's look-backs need (two launches; none where one heads block
+ * takes every tile). */
+cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                   cudaStream_t stream);
+
+/* Enqueue the positions of the segment heads of d->flags into `positions`, after
+ * gs_launch_heads_count and gs_launch_heads_prefix over the same `scratch` (whose descriptors
+ * and mask it reads). */
+cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                            int64_t *positions, cudaStream_t stream);
 
 /* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (m minus the
  * first bad index's position; 0: none) and result[1] (nonzero when they do not strictly

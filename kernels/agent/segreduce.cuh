@@ -9,9 +9,8 @@
  *                    Lane l holds, in each row k of the tile, the piece of C values at
  *                    k * 32 C + l C (one 16-byte access; a row is one contiguous 32 C span).  The
  *                    tile's head bits go to the warp's shared words (level 0: from the starts
- *                    that fall in it, found by a 32-way search of the warp, or from the flags
- *                    (segmented_reduce: below); a higher level: from the ids of the level
- *                    below), then each row is reduced per lane, scanned
+ *                    that fall in it, found by a 32-way search of the warp; a higher level: from
+ *                    the ids of the level below), then each row is reduced per lane, scanned
  *                    across the lanes segmented at the heads (the flags as one ballot, the values
  *                    by shuffles), chained to the rows before it, and each value followed by a
  *                    head or by the end of the run settles what it ends.  A warp takes
@@ -32,13 +31,6 @@
  *                    float32 add - a chain over a range's tiles - in double for float32 add -
  *                    then the levels; a tile with no head: each lane's values, then a tree over
  *                    the lanes), so every result is deterministic.
- *                    segmented_reduce's level 0 reads the flags instead of starts, in one
- *                    pass with the values: a block takes its warps' ranges from a counter, in
- *                    launch order, each warp counts its range's heads from its flags, and a
- *                    look-back over the blocks' counts (exact) gives each range's first head's
- *                    segment.  The range's head bits
- *                    stay in the warp's shared memory for its tiles.  Results whose segment is
- *                    past the room given (cap) are not written; the count tells the host.
  *   segreduce_warps  any segments (starts and ends, overlapping or out of order): a warp per
  *                    segment, lanes striding over it, a fixed tree across the lanes.  Simple and
  *                    deterministic; a long segment is slow (one warp), which only reduceat's
@@ -52,17 +44,10 @@
 #define GS_SEGREDUCE_ONCE
 /* Words of a warp tile's head bits: one bit per value and one for the value after the tile. */
 #define GS_SEG_WORDS (GS_SEG_W / 32 + 1)
-/* segmented_reduce's ranges: at most GS_SEG_RANGE_TILES tiles (a warp's run of tiles), whose head
- * bits the warp keeps in shared memory, one word more for the bit after the range. */
-#define GS_SEG_RANGE_TILES 16
-#define GS_SEG_RANGE_WORDS (GS_SEG_RANGE_TILES * GS_SEG_W / 32 + 1)
 /* Words of the head bits each lane counts for the prefix counts. */
 #define GS_SEG_WORDS_PER_LANE ((GS_SEG_WORDS + GS_WARP - 1) / GS_WARP)
 #if GS_SEG_WORDS > 64
 #error "a warp tile's head words must fit a 64-bit mask"
-#endif
-#if GS_SEG_W != GS_WARP * GS_FLAG_GROUP
-#error "a warp tile's flags must be one group of 16 a lane"
 #endif
 /* part_ids of a tile: its last run ended inside it (its result is written: no id to carry), or
  * it holds no head at all (its partials continue the run before it). */
@@ -134,85 +119,53 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
     return lo + __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
 }
 
-/* The bits of the 16 one-byte flags from element `at` (bit c: element at + c is flagged; 0 past
- * n): one 16-byte vector where it can, else byte by byte.  The host gives wider flags as bool. */
-static __device__ __forceinline__ unsigned gs_seg_flag_bits(const gs_segreduce_kparams *sp,
-                                                            int64_t at)
-{
-    const int64_t n = sp->scan.n;
-    const uint8_t *f = (const uint8_t *)sp->flags + at;
-    unsigned bits = 0;
-    if (sp->vec_flags && at + GS_FLAG_GROUP <= n) {
-        const uint4 w = __ldg((const uint4 *)f);
-        return gs_nonzero_bytes(w.x) | gs_nonzero_bytes(w.y) << 4 | gs_nonzero_bytes(w.z) << 8 |
-               gs_nonzero_bytes(w.w) << 12;
-    }
-    for (int c = 0; c < GS_FLAG_GROUP && at + c < n; ++c)
-        bits |= (unsigned)(__ldg(f + c) != 0) << c;
-    return bits;
-}
-
 /*
  * The head bits of the warp tile at `start` and their prefix counts, with the end of the run
  * (offset n - start, when it is at most GS_SEG_W) marked as a head; called by the whole warp.
  * Level 0: the starts from *k (the number of starts below the tile: its first head's segment)
- * that fall in [start, start + GS_SEG_W], or (rb: segmented_reduce) the tile's words of its
- * range's bits; *k becomes the next tile's.  A higher level: value
+ * that fall in [start, start + GS_SEG_W]; *k becomes the next tile's.  A higher level: value
  * 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).  Returns the
  * words that hold a bit (bit w: word w), the same in every lane; with none, the prefix counts
  * are not made (nothing will ask for them).
  */
 static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
                                                                     int64_t start, int64_t *k,
-                                                                    gs_seg_bits *b, int64_t *ids,
-                                                                    const unsigned *rb)
+                                                                    gs_seg_bits *b, int64_t *ids)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n;
     __syncwarp(); /* every lane is done with the warp's previous tile's words */
-    if (rb != NULL) {
-        /* The tile's words of its range's bits (gs_seg_range_first), and bit 0 of the word after
-         * them: the head, or the end of the run, right after the tile.  The heads counted may
-         * include the end of the run: only the last tile holds it, and no tile follows. */
-        unsigned w = 0;
-        if (lane < GS_SEG_WORDS)
-            w = rb[lane] & (lane < GS_SEG_WORDS - 1 ? ~0u : 1u);
-        if (lane < GS_SEG_WORDS)
-            b->word[lane] = w;
-        *k += __reduce_add_sync(GS_FULL_MASK, lane < GS_SEG_WORDS - 1 ? (unsigned)__popc(w) : 0u);
-    } else {
-        for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
-            b->word[i] = 0;
-        __syncwarp();
-        if (ids != NULL) { /* above level 0 */
-            /* All of the lane's ids in flight at once (one latency, not eight), then the marks. */
-            unsigned head = 0;
+    for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
+        b->word[i] = 0;
+    __syncwarp();
+    if (ids != NULL) { /* above level 0 */
+        /* All of the lane's ids in flight at once (one latency, not eight), then the marks. */
+        unsigned head = 0;
 #pragma unroll
-            for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
-                const int i = r * GS_WARP + lane;
-                const int64_t id = start + 2 * i + 1 < n ? __ldg(sp->ids + start / 2 + i)
-                                                         : (int64_t)GS_SEG_NO_HEAD;
-                ids[i] = id;
-                head |= (unsigned)(id != GS_SEG_NO_HEAD) << r;
-            }
-            for (; head != 0; head &= head - 1)
-                gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
-        } else {
-            /* The starts from *k on, 32 at a time, until one lies past the value after the tile. */
-            int64_t inside = 0;
-            for (int64_t j = *k + lane;; j += GS_WARP) {
-                const int64_t off = j < sp->nseg ? __ldg(sp->starts + j) - start : GS_SEG_W + 1;
-                if (off <= GS_SEG_W)
-                    gs_seg_mark(b, off);
-                inside += __popc(__ballot_sync(GS_FULL_MASK, off < GS_SEG_W));
-                if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK)
-                    break;
-            }
-            *k += inside;
+        for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
+            const int i = r * GS_WARP + lane;
+            const int64_t id = start + 2 * i + 1 < n ? __ldg(sp->ids + start / 2 + i)
+                                                     : (int64_t)GS_SEG_NO_HEAD;
+            ids[i] = id;
+            head |= (unsigned)(id != GS_SEG_NO_HEAD) << r;
         }
-        if (lane == 0 && n - start <= GS_SEG_W)
-            gs_seg_mark(b, n - start); /* the run ends: its last value ends a segment */
+        for (; head != 0; head &= head - 1)
+            gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
+    } else {
+        /* The starts from *k on, 32 at a time, until one lies past the value after the tile. */
+        int64_t inside = 0;
+        for (int64_t j = *k + lane;; j += GS_WARP) {
+            const int64_t off = j < sp->nseg ? __ldg(sp->starts + j) - start : GS_SEG_W + 1;
+            if (off <= GS_SEG_W)
+                gs_seg_mark(b, off);
+            inside += __popc(__ballot_sync(GS_FULL_MASK, off < GS_SEG_W));
+            if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK)
+                break;
+        }
+        *k += inside;
     }
+    if (lane == 0 && n - start <= GS_SEG_W)
+        gs_seg_mark(b, n - start); /* the run ends: its last value ends a segment */
     __syncwarp();
     unsigned long long nz = 0;
 #pragma unroll
@@ -247,90 +200,6 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
     }
     __syncwarp();
     return nz;
-}
-
-/* segmented_reduce: the block's GS_NWARPS consecutive ranges, taken from the counter in launch
- * order (so every block it waits for is already running): the first tile of this warp's (at or
- * past the tiles: none).  Called by every thread of the block. */
-static __device__ __forceinline__ int64_t gs_seg_take_ranges(const gs_segreduce_kparams *sp)
-{
-    __shared__ unsigned taken;
-    if (threadIdx.x == 0)
-        taken = atomicAdd(sp->scan.ts.counter, 1u);
-    __syncthreads();
-    return ((int64_t)taken * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
-}
-
-/* The heads before this warp's range of tiles t0 .. t1-1, and the range's bits in rb (its warp's
- * GS_SEG_RANGE_WORDS in shared memory): one per value from t0's first (its flag, and element 0
- * whatever its flag), the end of the run where it falls in them, and the bit after the range
- * (the next value's flag, or the end of the run).  Each warp counts its range's heads (all its
- * flags' loads in flight at once); warp 0 publishes the block's count as its aggregate, looks
- * back over the blocks before it and publishes its inclusive count as its prefix; one look-back
- * a block, not a warp: a look-back per warp range, every 8.5 ns at 2^28 on an H100, could not
- * keep up, each walking back over the hundreds of ranges still counting.  The block that holds
- * the last value leaves the count of them all in *sp->total.  Called by every thread of the
- * block (a warp with no range: t0 at or past the tiles). */
-static __device__ __forceinline__ int64_t gs_seg_ranges_first(const gs_segreduce_kparams *sp,
-                                                              int64_t t0, int64_t t1,
-                                                              int64_t tiles, unsigned *rb)
-{
-    __shared__ unsigned long long before[GS_NWARPS]; /* each warp's count, then the heads before */
-    const int lane = threadIdx.x & (GS_WARP - 1), warp = threadIdx.x / GS_WARP;
-    const int64_t n = sp->scan.n, base = t0 * GS_SEG_W;
-    unsigned c = 0;
-    if (t0 < tiles) {
-#pragma unroll 1
-        for (int i0 = 0; i0 < GS_SEG_RANGE_TILES; i0 += 8) /* 8 loads a lane in flight at once */
-#pragma unroll
-        for (int i = i0; i < i0 + 8; ++i) {
-            if (i < t1 - t0) { /* the whole warp */
-                const int g = i * GS_WARP + lane;
-                const int64_t at = base + (int64_t)g * GS_FLAG_GROUP;
-                unsigned m = (at < n ? gs_seg_flag_bits(sp, at) : 0u) | (unsigned)(at == 0);
-                c += __popc(m);
-                if (at <= n && n < at + GS_FLAG_GROUP)
-                    m |= 1u << (n - at);
-                const unsigned hi = __shfl_down_sync(GS_FULL_MASK, m, 1);
-                if ((lane & 1) == 0)
-                    rb[g / 2] = m | hi << 16;
-            }
-        }
-        if (lane == 0) {
-            const int64_t after = t1 * GS_SEG_W;
-            rb[(t1 - t0) * (GS_SEG_W / 32)] =
-                after == n || (after < n && __ldg((const uint8_t *)sp->flags + after) != 0);
-        }
-    }
-    c = __reduce_add_sync(GS_FULL_MASK, c);
-    if (lane == 0)
-        before[warp] = c;
-    __syncthreads();
-    if (warp == 0) {
-        const int64_t blk = t0 / sp->per_warp / GS_NWARPS; /* warp 0 of a block has a range */
-        const unsigned long long mine = lane < GS_NWARPS ? before[lane] : 0ull;
-        unsigned long long incl = mine;
-#pragma unroll
-        for (int d = 1; d < GS_NWARPS; d <<= 1) {
-            const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, incl, d);
-            if (lane >= d)
-                incl += o;
-        }
-        const unsigned long long total = __shfl_sync(GS_FULL_MASK, incl, GS_NWARPS - 1);
-        if (lane == 0)
-            gs_tile_store(sp->scan.ts.words + 2 * blk, sp->scan.ts.tag,
-                          blk == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, total);
-        const unsigned long long prior = blk == 0 ? 0ull : gs_count_before(sp->scan.ts, blk);
-        if (lane == 0 && blk > 0)
-            gs_tile_store(sp->scan.ts.words + 2 * blk, sp->scan.ts.tag, GS_ST_PREFIX,
-                          prior + total);
-        if (lane == 0 && (blk + 1) * GS_NWARPS * sp->per_warp * GS_SEG_W >= n)
-            *sp->total = prior + total;
-        if (lane < GS_NWARPS)
-            before[lane] = prior + incl - mine;
-    }
-    __syncthreads();
-    return (int64_t)before[warp];
 }
 #endif /* GS_SEGREDUCE_ONCE */
 
@@ -403,7 +272,7 @@ static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t
     if (ends) {
         if (ro && sp->part != NULL)
             gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, y));
-        else if (!ro && rid >= 0 && rid < sp->cap)
+        else if (!ro && rid >= 0)
             gs_store_bits(out_t, sp->out, rid, GS_FN(to_bits)(out_t, y));
     }
     if (off != last)
@@ -502,7 +371,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
                                                              int64_t *k_io, gs_seg_bits *b,
                                                              int64_t *ids,
                                                              int64_t w, int range_first,
-                                                             int range_last, const unsigned *rb,
+                                                             int range_last,
                                                              const GS_FN(seg_carry) *cr,
                                                              GS_FN(seg_carry) *cout)
 {
@@ -519,7 +388,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
 
     /* ---- The heads (the values are in flight: loaded before the previous tile's work). ---- */
     const int64_t first = *k_io;
-    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b, ids, rb);
+    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b, ids);
     /* The range starts with a head: its open run is empty (a later tile that does has settled
      * the run before it at the tile before's last value). */
     if (lane == 0 && range_first && sp->part != NULL && (b->word[0] & 1u))
@@ -647,27 +516,20 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
  * starts found by the warp's search and each next one's carried on, each next one's values
  * loaded before the work on the one before (see the file's header).  ids_all: NULL at level 0
  * (the kernel is compiled without the ids' code), else the block's shared room for its warps'
- * ids (GS_NWARPS * GS_SEG_W / 2) above it.  rbits_all: NULL, or segmented_reduce's level 0 (the
- * warp's range from the counter, its heads from the flags): the block's shared room for its
- * warps' range bits (GS_NWARPS * GS_SEG_RANGE_WORDS). */
+ * ids (GS_NWARPS * GS_SEG_W / 2) above it. */
 static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
                                                               gs_dtype out_t,
                                                               const gs_segreduce_kparams *sp,
-                                                              int64_t *ids_all,
-                                                              unsigned *rbits_all)
+                                                              int64_t *ids_all)
 {
     __shared__ gs_seg_bits bits[GS_NWARPS];
     int64_t *const ids =
         ids_all != NULL ? ids_all + threadIdx.x / GS_WARP * (GS_SEG_W / 2) : NULL;
-    unsigned *const rb =
-        rbits_all != NULL ? rbits_all + threadIdx.x / GS_WARP * GS_SEG_RANGE_WORDS : NULL;
     const int64_t tiles = gs_segreduce_tiles(sp->scan.n);
-    const int64_t t0 =
-        rbits_all != NULL ? gs_seg_take_ranges(sp)
-                   : ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
+    const int64_t t0 = ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
-    if (t0 >= tiles && rb == NULL)
-        return; /* the whole warp: no barrier below involves another warp (but for the ranges') */
+    if (t0 >= tiles)
+        return; /* the whole warp: no barrier below involves another warp */
     /* Indices that an index check enqueued before found bad (or not increasing): no start is
      * read and nothing is written, on every level (the host raises, or reduces them another
      * way).  Level 0 loads its first tile of the caller's values while the guard is looked at
@@ -679,15 +541,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (bad != 0 && ids != NULL)
         return;
     GS_R x[GS_VT], next[GS_VT];
-    if (t0 < tiles)
-        GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
+    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
     if (bad != 0)
         return;
-    int64_t k = ids != NULL     ? 0
-                : rb != NULL ? gs_seg_ranges_first(sp, t0, t1, tiles, rb)
-                             : gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W);
-    if (t0 >= tiles)
-        return; /* a warp of the ranges' block with none (after its barriers) */
+    int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
     /* The warp's carry in shared memory, two slots used in turn: tile t reads slot t % 2 and its
      * last value's lane writes the other one for tile t + 1 (a lane may settle a value that
      * reads the carry after the last value's lane wrote the next one); the __syncwarp at the
@@ -704,8 +561,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
         if (t + 1 < t1)
             GS_FN(seg_load)(op, in_t, out_t, sp, t + 1, next);
         GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &bits[threadIdx.x / GS_WARP], ids,
-                              t0 / sp->per_warp, t == t0, t + 1 == t1,
-                              rb != NULL ? rb + (t - t0) * (GS_SEG_W / 32) : NULL, &cr[t & 1],
+                              t0 / sp->per_warp, t == t0, t + 1 == t1, &cr[t & 1],
                               &cr[(t + 1) & 1]);
 #pragma unroll
         for (int i = 0; i < GS_VT; ++i)

@@ -21,6 +21,10 @@
  */
 #include "device/tile_state.cuh"
 
+#ifndef GS_LOOKBACK_NS
+#define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
+#endif
+
 /* Publish a tile's aggregate (every operator) or its inclusive prefix (exact operators). */
 static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t tile,
                                                       unsigned state, int head, GS_R v)
@@ -34,6 +38,30 @@ static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t 
 static __device__ __forceinline__ int GS_FN(exact)(gs_op op)
 {
     return GS_R_KIND != 'f' || (op != GS_OP_ADD && op != GS_OP_MUL);
+}
+
+/* Wait until the window of 32 tiles ending at tile `window` (lane l reads window - l) is
+ * complete up to its first stop: returns the stop's lane, or GS_WARP if it has none (then
+ * every tile of the window has its aggregate out); *d is this lane's descriptor. */
+static __device__ __forceinline__ int GS_FN(await_window)(gs_tile_state ts, int64_t window,
+                                                          gs_tile_word *d)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t pred = window - lane;
+    for (;;) {
+        if (pred >= 0) {
+            *d = gs_tile_load(ts.words + 2 * pred, ts.tag);
+        } else { /* before tile 0: an empty prefix */
+            d->status = GS_ST_PREFIX;
+            d->value = 0;
+        }
+        const unsigned stops =
+            __ballot_sync(GS_FULL_MASK, (d->status & (GS_ST_PREFIX | GS_ST_HEAD)) != 0);
+        const int last = stops ? __ffs(stops) - 1 : GS_WARP;
+        if (__all_sync(GS_FULL_MASK, lane > last || d->status != GS_ST_INVALID))
+            return last;
+        __nanosleep(GS_LOOKBACK_NS);
+    }
 }
 
 /*
@@ -54,7 +82,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     /* ---- Combine each window in a tree as it arrives; it precedes what we have. ---- */
     GS_FN(gs_carry) excl = none;
     for (;; window -= GS_WARP) {
-        last = gs_await_window(ts, window, &d);
+        last = GS_FN(await_window)(ts, window, &d);
         GS_FN(gs_carry) c = none;
         int f = 0;
         if (lane <= last && window - lane >= 0) {

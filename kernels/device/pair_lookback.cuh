@@ -23,6 +23,10 @@
 #include "device/tile_state.cuh"
 #include "gpuscan/linrec.h"
 
+#ifndef GS_LOOKBACK_NS
+#define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
+#endif
+
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_LR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
 #if GS_LR_PER_THREAD > 31

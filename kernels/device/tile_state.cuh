@@ -88,56 +88,6 @@ static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, 
     return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
 }
 
-/* ns between a look-back's polls: let the tiles ahead publish, not hammer L2 */
-#ifndef GS_LOOKBACK_NS
-#define GS_LOOKBACK_NS 20
-#endif
-
-/* Wait until the window of 32 tiles ending at tile `window` (lane l reads window - l) is
- * complete up to its first stop: returns the stop's lane, or GS_WARP if it has none (then
- * every tile of the window has its aggregate out); *d is this lane's descriptor. */
-static __device__ __forceinline__ int gs_await_window(gs_tile_state ts, int64_t window,
-                                                      gs_tile_word *d)
-{
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t pred = window - lane;
-    for (;;) {
-        if (pred >= 0) {
-            *d = gs_tile_load(ts.words + 2 * pred, ts.tag);
-        } else { /* before tile 0: an empty prefix */
-            d->status = GS_ST_PREFIX;
-            d->value = 0;
-        }
-        const unsigned stops =
-            __ballot_sync(GS_FULL_MASK, (d->status & (GS_ST_PREFIX | GS_ST_HEAD)) != 0);
-        const int last = stops ? __ffs(stops) - 1 : GS_WARP;
-        if (__all_sync(GS_FULL_MASK, lane > last || d->status != GS_ST_INVALID))
-            return last;
-        __nanosleep(GS_LOOKBACK_NS);
-    }
-}
-
-/* The exclusive sum of the counts that the tiles before `tile` published (an aggregate: a
- * tile's own count; a prefix: the counts up to and including it), called by a whole warp after
- * `tile` published its own; every lane returns it.  A sum of counts is exact, so which stop a
- * window finds does not change it. */
-static __device__ __forceinline__ unsigned long long gs_count_before(gs_tile_state ts, int64_t tile)
-{
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    unsigned long long before = 0;
-    for (int64_t window = tile - 1;; window -= GS_WARP) {
-        gs_tile_word d;
-        const int last = gs_await_window(ts, window, &d);
-        unsigned long long v = lane <= last && window - lane >= 0 ? d.value : 0ull;
-#pragma unroll
-        for (int o = GS_WARP / 2; o > 0; o >>= 1)
-            v += __shfl_xor_sync(GS_FULL_MASK, v, o);
-        before += v;
-        if (last < GS_WARP)
-            return before;
-    }
-}
-
 /* The next tile index from a scratch's counter.  A launch takes exactly `takes` indices (one
  * per block for one tile per block; the tiles plus one index past the end per block for a
  * lookahead driver, whose blocks stop asking after the first); the one that takes the last

@@ -15,14 +15,16 @@
  *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
  *                        tiles_up are never launched (a table of same-type rows would drop
  *                        them).
- *   gs_launch_segreduce_flags  segmented_reduce: the same levels, level 0 reading the flags
- *                        with the values in one pass (5 n bytes for float32 values and one-byte
- *                        flags): a warp takes its range of tiles from a counter, counts the
- *                        range's heads, and a look-back over the ranges' counts gives the
- *                        segment of its first head (agent/segreduce.cuh).  The count of all the
- *                        segments is left in the scratch for the host, which sized the output
- *                        before it knew it (room for `cap` results: what lies past is not
- *                        written, and the host runs it again with room for them all).
+ *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
+ *                        one bit per value and every tile's flagged count as its look-back
+ *                        aggregate: two launches publish every tile's prefix from them
+ *                        (gs_launch_heads_prefix, enqueued while the host waits for the
+ *                        count), then a block per GS_HEADS_TILES tiles ranks their
+ *                        heads (element 0 always one) and writes their positions; its
+ *                        look-back stops at the tile before it.
+ * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
+ * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
+ * about 5.25 n against the 5 n read once.
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -41,14 +43,21 @@ typedef struct gs_segreduce_kparams {
     int64_t *part_ids;    /* per range w: the id of part[2 w + 1]'s segment, or GS_SEG_NO_* */
     int per_warp;         /* consecutive tiles a warp takes */
     const unsigned long long *guard; /* an index check's words: nonzero, nothing to do */
-    int64_t cap;          /* results past this segment are not written (segmented_reduce) */
-    const void *flags;    /* segmented_reduce's level 0: the flags (one byte each) */
-    int vec_flags;        /* `flags` is 16-byte aligned */
-    unsigned long long *total; /* where the count of the segments goes */
 } gs_segreduce_kparams;
 
 #define GS_AGENT "agent/segreduce.cuh"
 #include "stamp.cuh"
+
+/* Mask groups (of 16 flags, agent/split.cuh); the count pass's tiles a heads block takes (a
+ * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
+ * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
+#define GS_HEADS_GROUP 16
+#define GS_HEADS_TILES 32
+#define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
+#if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
+    GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
+#error "a heads block's groups must be whole 16-byte loads per thread"
+#endif
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
@@ -79,19 +88,13 @@ extern "C" int gs_segreduce_per_warp = GS_SEG_PER_WARP;
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
         GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p)    \
     {                                                                    \
-        segreduce_tiles_##rs(op, in, out, &p, NULL, NULL);               \
-    }                                                                    \
-    __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
-        GS_SEGREDUCE_NAME(flags, op, in, out)(gs_segreduce_kparams p)    \
-    {                                                                    \
-        __shared__ unsigned rbits[GS_NWARPS * GS_SEG_RANGE_WORDS];       \
-        segreduce_tiles_##rs(op, in, out, &p, NULL, rbits);              \
+        segreduce_tiles_##rs(op, in, out, &p, NULL);                     \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
         GS_SEGREDUCE_NAME(tiles_up, op, in, out)(gs_segreduce_kparams p) \
     {                                                                    \
         __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
-        segreduce_tiles_##rs(op, in, out, &p, ids, NULL);                \
+        segreduce_tiles_##rs(op, in, out, &p, ids);                      \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT)                          \
         GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p) \
@@ -103,72 +106,40 @@ GS_TYPED_KERNELS(GS_X_KERNEL)
 
 typedef void (*gs_segreduce_kernel)(gs_segreduce_kparams);
 
-/* The kernels of a (in, out, op) triple that gs_scan_pair_direct() accepts (all NULL if none). */
-typedef struct gs_segreduce_kernels {
-    gs_segreduce_kernel tiles; /* level 0 from starts */
-    gs_segreduce_kernel flags; /* level 0 from flags */
-    gs_segreduce_kernel up;    /* the levels above (run for the (out, out) row only) */
-    gs_segreduce_kernel warps; /* any segments */
-} gs_segreduce_kernels;
-
-static gs_segreduce_kernels gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op)
+/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts (NULL if none):
+ * level 0's, the levels' above (run for the (out, out) row only), any segments'. */
+static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
+                                     gs_segreduce_kernel *tiles, gs_segreduce_kernel *up,
+                                     gs_segreduce_kernel *warps)
 {
-    gs_segreduce_kernels k;
-    memset(&k, 0, sizeof(k));
+    *tiles = *up = *warps = NULL;
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                         \
-    if (op == op_ && in == in_ && out == out_) {               \
-        k.tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_);    \
-        k.flags = GS_SEGREDUCE_NAME(flags, op_, in_, out_);    \
-        k.up = GS_SEGREDUCE_NAME(tiles_up, op_, in_, out_);    \
-        k.warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_);    \
+#define GS_X_MATCH(op_, in_, out_, rs)                      \
+    if (op == op_ && in == in_ && out == out_) {            \
+        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_);  \
+        *up = GS_SEGREDUCE_NAME(tiles_up, op_, in_, out_);  \
+        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_);  \
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
-    return k;
 }
 
-/* The tiles a warp of level 0 takes for n values (one range for the partials): GS_SEG_PER_WARP
- * where there are many (one search of the starts, and its latency, for several tiles, and 2
- * partials for them all), else 1; from flags GS_SEG_RANGE_TILES instead (the range's bits are
- * kept in shared memory, and the heads counted before its tiles, a latency a range pays once). */
-static int gs_segreduce_per_warp_for(int64_t n, int from_flags)
+extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch,
+                                           size_t scratch_bytes, cudaStream_t stream)
 {
-    if (gs_segreduce_tiles(n) < gs_segreduce_many)
-        return 1;
-    return from_flags ? GS_SEG_RANGE_TILES : gs_segreduce_per_warp;
-}
-
-/* A sorted partition in levels (the file's header): `kernel` as level 0 over the values, each
- * next level (`up`) over the 2 partials per range of the one before (read as the output dtype),
- * the partials written to the two buffers of `scratch` in turn. */
-static cudaError_t gs_segreduce_levels(gs_segreduce_kparams p, gs_segreduce_kernel kernel,
-                                       gs_segreduce_kernel up, int64_t n, void *scratch,
-                                       cudaStream_t stream)
-{
-    cudaError_t err;
-    for (int level = 0;; ++level) {
-        p.per_warp = gs_segreduce_per_warp_for(p.scan.n, p.flags != NULL);
-        const int64_t warps = (gs_segreduce_tiles(p.scan.n) + p.per_warp - 1) / p.per_warp;
-        const int64_t offset = gs_segreduce_part_offset(n, level & 1);
-        p.part = warps > 1 ? (char *)scratch + offset : NULL;
-        p.part_ids = warps > 1 ? (int64_t *)((char *)scratch + offset) + 2 * warps : NULL;
-        kernel<<<(unsigned)((warps + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
-        if ((err = gs_launch_check(stream)) != cudaSuccess || warps == 1)
-            return err;
-        p.scan.in = p.part;
-        p.scan.n = 2 * warps;
-        p.scan.vec_in = 1; /* the scratch's parts start on GS_SCRATCH_ALIGN */
-        p.ids = p.part_ids;
-        p.flags = NULL;
-        kernel = up;
-    }
-}
-
-/* The kernel parameters of level 0 over d's values. */
-static gs_segreduce_kparams gs_segreduce_params(const gs_segreduce_desc *d)
-{
+    const int sorted = d->ends == NULL;
+    const int64_t tiles = gs_segreduce_tiles(d->n);
+    gs_segreduce_kernel tiles_kernel, warps_kernel, unused;
     gs_segreduce_kparams p;
+    cudaError_t err;
+
+    if (d->nseg == 0 || d->n == 0)
+        return cudaSuccess;
+    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &unused,
+                             &warps_kernel);
+    if (tiles_kernel == NULL || tiles > INT32_MAX || (d->guard != NULL && !sorted) ||
+        scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
+        return cudaErrorInvalidValue;
     memset(&p, 0, sizeof(p));
     p.scan.in = d->in;
     p.scan.n = d->n;
@@ -178,76 +149,42 @@ static gs_segreduce_kparams gs_segreduce_params(const gs_segreduce_desc *d)
     p.ends = d->ends;
     p.nseg = d->nseg;
     p.guard = (const unsigned long long *)d->guard;
-    p.cap = INT64_MAX;
-    return p;
-}
-
-extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch,
-                                           size_t scratch_bytes, cudaStream_t stream)
-{
-    const int sorted = d->ends == NULL;
-    const gs_segreduce_kernels k = gs_segreduce_kernels_for(d->in_type, d->out_type, d->op);
-    const gs_segreduce_kernels up = gs_segreduce_kernels_for(d->out_type, d->out_type, d->op);
-    const gs_segreduce_kparams p = gs_segreduce_params(d);
-    cudaError_t err;
-
-    if (d->nseg == 0 || d->n == 0)
-        return cudaSuccess;
-    if (k.tiles == NULL || up.up == NULL || gs_segreduce_tiles(d->n) > INT32_MAX ||
-        (d->guard != NULL && !sorted) ||
-        scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
-        return cudaErrorInvalidValue;
 
     /* ---- Any segments: a warp each, a grid-stride loop over them. ---- */
     if (!sorted) {
         int resident;
-        if ((err = gs_resident_blocks((const void *)k.warps, 0, &resident)) != cudaSuccess)
+        if ((err = gs_resident_blocks((const void *)warps_kernel, 0, &resident)) != cudaSuccess)
             return err;
         const int64_t blocks = (d->nseg + GS_NWARPS - 1) / GS_NWARPS;
-        k.warps<<<(unsigned)(blocks < resident ? blocks : resident), GS_NT, 0, stream>>>(p);
+        warps_kernel<<<(unsigned)(blocks < resident ? blocks : resident), GS_NT, 0, stream>>>(p);
         return gs_launch_check(stream);
     }
-    return gs_segreduce_levels(p, k.tiles, up.up, d->n, scratch, stream);
-}
 
-/* segmented_reduce's scratch: the ranges' look-back (a counter and the total in the first
- * GS_SCRATCH_ALIGN bytes, then two descriptor words per range, zeroed by the launch), then the
- * levels' partials. */
-static int64_t gs_segreduce_ranges_bytes(int64_t n)
-{
-    const int64_t per_warp = gs_segreduce_per_warp_for(n, 1);
-    const int64_t ranges = (gs_segreduce_tiles(n) + per_warp - 1) / per_warp;
-    return GS_SCRATCH_ALIGN + gs_round_up(32 * ranges, GS_SCRATCH_ALIGN);
-}
-
-extern "C" size_t gs_segreduce_flags_scratch_bytes(int64_t n)
-{
-    return n == 0 ? 0 : (size_t)gs_segreduce_ranges_bytes(n) + gs_segreduce_scratch_bytes(n, 1, 1);
-}
-
-extern "C" cudaError_t gs_launch_segreduce_flags(const gs_segreduce_desc *d, void *scratch,
-                                                 size_t scratch_bytes, cudaStream_t stream)
-{
-    const gs_segreduce_kernels k = gs_segreduce_kernels_for(d->in_type, d->out_type, d->op);
-    const gs_segreduce_kernels up = gs_segreduce_kernels_for(d->out_type, d->out_type, d->op);
-    const int64_t state = gs_segreduce_ranges_bytes(d->n);
-    gs_segreduce_kparams p = gs_segreduce_params(d);
-    cudaError_t err;
-
-    if (d->n == 0)
-        return cudaSuccess;
-    if (k.flags == NULL || up.up == NULL || gs_segreduce_tiles(d->n) > INT32_MAX ||
-        d->flags == NULL || gs_dtype_size(d->flag_type) != 1 ||
-        scratch_bytes < gs_segreduce_flags_scratch_bytes(d->n))
+    /* ---- A sorted partition in levels (the file's header): level 0 over the values, each next
+     * level over the 2 partials per tile of the one before (read as the output dtype), parts
+     * written to two buffers in turn. ---- */
+    gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_tiles, up_warps;
+    gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_tiles, &up_kernel, &up_warps);
+    if (up_kernel == NULL)
         return cudaErrorInvalidValue;
-    p.cap = d->cap;
-    p.flags = d->flags;
-    p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
-    p.scan.ts = gs_tile_state_carve(scratch, gs_segreduce_tiles(d->n), 0);
-    p.total = (unsigned long long *)scratch + 1;
-    if ((err = cudaMemsetAsync(scratch, 0, (size_t)state, stream)) != cudaSuccess)
-        return err;
-    return gs_segreduce_levels(p, k.flags, up.up, d->n, (char *)scratch + state, stream);
+    for (int level = 0;; ++level) {
+        const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
+        /* A warp takes GS_SEG_PER_WARP tiles where there are many: one search of the starts, and
+         * their latency, for several tiles, and 2 partials for them all. */
+        p.per_warp = level_tiles >= gs_segreduce_many ? gs_segreduce_per_warp : 1;
+        const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
+        const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
+        p.part = warps > 1 ? (char *)scratch + offset : NULL;
+        p.part_ids = warps > 1 ? (int64_t *)((char *)scratch + offset) + 2 * warps : NULL;
+        kernel<<<(unsigned)((warps + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
+        if ((err = gs_launch_check(stream)) != cudaSuccess || warps == 1)
+            return err;
+        p.scan.in = p.part;
+        p.scan.n = 2 * warps;
+        p.scan.vec_in = 1; /* the scratch's parts start on GS_SCRATCH_ALIGN */
+        p.ids = p.part_ids;
+        kernel = up_kernel;
+    }
 }
 
 /* ---- reduceat's indices -------------------------------------------------------------------- */
@@ -280,5 +217,196 @@ extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int6
     if ((err = cudaMemsetAsync(result, 0, 16, stream)) != cudaSuccess || m == 0)
         return err;
     gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
+    return gs_launch_check(stream);
+}
+
+/* ---- Segment heads ------------------------------------------------------------------------ */
+
+/* Kernel parameters of the heads kernel (by value): the split's scratch after its count pass. */
+typedef struct gs_heads_kparams {
+    int64_t n;
+    gs_tile_state ts;     /* the count pass's descriptors: every tile's flagged count */
+    const uint16_t *mask; /* one bit per value, in groups of 16 */
+    int64_t *positions;
+} gs_heads_kparams;
+
+/* Block b: the heads of tiles b GS_HEADS_TILES .. (GS_HEADS_TILES of them), in order, at
+ * positions[heads before them]. */
+__global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
+{
+    __shared__ gs_block_scan_smem_u32 bsm;
+    __shared__ unsigned long long before_sm;
+    const int64_t tile = (int64_t)blockIdx.x * GS_HEADS_TILES; /* the block's first */
+    const int64_t group0 =
+        tile * (GS_NV / GS_HEADS_GROUP) + (int64_t)threadIdx.x * GS_HEADS_PER_THREAD;
+    /* The mask covers whole tiles: groups below this many are in it. */
+    const int64_t groups = gs_scan_tiles(p.n) * (GS_NV / GS_HEADS_GROUP);
+    /* Element 0 is a head whatever its flag: when the flag is clear, it comes first, before
+     * every flagged one. */
+    const unsigned forced = (__ldg(p.mask) & 1u) == 0;
+
+    /* ---- This thread's flags (its groups' 16-byte loads, none past the mask; no bit past
+     * n), their count, and the count before them in the block. ---- */
+    unsigned bits[GS_HEADS_PER_THREAD];
+    int pf[1] = { 0 }, ef[1], af[1];
+    uint32_t pc[1] = { 0 }, ev[1], av[1];
+#pragma unroll
+    for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v) {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (group0 + 8 * v < groups)
+            w = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
+        const unsigned words[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+        for (int g = 0; g < 8; ++g) {
+            const int64_t at = (group0 + 8 * v + g) * GS_HEADS_GROUP;
+            bits[8 * v + g] = at < p.n ? (words[g / 2] >> (16 * (g % 2))) & 0xffffu : 0u;
+            pc[0] += __popc(bits[8 * v + g]);
+        }
+    }
+    block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
+
+    /* ---- The flagged count before the block: the prefix of the tile before it, which
+     * gs_heads_prefix published (the look-back reads one window and waits for nothing). ---- */
+    if (threadIdx.x < GS_WARP) {
+        unsigned long long before = 0;
+        if (tile > 0)
+            before = look_back_u64(GS_OP_ADD, GS_UINT64, p.ts, tile).hi;
+        if (threadIdx.x == 0)
+            before_sm = before;
+    }
+    __syncthreads();
+
+    /* ---- The positions, in order. ---- */
+    int64_t k = (int64_t)before_sm + ev[0] + forced;
+    if (forced && tile == 0 && threadIdx.x == 0)
+        p.positions[0] = 0;
+#pragma unroll
+    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
+        for (unsigned w = bits[g]; w != 0; w &= w - 1)
+            p.positions[k++] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
+    }
+}
+
+/*
+ * Every tile's inclusive flagged count published as its prefix, from the aggregates the count
+ * pass published, so that a heads block's look-back stops at the tile before it.  Without, each
+ * block walked back over the aggregates of every tile still in flight (about a thousand) to the
+ * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  Two launches of one
+ * round of loads each, in groups of GS_HP_NT tiles: each group's sum (kept in the unused second
+ * word of its first tile's descriptor: a count has no compensation), then each tile's prefix:
+ * the groups before it and a block scan of its group.
+ */
+#define GS_HP_NT 1024
+
+/* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
+static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned long long v,
+                                                                     unsigned long long *total)
+{
+    __shared__ unsigned long long warp_sum[GS_HP_NT / GS_WARP];
+    const int lane = threadIdx.x & (GS_WARP - 1), warp = threadIdx.x / GS_WARP;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, v, d);
+        if (lane >= d)
+            v += o;
+    }
+    if (lane == GS_WARP - 1)
+        warp_sum[warp] = v;
+    __syncthreads();
+    unsigned long long w = warp_sum[lane], before = 0;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, w, d);
+        if (lane >= d)
+            w += o;
+    }
+    *total = __shfl_sync(GS_FULL_MASK, w, GS_WARP - 1);
+    before = __shfl_sync(GS_FULL_MASK, w, warp > 0 ? warp - 1 : 0);
+    __syncthreads(); /* warp_sum read by every warp before a next call writes it */
+    return v + (warp > 0 ? before : 0);
+}
+
+/* The group's word that holds its sum. */
+static __device__ __forceinline__ unsigned long long *gs_hp_group_sum(gs_tile_state ts, int64_t g)
+{
+    return (unsigned long long *)(ts.words + 2 * g * GS_HP_NT + 1);
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_group_sums(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    unsigned long long total;
+    (void)gs_hp_block_scan(t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0, &total);
+    if (threadIdx.x == 0)
+        *gs_hp_group_sum(ts, blockIdx.x) = total;
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_prefix(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    const unsigned long long v = t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0;
+    unsigned long long groups = 0, before, total;
+    for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT)
+        groups += __ldcg(gs_hp_group_sum(ts, g));
+    (void)gs_hp_block_scan(groups, &before);
+    const unsigned long long incl = gs_hp_block_scan(v, &total);
+    if (t > 0 && t < tiles)
+        gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
+}
+
+/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
+__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total)
+{
+    if ((mask[0] & 1u) == 0)
+        *total += 1;
+}
+
+extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
+    if (err != cudaSuccess || d->n == 0)
+        return err;
+    gs_heads_first<<<1, 1, 0, stream>>>(
+        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+        (unsigned long long *)scratch);
+    return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch,
+                                              size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    const gs_tile_state ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass's */
+    const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
+    cudaError_t err;
+
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    if (tiles <= GS_HEADS_TILES)
+        return cudaSuccess; /* one heads block, from tile 0: it looks back at nothing */
+    gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    if ((err = gs_launch_check(stream)) != cudaSuccess)
+        return err;
+    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                       int64_t *positions, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_heads_kparams p;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    p.n = d->n;
+    p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
+    p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
+    p.positions = positions;
+    gs_heads_tile<<<(unsigned)((tiles + GS_HEADS_TILES - 1) / GS_HEADS_TILES), GS_NT, 0, stream>>>(
+        p);
     return gs_launch_check(stream);
 }
