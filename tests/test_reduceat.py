@@ -389,6 +389,34 @@ def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
     assert np.signbit(gpuscan.reduceat(gpuscan.to_device(z), [0, SEG_W]).get()).all()
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("flag_dtype", [np.uint8, np.bool_, np.int16, np.int64, np.float32])
+def test_segmented_reduce_ranges_patterns(warp_ranges, flag_dtype, rng):
+    # segmented_reduce's positions of the heads (from the count pass over the flags) reduced in
+    # ranges of 8 warp tiles: flags of every width, aligned or not (CuPy views one element in),
+    # element 0 flagged or not, every head pattern of test_ranges_of_warp_tiles_patterns.
+    cp = pytest.importorskip("cupy")
+    n = 40 * RANGE + 101
+    a = rng.uniform(-1, 1, n + 1).astype(np.float32)
+    cases = {
+        "none": [],
+        "all": np.arange(n),
+        "every tile start": np.arange(0, n, SEG_W),
+        "every range end": np.arange(RANGE - 1, n, RANGE),
+        "one per three ranges": np.arange(7, n, 3 * RANGE),
+        "dense": np.flatnonzero(rng.random(n) < 0.3),
+        "last": [n - 1],
+    }
+    for name, idx in cases.items():
+        flags = np.zeros(n + 1, flag_dtype)
+        flags[np.asarray(idx, np.int64)] = 1
+        for off in (0, 1):  # off 1: neither the values nor the flags 16-byte aligned
+            x, f = cp.asarray(a)[off:off + n], cp.asarray(flags)[off:off + n]
+            got = gpuscan.segmented_reduce(x, f).get()
+            check_segmented_reduce(got, a[off:off + n], flags[off:off + n])
+            assert np.array_equal(bits(gpuscan.segmented_reduce(x, f).get()), bits(got)), name
+
+
 def test_reduceat_same_bits_on_any_thread_count():
     code = (
         "import numpy as np, gpuscan\n"

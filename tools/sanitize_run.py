@@ -339,7 +339,8 @@ def segmented_and_reduce_cases(run, nv, reduced):
 def segreduce_level_cases(run, nv, rng):
     """The levels of a sorted partition (dispatch/segreduce.cu) at 2050 tiles: the values' tiles,
     their 4100 partials (two tiles), then one tile; slices of one value, ending at tile ends,
-    crossing the second level's tile boundary, and one spanning 1500 tiles."""
+    crossing the second level's tile boundary, and one spanning 1500 tiles; segmented_reduce
+    also in ranges of 8 tiles."""
     n = 2050 * nv - 7
     idx = np.unique(np.concatenate([[3, nv - 1, nv, nv + 1, 2 * nv, 5 * nv + 9, 1505 * nv + 9,
                                      2040 * nv + 7, 2049 * nv + 100, n - 1],
@@ -361,14 +362,23 @@ def segreduce_level_cases(run, nv, rng):
             ref = ufunc.reduceat(x.astype(wide), np.concatenate([[0], idx]))
             return None if np.array_equal(res, ref) else "segmented_reduce differs"
 
+        def seg_ranges(seg=seg):
+            was = _gpuscan._segreduce_set_many(1)  # ranges of 8 tiles at this size
+            try:
+                return seg()
+            finally:
+                _gpuscan._segreduce_set_many(*was)
+
         run.case(f"reduceat levels n={n} {np.dtype(dt).name} {op}", red)
         run.case(f"segmented_reduce levels n={n} {np.dtype(dt).name} {op}", seg)
+        run.case(f"segmented_reduce ranges n={n} {np.dtype(dt).name} {op}", seg_ranges)
 
 
 def apps_cases(run, nv, reduced):
     """reduceat (increasing indices: levels of a block per tile storing segment ends, one row and
-    rows with a gap in front, and segreduce_level_cases; other indices: a warp per slice), segmented_reduce (the heads counted
-    and placed from the split's count pass), the index check (a bad index), and
+    rows with a gap in front, and segreduce_level_cases; other indices: a warp per slice),
+    segmented_reduce (level 0 from the split's count pass's bits and its tiles' prefixes), the
+    index check (a bad index), and
     linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
     rng = np.random.default_rng(17)
     sizes = [nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
