@@ -377,8 +377,8 @@ def segreduce_level_cases(run, nv, rng):
 def apps_cases(run, nv, reduced):
     """reduceat (increasing indices: levels of a block per tile storing segment ends, one row and
     rows with a gap in front, and segreduce_level_cases; other indices: a warp per slice),
-    segmented_reduce (level 0 from the split's count pass's bits and its tiles' prefixes), the
-    index check (a bad index), and
+    segmented_reduce (the heads counted and placed from the split's count pass), the index
+    check (a bad index), and
     linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
     rng = np.random.default_rng(17)
     sizes = [nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
