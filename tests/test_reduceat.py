@@ -361,20 +361,28 @@ def test_ranges_across_levels(warp_ranges, rng):
     across_levels(rng)
 
 
-@pytest.mark.gpu
-def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
-    n = 40 * RANGE + 101
-    a = rng.uniform(-1, 1, n).astype(np.float32)
-    d = gpuscan.to_device(a)
-    cases = {
-        "one slice": [0],
+PATTERNS_N = 40 * RANGE + 101
+
+
+def range_patterns(rng, n, first):
+    """Head positions over n values in ranges, by name: `first` (a case of its own), every
+    value, every tile start, every range end, one per three ranges, dense random ones."""
+    return {
+        **first,
         "all heads": np.arange(n),
         "every tile start": np.arange(0, n, SEG_W),
         "every range end": np.arange(RANGE - 1, n, RANGE),
         "one per three ranges": np.arange(7, n, 3 * RANGE),
         "dense": np.flatnonzero(rng.random(n) < 0.3),
     }
-    for name, idx in cases.items():
+
+
+@pytest.mark.gpu
+def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
+    n = PATTERNS_N
+    a = rng.uniform(-1, 1, n).astype(np.float32)
+    d = gpuscan.to_device(a)
+    for name, idx in range_patterns(rng, n, {"one slice": [0]}).items():
         got = gpuscan.reduceat(d, idx).get()
         check_reduceat(got, a, idx)
         assert np.array_equal(bits(gpuscan.reduceat(d, idx).get()), bits(got)), name
@@ -394,19 +402,12 @@ def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
 def test_segmented_reduce_ranges_patterns(warp_ranges, flag_dtype, rng):
     # segmented_reduce's positions of the heads (from the count pass over the flags) reduced in
     # ranges of 8 warp tiles: flags of every width, aligned or not (CuPy views one element in),
-    # element 0 flagged or not, every head pattern of test_ranges_of_warp_tiles_patterns.
+    # element 0 flagged or not, the head patterns of range_patterns and a head at the last value.
     cp = pytest.importorskip("cupy")
-    n = 40 * RANGE + 101
+    n = PATTERNS_N
     a = rng.uniform(-1, 1, n + 1).astype(np.float32)
-    cases = {
-        "none": [],
-        "all": np.arange(n),
-        "every tile start": np.arange(0, n, SEG_W),
-        "every range end": np.arange(RANGE - 1, n, RANGE),
-        "one per three ranges": np.arange(7, n, 3 * RANGE),
-        "dense": np.flatnonzero(rng.random(n) < 0.3),
-        "last": [n - 1],
-    }
+    cases = range_patterns(rng, n, {"none": []})
+    cases["last"] = [n - 1]
     for name, idx in cases.items():
         flags = np.zeros(n + 1, flag_dtype)
         flags[np.asarray(idx, np.int64)] = 1
