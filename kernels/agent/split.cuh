@@ -36,7 +36,7 @@ typedef struct gs_split_kparams {
 } gs_split_kparams;
 
 /* Flags per mask group: 16 bits, stored as one uint16 (a warp writes 64 contiguous bytes). */
-#define GS_SPLIT_GROUP 16
+#define GS_SPLIT_GROUP GS_FLAG_GROUP
 #define GS_SPLIT_GROUPS (GS_NV / GS_SPLIT_GROUP)
 
 #if GS_NV % (GS_SPLIT_GROUP * GS_WARP) != 0
@@ -46,51 +46,6 @@ typedef struct gs_split_kparams {
 #error \
     "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"
 #endif
-
-/* The nonzero bytes of w as 4 bits (bit c: byte c): bit 7 of each byte is set when its low 7
- * bits are nonzero (adding 0x7f cannot carry out of a byte) or its top bit is; the multiply
- * gathers bits 0, 8, 16, 24 of (nz >> 7) into bits 28..31, every other product bit below 28
- * and distinct, so nothing carries into them. */
-static __device__ __forceinline__ unsigned gs_split_nonzero_bytes(uint32_t w)
-{
-    const uint32_t nz = (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
-    return ((nz >> 7) * 0x10204080u) >> 28;
-}
-
-/* The bits of the 16 flags of dtype ft from element `at` (bit c: element at + c is flagged; 0
- * past n).  vec: the 16 flags are in range and their 16 * size bytes are 16-byte aligned. */
-static __device__ __forceinline__ unsigned gs_split_group_bits(gs_dtype ft, const void *flags,
-                                                               int64_t at, int64_t n, int vec)
-{
-    const int per = 16 / (int)gs_dtype_size(ft); /* flags per 16-byte vector */
-    unsigned bits = 0;
-    if (vec) {
-        uint32_t w[GS_SPLIT_GROUP / 2][4]; /* at most 8 vectors (8-byte flags) */
-#pragma unroll
-        for (int q = 0; q < GS_SPLIT_GROUP / 2; ++q)
-            if (q * per < GS_SPLIT_GROUP)
-                gs_load_piece(ft, per, flags, at + q * per, w[q]);
-        if (per == GS_SPLIT_GROUP) { /* one-byte flags: four at a time */
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                bits |= gs_split_nonzero_bytes(w[0][i]) << (4 * i);
-            return bits;
-        }
-#pragma unroll
-        for (int q = 0; q < GS_SPLIT_GROUP / 2; ++q)
-            if (q * per < GS_SPLIT_GROUP) {
-#pragma unroll
-                for (int c = 0; c < per; ++c)
-                    bits |= (unsigned)gs_flag_set(ft, gs_word_elem(ft, w[q], c)) << (q * per + c);
-            }
-    } else {
-#pragma unroll
-        for (int c = 0; c < GS_SPLIT_GROUP; ++c)
-            if (at + c < n && gs_flag_set(ft, gs_load_bits(ft, flags, at + c)))
-                bits |= 1u << c;
-    }
-    return bits;
-}
 
 /*
  * ---- The count pass: warp w of block b counts tile b * GS_NWARPS + w. ----
@@ -108,13 +63,12 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
 
     if (tile < gs_scan_tiles(p->n)) {
         uint16_t *mask16 = (uint16_t *)p->mask + tile * GS_SPLIT_GROUPS;
+        unsigned bits[GS_FLAG_TILE_STEPS];
+        gs_flag_tile_bits(ft, p->flags, tile * GS_NV, p->n, p->vec_flags, lane, bits);
 #pragma unroll
-        for (int g = lane; g < GS_SPLIT_GROUPS; g += GS_WARP) {
-            const int64_t at = tile * GS_NV + (int64_t)g * GS_SPLIT_GROUP;
-            const int vec = p->vec_flags && at + GS_SPLIT_GROUP <= p->n;
-            const unsigned bits = gs_split_group_bits(ft, p->flags, at, p->n, vec);
-            mask16[g] = (uint16_t)bits;
-            count += __popc(bits);
+        for (int j = 0; j < GS_FLAG_TILE_STEPS; ++j) {
+            mask16[lane + GS_WARP * j] = (uint16_t)bits[j];
+            count += __popc(bits[j]);
         }
         count = __reduce_add_sync(GS_FULL_MASK, count);
         if (lane == 0)

@@ -214,4 +214,82 @@ static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
     return bits != 0;
 }
 
+/* Flags read as bits (the split's count pass): 16 at a time, one
+ * 16-byte vector of one-byte flags. */
+#define GS_FLAG_GROUP 16
+
+/* The nonzero bytes of w as 4 bits (bit c: byte c): bit 7 of each byte is set when its low 7
+ * bits are nonzero (adding 0x7f cannot carry out of a byte) or its top bit is; the multiply
+ * gathers bits 0, 8, 16, 24 of (nz >> 7) into bits 28..31, every other product bit below 28
+ * and distinct, so nothing carries into them. */
+static __device__ __forceinline__ unsigned gs_nonzero_bytes(uint32_t w)
+{
+    const uint32_t nz = (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
+    return ((nz >> 7) * 0x10204080u) >> 28;
+}
+
+/* The bits of the 16 flags of dtype ft from element `at` (bit c: element at + c is flagged; 0
+ * past n).  vec: the 16 flags are in range and their 16 * size bytes are 16-byte aligned. */
+static __device__ __forceinline__ unsigned gs_flag_group_bits(gs_dtype ft, const void *flags,
+                                                              int64_t at, int64_t n, int vec)
+{
+    const int per = 16 / (int)gs_dtype_size(ft); /* flags per 16-byte vector */
+    unsigned bits = 0;
+    if (vec) {
+        uint32_t w[GS_FLAG_GROUP / 2][4]; /* at most 8 vectors (8-byte flags) */
+#pragma unroll
+        for (int q = 0; q < GS_FLAG_GROUP / 2; ++q)
+            if (q * per < GS_FLAG_GROUP)
+                gs_load_piece(ft, per, flags, at + q * per, w[q]);
+        if (per == GS_FLAG_GROUP) { /* one-byte flags: four at a time */
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                bits |= gs_nonzero_bytes(w[0][i]) << (4 * i);
+            return bits;
+        }
+#pragma unroll
+        for (int q = 0; q < GS_FLAG_GROUP / 2; ++q)
+            if (q * per < GS_FLAG_GROUP) {
+#pragma unroll
+                for (int c = 0; c < per; ++c)
+                    bits |= (unsigned)gs_flag_set(ft, gs_word_elem(ft, w[q], c)) << (q * per + c);
+            }
+    } else {
+#pragma unroll
+        for (int c = 0; c < GS_FLAG_GROUP; ++c)
+            if (at + c < n && gs_flag_set(ft, gs_load_bits(ft, flags, at + c)))
+                bits |= 1u << c;
+    }
+    return bits;
+}
+
+/* Groups of a tile of GS_NV flags that each lane of a warp reads. */
+#define GS_FLAG_TILE_STEPS (GS_NV / GS_FLAG_GROUP / GS_WARP)
+#if GS_NV % (GS_FLAG_GROUP * GS_WARP) != 0
+#error "a tile must be a whole number of flag groups per lane"
+#endif
+
+/* Lane `lane`'s share of the warp's tile of flags from `base` as bits: bits[j] holds group
+ * lane + GS_WARP * j (a warp's step j reads GS_WARP * 16 consecutive flags); none past n.
+ * vec: the flags are 16-byte aligned.  A whole aligned tile, the usual case, takes one
+ * branch-free path, so that all of the lane's loads are in flight at once: a test per group kept
+ * one in flight, a DRAM latency per step. */
+static __device__ __forceinline__ void gs_flag_tile_bits(gs_dtype ft, const void *flags,
+                                                         int64_t base, int64_t n, int vec, int lane,
+                                                         unsigned bits[GS_FLAG_TILE_STEPS])
+{
+    const int64_t first = base + (int64_t)lane * GS_FLAG_GROUP;
+    if (vec && base + GS_NV <= n) {
+#pragma unroll
+        for (int j = 0; j < GS_FLAG_TILE_STEPS; ++j)
+            bits[j] = gs_flag_group_bits(ft, flags, first + GS_WARP * GS_FLAG_GROUP * j, n, 1);
+    } else {
+#pragma unroll
+        for (int j = 0; j < GS_FLAG_TILE_STEPS; ++j) {
+            const int64_t at = first + GS_WARP * GS_FLAG_GROUP * j;
+            bits[j] = gs_flag_group_bits(ft, flags, at, n, vec && at + GS_FLAG_GROUP <= n);
+        }
+    }
+}
+
 #endif /* GS_LOAD_STORE_CUH */
