@@ -301,8 +301,8 @@ def across_levels(rng):
     s = gpuscan.segmented_reduce(a, flags)
     check_segmented_reduce(s, a, flags)
     assert np.array_equal(bits(gpuscan.segmented_reduce(a, flags)), bits(s))
-    # Short segments: most values of every level settle one (on CUDA, more heads than the room
-    # for one per 16 values: the heads' pass runs twice).
+    # Short segments: most values of every level settle one (on CUDA, the heads' positions come
+    # from the prefixes of 2050 count tiles, published in three groups of 1024).
     dense = rng.random(LEVELS_N) < 0.3
     check_segmented_reduce(gpuscan.segmented_reduce(a, dense), a, dense)
     check_reduceat(gpuscan.reduceat(i, np.flatnonzero(dense), "min"), i, np.flatnonzero(dense),
@@ -400,7 +400,7 @@ def test_ranges_of_warp_tiles_patterns(warp_ranges, rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("flag_dtype", [np.uint8, np.bool_, np.int16, np.int64, np.float32])
 def test_segmented_reduce_ranges_patterns(warp_ranges, flag_dtype, rng):
-    # segmented_reduce's positions of the heads (from their one pass over the flags) reduced in
+    # segmented_reduce's positions of the heads (from the count pass over the flags) reduced in
     # ranges of 8 warp tiles: flags of every width, aligned or not (CuPy views one element in),
     # element 0 flagged or not, the head patterns of range_patterns and a head at the last value.
     cp = pytest.importorskip("cupy")
@@ -586,35 +586,18 @@ def test_segmented_reduce_large(rng):
     check_reduceat(gpuscan.reduceat(a, idx), a, idx)
 
 
-@pytest.mark.parametrize("tiles", [7, 8, 9, 16, 17, 41])
+@pytest.mark.parametrize("tiles", [31, 32, 33, 64, 65])
 def test_segmented_reduce_heads_blocks(tiles, rng):
-    # On CUDA the heads' positions come from one pass whose blocks take 8 tiles (of NV flags), a
-    # warp each, and look back over the blocks before them: heads on both sides of tile and
-    # block boundaries; element 0 unflagged (a head anyway) and flagged.
+    # On CUDA the heads' positions take 32 count tiles (of NV flags) a block: up to 32 tiles one
+    # block from tile 0 (the tiles' prefixes are not published), then blocks that look back at
+    # the tile before them; element 0 unflagged (a head anyway) and flagged.
     n = tiles * NV - 3
     a = rng.integers(-50, 50, n).astype(np.int32)
     flags = heads_every(rng, n, 300)
-    edges = [NV - 1, NV, 8 * NV - 1, 8 * NV, 8 * NV + 1, 16 * NV, n - 1]
-    flags[[i for i in edges if i < n]] = 1
+    flags[[NV - 1, NV, 32 * NV - 1, 32 * NV, 32 * NV + 1] if tiles > 32 else [NV - 1, NV]] = 1
     for first in (0, 1):
         flags[0] = first
         check_segmented_reduce(gpuscan.segmented_reduce(a, flags), a, flags)
-
-
-@pytest.mark.parametrize("heads", [2**16 - 1, 2**16, 2**16 + 1, 2**17 + 3])
-def test_segmented_reduce_room(heads, rng):
-    # The heads' number is known only after their pass: the backend writes their positions into
-    # room for 65536 of them (one per 16 values past 2^20), and more take a second pass with
-    # room for all.
-    n = 2**17 + 3
-    a = rng.integers(-50, 50, n).astype(np.int32)
-    flags = np.zeros(n, np.uint8)
-    flags[np.sort(rng.choice(np.arange(1, n), heads - 1, replace=False))] = 1  # 0: a head anyway
-    res = gpuscan.segmented_reduce(a, flags)
-    assert res.shape == (heads,)
-    check_segmented_reduce(res, a, flags)
-    check_segmented_reduce(gpuscan.segmented_reduce(a.astype(np.float64), flags, "max"),
-                           a.astype(np.float64), flags, "max")
 
 
 def test_scratch_bytes():

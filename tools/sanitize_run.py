@@ -377,7 +377,7 @@ def segreduce_level_cases(run, nv, rng):
 def apps_cases(run, nv, reduced):
     """reduceat (increasing indices: levels of a block per tile storing segment ends, one row and
     rows with a gap in front, and segreduce_level_cases; other indices: a warp per slice),
-    segmented_reduce (the heads' positions in one pass, and past its room), the index
+    segmented_reduce (the heads counted and placed from the split's count pass), the index
     check (a bad index), and
     linear_recurrence (float32 and float64, rows, reverse, h0, unaligned and uneven n)."""
     rng = np.random.default_rng(17)
@@ -433,8 +433,8 @@ def apps_cases(run, nv, reduced):
         return "no IndexError"
 
     run.case("reduceat bad device index", bad_index)
-    # The heads' pass takes 8 tiles a block: six blocks, the last partial, and the values'
-    # levels above 0.
+    # The heads' positions take GS_HEADS_TILES (32) count tiles a block: two blocks, the second
+    # partial, and the values' levels above 0.
     big = rng.integers(0, 100, 40 * nv + 5).astype(np.int32)
     bf = rng.random(big.size) < 0.05
     # A warp per 8 tiles as one range (the default takes it from 2^25 values on): runs carried
@@ -453,14 +453,6 @@ def apps_cases(run, nv, reduced):
                                    atol=1e-3) else "reduceat in ranges differs"
 
     run.case("reduceat in ranges of 8 tiles", ranges)
-    # More heads than the room for one per 16 values: the heads' pass runs again.
-    dx = rng.integers(0, 100, 2**17 + 3).astype(np.int32)
-    df = rng.random(dx.size) < 0.6
-    run.case("segmented_reduce past the room",
-             lambda: None if np.array_equal(
-                 gpuscan.segmented_reduce(gpuscan.to_device(dx), gpuscan.to_device(df)).get(),
-                 np.add.reduceat(dx.astype(np.int64), np.flatnonzero(np.r_[True, df[1:]])))
-             else "segmented_reduce differs")
     run.case("segmented_reduce 41 tiles",
              lambda: None if np.array_equal(
                  gpuscan.segmented_reduce(gpuscan.to_device(big), gpuscan.to_device(bf)).get(),

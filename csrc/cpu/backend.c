@@ -77,14 +77,23 @@ static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
     return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
 }
 
-static int cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count,
-                     gs_fail *f)
+static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
 {
-    return outcome(gs_cpu_heads(d, positions, room, count), "gs_cpu_heads", f);
+    *state = NULL; /* the positions pass counts again as it writes */
+    return outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f);
+}
+
+static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    int64_t count;
+
+    (void)state;
+    return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
 }
 
 /* Answered at once: no guard, nothing held. */
-static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a, gs_fail *f)
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
+                           gs_fail *f)
 {
     memset(a, 0, sizeof(*a));
     return outcome(gs_cpu_index_check(idx, m, n, &a->first_bad, &a->increasing),
@@ -114,6 +123,7 @@ const gs_backend_ops gs_cpu_backend = {
     .hist = cpu_hist,
     .step = cpu_step,
     .segreduce = cpu_segreduce,
+    .heads_count = cpu_heads_count,
     .heads = cpu_heads,
     .index_check = cpu_index_check,
     .index_wait = cpu_index_wait,

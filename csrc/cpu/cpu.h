@@ -65,9 +65,9 @@ int gs_cpu_split(const gs_split_desc *d, int64_t *count);
 int gs_cpu_segreduce(const gs_segreduce_desc *d);
 
 /* The segment heads of d->flags (element 0 and every nonzero flag, of d->flag_type): their
- * number into *count and, unless `positions` is NULL or they are more than `room`, their
- * positions, ascending, into it (cpu/segreduce.c). */
-int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count);
+ * number into *count and, unless `positions` is NULL, their positions, ascending, into it
+ * (cpu/segreduce.c). */
+int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count);
 
 /* reduceat's m indices against [0, n): *first_bad the first position outside (-1: none),
  * *increasing whether they strictly increase (cpu/segreduce.c). */

@@ -218,7 +218,7 @@ static void gs_heads_task(void *ctx, int64_t c)
         j->counts[c] = gs_heads_range(j->d, from, to, NULL, 0);
 }
 
-int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count)
+int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
 {
     const int64_t chunks = (d->n + GS_HEADS_CHUNK - 1) / GS_HEADS_CHUNK;
     gs_heads_job j = { d, NULL, NULL };
@@ -239,7 +239,7 @@ int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64
     }
     *count = before;
     j.positions = positions;
-    if (positions != NULL && before <= room)
+    if (positions != NULL)
         gs_cpu_parallel_for(chunks, gs_heads_task, &j);
     free(j.counts);
     return 0;

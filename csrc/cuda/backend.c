@@ -57,7 +57,7 @@ static int read_total(void *scratch, int64_t n, int64_t *total, gs_fail *f)
     if (n == 0 || gs_reply_take(&r, f) < 0)
         return f->kind ? -1 : 0;
     if (gs_reply_fetch(r, scratch, 8, f) == 0 && gs_reply_wait(r, &host, f) == 0)
-        *total = (int64_t) * (const unsigned long long *)host;
+        *total = (int64_t)*(const unsigned long long *)host;
     gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
@@ -177,28 +177,38 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The heads in one pass (their positions as far as `room`), their number read back through a
- * page-locked reply. */
-static int cuda_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count,
-                      gs_fail *f)
+/* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
+ * is the state that the positions pass reads (split_end frees it).  The tiles' prefixes that the
+ * positions need are enqueued before the host waits for the count. */
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
 {
-    const size_t bytes = gs_heads_scratch_bytes(d->n);
-    void *scratch = NULL;
+    const size_t bytes = gs_split_scratch_bytes(d->n);
     gs_reply *r = NULL;
     const void *host;
 
+    *state = NULL;
     *count = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (d->n == 0 || gs_cuda_alloc(&scratch, bytes, f) < 0)
+    if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0)
         goto done;
-    GS_CUDA_TRY(f, gs_launch_heads(d, scratch, bytes, positions, room, gs_cuda_stream));
-    if (gs_reply_take(&r, f) < 0 || gs_reply_fetch(r, (char *)scratch + 8, 8, f) < 0)
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
+    if (gs_reply_take(&r, f) < 0 || gs_reply_fetch(r, *state, 8, f) < 0)
         goto done;
+    GS_CUDA_TRY(f, gs_launch_heads_prefix(d, *state, bytes, gs_cuda_stream));
     if (gs_reply_wait(r, &host, f) == 0)
-        *count = (int64_t) * (const unsigned long long *)host;
+        *count = (int64_t)*(const unsigned long long *)host;
 done:
     gs_reply_give(r);
-    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
+/* The heads' positions from the count's scratch (`state`). */
+static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f,
+                gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, gs_cuda_stream));
+done:
     return f->kind ? -1 : 0;
 }
 
@@ -288,6 +298,7 @@ const gs_backend_ops gs_cuda_backend = {
     .hist = cuda_hist,
     .step = cuda_step,
     .segreduce = cuda_segreduce,
+    .heads_count = cuda_heads_count,
     .heads = cuda_heads,
     .index_check = cuda_index_check,
     .index_wait = cuda_index_wait,

@@ -162,11 +162,16 @@ static int stub_segreduce(const gs_segreduce_desc *d, gs_fail *f)
     return no_cuda_entry(f);
 }
 
-static int stub_heads(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count,
-                      gs_fail *f)
+static int stub_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
 {
-    (void)d, (void)positions, (void)room;
-    *count = 0;
+    (void)d, (void)count;
+    *state = NULL;
+    return no_cuda_entry(f);
+}
+
+static int stub_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
+{
+    (void)d, (void)state, (void)positions;
     return no_cuda_entry(f);
 }
 
@@ -200,6 +205,7 @@ const gs_backend_ops gs_cuda_backend = {
     .hist = stub_hist,
     .step = stub_step,
     .segreduce = stub_segreduce,
+    .heads_count = stub_heads_count,
     .heads = stub_heads,
     .index_check = stub_index_check,
     .index_wait = stub_index_wait,

@@ -16,8 +16,8 @@
  *                 last segment stops at its end) or explicit [start, end) pairs (any other
  *                 indices: an index not smaller than the next is the one value at it).
  *   segmented_reduce  a nonzero flag starts a segment and element 0 always does: the backend
- *                 writes the heads' positions in one pass and counts them, the host sizes the
- *                 result, and they are a sorted partition of the flat values.
+ *                 counts the heads, the host sizes the result, the backend writes their
+ *                 positions, and they are a sorted partition of the flat values.
  * The result is delivered as reduce delivers: a NumPy array for host operands, a DeviceArray
  * when an operand is on the device, or `out`.
  */
@@ -298,8 +298,8 @@ static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const 
     ahead = a.guard != NULL && p->rows == 1;
     rc = ahead && (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
                    reduceat_target(be, &res, &src, 0, p->m, bag, &dst, &tview) < 0 ||
-                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m, p->op,
-                                     a.guard) < 0)
+                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m,
+                                     p->op, a.guard) < 0)
              ? -1
              : 0;
     if (finish_check(p, be, &placed, &a, bag, rc < 0) < 0)
@@ -413,41 +413,38 @@ done:
 
 /* ---- segmented_reduce() ------------------------------------------------------------------- */
 
-/* Room for the heads' positions before their number is known: all of them up to 65536 values,
- * else one per 16 values (at least 65536). */
-static int64_t heads_room(int64_t n)
-{
-    const int64_t all = 65536;
-    return n <= all ? n : n / 16 > all ? n / 16 : all;
-}
-
-/* The positions of the heads of the placed flags, in the backend's memory, and *count, their
- * number: the backend's one pass writes them into room it is given; segments shorter than 16
- * values on average run it again with room for them all. */
+/* The positions of the heads of the placed flags, in the backend's memory: counted by the
+ * backend's heads_count (which waits for the count), then written by its heads entry.  *count
+ * receives how many. */
 static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag *bag,
                           int64_t **positions, int64_t *count)
 {
-    int64_t room = heads_room(gs_view_size(flags));
     gs_split_desc d;
     gs_fail f = { 0 };
+    void *state = NULL;
     int rc;
 
     memset(&d, 0, sizeof(d));
     d.flags = flags->ptr;
     d.n = gs_view_size(flags);
     d.flag_type = flags->dtype;
-    for (;;) {
-        if (gs_bag_alloc(bag, be->mem, (size_t)room * 8, (void **)positions) < 0)
-            return -1;
-        Py_BEGIN_ALLOW_THREADS
-            rc = be->heads(&d, *positions, room, count, &f);
-        Py_END_ALLOW_THREADS
-        if (rc < 0)
-            return gs_raise(&f);
-        if (*count <= room)
-            return PyErr_CheckSignals();
-        room = *count; /* none past the room was written: again, with room for them all */
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->heads_count(&d, &state, count, &f);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        gs_raise(&f);
+        goto done;
     }
+    if ((rc = gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions)) < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->heads(&d, state, *positions, &f);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        gs_raise(&f);
+done:
+    be->split_end(state);
+    return rc < 0 ? -1 : PyErr_CheckSignals();
 }
 
 /* Place, count, target, run, deliver: the settled segmented reduction of `in` by `flags`. */
@@ -456,9 +453,6 @@ static PyObject *segmented_reduce_run(const gs_backend_ops *be, int device, gs_o
                                       gs_dtype acc_type)
 {
     gs_operand *const used[] = { in, flags };
-    /* Flags wider than a byte go to the backend as bool (nonzero: a head, NaN too), as the
-     * segmented scan's do: it reads one-byte flags at their fastest. */
-    const gs_dtype flag_type = gs_dtype_size(flags->view.dtype) == 1 ? flags->view.dtype : GS_BOOL;
     gs_view src = { 0 }, heads, res, dst;
     int64_t *positions = NULL, count = 0;
     PyObject *ret = NULL;
@@ -466,7 +460,7 @@ static PyObject *segmented_reduce_run(const gs_backend_ops *be, int device, gs_o
 
     if (gs_view_size(&in->view) > 0 &&
         (gs_place(&in->view, be->mem, red_in_type, &bag, &src) < 0 ||
-         gs_place(&flags->view, be->mem, flag_type, &bag, &heads) < 0 ||
+         gs_place(&flags->view, be->mem, flags->view.dtype, &bag, &heads) < 0 ||
          head_positions(be, &heads, &bag, &positions, &count) < 0))
         goto done;
     if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, 1, &count, acc_type, &res)) ==

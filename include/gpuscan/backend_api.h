@@ -383,12 +383,12 @@ typedef struct gs_backend_ops {
     int (*step)(const gs_step_desc *d, gs_fail *f);
     /* A segmented reduction (reduceat, segmented_reduce). */
     int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
-    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero):
-     * their number into *count (waiting for it) and, when it is at most `room`, their
-     * positions, ascending, into `positions` (the backend's memory, room int64).  Flags are
-     * one byte wide (ops hands wider ones as bool). */
-    int (*heads)(const gs_split_desc *d, int64_t *positions, int64_t room, int64_t *count,
-                 gs_fail *f);
+    /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
+     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
+     * backend's memory, *count int64).  split_end releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
+    int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
     /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n), in two
      * phases.  index_check starts the check: the CPU answers at once (a->guard NULL); CUDA
      * enqueues it and leaves a->guard, so that a reduction guarded by it can be enqueued before
@@ -489,12 +489,23 @@ cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_
 cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
                                 cudaStream_t stream);
 
-/* Enqueue the segment heads of d->flags (one-byte flags) in one pass (dispatch/heads.cu):
- * their positions into `positions` as far as `room` of them, and their number into bytes 8..15
- * of `scratch` (gs_heads_scratch_bytes(d->n) bytes, zeroed by the launcher) as a uint64 for the
- * host to read back. */
+/* The count of the segment heads of d->flags: the split's count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
+ * scratch's first 8 bytes) when its flag is clear. */
+cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+
+/* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
+ * descriptor, which gs_launch_heads's look-backs need (two launches; none where one heads block
+ * takes every tile). */
+cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                   cudaStream_t stream);
+
+/* Enqueue the positions of the segment heads of d->flags into `positions`, after
+ * gs_launch_heads_count and gs_launch_heads_prefix over the same `scratch` (whose descriptors
+ * and mask it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                            int64_t *positions, int64_t room, cudaStream_t stream);
+                            int64_t *positions, cudaStream_t stream);
 
 /* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (m minus the
  * first bad index's position; 0: none) and result[1] (nonzero when they do not strictly

@@ -101,25 +101,6 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
 }
 
 /*
- * The segment heads' pass (kernels/dispatch/heads.cu): a block takes GS_NWARPS tiles, a warp
- * each.  Its scratch: the block counter (bytes 0..3), the heads' count (bytes 8..15, a uint64
- * for the host to read back), padded to a line, then one look-back descriptor per block; all
- * zeroed before the launch.
- */
-static inline GS_HD int64_t gs_heads_blocks(int64_t n)
-{
-    return (gs_scan_tiles(n) + GS_NWARPS - 1) / GS_NWARPS;
-}
-
-static inline size_t gs_heads_scratch_bytes(int64_t n)
-{
-    int64_t blocks = gs_heads_blocks(n);
-    if (blocks == 0)
-        return 0;
-    return (size_t)(GS_SCRATCH_ALIGN + GS_TILE_DESC_BYTES * blocks);
-}
-
-/*
  * The chunks of a reduction's row: one block reduces one chunk into a partial, and the last chunk
  * of the row to finish combines the row's partials.  A chunk holds GS_REDUCE_MIN_CHUNK values, or
  * for rows of more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
@@ -127,8 +108,7 @@ static inline size_t gs_heads_scratch_bytes(int64_t n)
  * one), long ones over enough to fill any device twice, while their partials stay few enough
  * for one block to combine at once.  The chunks depend on row_len only, so a float sum is
  * grouped the same way on every run, device and thread count.  A multiple of 16 values keeps
- * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks
- * (cpu/reduce.c).
+ * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks (cpu/reduce.c).
  */
 #define GS_REDUCE_MIN_CHUNK 4096
 #define GS_REDUCE_SPLIT 2048

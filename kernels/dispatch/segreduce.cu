@@ -1,6 +1,6 @@
 /*
- * dispatch/segreduce.cu - segmented reductions (reduceat, segmented_reduce) and reduceat's index
- * check: their __global__ kernels and extern "C" launchers.
+ * dispatch/segreduce.cu - segmented reductions (reduceat, segmented_reduce) and the positions of
+ * segment heads: their __global__ kernels and extern "C" launchers.
  *
  * Level: device-wide algorithm (kernels + dispatch).
  *   gs_launch_segreduce  a sorted partition: levels of segreduce_tiles (agent/segreduce.cuh), a
@@ -15,9 +15,16 @@
  *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
  *                        tiles_up are never launched (a table of same-type rows would drop
  *                        them).
- * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags, the
- * heads' pass: dispatch/heads.cu) + 8K (positions out) + 4n (values) + 16K (positions in, K
- * results), about 5 n + 24 K against the 5 n read once.
+ *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
+ *                        one bit per value and every tile's flagged count as its look-back
+ *                        aggregate: two launches publish every tile's prefix from them
+ *                        (gs_launch_heads_prefix, enqueued while the host waits for the
+ *                        count), then a block per GS_HEADS_TILES tiles ranks their
+ *                        heads (element 0 always one) and writes their positions; its
+ *                        look-back stops at the tile before it.
+ * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
+ * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
+ * about 5.25 n against the 5 n read once.
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -40,6 +47,17 @@ typedef struct gs_segreduce_kparams {
 
 #define GS_AGENT "agent/segreduce.cuh"
 #include "stamp.cuh"
+
+/* Mask groups (of 16 flags, agent/split.cuh); the count pass's tiles a heads block takes (a
+ * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
+ * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
+#define GS_HEADS_GROUP 16
+#define GS_HEADS_TILES 32
+#define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
+#if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
+    GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
+#error "a heads block's groups must be whole 16-byte loads per thread"
+#endif
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
@@ -199,5 +217,196 @@ extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int6
     if ((err = cudaMemsetAsync(result, 0, 16, stream)) != cudaSuccess || m == 0)
         return err;
     gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
+    return gs_launch_check(stream);
+}
+
+/* ---- Segment heads ------------------------------------------------------------------------ */
+
+/* Kernel parameters of the heads kernel (by value): the split's scratch after its count pass. */
+typedef struct gs_heads_kparams {
+    int64_t n;
+    gs_tile_state ts;     /* the count pass's descriptors: every tile's flagged count */
+    const uint16_t *mask; /* one bit per value, in groups of 16 */
+    int64_t *positions;
+} gs_heads_kparams;
+
+/* Block b: the heads of tiles b GS_HEADS_TILES .. (GS_HEADS_TILES of them), in order, at
+ * positions[heads before them]. */
+__global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
+{
+    __shared__ gs_block_scan_smem_u32 bsm;
+    __shared__ unsigned long long before_sm;
+    const int64_t tile = (int64_t)blockIdx.x * GS_HEADS_TILES; /* the block's first */
+    const int64_t group0 =
+        tile * (GS_NV / GS_HEADS_GROUP) + (int64_t)threadIdx.x * GS_HEADS_PER_THREAD;
+    /* The mask covers whole tiles: groups below this many are in it. */
+    const int64_t groups = gs_scan_tiles(p.n) * (GS_NV / GS_HEADS_GROUP);
+    /* Element 0 is a head whatever its flag: when the flag is clear, it comes first, before
+     * every flagged one. */
+    const unsigned forced = (__ldg(p.mask) & 1u) == 0;
+
+    /* ---- This thread's flags (its groups' 16-byte loads, none past the mask; no bit past
+     * n), their count, and the count before them in the block. ---- */
+    unsigned bits[GS_HEADS_PER_THREAD];
+    int pf[1] = { 0 }, ef[1], af[1];
+    uint32_t pc[1] = { 0 }, ev[1], av[1];
+#pragma unroll
+    for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v) {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (group0 + 8 * v < groups)
+            w = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
+        const unsigned words[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+        for (int g = 0; g < 8; ++g) {
+            const int64_t at = (group0 + 8 * v + g) * GS_HEADS_GROUP;
+            bits[8 * v + g] = at < p.n ? (words[g / 2] >> (16 * (g % 2))) & 0xffffu : 0u;
+            pc[0] += __popc(bits[8 * v + g]);
+        }
+    }
+    block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
+
+    /* ---- The flagged count before the block: the prefix of the tile before it, which
+     * gs_heads_prefix published (the look-back reads one window and waits for nothing). ---- */
+    if (threadIdx.x < GS_WARP) {
+        unsigned long long before = 0;
+        if (tile > 0)
+            before = look_back_u64(GS_OP_ADD, GS_UINT64, p.ts, tile).hi;
+        if (threadIdx.x == 0)
+            before_sm = before;
+    }
+    __syncthreads();
+
+    /* ---- The positions, in order. ---- */
+    int64_t k = (int64_t)before_sm + ev[0] + forced;
+    if (forced && tile == 0 && threadIdx.x == 0)
+        p.positions[0] = 0;
+#pragma unroll
+    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
+        for (unsigned w = bits[g]; w != 0; w &= w - 1)
+            p.positions[k++] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
+    }
+}
+
+/*
+ * Every tile's inclusive flagged count published as its prefix, from the aggregates the count
+ * pass published, so that a heads block's look-back stops at the tile before it.  Without, each
+ * block walked back over the aggregates of every tile still in flight (about a thousand) to the
+ * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  Two launches of one
+ * round of loads each, in groups of GS_HP_NT tiles: each group's sum (kept in the unused second
+ * word of its first tile's descriptor: a count has no compensation), then each tile's prefix:
+ * the groups before it and a block scan of its group.
+ */
+#define GS_HP_NT 1024
+
+/* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
+static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned long long v,
+                                                                     unsigned long long *total)
+{
+    __shared__ unsigned long long warp_sum[GS_HP_NT / GS_WARP];
+    const int lane = threadIdx.x & (GS_WARP - 1), warp = threadIdx.x / GS_WARP;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, v, d);
+        if (lane >= d)
+            v += o;
+    }
+    if (lane == GS_WARP - 1)
+        warp_sum[warp] = v;
+    __syncthreads();
+    unsigned long long w = warp_sum[lane], before = 0;
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const unsigned long long o = __shfl_up_sync(GS_FULL_MASK, w, d);
+        if (lane >= d)
+            w += o;
+    }
+    *total = __shfl_sync(GS_FULL_MASK, w, GS_WARP - 1);
+    before = __shfl_sync(GS_FULL_MASK, w, warp > 0 ? warp - 1 : 0);
+    __syncthreads(); /* warp_sum read by every warp before a next call writes it */
+    return v + (warp > 0 ? before : 0);
+}
+
+/* The group's word that holds its sum. */
+static __device__ __forceinline__ unsigned long long *gs_hp_group_sum(gs_tile_state ts, int64_t g)
+{
+    return (unsigned long long *)(ts.words + 2 * g * GS_HP_NT + 1);
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_group_sums(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    unsigned long long total;
+    (void)gs_hp_block_scan(t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0, &total);
+    if (threadIdx.x == 0)
+        *gs_hp_group_sum(ts, blockIdx.x) = total;
+}
+
+__global__ void __launch_bounds__(GS_HP_NT) gs_heads_prefix(gs_tile_state ts, int64_t tiles)
+{
+    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
+    const unsigned long long v = t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0;
+    unsigned long long groups = 0, before, total;
+    for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT)
+        groups += __ldcg(gs_hp_group_sum(ts, g));
+    (void)gs_hp_block_scan(groups, &before);
+    const unsigned long long incl = gs_hp_block_scan(v, &total);
+    if (t > 0 && t < tiles)
+        gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
+}
+
+/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
+__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total)
+{
+    if ((mask[0] & 1u) == 0)
+        *total += 1;
+}
+
+extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
+    if (err != cudaSuccess || d->n == 0)
+        return err;
+    gs_heads_first<<<1, 1, 0, stream>>>(
+        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+        (unsigned long long *)scratch);
+    return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch,
+                                              size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    const gs_tile_state ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass's */
+    const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
+    cudaError_t err;
+
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    if (tiles <= GS_HEADS_TILES)
+        return cudaSuccess; /* one heads block, from tile 0: it looks back at nothing */
+    gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    if ((err = gs_launch_check(stream)) != cudaSuccess)
+        return err;
+    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
+                                       int64_t *positions, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_heads_kparams p;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    p.n = d->n;
+    p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
+    p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
+    p.positions = positions;
+    gs_heads_tile<<<(unsigned)((tiles + GS_HEADS_TILES - 1) / GS_HEADS_TILES), GS_NT, 0, stream>>>(
+        p);
     return gs_launch_check(stream);
 }
