@@ -37,11 +37,11 @@ typedef struct gs_segreduce_kparams {
     const int64_t *starts;
     const int64_t *ends; /* any segments: their ends; a sorted partition: NULL */
     int64_t nseg;
-    const int64_t *ids;   /* above level 0: the level below's part_ids (a head's segment) */
-    void *part;           /* 2 partials per range (a warp's tiles) for the next level; NULL on
-                             the last level */
-    int64_t *part_ids;    /* per range w: the id of part[2 w + 1]'s segment, or GS_SEG_NO_* */
-    int per_warp;         /* consecutive tiles a warp takes */
+    const int64_t *ids; /* above level 0: the level below's part_ids (a head's segment) */
+    void *part;         /* 2 partials per range (a warp's tiles) for the next level; NULL on
+                           the last level */
+    int64_t *part_ids;  /* per range w: the id of part[2 w + 1]'s segment, or GS_SEG_NO_* */
+    int per_warp;       /* consecutive tiles a warp takes */
     const unsigned long long *guard; /* an index check's words: nonzero, nothing to do */
 } gs_segreduce_kparams;
 
@@ -96,10 +96,10 @@ extern "C" int gs_segreduce_per_warp = GS_SEG_PER_WARP;
         __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
         segreduce_tiles_##rs(op, in, out, &p, ids);                      \
     }                                                                    \
-    __global__ void __launch_bounds__(GS_NT)                          \
-        GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p) \
-    {                                                                 \
-        segreduce_warps_##rs(op, in, out, &p);                        \
+    __global__ void __launch_bounds__(GS_NT)                             \
+        GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p)    \
+    {                                                                    \
+        segreduce_warps_##rs(op, in, out, &p);                           \
     }
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
@@ -114,11 +114,11 @@ static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
 {
     *tiles = *up = *warps = NULL;
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                      \
-    if (op == op_ && in == in_ && out == out_) {            \
-        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_);  \
-        *up = GS_SEGREDUCE_NAME(tiles_up, op_, in_, out_);  \
-        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_);  \
+#define GS_X_MATCH(op_, in_, out_, rs)                     \
+    if (op == op_ && in == in_ && out == out_) {           \
+        *tiles = GS_SEGREDUCE_NAME(tiles, op_, in_, out_); \
+        *up = GS_SEGREDUCE_NAME(tiles_up, op_, in_, out_); \
+        *warps = GS_SEGREDUCE_NAME(warps, op_, in_, out_); \
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
@@ -135,8 +135,7 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
 
     if (d->nseg == 0 || d->n == 0)
         return cudaSuccess;
-    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &unused,
-                             &warps_kernel);
+    gs_segreduce_kernels_for(d->in_type, d->out_type, d->op, &tiles_kernel, &unused, &warps_kernel);
     if (tiles_kernel == NULL || tiles > INT32_MAX || (d->guard != NULL && !sorted) ||
         scratch_bytes < gs_segreduce_scratch_bytes(d->n, d->nseg, sorted))
         return cudaErrorInvalidValue;
@@ -250,11 +249,21 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     unsigned bits[GS_HEADS_PER_THREAD];
     int pf[1] = { 0 }, ef[1], af[1];
     uint32_t pc[1] = { 0 }, ev[1], av[1];
+    /* All of a thread's loads in flight at once: a test per load kept one or two. */
+    uint4 m[GS_HEADS_PER_THREAD / 8];
+    if (group0 + GS_HEADS_PER_THREAD <= groups) {
+#pragma unroll
+        for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v)
+            m[v] = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
+    } else {
+#pragma unroll
+        for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v)
+            m[v] = group0 + 8 * v < groups ? __ldg((const uint4 *)(p.mask + group0 + 8 * v))
+                                           : make_uint4(0u, 0u, 0u, 0u);
+    }
 #pragma unroll
     for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v) {
-        uint4 w = make_uint4(0u, 0u, 0u, 0u);
-        if (group0 + 8 * v < groups)
-            w = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
+        const uint4 w = m[v];
         const unsigned words[4] = { w.x, w.y, w.z, w.w };
 #pragma unroll
         for (int g = 0; g < 8; ++g) {
@@ -300,7 +309,7 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
 
 /* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
 static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned long long v,
-                                                                     unsigned long long *total)
+                                                                      unsigned long long *total)
 {
     __shared__ unsigned long long warp_sum[GS_HP_NT / GS_WARP];
     const int lane = threadIdx.x & (GS_WARP - 1), warp = threadIdx.x / GS_WARP;
