@@ -214,8 +214,8 @@ static __device__ __forceinline__ int gs_flag_set(gs_dtype t, uint64_t bits)
     return bits != 0;
 }
 
-/* Flags read as bits (the split's count pass): 16 at a time, one
- * 16-byte vector of one-byte flags. */
+/* Flags read as bits (the split's count pass): 16 at a time, one 16-byte vector of one-byte
+ * flags. */
 #define GS_FLAG_GROUP 16
 
 /* The nonzero bytes of w as 4 bits (bit c: byte c): bit 7 of each byte is set when its low 7
