@@ -39,9 +39,6 @@ typedef struct gs_split_kparams {
 #define GS_SPLIT_GROUP GS_FLAG_GROUP
 #define GS_SPLIT_GROUPS (GS_NV / GS_SPLIT_GROUP)
 
-#if GS_NV % (GS_SPLIT_GROUP * GS_WARP) != 0
-#error "a tile must be a whole number of mask groups per lane"
-#endif
 #if GS_VT < 16
 #error \
     "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"

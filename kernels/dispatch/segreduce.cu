@@ -51,7 +51,7 @@ typedef struct gs_segreduce_kparams {
 /* Mask groups (of 16 flags, agent/split.cuh); the count pass's tiles a heads block takes (a
  * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
  * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
-#define GS_HEADS_GROUP 16
+#define GS_HEADS_GROUP GS_FLAG_GROUP
 #define GS_HEADS_TILES 32
 #define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
 #if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
