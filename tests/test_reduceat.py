@@ -504,6 +504,26 @@ def test_segmented_reduce_shapes_of_segments(n, kind, rng):
                                   np.minimum.reduceat(i, np.flatnonzero(np.r_[True, flags[1:]])))
 
 
+HEADS_N = 1 << 17
+HEADS_ROOM = 65536 + HEADS_N // 32  # csrc/ops/segreduce.c heads_room(): positions written early
+
+
+@pytest.mark.parametrize("count", [HEADS_ROOM - 1, HEADS_ROOM, HEADS_ROOM + 1, HEADS_N])
+def test_segmented_reduce_heads_around_the_room(count, rng):
+    # The positions are written while the host waits for their count when they fit in the
+    # room; one more takes the second positions pass.  Both must give the same segments.
+    a = rng.integers(-1000, 1000, HEADS_N).astype(np.int64)
+    flags = np.zeros(HEADS_N, np.uint8)
+    flags[0] = 1
+    flags[1 + rng.choice(HEADS_N - 1, count - 1, replace=False)] = 1
+    res = gpuscan.segmented_reduce(a, flags)
+    assert res.shape == (count,)
+    check_segmented_reduce(res, a, flags)
+    flags[0] = 0  # element 0 a head all the same: the count stays
+    np.testing.assert_array_equal(gpuscan.segmented_reduce(a, flags, "max"), np.maximum.reduceat(
+        a, np.flatnonzero(np.r_[True, flags[1:]])))
+
+
 @pytest.mark.parametrize("flag_dtype", [np.bool_, np.uint8, np.int16, np.int64, np.float32,
                                         np.float64])
 def test_segmented_reduce_flag_dtypes(flag_dtype, rng):

@@ -77,10 +77,20 @@ static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
     return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
 }
 
-static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+/* The count, then the positions pass (which counts again as it writes) when they fit. */
+static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
+                           int64_t *count, int *placed, gs_fail *f)
 {
-    *state = NULL; /* the positions pass counts again as it writes */
-    return outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f);
+    int64_t again;
+
+    *state = NULL;
+    *placed = 0;
+    if (outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f) < 0)
+        return -1;
+    if (*count == 0 || *count > room)
+        return 0;
+    *placed = 1;
+    return outcome(gs_cpu_heads(d, positions, &again), "gs_cpu_heads", f);
 }
 
 static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)

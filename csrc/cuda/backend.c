@@ -178,9 +178,12 @@ done:
 }
 
 /* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
- * is the state that the positions pass reads (split_end frees it).  The tiles' prefixes that the
- * positions need are enqueued before the host waits for the count. */
-static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+ * is the state that the positions pass reads (split_end frees it).  The tiles' prefixes and the
+ * positions (those that fit in the room) are enqueued before the host waits for the count: the
+ * device writes them while the host reads it, and a count within the room needs no more
+ * launches before the reduction. */
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions,
+                            int64_t room, int64_t *count, int *placed, gs_fail *f)
 {
     const size_t bytes = gs_split_scratch_bytes(d->n);
     gs_reply *r = NULL;
@@ -188,6 +191,7 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count
 
     *state = NULL;
     *count = 0;
+    *placed = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
     if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0)
         goto done;
@@ -195,19 +199,24 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *count
     if (gs_reply_take(&r, f) < 0 || gs_reply_fetch(r, *state, 8, f) < 0)
         goto done;
     GS_CUDA_TRY(f, gs_launch_heads_prefix(d, *state, bytes, gs_cuda_stream));
-    if (gs_reply_wait(r, &host, f) == 0)
+    if (room > 0)
+        GS_CUDA_TRY(f, gs_launch_heads(d, *state, bytes, positions, room, gs_cuda_stream));
+    if (gs_reply_wait(r, &host, f) == 0) {
         *count = (int64_t)*(const unsigned long long *)host;
+        *placed = room > 0 && *count <= room;
+    }
 done:
     gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
 
-/* The heads' positions from the count's scratch (`state`). */
+/* The heads' positions from the count's scratch (`state`): all of them, for a count over the
+ * room that heads_count filled. */
 static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
 {
     GS_CUDA_TRY(f, gs_cuda_enter());
-    GS_CUDA_TRY(f,
-                gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, d->n,
+                                   gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;
 }

@@ -162,9 +162,10 @@ static int stub_segreduce(const gs_segreduce_desc *d, gs_fail *f)
     return no_cuda_entry(f);
 }
 
-static int stub_heads_count(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f)
+static int stub_heads_count(const gs_split_desc *d, void **state, int64_t *positions,
+                            int64_t room, int64_t *count, int *placed, gs_fail *f)
 {
-    (void)d, (void)count;
+    (void)d, (void)positions, (void)room, (void)count, (void)placed;
     *state = NULL;
     return no_cuda_entry(f);
 }

@@ -413,28 +413,43 @@ done:
 
 /* ---- segmented_reduce() ------------------------------------------------------------------- */
 
+/* Positions the backend may write before the host knows their count: all of them up to 65536,
+ * then one for every 32 values more (segments of 32 values on average; 64 MiB at 2^28).  More
+ * segments than that cost one more positions pass (an eighth of a byte a value). */
+static int64_t heads_room(int64_t n)
+{
+    const int64_t room = 65536 + n / 32;
+    return room < n ? room : n;
+}
+
 /* The positions of the heads of the placed flags, in the backend's memory: counted by the
- * backend's heads_count (which waits for the count), then written by its heads entry.  *count
- * receives how many. */
+ * backend's heads_count (which waits for the count, and writes them when they fit in the room
+ * it is given), else written by its heads entry.  *count receives how many. */
 static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag *bag,
                           int64_t **positions, int64_t *count)
 {
     gs_split_desc d;
     gs_fail f = { 0 };
     void *state = NULL;
-    int rc;
+    int64_t room;
+    int placed = 0, rc;
 
     memset(&d, 0, sizeof(d));
     d.flags = flags->ptr;
     d.n = gs_view_size(flags);
     d.flag_type = flags->dtype;
+    room = heads_room(d.n);
+    if ((rc = gs_bag_alloc(bag, be->mem, (size_t)room * 8, (void **)positions)) < 0)
+        return -1;
     Py_BEGIN_ALLOW_THREADS
-        rc = be->heads_count(&d, &state, count, &f);
+        rc = be->heads_count(&d, &state, *positions, room, count, &placed, &f);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         gs_raise(&f);
         goto done;
     }
+    if (placed)
+        goto done;
     if ((rc = gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions)) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS

@@ -384,10 +384,14 @@ typedef struct gs_backend_ops {
     /* A segmented reduction (reduceat, segmented_reduce). */
     int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
     /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
-     * two phases, as a split's.  heads_count: their number into *count (waiting for it); *state
-     * keeps what the positions need.  heads: their positions, ascending, into `positions` (the
-     * backend's memory, *count int64).  split_end releases *state on every path. */
-    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *count, gs_fail *f);
+     * two phases, as a split's.  heads_count: their number into *count (waiting for it), and
+     * when it is at most `room` their positions, ascending, into `positions` (the backend's
+     * memory, room int64; CUDA enqueues them before it waits, so the device is not idle while
+     * the host reads the count), *placed set; *state keeps what the positions need.  heads:
+     * the positions into `positions` (*count int64), for a count over the room.  split_end
+     * releases *state on every path. */
+    int (*heads_count)(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
+                       int64_t *count, int *placed, gs_fail *f);
     int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
     /* reduceat's indices: the m int64 at idx (the backend's memory) against [0, n), in two
      * phases.  index_check starts the check: the CPU answers at once (a->guard NULL); CUDA
@@ -501,11 +505,11 @@ cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t 
 cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                    cudaStream_t stream);
 
-/* Enqueue the positions of the segment heads of d->flags into `positions`, after
- * gs_launch_heads_count and gs_launch_heads_prefix over the same `scratch` (whose descriptors
- * and mask it reads). */
+/* Enqueue the positions of the segment heads of d->flags into `positions`, the first `room`
+ * of them (the rest are not written), after gs_launch_heads_count and gs_launch_heads_prefix
+ * over the same `scratch` (whose descriptors and mask it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                            int64_t *positions, cudaStream_t stream);
+                            int64_t *positions, int64_t room, cudaStream_t stream);
 
 /* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (m minus the
  * first bad index's position; 0: none) and result[1] (nonzero when they do not strictly

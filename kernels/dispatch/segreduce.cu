@@ -18,10 +18,11 @@
  *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
  *                        one bit per value and every tile's flagged count as its look-back
  *                        aggregate: two launches publish every tile's prefix from them
- *                        (gs_launch_heads_prefix, enqueued while the host waits for the
- *                        count), then a block per GS_HEADS_TILES tiles ranks their
- *                        heads (element 0 always one) and writes their positions; its
- *                        look-back stops at the tile before it.
+ *                        (gs_launch_heads_prefix), then a block per GS_HEADS_TILES tiles
+ *                        ranks their heads (element 0 always one) and writes the positions
+ *                        that fit in the room it is given; its look-back stops at the tile
+ *                        before it.  All three are enqueued before the host waits for the
+ *                        count, so the device works while the host reads it.
  * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
  * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
  * about 5.25 n against the 5 n read once.
@@ -227,6 +228,7 @@ typedef struct gs_heads_kparams {
     gs_tile_state ts;     /* the count pass's descriptors: every tile's flagged count */
     const uint16_t *mask; /* one bit per value, in groups of 16 */
     int64_t *positions;
+    int64_t room; /* positions below it are written */
 } gs_heads_kparams;
 
 /* Block b: the heads of tiles b GS_HEADS_TILES .. (GS_HEADS_TILES of them), in order, at
@@ -288,11 +290,12 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     /* ---- The positions, in order. ---- */
     int64_t k = (int64_t)before_sm + ev[0] + forced;
     if (forced && tile == 0 && threadIdx.x == 0)
-        p.positions[0] = 0;
+        p.positions[0] = 0; /* the room holds one at least */
 #pragma unroll
     for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
-        for (unsigned w = bits[g]; w != 0; w &= w - 1)
-            p.positions[k++] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
+        for (unsigned w = bits[g]; w != 0; w &= w - 1, ++k)
+            if (k < p.room)
+                p.positions[k] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
     }
 }
 
@@ -402,19 +405,20 @@ extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scra
 }
 
 extern "C" cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                       int64_t *positions, cudaStream_t stream)
+                                       int64_t *positions, int64_t room, cudaStream_t stream)
 {
     const int64_t tiles = gs_scan_tiles(d->n);
     gs_heads_kparams p;
 
     if (d->n == 0)
         return cudaSuccess;
-    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
+    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX || room < 1)
         return cudaErrorInvalidValue;
     p.n = d->n;
     p.ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass carved it */
     p.mask = (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n));
     p.positions = positions;
+    p.room = room;
     gs_heads_tile<<<(unsigned)((tiles + GS_HEADS_TILES - 1) / GS_HEADS_TILES), GS_NT, 0, stream>>>(
         p);
     return gs_launch_check(stream);
