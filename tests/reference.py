@@ -611,55 +611,15 @@ def linrec_python(a, b, h0=None, axis=-1, reverse=False):
     if h0 is not None:
         h = h + np.asarray(h0, dtype=np.longdouble).reshape(-1)
     m = np.abs(h)
-    if reverse:
-        a, b = a[:, ::-1], b[:, ::-1]
-    if n >= LINREC_BLOCKED_FROM:
-        hs, ms = _linrec_blocked(a, b, h), _linrec_blocked(np.abs(a), np.abs(b), m)
-    else:
-        hs, ms = np.empty_like(a), np.empty_like(a)
-        with np.errstate(all="ignore"):
-            for t in range(n):
-                h = a[:, t] * h + b[:, t]
-                m = np.abs(a[:, t]) * m + np.abs(b[:, t])
-                hs[:, t], ms[:, t] = h, m
-    if reverse:
-        hs, ms = hs[:, ::-1], ms[:, ::-1]
+    hs, ms = np.empty_like(a), np.empty_like(a)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    with np.errstate(all="ignore"):
+        for t in order:
+            h = a[:, t] * h + b[:, t]
+            m = np.abs(a[:, t]) * m + np.abs(b[:, t])
+            hs[:, t], ms[:, t] = h, m
     hs, ms = hs.reshape(shape), ms.reshape(shape)
     return np.moveaxis(hs, -1, axis), np.moveaxis(ms, -1, axis)
-
-
-# Recurrences at least this long are run in blocks (a loop step per element would take minutes).
-LINREC_BLOCKED_FROM = 1 << 20
-
-
-def _linrec_blocked(a, b, h):
-    """h[t] = a[t] h[t-1] + b[t] along the last axis of the (rows, n) long double a and b, from
-    h (rows,), in about sqrt(n) blocks: each block's steps run from 0 with the running product of
-    its a, every block at once, then the blocks' carries in order, then h = product * carry +
-    local.  Regroups the long double products only (the bound's eps_ld term covers it); infinite
-    or NaN carries would spread where a zero a cut them, so the inputs must be finite."""
-    rows, n = a.shape
-    width = 1 << ((n.bit_length() + 1) // 2)
-    blocks = -(-n // width)
-    pad = blocks * width - n
-    a = np.pad(a, ((0, 0), (0, pad)), constant_values=1).reshape(rows, blocks, width)
-    b = np.pad(b, ((0, 0), (0, pad))).reshape(rows, blocks, width)
-    local, prod = np.empty_like(a), np.empty_like(a)
-    loc = np.zeros((rows, blocks), a.dtype)
-    pr = np.ones((rows, blocks), a.dtype)
-    with np.errstate(all="ignore"):
-        for j in range(width):
-            loc = a[:, :, j] * loc + b[:, :, j]
-            pr = pr * a[:, :, j]
-            local[:, :, j], prod[:, :, j] = loc, pr
-        carry = np.empty((rows, blocks), a.dtype)
-        c = h
-        for k in range(blocks):
-            carry[:, k] = c
-            c = prod[:, k, -1] * c + local[:, k, -1]
-        out = prod * carry[:, :, None] + local
-    assert np.isfinite(out).all(), "blocked reference: inputs must keep h finite"
-    return out.reshape(rows, -1)[:, :n]
 
 
 def check_linrec(res, a, b, h0=None, axis=-1, reverse=False, dtype=None):

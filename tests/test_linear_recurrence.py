@@ -334,9 +334,7 @@ def test_device(dtype, rng):
 @pytest.mark.parametrize("kind", ["decay", "grow", "ones", "zeros"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 def test_device_past_anchor_lag(dtype, kind, rng):
-    # More tiles than an anchor lies back (device/pair_lookback.cuh: (4 + 64) groups of 32
-    # tiles), so that anchors, groups' composites and tiles' aggregates all make prefixes.
-    n = 2300 * NV + 11
+    n = 300 * NV + 11  # more than the 224 tiles of the anchored look-back's lag
     a, b = coefficients(rng, n, kind, dtype)
     d = gpuscan.linear_recurrence(gpuscan.to_device(a), gpuscan.to_device(b), h0=0.5)
     first = d.get()

@@ -203,12 +203,11 @@ static inline GS_HD int64_t gs_linrec_tiles(int64_t n)
 /*
  * Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
  * line), one look-back descriptor per tile (two 16-byte words: the tile's pair (A, B) as
- * doubles) and one per group of GS_ANCHOR_EVERY tiles (six words: its first tile's exclusive
- * prefix as double-double numbers A, B, then the group's composite pair as doubles;
- * device/pair_lookback.cuh), zeroed before the launch.  Pure, so the tests can check it.
+ * doubles) and one per anchor (four words: the anchor's exclusive prefix as double-double
+ * numbers A, B), zeroed before the launch.  Pure, so the tests can check it.
  */
 #define GS_LINREC_TILE_BYTES 32
-#define GS_LINREC_GROUP_BYTES 96
+#define GS_LINREC_ANCHOR_BYTES 64
 
 static inline size_t gs_linrec_scratch_bytes(int64_t n)
 {
@@ -216,7 +215,7 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
     if (tiles == 0)
         return 0;
     return (size_t)(GS_SCRATCH_ALIGN + GS_LINREC_TILE_BYTES * tiles +
-                    GS_LINREC_GROUP_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
+                    GS_LINREC_ANCHOR_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
 }
 
 /* ---- histogram kernels (dispatch/hist.cu) ---- */

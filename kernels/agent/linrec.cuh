@@ -37,8 +37,8 @@
  *   leaves over b), so the emit reads them back from there and no register holds a tile across
  *   a look-back.  Deadlock-free as the scan's: tiles are taken in launch order (previous <
  *   current < next), and the earliest tile still waiting is some block's previous tile, whose
- *   predecessors have all published their aggregates, and whose groups' composites and anchors'
- *   prefixes are out or come without a wait (device/pair_lookback.cuh).
+ *   predecessors have all published their aggregates (and the anchors before it their
+ *   prefixes: their look-backs are done).
  * Accuracy: h before a thread's steps comes from a warp scan and the warps' scan in the tile,
  * applied to the carry, which holds the earlier tiles' pairs composed in double-double; the
  * thread's VT steps then run in the type (VT roundings of eps/2 at most): the error grows with
