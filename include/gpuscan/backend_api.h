@@ -478,6 +478,10 @@ cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scra
 /* Enqueue the strided converting copy on `stream`. */
 cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 
+/* Enqueue the copy of `bytes` (a multiple of 8, at most 256) from device memory `src` to `dst`,
+ * the device's view of page-locked host memory (cuda/reply.c), by a kernel. */
+cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+
 /* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
  * (gpuscan/config.h) kept between them.  gs_launch_split_count zeroes the descriptors and runs the
  * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a

@@ -4,7 +4,7 @@
  * arrays or moved back from an axis-last layout.
  *
  * Level: device-wide (kernel + launcher).  Not a hot path: one generic kernel whose dtypes are
- * run-time switches.  A value passes through the widest exact type of its kind (int64, uint64
+ * run-time switches.  Also the reply's copy of a few words to the host (gs_launch_reply).  A value passes through the widest exact type of its kind (int64, uint64
  * or double), so every conversion rounds at most once, as a C cast from the source type would.
  */
 #include "dispatch/launch.cuh"
@@ -100,5 +100,27 @@ extern "C" cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream
     if (blocks > 8 * (int64_t)sms)
         blocks = 8 * (int64_t)sms;
     gs_copy_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(*d, n);
+    return gs_launch_check(stream);
+}
+
+/* A reply's words (cuda/reply.c) from device memory into page-locked host memory the device
+ * maps.  A kernel, not cudaMemcpyAsync: a copy engine's hop on the stream cost 6-9 us each way
+ * (H100, 2026-11-25: the kernel before the copy to the copy, and the copy to the next kernel),
+ * the time the host could have had the answer. */
+__global__ void gs_reply_kernel(const unsigned long long *src, unsigned long long *dst, int words)
+{
+    if ((int)threadIdx.x < words)
+        dst[threadIdx.x] = src[threadIdx.x];
+}
+
+extern "C" cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes,
+                                       cudaStream_t stream)
+{
+    if (bytes % 8 != 0 || bytes > 8 * GS_WARP || (uintptr_t)src % 8 != 0 || (uintptr_t)dst % 8 != 0)
+        return cudaErrorInvalidValue;
+    if (bytes == 0)
+        return cudaSuccess;
+    gs_reply_kernel<<<1, GS_WARP, 0, stream>>>((const unsigned long long *)src,
+                                               (unsigned long long *)dst, (int)(bytes / 8));
     return gs_launch_check(stream);
 }

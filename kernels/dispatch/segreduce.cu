@@ -55,9 +55,11 @@ typedef struct gs_segreduce_kparams {
 #define GS_HEADS_GROUP GS_FLAG_GROUP
 #define GS_HEADS_TILES 32
 #define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
+/* ... as 32-bit words of two groups each. */
+#define GS_HEADS_WORDS (GS_HEADS_PER_THREAD / 2)
 #if (GS_NV / GS_HEADS_GROUP) % 8 != 0 || GS_HEADS_PER_THREAD % 8 != 0 || \
-    GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0
-#error "a heads block's groups must be whole 16-byte loads per thread"
+    GS_HEADS_TILES * GS_NV % (GS_HEADS_GROUP * GS_NT) != 0 || GS_HEADS_GROUP != 16
+#error "a heads block's groups must be whole 16-byte loads per thread, two to a 32-bit word"
 #endif
 
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
@@ -246,38 +248,25 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
      * every flagged one. */
     const unsigned forced = (__ldg(p.mask) & 1u) == 0;
 
-    /* ---- This thread's flags (its groups' 16-byte loads, none past the mask; no bit past
-     * n), their count, and the count before them in the block. ---- */
-    unsigned bits[GS_HEADS_PER_THREAD];
-    int pf[1] = { 0 }, ef[1], af[1];
-    uint32_t pc[1] = { 0 }, ev[1], av[1];
+    /* ---- This thread's flags (its groups' 16-byte loads, none past the mask), as 32-bit
+     * words of two groups each: word j holds the flags of values first + 32 j .. + 31. ---- */
+    const int64_t first = group0 * GS_HEADS_GROUP;
+    uint32_t words[GS_HEADS_WORDS];
     /* All of a thread's loads in flight at once: a test per load kept one or two. */
-    uint4 m[GS_HEADS_PER_THREAD / 8];
+    uint4 m[GS_HEADS_WORDS / 4];
     if (group0 + GS_HEADS_PER_THREAD <= groups) {
 #pragma unroll
-        for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v)
+        for (int v = 0; v < GS_HEADS_WORDS / 4; ++v)
             m[v] = __ldg((const uint4 *)(p.mask + group0 + 8 * v));
     } else {
 #pragma unroll
-        for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v)
+        for (int v = 0; v < GS_HEADS_WORDS / 4; ++v)
             m[v] = group0 + 8 * v < groups ? __ldg((const uint4 *)(p.mask + group0 + 8 * v))
                                            : make_uint4(0u, 0u, 0u, 0u);
     }
-#pragma unroll
-    for (int v = 0; v < GS_HEADS_PER_THREAD / 8; ++v) {
-        const uint4 w = m[v];
-        const unsigned words[4] = { w.x, w.y, w.z, w.w };
-#pragma unroll
-        for (int g = 0; g < 8; ++g) {
-            const int64_t at = (group0 + 8 * v + g) * GS_HEADS_GROUP;
-            bits[8 * v + g] = at < p.n ? (words[g / 2] >> (16 * (g % 2))) & 0xffffu : 0u;
-            pc[0] += __popc(bits[8 * v + g]);
-        }
-    }
-    block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
-
     /* ---- The flagged count before the block: the prefix of the tile before it, which
-     * gs_heads_prefix published (the look-back reads one window and waits for nothing). ---- */
+     * gs_heads_prefix published (the look-back reads one window and waits for nothing), read
+     * while the mask's loads are in flight.  The block scan's barriers order before_sm. ---- */
     if (threadIdx.x < GS_WARP) {
         unsigned long long before = 0;
         if (tile > 0)
@@ -285,17 +274,42 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
         if (threadIdx.x == 0)
             before_sm = before;
     }
-    __syncthreads();
+#pragma unroll
+    for (int v = 0; v < GS_HEADS_WORDS / 4; ++v) {
+        words[4 * v] = m[v].x;
+        words[4 * v + 1] = m[v].y;
+        words[4 * v + 2] = m[v].z;
+        words[4 * v + 3] = m[v].w;
+    }
+    if (first + 32 * GS_HEADS_WORDS > p.n) { /* the last values: no bit past n */
+#pragma unroll
+        for (int j = 0; j < GS_HEADS_WORDS; ++j) {
+            const int64_t left = p.n - (first + 32 * j);
+            words[j] = left <= 0 ? 0u : left >= 32 ? words[j] : words[j] & ((1u << left) - 1u);
+        }
+    }
 
-    /* ---- The positions, in order. ---- */
+    /* ---- Their count, and the count before them in the block. ---- */
+    unsigned mine = 0;
+#pragma unroll
+    for (int j = 0; j < GS_HEADS_WORDS; ++j)
+        mine += __popc(words[j]);
+    int pf[1] = { 0 }, ef[1], af[1];
+    uint32_t pc[1] = { mine }, ev[1], av[1];
+    block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
+
+    /* ---- The positions, in order (most threads have none: 512 values, a head in ~1000 in
+     * the usual segments). ---- */
     int64_t k = (int64_t)before_sm + ev[0] + forced;
     if (forced && tile == 0 && threadIdx.x == 0)
         p.positions[0] = 0; /* the room holds one at least */
+    if (mine != 0) {
 #pragma unroll
-    for (int g = 0; g < GS_HEADS_PER_THREAD; ++g) {
-        for (unsigned w = bits[g]; w != 0; w &= w - 1, ++k)
-            if (k < p.room)
-                p.positions[k] = (group0 + g) * GS_HEADS_GROUP + (__ffs(w) - 1);
+        for (int j = 0; j < GS_HEADS_WORDS; ++j) {
+            for (unsigned w = words[j]; w != 0; w &= w - 1, ++k)
+                if (k < p.room)
+                    p.positions[k] = first + 32 * j + (__ffs(w) - 1);
+        }
     }
 }
 
