@@ -193,10 +193,11 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *posit
     *count = 0;
     *placed = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0)
+    if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0 || gs_reply_take(&r, f) < 0)
         goto done;
-    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_cuda_stream));
-    if (gs_reply_take(&r, f) < 0 || gs_reply_fetch(r, *state, 8, f) < 0)
+    /* The count's kernel writes the reply itself: no copy's launch between it and the host. */
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_reply_view(r), gs_cuda_stream));
+    if (gs_reply_mark(r, f) < 0)
         goto done;
     GS_CUDA_TRY(f, gs_launch_heads_prefix(d, *state, bytes, gs_cuda_stream));
     if (room > 0)

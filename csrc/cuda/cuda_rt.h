@@ -59,6 +59,9 @@ size_t gs_pinned_release_cached(void);
 typedef struct gs_reply gs_reply;
 int gs_reply_take(gs_reply **out, gs_fail *f);
 int gs_reply_fetch(gs_reply *r, const void *dev, size_t bytes, gs_fail *f);
+/* Or a kernel writes the bytes itself: to the device's view of them, then mark (the event). */
+void *gs_reply_view(gs_reply *r);
+int gs_reply_mark(gs_reply *r, gs_fail *f);
 int gs_reply_wait(gs_reply *r, const void **host, gs_fail *f);
 void gs_reply_give(gs_reply *r);
 

@@ -63,6 +63,18 @@ int gs_reply_fetch(gs_reply *r, const void *dev, size_t bytes, gs_fail *f)
     if (bytes > GS_REPLY_BYTES)
         return gs_fail_set(f, 'c', (int)cudaErrorInvalidValue, "gs_reply_fetch", bytes);
     GS_CUDA_TRY(f, gs_launch_reply(r->view, dev, bytes, gs_cuda_stream));
+    return gs_reply_mark(r, f);
+done:
+    return -1;
+}
+
+void *gs_reply_view(gs_reply *r)
+{
+    return r->view;
+}
+
+int gs_reply_mark(gs_reply *r, gs_fail *f)
+{
     GS_CUDA_TRY(f, cudaEventRecord(r->done, gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;

@@ -499,9 +499,10 @@ cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_
 
 /* The count of the segment heads of d->flags: the split's count pass over `scratch`
  * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
- * scratch's first 8 bytes) when its flag is clear. */
+ * scratch's first 8 bytes) when its flag is clear, and the count written to `reply` too (the
+ * device's view of a host reply, cuda/reply.c) unless it is NULL. */
 cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                  cudaStream_t stream);
+                                  unsigned long long *reply, cudaStream_t stream);
 
 /* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
  * descriptor, which gs_launch_heads's look-backs need (two launches; none where one heads block

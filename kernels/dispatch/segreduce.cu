@@ -380,22 +380,27 @@ __global__ void __launch_bounds__(GS_HP_NT) gs_heads_prefix(gs_tile_state ts, in
         gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
 }
 
-/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear. */
-__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total)
+/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear;
+ * the count also into *reply (the host's reply, cuda/reply.c) unless NULL. */
+__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total,
+                               unsigned long long *reply)
 {
-    if ((mask[0] & 1u) == 0)
-        *total += 1;
+    const unsigned long long count = *total + ((mask[0] & 1u) == 0);
+    *total = count;
+    if (reply != NULL)
+        *reply = count;
 }
 
 extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
-                                             size_t scratch_bytes, cudaStream_t stream)
+                                             size_t scratch_bytes, unsigned long long *reply,
+                                             cudaStream_t stream)
 {
     cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
     if (err != cudaSuccess || d->n == 0)
         return err;
     gs_heads_first<<<1, 1, 0, stream>>>(
         (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
-        (unsigned long long *)scratch);
+        (unsigned long long *)scratch, reply);
     return gs_launch_check(stream);
 }
 
