@@ -49,12 +49,11 @@ void gs_pinned_give(void *ptr);
 int gs_pinned_holds(const void *lo, const void *hi);
 size_t gs_pinned_release_cached(void);
 
-/* reply.c: a few bytes of device memory copied (by a kernel) to page-locked host memory on
- * gpuscan's stream,
- * waited for with an event of their own, so that work enqueued after the copy goes on while the
- * host reads them.  take (made once, then kept), fetch (enqueue the copy of `bytes` <=
- * GS_REPLY_BYTES from `dev`, then the event), wait (*host: the bytes), give (back to the free
- * list, after any copy still on its way).  No GIL needed. */
+/* reply.c: a few bytes of device memory copied by a kernel to page-locked host memory on
+ * gpuscan's stream, waited for with an event of their own, so that work enqueued after the copy
+ * goes on while the host reads them.  take (made once, then kept), fetch (enqueue the copy of
+ * `bytes` <= GS_REPLY_BYTES from `dev`, then the event), wait (*host: the bytes), give (back to
+ * the free list, after any copy still on its way).  No GIL needed. */
 #define GS_REPLY_BYTES 64
 typedef struct gs_reply gs_reply;
 int gs_reply_take(gs_reply **out, gs_fail *f);

@@ -4,8 +4,9 @@
  * arrays or moved back from an axis-last layout.
  *
  * Level: device-wide (kernel + launcher).  Not a hot path: one generic kernel whose dtypes are
- * run-time switches.  Also the reply's copy of a few words to the host (gs_launch_reply).  A value passes through the widest exact type of its kind (int64, uint64
+ * run-time switches.  A value passes through the widest exact type of its kind (int64, uint64
  * or double), so every conversion rounds at most once, as a C cast from the source type would.
+ * Also the copy of a reply's few words to the host (gs_launch_reply).
  */
 #include "dispatch/launch.cuh"
 
