@@ -195,11 +195,11 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *posit
     GS_CUDA_TRY(f, gs_cuda_enter());
     if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0 || gs_reply_take(&r, f) < 0)
         goto done;
-    /* The count's kernel writes the reply itself: no copy's launch between it and the host. */
+    /* The count's kernel writes the reply itself (no copy's launch between it and the host),
+     * and publishes the tiles' prefixes that the positions pass reads. */
     GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_reply_view(r), gs_cuda_stream));
     if (gs_reply_mark(r, f) < 0)
         goto done;
-    GS_CUDA_TRY(f, gs_launch_heads_prefix(d, *state, bytes, gs_cuda_stream));
     if (room > 0)
         GS_CUDA_TRY(f, gs_launch_heads(d, *state, bytes, positions, room, gs_cuda_stream));
     if (gs_reply_wait(r, &host, f) == 0) {

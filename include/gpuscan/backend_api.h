@@ -500,19 +500,14 @@ cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_
 /* The count of the segment heads of d->flags: the split's count pass over `scratch`
  * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
  * scratch's first 8 bytes) when its flag is clear, and the count written to `reply` too (the
- * device's view of a host reply, cuda/reply.c) unless it is NULL. */
+ * device's view of a host reply, cuda/reply.c) unless it is NULL; in the same launch, every
+ * count tile's prefix published in its descriptor, which gs_launch_heads's look-backs need. */
 cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   unsigned long long *reply, cudaStream_t stream);
 
-/* After gs_launch_heads_count over `scratch`: every count tile's prefix published in its
- * descriptor, which gs_launch_heads's look-backs need (two launches; none where one heads block
- * takes every tile). */
-cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                   cudaStream_t stream);
-
 /* Enqueue the positions of the segment heads of d->flags into `positions`, the first `room`
- * of them (the rest are not written), after gs_launch_heads_count and gs_launch_heads_prefix
- * over the same `scratch` (whose descriptors and mask it reads). */
+ * of them (the rest are not written), after gs_launch_heads_count over the same `scratch`
+ * (whose descriptors and mask it reads). */
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                             int64_t *positions, int64_t room, cudaStream_t stream);
 

@@ -15,13 +15,13 @@
  *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
  *                        tiles_up are never launched (a table of same-type rows would drop
  *                        them).
- *   gs_launch_heads      after the split's count pass (dispatch/split.cu), which left the flags as
- *                        one bit per value and every tile's flagged count as its look-back
- *                        aggregate: two launches publish every tile's prefix from them
- *                        (gs_launch_heads_prefix), then a block per GS_HEADS_TILES tiles
- *                        ranks their heads (element 0 always one) and writes the positions
- *                        that fit in the room it is given; its look-back stops at the tile
- *                        before it.  All three are enqueued before the host waits for the
+ *   gs_launch_heads_count  the split's count pass (dispatch/split.cu), which leaves the flags
+ *                        as one bit per value and every tile's flagged count as its look-back
+ *                        aggregate, then one launch that writes the heads' count (element 0
+ *                        always one) into the host's reply and publishes every tile's prefix.
+ *   gs_launch_heads      a block per GS_HEADS_TILES tiles ranks their heads and writes the
+ *                        positions that fit in the room it is given; its look-back stops at
+ *                        the tile before it.  Both are enqueued before the host waits for the
  *                        count, so the device works while the host reads it.
  * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
  * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
@@ -317,10 +317,12 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
  * Every tile's inclusive flagged count published as its prefix, from the aggregates the count
  * pass published, so that a heads block's look-back stops at the tile before it.  Without, each
  * block walked back over the aggregates of every tile still in flight (about a thousand) to the
- * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  Two launches of one
- * round of loads each, in groups of GS_HP_NT tiles: each group's sum (kept in the unused second
- * word of its first tile's descriptor: a count has no compensation), then each tile's prefix:
- * the groups before it and a block scan of its group.
+ * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  One launch, a block
+ * per group of GS_HP_NT tiles: the group's sum published (in the unused second word of its first
+ * tile's descriptor, tagged as a descriptor: a count has no compensation), the sums of the groups
+ * before it read as they are published, then each tile's prefix from them and a block scan of
+ * its group.  A block waits only for blocks launched before it, which never wait for it.  (Two
+ * launches, the sums then the prefixes, cost the H100 ~4 us more a call.)
  */
 #define GS_HP_NT 1024
 
@@ -352,74 +354,66 @@ static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned l
     return v + (warp > 0 ? before : 0);
 }
 
-/* The group's word that holds its sum. */
-static __device__ __forceinline__ unsigned long long *gs_hp_group_sum(gs_tile_state ts, int64_t g)
+/* The descriptor word that holds group g's sum. */
+static __device__ __forceinline__ ulonglong2 *gs_hp_group_sum(gs_tile_state ts, int64_t g)
 {
-    return (unsigned long long *)(ts.words + 2 * g * GS_HP_NT + 1);
+    return ts.words + 2 * g * GS_HP_NT + 1;
 }
 
-__global__ void __launch_bounds__(GS_HP_NT) gs_heads_group_sums(gs_tile_state ts, int64_t tiles)
+/* Block 0 also counts element 0 as a head whatever its flag (when bit 0 of the mask is clear)
+ * into the count pass's *total, and writes the count into *reply (the host's reply,
+ * cuda/reply.c) unless NULL, first of all: the host waits for it. */
+__global__ void __launch_bounds__(GS_HP_NT)
+    gs_heads_prefix(gs_tile_state ts, int64_t tiles, const uint16_t *mask,
+                    unsigned long long *total, unsigned long long *reply)
 {
-    const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
-    unsigned long long total;
-    (void)gs_hp_block_scan(t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0, &total);
-    if (threadIdx.x == 0)
-        *gs_hp_group_sum(ts, blockIdx.x) = total;
-}
-
-__global__ void __launch_bounds__(GS_HP_NT) gs_heads_prefix(gs_tile_state ts, int64_t tiles)
-{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        const unsigned long long count = *total + ((mask[0] & 1u) == 0);
+        *total = count;
+        if (reply != NULL)
+            *reply = count;
+    }
     const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
     const unsigned long long v = t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0;
-    unsigned long long groups = 0, before, total;
-    for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT)
-        groups += __ldcg(gs_hp_group_sum(ts, g));
+    unsigned long long group, groups = 0, before;
+    const unsigned long long incl = gs_hp_block_scan(v, &group);
+    /* The count pass zeroed the descriptors: a group's word reads INVALID until published. */
+    if (threadIdx.x == 0 && blockIdx.x + 1 < gridDim.x)
+        gs_tile_store(gs_hp_group_sum(ts, blockIdx.x), ts.tag, GS_ST_AGGREGATE, group);
+    /* The poll sleeps between reads, as every look-back's: without a call the compiler may
+     * take the loop for one that ends (nvcc 13 dropped it: a sum read before it was out). */
+    for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT) {
+        gs_tile_word w = gs_tile_load(gs_hp_group_sum(ts, g), ts.tag);
+        while (w.status == GS_ST_INVALID) {
+            __nanosleep(GS_LOOKBACK_NS);
+            w = gs_tile_load(gs_hp_group_sum(ts, g), ts.tag);
+        }
+        groups += w.value;
+    }
     (void)gs_hp_block_scan(groups, &before);
-    const unsigned long long incl = gs_hp_block_scan(v, &total);
     if (t > 0 && t < tiles)
         gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
-}
-
-/* Element 0 is a head whatever its flag: counted when its flag (bit 0 of the mask) is clear;
- * the count also into *reply (the host's reply, cuda/reply.c) unless NULL. */
-__global__ void gs_heads_first(const uint16_t *mask, unsigned long long *total,
-                               unsigned long long *reply)
-{
-    const unsigned long long count = *total + ((mask[0] & 1u) == 0);
-    *total = count;
-    if (reply != NULL)
-        *reply = count;
 }
 
 extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
                                              size_t scratch_bytes, unsigned long long *reply,
                                              cudaStream_t stream)
 {
-    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
-    if (err != cudaSuccess || d->n == 0)
-        return err;
-    gs_heads_first<<<1, 1, 0, stream>>>(
-        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
-        (unsigned long long *)scratch, reply);
-    return gs_launch_check(stream);
-}
-
-extern "C" cudaError_t gs_launch_heads_prefix(const gs_split_desc *d, void *scratch,
-                                              size_t scratch_bytes, cudaStream_t stream)
-{
     const int64_t tiles = gs_scan_tiles(d->n);
     const gs_tile_state ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass's */
-    const unsigned groups = (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
-    cudaError_t err;
+    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
 
-    if (scratch_bytes < gs_split_scratch_bytes(d->n) || tiles > INT32_MAX)
-        return cudaErrorInvalidValue;
-    if (tiles <= GS_HEADS_TILES)
-        return cudaSuccess; /* one heads block, from tile 0: it looks back at nothing */
-    gs_heads_group_sums<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
-    if ((err = gs_launch_check(stream)) != cudaSuccess)
+    if (err != cudaSuccess || d->n == 0)
         return err;
-    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(ts, tiles);
+    if (tiles > INT32_MAX)
+        return cudaErrorInvalidValue;
+    /* One heads block takes every tile and looks back at nothing: no prefixes, one block for
+     * the count. */
+    const unsigned groups = tiles <= GS_HEADS_TILES ? 1u : (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
+    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(
+        ts, tiles <= GS_HEADS_TILES ? 0 : tiles,
+        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+        (unsigned long long *)scratch, reply);
     return gs_launch_check(stream);
 }
 
