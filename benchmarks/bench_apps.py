@@ -2,7 +2,6 @@
 memcpy, and linear_recurrence against jax.lax.associative_scan with the same operator (issue #17).
 
     python benchmarks/bench_apps.py [--quick] [--out DIR] [--max-log2 28] [--no-jax]
-                                    [--linrec-chain K]
 
 Device-resident data (CuPy), n = 2^10 ... 2^28:
   segmented_reduce  float32 values, uint8 flags with one head per ~1000 values: bytes read
@@ -170,10 +169,6 @@ def suite(h):
     import gpuscan
     cp = h.cp
     jx = None if h.args.no_jax else jax_scan()
-    if h.args.linrec_chain is not None:
-        was = gpuscan._gpuscan._linrec_set_chain(h.args.linrec_chain)
-        h.note(f"linear_recurrence: anchors' links of {h.args.linrec_chain} lags "
-               f"(the default is {was}; device/pair_lookback.cuh)")
     if jx is None:
         h.note("JAX: not importable with a GPU here (or --no-jax): no associative_scan rows")
     for n in h.sizes():
@@ -226,9 +221,6 @@ def suite(h):
 def parser():
     p = harness.make_parser(TITLE)
     p.add_argument("--no-jax", action="store_true", help="leave JAX's associative_scan out")
-    p.add_argument("--linrec-chain", type=int, default=None, metavar="K",
-                   help="lags an anchor's link of the recurrence's look-back spans (1 .. 31; "
-                        "CUDA builds, for tuning)")
     return p
 
 

@@ -592,16 +592,6 @@ def linrec_driver_cases(run, cp, reduced):
     run.case("lookahead linear_recurrence float32 rows h0", lambda: rows(np.float32))
     if reduced:
         return
-
-    def chain(k):   # anchors' links of k lags (device/pair_lookback.cuh), then the default
-        was = _gpuscan._linrec_set_chain(k)
-        try:
-            return prefix_sum(np.float32)
-        finally:
-            _gpuscan._linrec_set_chain(was)
-
-    run.case(f"lookahead linear_recurrence float32 chain 1 n={n}", lambda: chain(1))
-    run.case(f"lookahead linear_recurrence float32 chain 31 n={n}", lambda: chain(31))
     run.case(f"lookahead linear_recurrence float32 reverse n={n}",
              lambda: prefix_sum(np.float32, reverse=True))
     run.case("lookahead linear_recurrence float32 rows h0 reverse",

@@ -102,25 +102,6 @@ static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
 #endif
 }
 
-static PyObject *linrec_set_chain(PyObject *self, PyObject *arg)
-{
-    const long chain = PyLong_AsLong(arg);
-    if (chain == -1 && PyErr_Occurred())
-        return NULL;
-    if (chain < 1 || chain > 31) {
-        PyErr_SetString(PyExc_ValueError, "chain must be in [1, 31]");
-        return NULL;
-    }
-#ifdef GS_HAVE_CUDA /* a switch of the launcher (dispatch/linrec.cu) */
-    const int was = gs_linrec_chain;
-    gs_linrec_chain = (int)chain;
-    return PyLong_FromLong(was);
-#else
-    PyErr_SetString(PyExc_RuntimeError, "the anchors' chain exists in CUDA builds only");
-    return NULL;
-#endif
-}
-
 static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLong(GS_LR_NV);
@@ -349,10 +330,6 @@ PyMethodDef gs_testing_methods[] = {
       "reduction's level from which a warp takes several tiles as one range, and how many "
       "(0: unchanged) (CUDA); returns the previous (tiles, per_warp).  For tests and "
       "benchmarks: a low count reaches the ranges' carried runs at small sizes." },
-    { "_linrec_set_chain", linrec_set_chain, METH_O,
-      "_linrec_set_chain(chain, /)\n--\n\nThe LAGs (of tiles) that a link of the recurrence's "
-      "chain of anchors spans, 1 .. 31 (CUDA); returns the previous one.  For tests (1 is the "
-      "plain chain) and benchmarks." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,

@@ -460,10 +460,6 @@ extern int gs_teach_unpadded;
 extern int64_t gs_segreduce_many;
 extern int gs_segreduce_per_warp;
 
-/* LAG tiles an anchor's link of the recurrence's look-back spans, 1 .. 31
- * (device/pair_lookback.cuh; the tests run 1, the plain chain, beside the default). */
-extern int gs_linrec_chain;
-
 /* Enqueue the scan on `stream`: one kernel launch, after a memset of the scratch when
  * d->epoch is 0.  `scratch` holds at least gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h);
  * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the

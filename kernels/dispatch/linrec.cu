@@ -64,13 +64,6 @@ GS_LR_KERNELS(f32)
 GS_LR_KERNELS(f64)
 #undef GS_LR_KERNELS
 
-/* LAG tiles an anchor's link spans (device/pair_lookback.cuh).  H100, float32 at 2^28: see
- * benchmarks/NOTES.md. */
-#ifndef GS_LR_CHAIN
-#define GS_LR_CHAIN 8
-#endif
-extern "C" int gs_linrec_chain = GS_LR_CHAIN;
-
 extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream)
 {
@@ -83,8 +76,7 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
         return cudaSuccess;
     if ((d->type != GS_FLOAT32 && d->type != GS_FLOAT64) || d->row_len < 1 ||
         d->n % d->row_len != 0 || tiles > INT32_MAX ||
-        scratch_bytes < gs_linrec_scratch_bytes(d->n) || gs_linrec_chain < 1 ||
-        gs_linrec_chain >= GS_WARP)
+        scratch_bytes < gs_linrec_scratch_bytes(d->n))
         return cudaErrorInvalidValue;
     p.a = d->a;
     p.b = d->b;
@@ -96,7 +88,7 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
     p.reverse = d->reverse;
     p.vec = ((uintptr_t)d->a % 16) == 0 && ((uintptr_t)d->b % 16) == 0 &&
             ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0);
-    p.s = gs_lr_state_carve(scratch, tiles, gs_linrec_chain);
+    p.s = gs_lr_state_carve(scratch, tiles);
 
     /* ---- Zero the tile counter and the descriptors. ---- */
     if ((err = cudaMemsetAsync(scratch, 0, gs_linrec_scratch_bytes(d->n), stream)) != cudaSuccess)
