@@ -305,9 +305,9 @@ def test_errors():
 def test_scratch_bytes():
     assert _gpuscan._linrec_scratch_bytes(0) == 0
     one = _gpuscan._linrec_scratch_bytes(1)
-    assert one >= 32 + 64  # a tile's pair and an anchor's
+    assert one >= 32 + 96  # a tile's pair and an anchor's
     tiles = 100
-    assert _gpuscan._linrec_scratch_bytes(tiles * NV) >= 32 * tiles + 64 * (tiles // 32)
+    assert _gpuscan._linrec_scratch_bytes(tiles * NV) >= 32 * tiles + 96 * (tiles // 32)
     with pytest.raises(ValueError):
         _gpuscan._linrec_scratch_bytes(-1)
 
@@ -402,3 +402,40 @@ def test_device_lookahead_one_row(dtype, rng):
         assert (np.abs(h - exact) <= 4 * (np.log2(n) + 2) * eps * exact).all()
         again = gpuscan.linear_recurrence(da, db, reverse=reverse).get()
         assert np.array_equal(bits(again), bits(h))
+
+
+def signed_prefix(s, b, reverse=False):
+    """h[t] = s[t] h[t-1] + b[t] (h[-1] = 0) along the last axis for s = +-1, exactly in float64
+    when b's values are multiples of 2^-10 below 1 and the rows shorter than 2^40 steps: with S
+    the running product of s (its own inverse), h = S cumsum(S b).  Also m (the recurrence on
+    |s|, |b|): the running sum of |b|."""
+    s, b = np.asarray(s, np.float64), np.asarray(b, np.float64)
+    if reverse:
+        h, m = signed_prefix(s[..., ::-1], b[..., ::-1])
+        return h[..., ::-1], m[..., ::-1]
+    S = np.cumprod(s, axis=-1)
+    return S * np.cumsum(S * b, axis=-1), np.cumsum(np.abs(b), axis=-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+def test_device_signed_long(dtype, rng):
+    # Long recurrences through the look-back's anchors (a tile starts from the prefix of the
+    # anchor two lags back, the composite its anchor published and its own tree:
+    # device/pair_lookback.cuh), with a = +-1 (the sign carried through every composite) and an
+    # exact oracle: one row of AHEAD steps and rows long enough that composites hold a row's
+    # first step; forward and reversed (a tail that is not a whole 16-byte piece); the same bits
+    # on every run.
+    eps = np.finfo(dtype).eps
+    for shape in [(AHEAD + 5,), (3, 700 * NV + 3)]:
+        s = np.where(rng.random(shape) < 0.5, -1.0, 1.0).astype(dtype)
+        b = (rng.integers(0, 1 << 10, shape) / (1 << 10)).astype(dtype)
+        da, db = gpuscan.to_device(s), gpuscan.to_device(b)
+        for reverse in (False, True):
+            h = gpuscan.linear_recurrence(da, db, reverse=reverse).get()
+            exact, m = signed_prefix(s, b, reverse)
+            bound = 4 * (np.log2(shape[-1]) + 2) * eps * m
+            assert (np.abs(h - exact) <= bound).all(), (shape, reverse)
+            again = gpuscan.linear_recurrence(da, db, reverse=reverse).get()
+            assert np.array_equal(bits(again), bits(h))
