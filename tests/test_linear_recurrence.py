@@ -305,9 +305,9 @@ def test_errors():
 def test_scratch_bytes():
     assert _gpuscan._linrec_scratch_bytes(0) == 0
     one = _gpuscan._linrec_scratch_bytes(1)
-    assert one >= 32 + 96  # a tile's pair and an anchor's
+    assert one >= 32 + 64  # a tile's pair and an anchor's
     tiles = 100
-    assert _gpuscan._linrec_scratch_bytes(tiles * NV) >= 32 * tiles + 96 * (tiles // 32)
+    assert _gpuscan._linrec_scratch_bytes(tiles * NV) >= 32 * tiles + 64 * (tiles // 32)
     with pytest.raises(ValueError):
         _gpuscan._linrec_scratch_bytes(-1)
 
@@ -421,12 +421,10 @@ def signed_prefix(s, b, reverse=False):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 def test_device_signed_long(dtype, rng):
-    # Long recurrences through the look-back's anchors (a tile starts from the prefix of the
-    # anchor two lags back, the composite its anchor published and its own tree:
-    # device/pair_lookback.cuh), with a = +-1 (the sign carried through every composite) and an
-    # exact oracle: one row of AHEAD steps and rows long enough that composites hold a row's
-    # first step; forward and reversed (a tail that is not a whole 16-byte piece); the same bits
-    # on every run.
+    # Long recurrences through the look-back's chain of anchors (device/pair_lookback.cuh), with
+    # a = +-1 (the sign carried through every composite) and an exact oracle: one row of AHEAD
+    # steps and rows long enough that anchors' windows hold a row's first step; forward and
+    # reversed (a tail that is not a whole 16-byte piece); the same bits on every run.
     eps = np.finfo(dtype).eps
     for shape in [(AHEAD + 5,), (3, 700 * NV + 3)]:
         s = np.where(rng.random(shape) < 0.5, -1.0, 1.0).astype(dtype)

@@ -203,12 +203,11 @@ static inline GS_HD int64_t gs_linrec_tiles(int64_t n)
 /*
  * Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
  * line), one look-back descriptor per tile (two 16-byte words: the tile's pair (A, B) as
- * doubles) and one per anchor (six words: the anchor's exclusive prefix as double-double
- * numbers A, B, then the composite of the LAG tiles before it as doubles:
- * device/pair_lookback.cuh), zeroed before the launch.  Pure, so the tests can check it.
+ * doubles) and one per anchor (four words: the anchor's exclusive prefix as double-double
+ * numbers A, B), zeroed before the launch.  Pure, so the tests can check it.
  */
 #define GS_LINREC_TILE_BYTES 32
-#define GS_LINREC_ANCHOR_BYTES 96
+#define GS_LINREC_ANCHOR_BYTES 64
 
 static inline size_t gs_linrec_scratch_bytes(int64_t n)
 {

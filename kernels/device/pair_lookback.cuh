@@ -13,20 +13,9 @@
  * alone, so it has the same bits on every run.  The tree composes in double (a float32 pair is
  * exact in it), the anchor's prefix and the tree's result in double-double: the chain of anchors
  * adds a link every LAG tiles, and double-double keeps its roundings (about 2^-106 each) from
- * adding up over the links.
- *
- * An anchor's prefix is out only once its block has read its own aggregates, folded them and
- * composed the result with its own anchor's prefix; the tiles LAG to LAG + EVERY - 1 after it
- * reach their look-backs ~2.4 us later at 2^28 on the H100, about as long, so they waited for it
- * (the barrier after the look-back held the recurrence at 76% of memcpy).  So an anchor a also
- * publishes R(a), its tree's result (the LAG tiles before it composed, or all of them when a <
- * LAG), as soon as it has it, and tile T starts from the prefix of anchor a(T) - LAG (LAG tiles
- * further back, long out) composed with R(a(T)), read at once by two lanes: P(T) = P(a - LAG) .
- * R(a) . tree(T).  Still a function of the aggregates alone (every grouping is fixed by T), so
- * the same bits on every run.  Deadlock-free as the scan's: a tile waits for nothing but the
- * aggregates of earlier tiles, an earlier anchor's R and an earlier anchor's prefix, whose
- * blocks started before its own (tiles are taken in launch order) and publish the first two
- * before they wait for anything.
+ * adding up over the links.  Deadlock-free as the scan's: a tile waits for nothing but the
+ * aggregates of earlier tiles and an anchor's prefix LAG tiles back, whose blocks started before
+ * its own (tiles are taken in launch order).
  */
 #ifndef GS_PAIR_LOOKBACK_CUH
 #define GS_PAIR_LOOKBACK_CUH
@@ -65,18 +54,8 @@ static __device__ __forceinline__ void gs_dpair_prepend(gs_dpair earlier, gs_dpa
     later->f |= earlier.f;
 }
 
-#if GS_ANCHOR_LAG % GS_ANCHOR_EVERY != 0
-#error "an anchor's anchor must be the anchor LAG tiles back (an R covers LAG tiles)"
-#endif
-/* Words of an anchor's record: its exclusive prefix (A, B as double-double), then its R (A, B
- * as doubles). */
-#define GS_LR_ANCHOR_WORDS 6
-#if GS_LR_ANCHOR_WORDS * 16 != GS_LINREC_ANCHOR_BYTES
-#error "gpuscan/config.h sizes an anchor's record otherwise"
-#endif
-
 /* The scratch of one recurrence, carved as gs_linrec_scratch_bytes() sized it: the tile counter,
- * two words per tile, GS_LR_ANCHOR_WORDS per anchor; zeroed before the launch (tag 0). */
+ * two words per tile, four per anchor; zeroed before the launch (tag 0). */
 typedef struct gs_lr_state {
     unsigned *counter;
     ulonglong2 *tiles;
@@ -127,7 +106,7 @@ static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs
 static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t anchor, int *f,
                                                         gs_dd *A, gs_dd *B)
 {
-    const ulonglong2 *w = s.anchors + GS_LR_ANCHOR_WORDS * (anchor / GS_ANCHOR_EVERY);
+    const ulonglong2 *w = s.anchors + 4 * (anchor / GS_ANCHOR_EVERY);
     gs_tile_word v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -146,50 +125,12 @@ static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t a
 static __device__ __forceinline__ void gs_lr_publish_anchor(gs_lr_state s, int64_t anchor, int f,
                                                             gs_dd A, gs_dd B)
 {
-    ulonglong2 *w = s.anchors + GS_LR_ANCHOR_WORDS * (anchor / GS_ANCHOR_EVERY);
+    ulonglong2 *w = s.anchors + 4 * (anchor / GS_ANCHOR_EVERY);
     const unsigned st = GS_ST_PREFIX | (f ? GS_ST_HEAD : 0u);
     gs_tile_store(w + 3, 0, st, gs_lr_bits(B.lo));
     gs_tile_store(w + 2, 0, st, gs_lr_bits(B.hi));
     gs_tile_store(w + 1, 0, st, gs_lr_bits(A.lo));
     gs_tile_store(w, 0, st, gs_lr_bits(A.hi));
-}
-
-/* An anchor's R (its tree's result: the LAG tiles before it composed), published before the
- * anchor waits for anything (B first: a reader needs both words). */
-static __device__ __forceinline__ void gs_lr_publish_range(gs_lr_state s, int64_t anchor,
-                                                           gs_dpair r)
-{
-    ulonglong2 *w = s.anchors + GS_LR_ANCHOR_WORDS * (anchor / GS_ANCHOR_EVERY) + 4;
-    const unsigned st = GS_ST_AGGREGATE | (r.f ? GS_ST_HEAD : 0u);
-    gs_tile_store(w + 1, 0, st, gs_lr_bits(r.B));
-    gs_tile_store(w, 0, st, gs_lr_bits(r.A));
-}
-
-/* An anchor's R, or 0 while either word is unpublished. */
-static __device__ __forceinline__ int gs_lr_read_range(gs_lr_state s, int64_t anchor, gs_dpair *r)
-{
-    const ulonglong2 *w = s.anchors + GS_LR_ANCHOR_WORDS * (anchor / GS_ANCHOR_EVERY) + 4;
-    const gs_tile_word a = gs_tile_load(w, 0);
-    const gs_tile_word b = gs_tile_load(w + 1, 0);
-    if (a.status == GS_ST_INVALID || b.status == GS_ST_INVALID)
-        return 0;
-    r->f = (a.status & GS_ST_HEAD) != 0;
-    r->A = gs_lr_double(a.value);
-    r->B = gs_lr_double(b.value);
-    return 1;
-}
-
-/* *f, *A, *B (a prefix in double-double) followed by the pair r: r alone when it holds a row's
- * first step. */
-static __device__ __forceinline__ void gs_lr_follow_dd(int *f, gs_dd *A, gs_dd *B, gs_dpair r)
-{
-    if (r.f) {
-        *A = gs_dd_of(r.A);
-        *B = gs_dd_of(r.B);
-    } else {
-        gs_lr_compose_dd(A, B, gs_dd_of(r.A), gs_dd_of(r.B));
-    }
-    *f |= r.f;
 }
 
 /* Shared memory of the look-back's cross-thread step. */
@@ -257,33 +198,22 @@ static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t 
             if (lane + d < GS_WARP)
                 gs_dpair_prepend(o, &c);
         }
-        /* ---- An anchor's R out first.  Then what the tree follows (the file's header):
-         * nothing from anchor 0; R(a) alone when a < LAG (its tree began at tile 0);
-         * P(a - LAG) . R(a) otherwise, lane 0 reading the prefix and lane 1 R into the parts'
-         * room (warp 0 is done with the parts: the shuffles above) at once.  None needed when
-         * the tree holds a row's first step (lane 1 reads R anyway: it is out).  Everything in
-         * double-double from the prefix on. ---- */
-        const int is_anchor = tile % GS_ANCHOR_EVERY == 0;
-        if (is_anchor && lane == 0)
-            gs_lr_publish_range(s, tile, c);
-        int af = 0;
-        gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
-        if (lane == 0 && anchor > GS_ANCHOR_LAG && !c.f)
-            while (!gs_lr_read_anchor(s, anchor - GS_ANCHOR_LAG, &af, &aA, &aB))
-                __nanosleep(GS_LOOKBACK_NS);
-        if (lane == 1 && anchor > 0) {
-            gs_dpair r;
-            while (!gs_lr_read_range(s, anchor, &r))
-                __nanosleep(GS_LOOKBACK_NS);
-            sm->part[0] = r;
-        }
-        __syncwarp();
+        /* ---- The anchor's prefix (anchor 0's is the identity; none needed when the tree
+         * holds a row's first step), then the tree's result, in double-double. ---- */
         if (lane == 0) {
+            int af = 0;
+            gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
             if (anchor > 0 && !c.f)
-                gs_lr_follow_dd(&af, &aA, &aB, sm->part[0]);
-            gs_lr_follow_dd(&af, &aA, &aB, c);
-            if (is_anchor)
-                gs_lr_publish_anchor(s, tile, af, aA, aB);
+                while (!gs_lr_read_anchor(s, anchor, &af, &aA, &aB))
+                    __nanosleep(GS_LOOKBACK_NS);
+            if (c.f) {
+                aA = gs_dd_of(c.A);
+                aB = gs_dd_of(c.B);
+            } else {
+                gs_lr_compose_dd(&aA, &aB, gs_dd_of(c.A), gs_dd_of(c.B));
+            }
+            if (tile % GS_ANCHOR_EVERY == 0)
+                gs_lr_publish_anchor(s, tile, af | c.f, aA, aB);
             b = aB.hi + aB.lo;
         }
     }
