@@ -235,6 +235,9 @@ class BuildExt(build_ext):
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objects = list(pool.map(compile_one, sources))
         ext.extra_objects += objects
+        # An object rebuilt here relinks the extension (build_ext compares only its sources and
+        # depends with the .so).
+        ext.depends += objects
         ext.define_macros.append(("GS_HAVE_CUDA", "1"))
         ext.include_dirs.append(os.path.join(cuda_root, "include"))
         for lib in ("lib64", os.path.join("targets", "x86_64-linux", "lib"), "lib"):

@@ -489,6 +489,10 @@ cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream
  * d->out.  Both return the first CUDA error. */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
+/* The count pass for segment heads (gs_launch_heads_count): no memset and no total (the
+ * scratch's first 8 bytes are not written); every descriptor word is written instead. */
+cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
+                                        size_t scratch_bytes, cudaStream_t stream);
 cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                     cudaStream_t stream);
 
@@ -497,11 +501,11 @@ cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_
 cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch, size_t scratch_bytes,
                                 cudaStream_t stream);
 
-/* The count of the segment heads of d->flags: the split's count pass over `scratch`
- * (gs_split_scratch_bytes(d->n) bytes), then element 0 added to the flagged count (the
- * scratch's first 8 bytes) when its flag is clear, and the count written to `reply` too (the
- * device's view of a host reply, cuda/reply.c) unless it is NULL; in the same launch, every
- * count tile's prefix published in its descriptor, which gs_launch_heads's look-backs need. */
+/* The count of the segment heads of d->flags: the heads' count pass over `scratch`
+ * (gs_split_scratch_bytes(d->n) bytes), then one launch that publishes every count tile's
+ * prefix in its descriptor (which gs_launch_heads's look-backs need) and writes the flagged
+ * count, plus one for element 0 when its flag is clear, into the scratch's first 8 bytes and
+ * into `reply` (the device's view of a host reply, cuda/reply.c) unless it is NULL. */
 cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   unsigned long long *reply, cudaStream_t stream);
 

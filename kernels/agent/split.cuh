@@ -8,7 +8,10 @@
  *   count   a warp per tile reads the tile's flags at their own width (16 flags per lane per
  *           step, whole 16-byte vectors when aligned), writes them back as one bit per value
  *           (GS_NV / 8 bytes per tile), publishes the tile's flagged count as its look-back
- *           aggregate (tile 0: as its prefix) and adds it to the total.
+ *           aggregate (tile 0: as its prefix) and adds it to the total.  The segment heads'
+ *           count pass (total NULL: dispatch/segreduce.cu) adds to no total and clears the
+ *           tile's second descriptor word instead, so that its scratch needs no memset: the
+ *           heads' prefix pass sums the counts and polls those words.
  *   scatter a block per tile loads its values as whole 16-byte pieces (agent_scan's layout: rows
  *           of GS_NT * C values, C = 16 / value size, thread t holding values t*C .. t*C+C-1 of
  *           every row) and their bits, block-scans the per-piece counts, looks back for the
@@ -28,7 +31,7 @@ typedef struct gs_split_kparams {
     void *out;
     int64_t n;
     gs_tile_state ts;          /* ts.words: the look-back descriptors */
-    unsigned long long *total; /* the flagged count, summed by the count pass */
+    unsigned long long *total; /* the flagged count, summed by the count pass (heads: NULL) */
     uint32_t *mask;            /* one bit per value, bit i of word i / 32 for value i */
     int compact;               /* write the flagged group only */
     int vec_in;                /* `in` is 16-byte aligned */
@@ -68,12 +71,17 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
             count += __popc(bits[j]);
         }
         count = __reduce_add_sync(GS_FULL_MASK, count);
-        if (lane == 0)
+        if (lane == 0) {
             publish_u64(p->ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, 0,
                         (uint64_t)count);
+            if (p->total == NULL) /* the heads' pass: the second word cleared (its header) */
+                gs_tile_store(p->ts.words + 2 * tile + 1, p->ts.tag, GS_ST_INVALID, 0);
+        }
     }
 
-    /* ---- One atomic per block for the total. ---- */
+    /* ---- One atomic per block for the total (none for the heads). ---- */
+    if (p->total == NULL)
+        return;
     if (lane == 0)
         warp_count[warp] = count;
     __syncthreads();

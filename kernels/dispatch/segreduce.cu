@@ -15,10 +15,11 @@
  *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
  *                        tiles_up are never launched (a table of same-type rows would drop
  *                        them).
- *   gs_launch_heads_count  the split's count pass (dispatch/split.cu), which leaves the flags
- *                        as one bit per value and every tile's flagged count as its look-back
- *                        aggregate, then one launch that writes the heads' count (element 0
- *                        always one) into the host's reply and publishes every tile's prefix.
+ *   gs_launch_heads_count  the split's count pass (dispatch/split.cu, its heads' variant: no
+ *                        memset), which leaves the flags as one bit per value and every tile's
+ *                        flagged count as its look-back aggregate, then one launch that
+ *                        publishes every tile's prefix and writes the heads' count (element 0
+ *                        always one) into the host's reply.
  *   gs_launch_heads      a block per GS_HEADS_TILES tiles ranks their heads and writes the
  *                        positions that fit in the room it is given; its look-back stops at
  *                        the tile before it.  Both are enqueued before the host waits for the
@@ -360,24 +361,18 @@ static __device__ __forceinline__ ulonglong2 *gs_hp_group_sum(gs_tile_state ts, 
     return ts.words + 2 * g * GS_HP_NT + 1;
 }
 
-/* Block 0 also counts element 0 as a head whatever its flag (when bit 0 of the mask is clear)
- * into the count pass's *total, and writes the count into *reply (the host's reply,
- * cuda/reply.c) unless NULL, first of all: the host waits for it. */
+/* The last block also writes the heads' count (the flagged count, plus element 0 when its flag,
+ * bit 0 of the mask, is clear: it is a head whatever its flag) into *total and into *reply (the
+ * host's reply, cuda/reply.c) unless NULL. */
 __global__ void __launch_bounds__(GS_HP_NT)
     gs_heads_prefix(gs_tile_state ts, int64_t tiles, const uint16_t *mask,
                     unsigned long long *total, unsigned long long *reply)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        const unsigned long long count = *total + ((mask[0] & 1u) == 0);
-        *total = count;
-        if (reply != NULL)
-            *reply = count;
-    }
     const int64_t t = (int64_t)blockIdx.x * GS_HP_NT + threadIdx.x;
     const unsigned long long v = t < tiles ? gs_tile_load(ts.words + 2 * t, ts.tag).value : 0;
     unsigned long long group, groups = 0, before;
     const unsigned long long incl = gs_hp_block_scan(v, &group);
-    /* The count pass zeroed the descriptors: a group's word reads INVALID until published. */
+    /* The count pass cleared the words: a group's reads INVALID until published. */
     if (threadIdx.x == 0 && blockIdx.x + 1 < gridDim.x)
         gs_tile_store(gs_hp_group_sum(ts, blockIdx.x), ts.tag, GS_ST_AGGREGATE, group);
     /* The poll sleeps between reads, as every look-back's: without a call the compiler may
@@ -393,6 +388,12 @@ __global__ void __launch_bounds__(GS_HP_NT)
     (void)gs_hp_block_scan(groups, &before);
     if (t > 0 && t < tiles)
         gs_tile_store(ts.words + 2 * t, ts.tag, GS_ST_PREFIX, before + incl);
+    if (threadIdx.x == 0 && blockIdx.x + 1 == gridDim.x) {
+        const unsigned long long count = before + group + ((mask[0] & 1u) == 0);
+        *total = count;
+        if (reply != NULL)
+            *reply = count;
+    }
 }
 
 extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch,
@@ -401,18 +402,16 @@ extern "C" cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scrat
 {
     const int64_t tiles = gs_scan_tiles(d->n);
     const gs_tile_state ts = gs_tile_state_carve(scratch, tiles, 0); /* as the count pass's */
-    cudaError_t err = gs_launch_split_count(d, scratch, scratch_bytes, stream);
+    cudaError_t err = gs_launch_split_count_heads(d, scratch, scratch_bytes, stream);
 
     if (err != cudaSuccess || d->n == 0)
         return err;
     if (tiles > INT32_MAX)
         return cudaErrorInvalidValue;
-    /* One heads block takes every tile and looks back at nothing: no prefixes, one block for
-     * the count. */
-    const unsigned groups = tiles <= GS_HEADS_TILES ? 1u : (unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT);
-    gs_heads_prefix<<<groups, GS_HP_NT, 0, stream>>>(
-        ts, tiles <= GS_HEADS_TILES ? 0 : tiles,
-        (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
+    /* Every tile's prefix, also where one heads block takes them all and looks back at
+     * nothing: a few stores, and one way to the count. */
+    gs_heads_prefix<<<(unsigned)((tiles + GS_HP_NT - 1) / GS_HP_NT), GS_HP_NT, 0, stream>>>(
+        ts, tiles, (const uint16_t *)((char *)scratch + gs_split_mask_offset(d->n)),
         (unsigned long long *)scratch, reply);
     return gs_launch_check(stream);
 }

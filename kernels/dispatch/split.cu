@@ -142,6 +142,25 @@ extern "C" cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scrat
     return gs_launch_check(stream);
 }
 
+extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
+                                                   size_t scratch_bytes, cudaStream_t stream)
+{
+    const int64_t tiles = gs_scan_tiles(d->n);
+    gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
+    gs_split_kparams p;
+    cudaError_t err;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
+        return err;
+    /* ---- Every descriptor word written: no memset. ---- */
+    p = gs_split_params(d, scratch);
+    p.total = NULL;
+    kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
+    return gs_launch_check(stream);
+}
+
 extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
                                                size_t scratch_bytes, cudaStream_t stream)
 {
