@@ -606,15 +606,19 @@ def test_segmented_reduce_large(rng):
     check_reduceat(gpuscan.reduceat(a, idx), a, idx)
 
 
-@pytest.mark.parametrize("tiles", [31, 32, 33, 64, 65])
+@pytest.mark.parametrize("tiles", [31, 32, 33, 64, 65, 1024, 1025, 1100, 2048])
 def test_segmented_reduce_heads_blocks(tiles, rng):
     # On CUDA the heads' positions take 32 count tiles (of NV flags) a block: up to 32 tiles one
-    # block from tile 0 (the tiles' prefixes are not published), then blocks that look back at
-    # the tile before them; element 0 unflagged (a head anyway) and flagged.
+    # block from tile 0 (it looks back at nothing), then blocks that look back at the tile
+    # before them, whose prefix the prefix pass published: a block of it per 1024 tiles, each
+    # reading the sums of the groups before it (1025: one tile in the second group; 1100: heads
+    # blocks that look back into it; 2048: two whole groups).  Element 0 unflagged (a head
+    # anyway) and flagged.
     n = tiles * NV - 3
     a = rng.integers(-50, 50, n).astype(np.int32)
     flags = heads_every(rng, n, 300)
-    flags[[NV - 1, NV, 32 * NV - 1, 32 * NV, 32 * NV + 1] if tiles > 32 else [NV - 1, NV]] = 1
+    edges = [NV - 1, NV, 32 * NV - 1, 32 * NV, 32 * NV + 1, 1024 * NV - 1, 1024 * NV]
+    flags[[e for e in edges if e < n] if tiles > 32 else [NV - 1, NV]] = 1
     for first in (0, 1):
         flags[0] = first
         check_segmented_reduce(gpuscan.segmented_reduce(a, flags), a, flags)

@@ -177,8 +177,9 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The heads' count: the split's count pass, element 0 added, the total read back; the scratch
- * is the state that the positions pass reads (split_end frees it).  The tiles' prefixes and the
+/* The heads' count: the split's count pass (its heads' variant), the tiles' prefixes and the
+ * count with element 0 made a head, read back; the scratch is the state that the positions pass
+ * reads (split_end frees it).  The tiles' prefixes and the
  * positions (those that fit in the room) are enqueued before the host waits for the count: the
  * device writes them while the host reads it, and a count within the room needs no more
  * launches before the reduction. */

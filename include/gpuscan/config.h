@@ -83,9 +83,10 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
 
 /*
  * Scratch of one split or compact over n values (kernels/dispatch/split.cu): the total flagged
- * count (8 bytes, padded to a line), one look-back descriptor per tile (zeroed before the launch),
- * then the flags as one bit per value, GS_NV / 8 bytes per tile (written in full by the count
- * pass, never zeroed).  Pure, so the tests can check it.
+ * count (8 bytes, padded to a line), one look-back descriptor per tile (zeroed before the launch;
+ * the segment heads' count pass writes both of its words instead), then the flags as one bit per
+ * value, GS_NV / 8 bytes per tile (written in full by the count pass, never zeroed).  Pure, so
+ * the tests can check it.
  */
 static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
 {

@@ -322,8 +322,11 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
  * per group of GS_HP_NT tiles: the group's sum published (in the unused second word of its first
  * tile's descriptor, tagged as a descriptor: a count has no compensation), the sums of the groups
  * before it read as they are published, then each tile's prefix from them and a block scan of
- * its group.  A block waits only for blocks launched before it, which never wait for it.  (Two
- * launches, the sums then the prefixes, cost the H100 ~4 us more a call.)
+ * its group.  A block waits only for blocks of lower index, which never wait for it: it relies
+ * on blocks starting in index order, as CUB's single-pass scan does, where all of them are not
+ * resident at once (two blocks per multiprocessor: past ~2^30 flags on an H100); the scan's own
+ * look-backs take their tiles from a counter instead.  (Two launches, the sums then the
+ * prefixes, cost the H100 ~4 us more a call.)
  */
 #define GS_HP_NT 1024
 

@@ -101,7 +101,8 @@ static gs_split_kparams gs_split_params(const gs_split_desc *d, void *scratch)
     p.flags = d->flags;
     p.out = d->out;
     p.n = d->n;
-    /* Zeroed before each split (tag 0); no anchors: the counts are exact. */
+    /* Tag 0: zeroed before each split (the heads' count pass writes every word instead); no
+     * anchors: the counts are exact. */
     p.ts = gs_tile_state_carve(scratch, gs_scan_tiles(d->n), 0);
     p.total = (unsigned long long *)scratch;
     p.mask = (uint32_t *)((char *)scratch + gs_split_mask_offset(d->n));
