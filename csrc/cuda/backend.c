@@ -177,12 +177,12 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The heads' count: the split's count pass (its heads' variant), the tiles' prefixes and the
- * count with element 0 made a head, read back; the scratch is the state that the positions pass
- * reads (split_end frees it).  The tiles' prefixes and the
- * positions (those that fit in the room) are enqueued before the host waits for the count: the
- * device writes them while the host reads it, and a count within the room needs no more
- * launches before the reduction. */
+/* The heads' count: the split's count pass (its heads' variant), then one launch that publishes
+ * the tiles' prefixes and writes the count (element 0 made a head) into the reply, read back;
+ * the scratch is the state that the positions pass reads (split_end frees it).  The positions
+ * (those that fit in the room) are enqueued before the host waits for the count: the device
+ * writes them while the host reads it, and a count within the room needs no more launches
+ * before the reduction. */
 static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions,
                             int64_t room, int64_t *count, int *placed, gs_fail *f)
 {
