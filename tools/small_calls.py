@@ -1,7 +1,10 @@
 """tools/small_calls.py - wall-clock time per call of gpuscan's primitives on small device arrays
 (CuPy, 2^16 values by default) beside CuPy's and PyTorch's: a loop of calls, then one device
 synchronisation, divided by the calls (median of 7 loops).  What issue 16's "<= 10 us per call
-at 2^16" is measured with.
+at 2^16" is measured with.  The "part:" rows split a call's host cost: the same calls on
+gpuscan.DeviceArray inputs (no __cuda_array_interface__ to read, no pointer to check), reading
+CuPy's and PyTorch's interface, CUDA's pointer query, an empty kernel's launch, a C call that
+does nothing on the device.
 
     python3 tools/small_calls.py [log2n] [calls] [case substring]
 """
@@ -57,6 +60,38 @@ if torch is not None:
     cases += [("torch cumsum f32", lambda: torch.cumsum(tx, 0)),
               ("torch sum f32", lambda: tx.sum()),
               ("torch histc 256", lambda: torch.histc(tx, 256, 0, 1))]
+d, di, df, dout = (gpuscan.to_device(cp.asnumpy(v)) for v in (x, xi, f, out))
+empty = cp.RawKernel(r'extern "C" __global__ void empty() {}', "empty")
+cases += [
+    ("part: scan f32 DeviceArray", lambda: gpuscan.scan(d)),
+    ("part: scan f32 DeviceArray out=", lambda: gpuscan.scan(d, out=dout)),
+    ("part: segmented_scan DeviceArray", lambda: gpuscan.segmented_scan(d, df)),
+    ("part: reduce f32 DeviceArray", lambda: gpuscan.reduce(d)),
+    ("part: histogram DeviceArray", lambda: gpuscan.histogram(d, 256, range=(0, 1))),
+    ("part: split DeviceArray", lambda: gpuscan.split(d, df)),
+    ("part: cupy __cuda_array_interface__", lambda: x.__cuda_array_interface__),
+    ("part: cudaPointerGetAttributes", lambda: cp.cuda.runtime.pointerGetAttributes(x.data.ptr)),
+    ("part: empty kernel launch (CuPy)", lambda: empty((1,), (32,), ())),
+    ("part: gpuscan.backend()", lambda: gpuscan.backend()),
+]
+
+
+class Fixed:
+    """x's __cuda_array_interface__ read once, as a plain attribute (no producer's code per read)."""
+
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+fixed = Fixed(x.__cuda_array_interface__)
+unnamed = Fixed({k: v for k, v in x.__cuda_array_interface__.items() if k != "stream"})
+cases += [
+    ("part: scan f32 fixed interface", lambda: gpuscan.scan(fixed)),
+    ("part: scan f32 fixed, no stream", lambda: gpuscan.scan(unnamed)),
+]
+if torch is not None:
+    cases += [("part: torch __cuda_array_interface__", lambda: tx.__cuda_array_interface__),
+              ("part: scan f32 torch", lambda: gpuscan.scan(tx))]
 only = sys.argv[3] if len(sys.argv) > 3 else ""
 print(f"n = 2^{n.bit_length() - 1}, {calls} calls per loop, median of 7 loops, us per call")
 for name, fn in [c for c in cases if only in c[0]]:

@@ -4,7 +4,8 @@ ordering left), from CUPTI's activity records through torch.profiler.
 
     python3 tools/timeline.py [--n LOG2] [--calls K] [WORK ...]
 
-WORK is any of: segmented_reduce, split, scan, reduce, reduceat (default: segmented_reduce).
+WORK is any of: segmented_reduce, split, scan, segmented_scan, reduce, histogram, reduceat
+(default: segmented_reduce).
 Needs a CUDA machine with PyTorch and CuPy.  Prints, per work, one line per device activity of
 the last call (start relative to the call's first activity, the gap before it, its duration)
 and the call's span, busy time and idle time, with the host's CUDA runtime calls between them;
@@ -27,6 +28,8 @@ def works(cp, gpuscan, n, rng):
         "segmented_reduce": lambda: gpuscan.segmented_reduce(a, f),
         "split": lambda: gpuscan.split(a, half),
         "scan": lambda: gpuscan.scan(a),
+        "segmented_scan": lambda: gpuscan.segmented_scan(a, f),
+        "histogram": lambda: gpuscan.histogram(a, 4096, range=(-1, 1)),
         "reduce": lambda: gpuscan.reduce(a),
         "reduceat": lambda: gpuscan.reduceat(a, idx),
     }

@@ -145,6 +145,10 @@ int gs_is_device_object(PyObject *obj);
  * gs_operand_release; on failure `op` holds nothing. */
 int gs_operand_get(PyObject *obj, gs_operand *op);
 
+/* gs_operand_get for an argument that must already be an array (`out=`): a NumPy array or a
+ * device object, else TypeError naming `what`. */
+int gs_operand_get_array(PyObject *obj, gs_operand *op, const char *what);
+
 /* Release what gs_operand_get took; safe on a zeroed operand and called twice. */
 void gs_operand_release(gs_operand *op);
 

@@ -95,24 +95,34 @@ static int is_cuda_dl_device(int device_type)
     return device_type == GS_DL_CUDA || device_type == 13;
 }
 
-int gs_is_device_object(PyObject *obj)
+/* 1 when obj is a device object, 0 when not, -1 on error; *cai its __cuda_array_interface__
+ * (a new reference) when it has one, else NULL, so that the caller reads it once (CuPy and
+ * PyTorch build the dict anew on every read: about a microsecond). */
+static int device_object(PyObject *obj, PyObject **cai)
 {
-    PyObject *cai = NULL;
     int type, id;
 
+    *cai = NULL;
     if (gs_DeviceArray_Check(obj))
         return 1;
     if (PyArray_Check(obj))
         return 0;
-    if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
+    if (get_optional_attr(obj, "__cuda_array_interface__", cai) < 0)
         return -1;
-    if (cai != NULL) {
-        Py_DECREF(cai);
+    if (*cai != NULL)
         return 1;
-    }
     if (dlpack_device(obj, &type, &id) < 0)
         return -1;
     return is_cuda_dl_device(type);
+}
+
+int gs_is_device_object(PyObject *obj)
+{
+    PyObject *cai;
+    const int rc = device_object(obj, &cai);
+
+    Py_XDECREF(cai);
+    return rc;
 }
 
 /* ---- __cuda_array_interface__ ------------------------------------------------------------- */
@@ -348,10 +358,9 @@ static void host_view(gs_operand *op, gs_dtype t)
     }
 }
 
-/* A device object as an operand (the CUDA backend is active). */
-static int device_operand(PyObject *obj, gs_operand *op)
+/* A device object as an operand (the CUDA backend is active); cai its interface or NULL. */
+static int device_operand(PyObject *obj, PyObject *cai, gs_operand *op)
 {
-    PyObject *cai = NULL;
     int rc;
 
     op->on_device = 1;
@@ -360,10 +369,7 @@ static int device_operand(PyObject *obj, gs_operand *op)
         op->owner = Py_NewRef(obj);
         return 0;
     }
-    if (get_optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
-        return -1;
     rc = cai != NULL ? operand_from_cai(obj, cai, op) : operand_from_dlpack(obj, op);
-    Py_XDECREF(cai);
     op->view.mem = GS_MEM_DEVICE;
     return rc;
 }
@@ -388,14 +394,21 @@ static int is_masked(PyObject *obj)
     return rc;
 }
 
-int gs_operand_get(PyObject *obj, gs_operand *op)
+/* gs_operand_get, or, when `array_only` names the argument, gs_operand_get_array. */
+static int operand_get(PyObject *obj, gs_operand *op, const char *array_only)
 {
-    int is_device, masked;
+    PyObject *cai;
+    int is_device, masked, rc;
 
     memset(op, 0, sizeof(*op));
-    is_device = gs_is_device_object(obj);
+    is_device = device_object(obj, &cai);
     if (is_device < 0)
         return -1;
+    if (!is_device && array_only != NULL && !PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a NumPy array or a device array, not %.100s",
+                     array_only, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     if (!is_device) {
         if ((masked = is_masked(obj)) != 0) {
             if (masked > 0)
@@ -410,12 +423,21 @@ int gs_operand_get(PyObject *obj, gs_operand *op)
         op->readonly = !PyArray_ISWRITEABLE(op->host);
         return 0;
     }
-    if (gs_require_cuda() < 0)
-        return -1;
-    if (device_operand(obj, op) == 0)
-        return 0;
-    gs_operand_release(op);
-    return -1;
+    rc = gs_require_cuda() < 0 ? -1 : device_operand(obj, cai, op);
+    Py_XDECREF(cai);
+    if (rc < 0)
+        gs_operand_release(op);
+    return rc;
+}
+
+int gs_operand_get(PyObject *obj, gs_operand *op)
+{
+    return operand_get(obj, op, NULL);
+}
+
+int gs_operand_get_array(PyObject *obj, gs_operand *op, const char *what)
+{
+    return operand_get(obj, op, what);
 }
 
 void gs_operand_release(gs_operand *op)

@@ -77,13 +77,27 @@ done:
     return f->kind ? -1 : 0;
 }
 
+/* The scatter; a split's count (total not NULL) comes back in a reply that the scatter writes
+ * itself, so the host waits for the scatter alone, with no launch after it. */
 static int cuda_split_scatter(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f)
 {
+    gs_reply *r = NULL;
+    const void *host;
+
     GS_CUDA_TRY(f, gs_cuda_enter());
-    GS_CUDA_TRY(f, gs_launch_split_scatter(d, state, gs_split_scratch_bytes(d->n), gs_cuda_stream));
-    if (total != NULL)
-        (void)read_total(state, d->n, total, f);
+    if (total != NULL) {
+        *total = 0;
+        if (d->n == 0)
+            total = NULL;
+        else if (gs_reply_take(&r, f) < 0)
+            goto done;
+    }
+    GS_CUDA_TRY(f, gs_launch_split_scatter(d, state, gs_split_scratch_bytes(d->n),
+                                           r != NULL ? gs_reply_view(r) : NULL, gs_cuda_stream));
+    if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
+        *total = (int64_t)*(const unsigned long long *)host;
 done:
+    gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
 

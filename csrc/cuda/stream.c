@@ -392,7 +392,7 @@ static int split_pass2(void *ctx, int64_t k, int64_t e0, int64_t len, void *cons
     d.flags = dev_in[1];
     d.out = dev_out[0];
     d.n = len;
-    GS_CUDA_TRY(f, gs_launch_split_scatter(&d, c->scratch, c->scratch_bytes, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_split_scatter(&d, c->scratch, c->scratch_bytes, NULL, gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;
 }

@@ -10,18 +10,7 @@
 
 int gs_out_get(PyObject *out_obj, gs_operand *out)
 {
-    int is_dev;
-
-    if (!PyArray_Check(out_obj)) {
-        if ((is_dev = gs_is_device_object(out_obj)) < 0)
-            return -1;
-        if (!is_dev) {
-            PyErr_Format(PyExc_TypeError, "out must be a NumPy array or a device array, not %.100s",
-                         Py_TYPE(out_obj)->tp_name);
-            return -1;
-        }
-    }
-    return gs_operand_get(out_obj, out);
+    return gs_operand_get_array(out_obj, out, "out");
 }
 
 int gs_check_same_kind(gs_dtype from, gs_dtype to)

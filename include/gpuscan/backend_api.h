@@ -486,7 +486,9 @@ cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream
  * (gpuscan/config.h) kept between them.  gs_launch_split_count zeroes the descriptors and runs the
  * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
  * uint64, which a compact downloads to size its output.  gs_launch_split_scatter then writes
- * d->out.  Both return the first CUDA error. */
+ * d->out and, when `reply` is not NULL (a device-visible word: the view of a page-locked reply,
+ * cuda/reply.c), the flagged count there as a uint64 (nothing for n == 0).  Both return the
+ * first CUDA error. */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   cudaStream_t stream);
 /* The count pass for segment heads (gs_launch_heads_count): no memset and no total (the
@@ -494,7 +496,7 @@ cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t 
 cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream);
 cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                    cudaStream_t stream);
+                                    unsigned long long *reply, cudaStream_t stream);
 
 /* Enqueue the segmented reduction on `stream`; `scratch` holds at least
  * gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL) bytes (gpuscan/config.h). */

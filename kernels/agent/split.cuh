@@ -19,6 +19,9 @@
  *           values through shared memory into output order and writes two coalesced runs:
  *           flagged ones at out[flagged_before + rank], unflagged ones at
  *           out[total + unflagged_before + rank], unflagged_before = tile_start - flagged_before.
+ *           Tile 0's block also writes the total to `reply` (the device's view of a page-locked
+ *           host word, cuda/reply.c), so that the host learns split's count from the scatter's
+ *           own completion, without a launch to copy it.
  *
  * Values are moved as bits of their width (any dtype, NaN payloads kept).
  */
@@ -32,6 +35,7 @@ typedef struct gs_split_kparams {
     int64_t n;
     gs_tile_state ts;          /* ts.words: the look-back descriptors */
     unsigned long long *total; /* the flagged count, summed by the count pass (heads: NULL) */
+    unsigned long long *reply; /* scatter: where tile 0 also writes the count (NULL: nowhere) */
     uint32_t *mask;            /* one bit per value, bit i of word i / 32 for value i */
     int compact;               /* write the flagged group only */
     int vec_in;                /* `in` is 16-byte aligned */
@@ -162,6 +166,8 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
                 publish_u64(p->ts, tile, GS_ST_PREFIX, 0, before + flagged);
             before_sm = before;
             total_sm = *p->total;
+            if (tile == 0 && p->reply != NULL)
+                *p->reply = total_sm;
         }
     }
 

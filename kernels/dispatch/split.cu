@@ -22,7 +22,7 @@
  * Bytes moved for int32 values and uint8 flags: n (flags) + n/8 (bits out) + n/8 (bits in) +
  * 4n (values in) + 4n (values out) = 9.25 n, against 9 n for a single pass that could know
  * the total.  A compact downloads the total between the launches to allocate its output
- * exactly.
+ * exactly; a split's count reaches the host from the scatter itself (its `reply` word).
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -105,6 +105,7 @@ static gs_split_kparams gs_split_params(const gs_split_desc *d, void *scratch)
      * anchors: the counts are exact. */
     p.ts = gs_tile_state_carve(scratch, gs_scan_tiles(d->n), 0);
     p.total = (unsigned long long *)scratch;
+    p.reply = NULL;
     p.mask = (uint32_t *)((char *)scratch + gs_split_mask_offset(d->n));
     p.compact = d->compact;
     p.vec_in = ((uintptr_t)d->in % 16) == 0;
@@ -163,9 +164,11 @@ extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void 
 }
 
 extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
-                                               size_t scratch_bytes, cudaStream_t stream)
+                                               size_t scratch_bytes, unsigned long long *reply,
+                                               cudaStream_t stream)
 {
     gs_split_kernel kernel = gs_split_scatter_kernel_for(d->in_type);
+    gs_split_kparams p;
     cudaError_t err;
 
     if (d->n == 0)
@@ -173,6 +176,8 @@ extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scr
     if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
         return err;
     /* ---- A block per tile. ---- */
-    kernel<<<(unsigned)gs_scan_tiles(d->n), GS_NT, 0, stream>>>(gs_split_params(d, scratch));
+    p = gs_split_params(d, scratch);
+    p.reply = reply;
+    kernel<<<(unsigned)gs_scan_tiles(d->n), GS_NT, 0, stream>>>(p);
     return gs_launch_check(stream);
 }
