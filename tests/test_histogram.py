@@ -539,8 +539,22 @@ def test_device_methods_use_their_kernels(rng):
     assert launch["shared"] == 1 and launch["slices"] > 1     # auto: never global at 65536
     launch = device_same(a, method="global", bins=4096)
     assert launch["shared"] == 0 and launch["smem_bytes"] == 0
-    launch = device_same(a, method="auto", bins=4096)
+    big = random_data(rng, np.float32, 2**23 + 3)
+    launch = device_same(big, method="auto", bins=4096)
     assert launch["shared"] == 1 and launch["smem_bytes"] > 48 * 1024   # the opt-in took
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [2**12, 2**16, 2**20 + 3])
+def test_device_replicas_no_more_than_the_values_fill(rng, n):
+    # A replica of the bins costs every block a clear and a merge: a small input over many bins
+    # gets fewer replicas (down to one), and the counts stay NumPy's.
+    a = random_data(rng, np.float32, n)
+    launch = device_same(a, method="shared", bins=4096)
+    per_block = -(-n // launch["blocks"])
+    assert launch["shared"] == 1
+    assert launch["replicas"] <= max(1, per_block // 4096)
+    assert launch["smem_bytes"] == launch["replicas"] * 4096 * 4
 
 
 @pytest.mark.gpu

@@ -194,6 +194,30 @@ static int typestr_dtype(PyObject *typestr, gs_dtype *out)
     return -1;
 }
 
+/* The interface's keys, made once (under the GIL): a lookup by a C string builds and hashes a
+ * new str each time. */
+enum { CAI_SHAPE, CAI_TYPESTR, CAI_DATA, CAI_STRIDES, CAI_MASK, CAI_STREAM, CAI_KEYS };
+
+static PyObject *cai_key(int k)
+{
+    static const char *const names[CAI_KEYS] = { "shape", "typestr", "data",
+                                                 "strides", "mask", "stream" };
+    static PyObject *keys[CAI_KEYS];
+
+    if (keys[k] == NULL)
+        keys[k] = PyUnicode_InternFromString(names[k]);
+    return keys[k];
+}
+
+/* cai[key] (borrowed), NULL when absent; -1 on error. */
+static int cai_get(PyObject *cai, int k, PyObject **item)
+{
+    PyObject *key = cai_key(k);
+
+    *item = key != NULL ? PyDict_GetItemWithError(cai, key) : NULL;
+    return *item == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
 static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
 {
     PyObject *item;
@@ -204,20 +228,25 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
         PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
         return -1;
     }
-    if ((item = PyDict_GetItemString(cai, "shape")) == NULL) {
+    if (cai_get(cai, CAI_SHAPE, &item) < 0)
+        return -1;
+    if (item == NULL) {
         PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'shape'");
         return -1;
     }
     if (int_tuple(item, "shape", &ndim, op->view.shape) < 0)
         return -1;
     op->view.ndim = ndim;
-    if ((item = PyDict_GetItemString(cai, "typestr")) == NULL) {
+    if (cai_get(cai, CAI_TYPESTR, &item) < 0)
+        return -1;
+    if (item == NULL) {
         PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ has no 'typestr'");
         return -1;
     }
     if (typestr_dtype(item, &op->view.dtype) < 0)
         return -1;
-    item = PyDict_GetItemString(cai, "data");
+    if (cai_get(cai, CAI_DATA, &item) < 0)
+        return -1;
     if (item == NULL || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
         PyErr_SetString(PyExc_ValueError,
                         "__cuda_array_interface__: 'data' must be a (pointer, readonly) tuple");
@@ -229,18 +258,21 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
     if (op->readonly < 0)
         return -1;
     op->view.ptr = (char *)(uintptr_t)ptr;
-    item = PyDict_GetItemString(cai, "strides");
+    if (cai_get(cai, CAI_STRIDES, &item) < 0)
+        return -1;
     if (item == NULL || item == Py_None)
         gs_view_set_c_strides(&op->view);
     else if (int_tuple(item, "strides", &ndim, op->view.strides) < 0)
         return -1;
-    item = PyDict_GetItemString(cai, "mask");
+    if (cai_get(cai, CAI_MASK, &item) < 0)
+        return -1;
     if (item != NULL && item != Py_None) {
         PyErr_SetString(PyExc_TypeError, "masked device arrays are not supported");
         return -1;
     }
     /* Version 3: order our stream after the producer's pending work on its stream. */
-    item = PyDict_GetItemString(cai, "stream");
+    if (cai_get(cai, CAI_STREAM, &item) < 0)
+        return -1;
     if (item != NULL && item != Py_None) {
         if (as_int64(item, "stream", &stream) < 0)
             return -1;

@@ -238,6 +238,17 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
         parts = 1;
     if (parts * slices > 0x7fffffff)
         return cudaErrorInvalidConfiguration;
+    /* A replica costs its bins cleared and merged by every block: no more replicas than the
+     * block's values fill (a small input over many bins: 13 replicas of 4096 bins for 16384
+     * values took 7.6 us of a 2^16 histogram).  Less shared memory than the occupancy was
+     * computed for only lets more blocks in. */
+    if (shared && replicas > 1) {
+        const int64_t fill = (d->n + parts - 1) / parts / slice_bins;
+        if (fill < replicas) {
+            replicas = fill > 1 ? (int)fill : 1;
+            smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
+        }
+    }
 
     p.d = *d;
     p.slice_bins = slice_bins;
