@@ -77,6 +77,10 @@ int gs_reply_mark(gs_reply *r, gs_fail *f)
 {
     GS_CUDA_TRY(f, cudaEventRecord(r->done, gs_cuda_stream));
 done:
+    /* Unmarked, the reply's event would not cover a kernel already enqueued to write it:
+     * wait for the stream, so that gs_reply_give does not hand the bytes on while they change. */
+    if (f->kind && cudaStreamSynchronize(gs_cuda_stream) != cudaSuccess)
+        (void)cudaGetLastError();
     return f->kind ? -1 : 0;
 }
 
