@@ -125,21 +125,20 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 #endif
 
 /* A carry from one descriptor word (two when `split` holds a float64 add's compensation in the
- * next word); 0 while unpublished. */
+ * next word, both read before either is checked: the loads are volatile, so a check between
+ * them would put two L2 round trips in a row); 0 while unpublished. */
 static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, const ulonglong2 *w,
                                                         int split, GS_FN(gs_carry) *c, int *head)
 {
-    gs_tile_word d = gs_tile_load(w, tag);
-    if (d.status == GS_ST_INVALID)
+    const int two = split && GS_R_WIDE && GS_FN(compensated)(op);
+    const gs_tile_word d = gs_tile_load(w, tag);
+    const gs_tile_word lo = two ? gs_tile_load(w + 1, tag) : d;
+    if (d.status == GS_ST_INVALID || lo.status == GS_ST_INVALID)
         return 0;
     *c = GS_FN(unpack_carry)(d.value);
     *head = (d.status & GS_ST_HEAD) != 0;
-    if (split && GS_R_WIDE && GS_FN(compensated)(op)) {
-        gs_tile_word lo = gs_tile_load(w + 1, tag);
-        if (lo.status == GS_ST_INVALID)
-            return 0;
+    if (two)
         c->lo = GS_FN(of_bits)(lo.value);
-    }
     return 1;
 }
 

@@ -102,18 +102,21 @@ static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs
     return 1;
 }
 
-/* An anchor's exclusive prefix (double-double A and B), or 0 while any word is unpublished. */
+/* An anchor's exclusive prefix (double-double A and B), or 0 while any word is unpublished.  The
+ * four words are read at once and checked after: a check after each read kept the next one from
+ * being issued (the loads are volatile), four L2 round trips in a row on the anchors' chain. */
 static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t anchor, int *f,
                                                         gs_dd *A, gs_dd *B)
 {
     const ulonglong2 *w = s.anchors + 4 * (anchor / GS_ANCHOR_EVERY);
     gs_tile_word v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4; ++i)
         v[i] = gs_tile_load(w + i, 0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
         if (v[i].status == GS_ST_INVALID)
             return 0;
-    }
     *f = (v[0].status & GS_ST_HEAD) != 0;
     A->hi = gs_lr_double(v[0].value);
     A->lo = gs_lr_double(v[1].value);
