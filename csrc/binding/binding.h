@@ -136,14 +136,15 @@ typedef struct gs_operand {
     uintptr_t foreign_stream;
 } gs_operand;
 
-/* 1 when obj exposes __cuda_array_interface__, is a DeviceArray, or has a CUDA __dlpack__;
- * 0 when not; -1 on error. */
-int gs_is_device_object(PyObject *obj);
-
 /* Turn obj into an operand.  Device objects need the CUDA backend (see gs_require_cuda);
  * anything else goes through PyArray_FromAny.  On success the caller owns `op` and must call
  * gs_operand_release; on failure `op` holds nothing. */
 int gs_operand_get(PyObject *obj, gs_operand *op);
+
+/* gs_operand_get for a device object only: 1 with `op` filled when obj is one (the caller
+ * releases it), 0 with `op` empty when it is not, -1 on error (`op` empty).  One read of
+ * __cuda_array_interface__ both detects and describes it. */
+int gs_operand_get_device(PyObject *obj, gs_operand *op);
 
 /* gs_operand_get for an argument that must already be an array (`out=`): a NumPy array or a
  * device object, else TypeError naming `what`. */

@@ -116,15 +116,6 @@ static int device_object(PyObject *obj, PyObject **cai)
     return is_cuda_dl_device(type);
 }
 
-int gs_is_device_object(PyObject *obj)
-{
-    PyObject *cai;
-    const int rc = device_object(obj, &cai);
-
-    Py_XDECREF(cai);
-    return rc;
-}
-
 /* ---- __cuda_array_interface__ ------------------------------------------------------------- */
 
 /* An int64 from a Python int, or -1 with TypeError naming `what`. */
@@ -427,39 +418,47 @@ static int is_masked(PyObject *obj)
 }
 
 /* gs_operand_get, or, when `array_only` names the argument, gs_operand_get_array. */
-static int operand_get(PyObject *obj, gs_operand *op, const char *array_only)
+int gs_operand_get_device(PyObject *obj, gs_operand *op)
 {
     PyObject *cai;
-    int is_device, masked, rc;
+    int rc;
 
     memset(op, 0, sizeof(*op));
-    is_device = device_object(obj, &cai);
-    if (is_device < 0)
+    rc = device_object(obj, &cai);
+    if (rc <= 0)
+        return rc;
+    rc = gs_require_cuda() < 0 ? -1 : device_operand(obj, cai, op);
+    Py_XDECREF(cai);
+    if (rc < 0) {
+        gs_operand_release(op);
         return -1;
-    if (!is_device && array_only != NULL && !PyArray_Check(obj)) {
+    }
+    return 1;
+}
+
+static int operand_get(PyObject *obj, gs_operand *op, const char *array_only)
+{
+    int masked, rc = gs_operand_get_device(obj, op);
+
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    if (array_only != NULL && !PyArray_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s must be a NumPy array or a device array, not %.100s",
                      array_only, Py_TYPE(obj)->tp_name);
         return -1;
     }
-    if (!is_device) {
-        if ((masked = is_masked(obj)) != 0) {
-            if (masked > 0)
-                PyErr_SetString(PyExc_TypeError,
-                                "masked arrays are not supported: their masks would be ignored; "
-                                "pass a.filled(<identity>) or a.compressed() instead");
-            return -1;
-        }
-        op->host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
-        if (op->host == NULL)
-            return -1;
-        op->readonly = !PyArray_ISWRITEABLE(op->host);
-        return 0;
+    if ((masked = is_masked(obj)) != 0) {
+        if (masked > 0)
+            PyErr_SetString(PyExc_TypeError,
+                            "masked arrays are not supported: their masks would be ignored; "
+                            "pass a.filled(<identity>) or a.compressed() instead");
+        return -1;
     }
-    rc = gs_require_cuda() < 0 ? -1 : device_operand(obj, cai, op);
-    Py_XDECREF(cai);
-    if (rc < 0)
-        gs_operand_release(op);
-    return rc;
+    op->host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    if (op->host == NULL)
+        return -1;
+    op->readonly = !PyArray_ISWRITEABLE(op->host);
+    return 0;
 }
 
 int gs_operand_get(PyObject *obj, gs_operand *op)

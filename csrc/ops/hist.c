@@ -484,14 +484,11 @@ static int bincount_check(PyObject *obj, gs_operand *op, int to_typenum, gs_dtyp
  * NumPy's. */
 static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
 {
-    int dev = gs_is_device_object(obj);
     PyObject *arr;
     int rc;
 
-    if (dev < 0)
-        return -1;
-    if (dev || PyArray_Check(obj)) {
-        if (PyArray_Check(obj) && PyArray_TYPE((PyArrayObject *)obj) != NPY_BOOL &&
+    if (PyArray_Check(obj)) {
+        if (PyArray_TYPE((PyArrayObject *)obj) != NPY_BOOL &&
             gs_dtype_from_kind(PyArray_DESCR((PyArrayObject *)obj)->kind,
                                (int)PyArray_ITEMSIZE((PyArrayObject *)obj), &(gs_dtype){ 0 }) < 0) {
             /* Complex, object, ...: NumPy's cast error. */
@@ -504,6 +501,8 @@ static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
         }
         return gs_operand_get(obj, op);
     }
+    if ((rc = gs_operand_get_device(obj, op)) != 0)
+        return rc < 0 ? -1 : 0;
     arr = PyArray_ContiguousFromAny(obj, typenum, 1, 1);
     if (arr == NULL)
         return -1;

@@ -92,7 +92,7 @@ static int get_indices(PyObject *obj, PyArrayObject **host, gs_operand *dev, red
 {
     int64_t shape[GS_MAX_NDIM];
     gs_dtype t;
-    int nd, is_dev = gs_is_device_object(obj);
+    int nd, is_dev = gs_operand_get_device(obj, dev);
 
     if (is_dev < 0)
         return -1;
@@ -100,11 +100,10 @@ static int get_indices(PyObject *obj, PyArrayObject **host, gs_operand *dev, red
         /* NumPy's own call (it steals the descriptor). */
         *host = (PyArrayObject *)PyArray_FromAny(obj, PyArray_DescrFromType(NPY_INTP), 1, 1,
                                                  NPY_ARRAY_CARRAY, NULL);
-        if (*host == NULL)
+        if (*host == NULL || gs_operand_get((PyObject *)*host, dev) < 0)
             return -1;
-        obj = (PyObject *)*host;
     }
-    if (gs_operand_get(obj, dev) < 0 || gs_operand_info(dev, "indices", &t, &nd, shape) < 0)
+    if (gs_operand_info(dev, "indices", &t, &nd, shape) < 0)
         return -1;
     if (gs_dtype_read_kind(t) == 'f' || t == GS_BOOL || nd != 1) {
         PyErr_SetString(is_dev && nd == 1 ? PyExc_TypeError : PyExc_ValueError,

@@ -183,6 +183,12 @@ static cudaError_t gs_hist_occupancy(const void *kernel, int device, size_t smem
     return cudaSuccess;
 }
 
+/* Dynamic shared memory of a block: its replicas of the slice's bins, then the lookup table. */
+static size_t gs_hist_smem_bytes(int replicas, int64_t slice_bins, int acc_bytes, int table_bytes)
+{
+    return (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
+}
+
 extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream)
 {
     gs_hist_kernel kernel = gs_hist_kernel_for(d);
@@ -213,7 +219,7 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
     shared = d->nbins <= INT32_MAX && (d->method == GS_HIST_SHARED ||
                                        (d->method == GS_HIST_AUTO && slices <= GS_HIST_MAX_SLICES));
     if (shared) {
-        smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
+        smem = gs_hist_smem_bytes(replicas, slice_bins, acc_bytes, table_bytes);
     } else {
         slices = 1;
         slice_bins = d->nbins;
@@ -246,7 +252,7 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
         const int64_t fill = (d->n + parts - 1) / parts / slice_bins;
         if (fill < replicas) {
             replicas = fill > 1 ? (int)fill : 1;
-            smem = (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
+            smem = gs_hist_smem_bytes(replicas, slice_bins, acc_bytes, table_bytes);
         }
     }
 
