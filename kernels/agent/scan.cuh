@@ -130,6 +130,46 @@ static __device__ __forceinline__ void GS_FN(gather)(gs_op op, gs_dtype in_t, gs
     }
 }
 
+/* Whether `tile`'s 1-byte flags are read as whole pieces (a piece's flags in one access of 4 to
+ * 16 bytes: the array aligned, the tile whole), so that flags_load and flags_heads can read them
+ * ahead of the tile (the lookahead driver). */
+static __device__ __forceinline__ int GS_FN(flag_pieces)(gs_dtype in_t, gs_dtype out_t,
+                                                         const gs_scan_kparams *p, int64_t tile)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    return p->row_len <= 0 && p->flags != NULL && tile < p->n / GS_NV && p->vec_flags && C >= 4;
+}
+
+/* This thread's GS_VT flags of `tile` (flag_pieces holds) into GS_VT / 4 words: piece k's C
+ * flags at bytes k*C .. k*C+C-1. */
+static __device__ __forceinline__ void GS_FN(flags_load)(gs_dtype in_t, gs_dtype out_t,
+                                                         const gs_scan_kparams *p, int64_t tile,
+                                                         uint32_t *fw)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int64_t first = tile * GS_NV + (int64_t)threadIdx.x * C;
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k)
+        if (k < R)
+            gs_load_piece(GS_UINT8, C, p->flags, first + (int64_t)k * GS_NT * C, fw + k * C / 4);
+}
+
+/* The head bits of flags_load's words (bool and int8 alike: a nonzero byte is a head; the
+ * scan's first value is one unless it continues another scan). */
+static __device__ __forceinline__ unsigned GS_FN(flags_heads)(const gs_scan_kparams *p,
+                                                              int64_t tile, const uint32_t *fw)
+{
+    unsigned heads = 0;
+#pragma unroll
+    for (int b = 0; b < GS_VT; ++b)
+        if ((fw[b / 4] >> (8 * (b % 4))) & 0xffu)
+            heads |= 1u << b;
+    if (tile == 0 && threadIdx.x == 0 && p->carry_in == NULL)
+        heads |= 1u;
+    return heads;
+}
+
 /* Segment heads among this thread's values of `tile`, one bit each: row starts (one division
  * per piece) or 1-byte flags (a piece's flags in one access when the array is aligned: a flag
  * costs one byte per value).  The flags' width is a compile-time constant: with it a run-time
@@ -159,22 +199,19 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
                 }
             }
         }
+    } else if (GS_FN(flag_pieces)(in_t, out_t, p, tile)) {
+        uint32_t fw[GS_VT / 4];
+        GS_FN(flags_load)(in_t, out_t, p, tile, fw);
+        heads = GS_FN(flags_heads)(p, tile, fw);
     } else if (p->flags != NULL) {
         const gs_dtype flag_t = GS_UINT8; /* bool and int8 alike: nonzero is a head */
-        const int fbytes = C;
-        const int vec_flags = tile < p->n / GS_NV && p->vec_flags && fbytes >= 4 && fbytes <= 16;
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < R) {
-                uint32_t fw[4];
-                if (vec_flags)
-                    gs_load_piece(flag_t, C, p->flags, first + k * row_stride, fw);
 #pragma unroll
                 for (int c = 0; c < C; ++c) {
                     const int64_t g = first + k * row_stride + c;
-                    const uint64_t fb =
-                        vec_flags ? gs_word_elem(flag_t, fw, c)
-                                  : (g < p->n ? gs_load_bits(flag_t, p->flags, g) : 0);
+                    const uint64_t fb = g < p->n ? gs_load_bits(flag_t, p->flags, g) : 0;
                     if (g < p->n &&
                         ((g == 0 && p->carry_in == NULL) || gs_flag_set(flag_t, fb)))
                         heads |= 1u << (k * C + c);
@@ -445,6 +482,13 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
     t.pre_c = can_prefetch && t.cur < whole_tiles;
     if (t.pre_c)
         GS_FN(prefetch)(in_t, C, R, p->in, t.cur, GS_BUF(t.bc));
+    /* A segmented scan's flags are read one iteration ahead too, into registers (cp.async
+     * would need shared memory that a fourth block does not leave): their load's latency was
+     * exposed in every tile's aggregate phase. */
+    uint32_t fl_c[GS_VT / 4], fl_n[GS_VT / 4];
+    int flc = seg && GS_FN(flag_pieces)(in_t, out_t, p, t.cur);
+    if (flc)
+        GS_FN(flags_load)(in_t, out_t, p, t.cur, fl_c);
     GS_FN(gs_tile_mine) mine_p;
 
     for (;;) {
@@ -456,6 +500,9 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
             __syncthreads(); /* cur's copies, done in every thread, seen by all */
         if (pre_n)
             GS_FN(prefetch)(in_t, C, R, p->in, t.next, GS_BUF(t.bn));
+        const int fln = seg && t.next < ntiles && GS_FN(flag_pieces)(in_t, out_t, p, t.next);
+        if (fln)
+            GS_FN(flags_load)(in_t, out_t, p, t.next, fl_n);
 
         /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
         GS_FN(gs_tile_mine) mine_c;
@@ -463,9 +510,10 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
             GS_R x[GS_VT];
             GS_FN(gs_tile_totals) tot;
             GS_FN(gather)(op, in_t, out_t, p, t.cur, t.pre_c ? GS_BUF(t.bc) : NULL, x);
-            GS_FN(aggregate)
-            (op, in_t, out_t, seg, x, seg ? GS_FN(tile_heads)(in_t, out_t, p, t.cur) : 0u, &mine_c,
-             &tot, &sm.block);
+            const unsigned heads = !seg ? 0u
+                                   : flc ? GS_FN(flags_heads)(p, t.cur, fl_c)
+                                         : GS_FN(tile_heads)(in_t, out_t, p, t.cur);
+            GS_FN(aggregate)(op, in_t, out_t, seg, x, heads, &mine_c, &tot, &sm.block);
             GS_FN(publish_aggregate)(op, out_t, p, t.cur, &tot);
             if (threadIdx.x == 0) {
                 sm.totals[t.bc] = tot;
@@ -484,6 +532,10 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
 
         /* ---- Rotate: cur becomes prev, next becomes cur. ---- */
         mine_p = mine_c;
+        flc = fln;
+#pragma unroll
+        for (int i = 0; i < GS_VT / 4; ++i)
+            fl_c[i] = fl_n[i];
         gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
         if (t.cur >= ntiles)
             break;
