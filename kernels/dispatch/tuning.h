@@ -42,6 +42,20 @@
 #define GS_AHEAD_MIN_BLOCKS_u64 GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
+/* A 1- or 2-byte input widened to an 8-byte type (uint8 -> uint64: NumPy's add and mul) holds
+ * three tiles of 4 or 8 KiB, not 32: at least three blocks.  Under three, ptxas fits the
+ * uint8 -> uint64 kernel in 80 registers with no spills (126 under two, which left the
+ * multiprocessors 16 warps); int32 -> int64 would spill 12 bytes, 8-byte inputs 36-48. */
+#ifndef GS_AHEAD_MIN_BLOCKS_NARROW
+#define GS_AHEAD_MIN_BLOCKS_NARROW 3
+#endif
+#define GS_AHEAD_NARROW(in)                                                     \
+    ((in) == GS_BOOL || (in) == GS_INT8 || (in) == GS_UINT8 || (in) == GS_INT16 || \
+     (in) == GS_UINT16)
+#define GS_AHEAD_BLOCKS(rs, in)                                                     \
+    (GS_AHEAD_NARROW(in) && GS_AHEAD_MIN_BLOCKS_##rs < GS_AHEAD_MIN_BLOCKS_NARROW \
+         ? GS_AHEAD_MIN_BLOCKS_NARROW                                              \
+         : GS_AHEAD_MIN_BLOCKS_##rs)
 
 /* The linear recurrence's kernels (dispatch/linrec.cu), tiles of GS_LR_NV steps.  One tile per
  * block keeps a tile's a and leaves in registers across the look-back; the lookahead driver keeps
@@ -51,7 +65,7 @@
  * waiting at a barrier, and other blocks fill the time (2^28 float32, H100: two blocks 62%, four
  * 75%, five 76%: see benchmarks/NOTES.md).  ptxas (sm_90, CUDA 13, GS_LR_VT 8): one tile
  * float32 63 registers under 3 blocks, float64 80 under 2, no spills; lookahead float32 48 under
- * 5 (8 bytes of spills), float64 80 under 3 (4 bytes). */
+ * 5 (12 bytes of spills), float64 80 under 3 (4 bytes). */
 #ifndef GS_LR_MIN_BLOCKS_f32
 #define GS_LR_MIN_BLOCKS_f32 3
 #endif

@@ -34,13 +34,13 @@
 
 #if GS_SCAN_AHEAD
 #define GS_SCAN_DRIVER(rs) scan_tiles_ahead_##rs
-#define GS_SCAN_BLOCKS(rs) GS_AHEAD_MIN_BLOCKS_##rs
+#define GS_SCAN_BLOCKS(rs, in) GS_AHEAD_BLOCKS(rs, in)
 #else
 #define GS_SCAN_DRIVER(rs) scan_tiles_##rs
-#define GS_SCAN_BLOCKS(rs) GS_MIN_BLOCKS_##rs
+#define GS_SCAN_BLOCKS(rs, in) GS_MIN_BLOCKS_##rs
 #endif
 #define GS_X_KERNEL(op, in, out, rs)                                 \
-    __global__ void __launch_bounds__(GS_NT, GS_SCAN_BLOCKS(rs))     \
+    __global__ void __launch_bounds__(GS_NT, GS_SCAN_BLOCKS(rs, in)) \
         GS_SCAN_NAME(GS_SCAN_FAMILY, op, in, out)(gs_scan_kparams p) \
     {                                                                \
         GS_SCAN_DRIVER(rs)(op, in, out, GS_SCAN_SEG, &p);            \
