@@ -269,8 +269,9 @@ static void fault_task(const pipe_run *r, int64_t t)
     while (t >= r->ftasks[i])
         t -= r->ftasks[i++];
 
-    (void)contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
-                          &hi);
+    if (!contiguous_span(r->p->out[i].view, r->p->base + chunk_start(r, k), chunk_len(r, k), &lo,
+                         &hi))
+        return; /* not reached: fault_tasks gave output i tasks only when it is contiguous */
     a = (lo / GS_PIPE_FAULT_BYTES + (uintptr_t)t) * GS_PIPE_FAULT_BYTES;
     b = a + GS_PIPE_FAULT_BYTES;
     a = (a < lo ? lo : a) / page * page;

@@ -123,29 +123,11 @@ static cudaError_t gs_split_check(const gs_split_desc *d, gs_split_kernel kernel
     return cudaSuccess;
 }
 
-extern "C" cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch,
-                                             size_t scratch_bytes, cudaStream_t stream)
-{
-    const int64_t tiles = gs_scan_tiles(d->n);
-    gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
-    cudaError_t err;
-
-    if (d->n == 0)
-        return cudaSuccess;
-    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
-        return err;
-    /* ---- Zero the total and the descriptors (the bits are written in full). ---- */
-    err = cudaMemsetAsync(scratch, 0, (size_t)gs_split_mask_offset(d->n), stream);
-    if (err != cudaSuccess)
-        return err;
-    /* ---- A warp per tile. ---- */
-    kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(
-        gs_split_params(d, scratch));
-    return gs_launch_check(stream);
-}
-
-extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
-                                                   size_t scratch_bytes, cudaStream_t stream)
+/* The count pass: a warp per tile.  A split's adds to a total, which it zeroes with the
+ * descriptors first; the segment heads' (heads: total NULL) writes every descriptor word it
+ * polls, so it needs no memset. */
+static cudaError_t gs_split_count_launch(const gs_split_desc *d, void *scratch,
+                                         size_t scratch_bytes, int heads, cudaStream_t stream)
 {
     const int64_t tiles = gs_scan_tiles(d->n);
     gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
@@ -156,11 +138,26 @@ extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void 
         return cudaSuccess;
     if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
         return err;
-    /* ---- Every descriptor word written: no memset. ---- */
     p = gs_split_params(d, scratch);
-    p.total = NULL;
+    if (heads)
+        p.total = NULL;
+    else if ((err = cudaMemsetAsync(scratch, 0, (size_t)gs_split_mask_offset(d->n), stream)) !=
+             cudaSuccess)
+        return err;
     kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
     return gs_launch_check(stream);
+}
+
+extern "C" cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch,
+                                             size_t scratch_bytes, cudaStream_t stream)
+{
+    return gs_split_count_launch(d, scratch, scratch_bytes, 0, stream);
+}
+
+extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
+                                                   size_t scratch_bytes, cudaStream_t stream)
+{
+    return gs_split_count_launch(d, scratch, scratch_bytes, 1, stream);
 }
 
 extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
