@@ -417,7 +417,6 @@ static int is_masked(PyObject *obj)
     return rc;
 }
 
-/* gs_operand_get, or, when `array_only` names the argument, gs_operand_get_array. */
 int gs_operand_get_device(PyObject *obj, gs_operand *op)
 {
     PyObject *cai;
@@ -436,6 +435,7 @@ int gs_operand_get_device(PyObject *obj, gs_operand *op)
     return 1;
 }
 
+/* gs_operand_get, or, when `array_only` names the argument, gs_operand_get_array. */
 static int operand_get(PyObject *obj, gs_operand *op, const char *array_only)
 {
     int masked, rc = gs_operand_get_device(obj, op);
