@@ -335,8 +335,11 @@ static __device__ __forceinline__ void gs_hist_agent(const gs_hist_kparams *p, g
         const unsigned *rep = smem32 + (int64_t)((threadIdx.x / GS_WARP) % p->replicas) * s_n;
         gs_hist_consume(p, table, (unsigned)__cvta_generic_to_shared(rep), (int)s_lo, (unsigned)s_n,
                         1, part, parts, t, mode, et, &seen);
-    } else {
-        gs_hist_consume(p, NULL, 0u, 0, 0u, 0, part, parts, t, mode, et, &seen);
+    } else { /* global atomics (more bins than shared memory holds): value by value */
+        for (int64_t i = part * GS_HIST_NT + threadIdx.x; i < d->n; i += parts * GS_HIST_NT) {
+            const uint64_t bits = gs_load_bits(t, d->in, i);
+            gs_hist_count(p, NULL, 0u, 0, 0u, 0, t, mode, et, &bits, 1, &seen);
+        }
     }
 
     /* ---- bincount's probe: the block's largest key, one device atomic per block. ---- */

@@ -15,11 +15,20 @@
 
 #define GS_HIST_KERNEL_NAME(variant, sfx) gs_hist_##variant##_##sfx
 
+/* Whether the (dtype, mode) kernel is ever launched: the host turns every histogram of a 1-byte
+ * dtype with equal-width or searched bins into a table of its 256 values' bins
+ * (csrc/ops/hist_edges.c, make_table), so those kernels keep an empty body and the picker
+ * hands out none of them. */
+#define GS_HIST_WANTED(t, mode)                            \
+    ((mode) == GS_HIST_TABLE || (mode) == GS_HIST_INDEX || \
+     !((t) == GS_BOOL || (t) == GS_INT8 || (t) == GS_UINT8))
+
 #define GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, variant, mode, et) \
     __global__ void __launch_bounds__(GS_HIST_NT, GS_HIST_MIN_BLOCKS)     \
         GS_HIST_KERNEL_NAME(variant, sfx)(gs_hist_kparams p)              \
     {                                                                     \
-        gs_hist_agent(&p, code, mode, et);                                \
+        if (GS_HIST_WANTED(code, mode))                                   \
+            gs_hist_agent(&p, code, mode, et);                            \
     }
 #define GS_X_UNI32(code, ctype, sfx, kind, npy) \
     GS_X_DTYPE_KERNEL(code, ctype, sfx, kind, npy, uni32, GS_HIST_UNIFORM, GS_FLOAT32)
@@ -61,6 +70,8 @@ static gs_hist_kernel gs_hist_kernel_for(const gs_hist_desc *d)
                : d->in_type == GS_INT8  ? GS_HIST_KERNEL_NAME(table, i8)
                : d->in_type == GS_UINT8 ? GS_HIST_KERNEL_NAME(table, u8)
                                         : NULL;
+    if (!GS_HIST_WANTED(d->in_type, d->mode))
+        return NULL;
     switch (d->in_type) {
         GS_DTYPES(GS_X_PICK)
     default:

@@ -13,8 +13,8 @@
  *                        1).  Any other segments: a warp per segment, no scratch.  All stamped
  *                        for every row of GS_TYPED_KERNELS (dispatch/kernel_table.cuh); a level
  *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
- *                        tiles_up are never launched (a table of same-type rows would drop
- *                        them).
+ *                        tiles_up are never launched: their bodies are empty (a third less
+ *                        to compile for those rows).
  *   gs_launch_heads_count  the split's count pass (dispatch/split.cu, its heads' variant: no
  *                        memset), which leaves the flags as one bit per value and every tile's
  *                        flagged count as its look-back aggregate, then one launch that
@@ -98,7 +98,8 @@ extern "C" int gs_segreduce_per_warp = GS_SEG_PER_WARP;
         GS_SEGREDUCE_NAME(tiles_up, op, in, out)(gs_segreduce_kparams p) \
     {                                                                    \
         __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
-        segreduce_tiles_##rs(op, in, out, &p, ids);                      \
+        if ((in) == (out)) /* the rows whose tiles_up is launched */     \
+            segreduce_tiles_##rs(op, in, out, &p, ids);                  \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT)                             \
         GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p)    \
@@ -126,6 +127,8 @@ static void gs_segreduce_kernels_for(gs_dtype in, gs_dtype out, gs_op op,
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
+    if (in != out) /* a widening row's tiles_up has an empty body */
+        *up = NULL;
 }
 
 extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scratch,
