@@ -22,6 +22,17 @@
 #include "gpuscan/hist_bin.h"
 
 static int failures = 0;
+/* The device word gs_launch_hist's block 0 flags its zeroed result in, and the last epoch. */
+static unsigned long long *ready_word, epoch;
+
+static cudaError_t launch(const gs_hist_desc *d)
+{
+    if (ready_word == NULL) {
+        CHECK(cudaMalloc(&ready_word, sizeof(*ready_word)));
+        CHECK(cudaMemset(ready_word, 0, sizeof(*ready_word)));
+    }
+    return gs_launch_hist(d, ready_word, ++epoch, 0);
+}
 
 /* Median device time (ms) of `reps` runs of the histogram, or of the copy when d is NULL. */
 static float time_ms(const gs_hist_desc *d, void *dst, const void *src, size_t bytes)
@@ -34,7 +45,7 @@ static float time_ms(const gs_hist_desc *d, void *dst, const void *src, size_t b
     for (int r = -2; r < REPS; r++) {
         CHECK(cudaEventRecord(a, 0));
         if (d != NULL)
-            CHECK(gs_launch_hist(d, 0));
+            CHECK(launch(d));
         else
             CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0));
         CHECK(cudaEventRecord(b, 0));
@@ -128,7 +139,7 @@ static void run_case(const char *name, gs_dtype t, int64_t n, int64_t nb, gs_his
     d.edges = d_edges;
 
     /* ---- Counts against the host's bins (gs_hist_bin, the CPU backend's function). ---- */
-    CHECK(gs_launch_hist(&d, 0));
+    CHECK(launch(&d));
     CHECK(cudaDeviceSynchronize());
     uint64_t *got = (uint64_t *)malloc((size_t)nb * 8), *want = (uint64_t *)calloc(nb, 8);
     CHECK(cudaMemcpy(got, d_out, (size_t)nb * 8, cudaMemcpyDeviceToHost));

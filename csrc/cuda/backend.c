@@ -162,7 +162,7 @@ static int cuda_hist(const gs_hist_desc *d, gs_fail *f)
     if (bytes > 0 && (fresh = device_edges(d->edges, bytes, &dev, f)) < 0)
         goto done;
     dd.edges = dev;
-    GS_CUDA_TRY(f, gs_launch_hist(&dd, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_cuda_hist_shared(&dd));
 done:
     if (fresh == 1)
         gs_cuda_free((void *)dev);

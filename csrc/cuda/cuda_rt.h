@@ -42,6 +42,10 @@ cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d);
  * zeroed once (each reduction leaves its counters zero).  No GIL needed. */
 cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d);
 
+/* scan_scratch.c: enqueue one histogram (gs_launch_hist) with the histograms' shared ready word
+ * and the next epoch.  No GIL needed. */
+cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d);
+
 /* pinned.c: page-locked host blocks for results (the table's host_take and host_give), and
  * whether [lo, hi) lies in one of them. */
 void *gs_pinned_take(size_t bytes);

@@ -1,6 +1,6 @@
 /*
  * cuda/scan_scratch.c - the single-pass scans' shared look-back scratch, and its epochs; the
- * reductions' shared scratch.
+ * reductions' shared scratch; the histograms' ready word.
  *
  * Level: backend (CUDA), host side; a build with CUDA only.
  *
@@ -21,6 +21,11 @@
  * counters, so the scratch remembers how many of its first bytes are known to be zero, and a
  * reduction that needs more counters zeroes only the difference: a repeated reduction of the
  * same shape needs no memset and no allocation.
+ *
+ * Histograms share one device word: the kernel's block 0 zeroes the result and then writes the
+ * launch's epoch there, which the other blocks wait for (agent/hist.cuh).  Any value differing
+ * from what the launches before left will do, so the epoch is a 64-bit counter (it never wraps),
+ * handed out and enqueued under the lock like the scans'.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -41,6 +46,8 @@ typedef struct kept_scratch {
 static kept_scratch scan_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 static kept_scratch reduce_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 static unsigned epoch; /* the scans': the last epoch handed out since their scratch was zeroed */
+static kept_scratch hist_word = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
+static unsigned long long hist_epoch; /* the histograms': the last epoch handed out */
 
 /* k holds at least `bytes`, zeroed if it was replaced (under k's lock).  The old buffer is
  * freed in stream order, after every launch enqueued on it. */
@@ -114,6 +121,19 @@ cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d)
         k->clean = err == cudaSuccess ? counters : 0;
     }
     pthread_mutex_unlock(&k->lock);
+    return err;
+}
+
+cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d)
+{
+    cudaError_t err;
+    int fresh;
+
+    pthread_mutex_lock(&hist_word.lock);
+    err = grow(&hist_word, sizeof(unsigned long long), &fresh);
+    if (err == cudaSuccess)
+        err = gs_launch_hist(d, (unsigned long long *)hist_word.ptr, ++hist_epoch, gs_cuda_stream);
+    pthread_mutex_unlock(&hist_word.lock);
     return err;
 }
 

@@ -8,17 +8,44 @@
  * chunk is written at once; otherwise each chunk leaves a partial, and the chunk of the row to
  * finish last (a per-row counter) combines the row's partials with the whole block (thread t
  * the partials t, t + NT, ... in order, then the same tree), and sets the counter back to zero
- * for the next reduction on the scratch.  No
- * floating-point atomics anywhere: the grouping depends on the row length only, so float
- * results have the same bits on every run and every device.  Float add accumulates in
- * double-word carries (TwoSum), within the contract's bound at any length.
+ * for the next reduction on the scratch.  While a block combines one item (its tree, the
+ * partial's fence and count), the first four pieces of its next item are already on their way
+ * into shared memory (cp.async), so that the device's loads do not stop at every block's tail.
+ *
+ * No floating-point atomics anywhere: the grouping depends on the row length only, so float
+ * results have the same bits on every run and every device.  Float add accumulates each thread's values with
+ * TwoSum's errors gathered apart (Sum2, see accumulate) and combines threads and chunks in
+ * double-word carries: within the contract's bound at any length, in practice correctly rounded.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
+    uint4 next[4][GS_NT]; /* the next item's first four pieces, thread t's in [u][t] */
     GS_R hi[GS_NWARPS];
     GS_R lo[GS_NWARPS];
     int last;
 } GS_FN(gs_reduce_smem);
+
+/* Work item `item` (one chunk of one row): where its values start, how many there are
+ * (chunk_len, or fewer in a row's last chunk), and how many of them whole 16-byte steps of the
+ * block cover (none when the start is not 16-byte aligned: the item is then read value by
+ * value).  Counts within an item fit an int (the launcher checks chunk_len). */
+typedef struct GS_FN(gs_reduce_item) {
+    const char *src;
+    int count;
+    int whole;
+} GS_FN(gs_reduce_item);
+
+static __device__ __forceinline__ GS_FN(gs_reduce_item)
+    GS_FN(reduce_item)(const gs_reduce_kparams *p, int64_t chunks, int64_t item, int size, int step)
+{
+    GS_FN(gs_reduce_item) it;
+    const int64_t row = item / chunks, chunk = item % chunks;
+    const int64_t rest = p->row_len - chunk * p->chunk_len;
+    it.src = (const char *)p->in + (row * p->row_len + chunk * p->chunk_len) * size;
+    it.count = (int)(rest < p->chunk_len ? rest : p->chunk_len);
+    it.whole = ((uintptr_t)it.src % 16) != 0 ? 0 : it.count / step * step;
+    return it;
+}
 
 /* The block's carries combined in a fixed tree; the total is valid in thread 0.  The caller
  * synchronises before reusing the shared memory. */
@@ -44,11 +71,59 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     return c;
 }
 
-/* One value accumulated into a carry. */
+/* One value accumulated into a thread's carry.  Float add keeps hi the plain running sum and
+ * gathers TwoSum's exact rounding errors in lo, renormalising only once (settle, before the
+ * block combines): the chain from one value to the next is one add, not TwoSum's six (Ogita,
+ * Rump and Oishi's Sum2: error <= eps |sum| + (n eps)^2 sum|x| for the n values of a thread's
+ * chunk).  Once hi is inf or NaN, lo may be NaN: settle drops it. */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate)(gs_op op, GS_FN(gs_carry) acc, GS_R x)
 {
+    if (GS_FN(compensated)(op)) {
+        const GS_R s = acc.hi + x;
+        const GS_R t = s - acc.hi;
+        acc.lo += (acc.hi - (s - t)) + (x - t);
+        acc.hi = s;
+        return acc;
+    }
     return GS_FN(carry_combine)(op, acc, GS_FN(carry_of)(x));
+}
+
+/* A thread's accumulated carry renormalised (|lo| <= ulp(hi) / 2) for the block's tree; inf and
+ * NaN keep no error term, as carry_combine's. */
+static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(settle)(gs_op op, GS_FN(gs_carry) acc)
+{
+    if (GS_FN(compensated)(op)) {
+        const GS_R h = acc.hi + acc.lo;
+        acc.lo = acc.hi - acc.hi != (GS_R)0 ? (GS_R)0 : acc.lo - (h - acc.hi);
+        acc.hi = acc.hi - acc.hi != (GS_R)0 ? acc.hi : h;
+    }
+    return acc;
+}
+
+/* The 16-byte piece of an item at value offset `off`, read as a stream (ld.global.cs: evict
+ * first; every byte is read once): at 2^28 values 1-2% faster than a plain load (an H200,
+ * results/nvidia-h200-2026-11-27-reduce-staged.txt). */
+static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src, int off, int size,
+                                                                uint32_t *w)
+{
+    const uint4 q = __ldcs((const uint4 *)(src + (int64_t)off * size));
+    w[0] = q.x;
+    w[1] = q.y;
+    w[2] = q.z;
+    w[3] = q.w;
+}
+
+/* The values of one 16-byte piece (reduce_load_piece's words) accumulated in order. */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(accumulate_piece)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, const uint32_t *w)
+{
+    const int C = 16 / (int)gs_dtype_size(in_t);
+#pragma unroll
+    for (int c = 0; c < 16; ++c)
+        if (c < C)
+            acc = GS_FN(accumulate)(op, acc, GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c)));
+    return acc;
 }
 
 static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in_t, gs_dtype out_t,
@@ -56,53 +131,67 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
 {
     __shared__ GS_FN(gs_reduce_smem) sm;
     const GS_R id = GS_FN(identity)(op, out_t);
-    const int C = 16 / (int)gs_dtype_size(in_t); /* values per 16-byte piece */
-    const int64_t step = (int64_t)GS_NT * C;
-    const int64_t size = (int64_t)gs_dtype_size(in_t);
-    const int64_t chunk_len = p->chunk_len;
-    const int64_t chunks = (p->row_len + chunk_len - 1) / chunk_len;
+    const int size = (int)gs_dtype_size(in_t);
+    const int C = 16 / size; /* values per 16-byte piece */
+    const int step = GS_NT * C;
+    const int64_t chunks = (p->row_len + p->chunk_len - 1) / p->chunk_len;
     const int64_t items = p->rows * chunks;
 
+    int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
+    GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
+
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const int64_t row = item / chunks, chunk = item % chunks;
-        const int64_t base = row * p->row_len + chunk * chunk_len;
-        const int64_t rest = p->row_len - chunk * chunk_len;
-        const int64_t count = rest < chunk_len ? rest : chunk_len;
-        const int aligned = ((uintptr_t)((const char *)p->in + base * size) % 16) == 0;
-        const int64_t whole = aligned ? count / step * step : 0;
+        const int64_t row = item / chunks;
         GS_FN(gs_carry) acc = GS_FN(carry_of)(id);
 
-        /* ---- Whole steps: 16-byte pieces, four loads in flight per thread. ---- */
-        int64_t off = (int64_t)threadIdx.x * C;
-        for (; off + 3 * step < whole; off += 4 * step) {
+        /* ---- Whole steps: 16-byte pieces, four loads in flight per thread; the first four
+         * come from shared memory when the previous item staged them. ---- */
+        int off = (int)threadIdx.x * C;
+        if (staged) {
+            gs_cp_async_wait();
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const uint4 q = sm.next[u][threadIdx.x];
+                const uint32_t w[4] = { q.x, q.y, q.z, q.w };
+                acc = GS_FN(accumulate_piece)(op, in_t, acc, w);
+            }
+            off += 4 * step;
+        }
+        for (; off + 3 * step < it.whole; off += 4 * step) {
             uint32_t w[4][4];
 #pragma unroll
             for (int u = 0; u < 4; ++u)
-                gs_load_piece(in_t, C, p->in, base + off + u * step, w[u]);
+                GS_FN(reduce_load_piece)(it.src, off + u * step, size, w[u]);
 #pragma unroll
             for (int u = 0; u < 4; ++u)
-#pragma unroll
-                for (int c = 0; c < 16; ++c)
-                    if (c < C)
-                        acc = GS_FN(accumulate)(
-                            op, acc, GS_FN(from_bits)(in_t, gs_word_elem(in_t, w[u], c)));
+                acc = GS_FN(accumulate_piece)(op, in_t, acc, w[u]);
         }
-        for (; off < whole; off += step) {
+        for (; off < it.whole; off += step) {
             uint32_t w[4];
-            gs_load_piece(in_t, C, p->in, base + off, w);
-#pragma unroll
-            for (int c = 0; c < 16; ++c)
-                if (c < C)
-                    acc = GS_FN(accumulate)(op, acc,
-                                            GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c)));
+            GS_FN(reduce_load_piece)(it.src, off, size, w);
+            acc = GS_FN(accumulate_piece)(op, in_t, acc, w);
         }
         /* ---- The rest (or an unaligned row) value by value. ---- */
-        for (int64_t i = whole + threadIdx.x; i < count; i += GS_NT)
-            acc = GS_FN(accumulate)(op, acc,
-                                    GS_FN(from_bits)(in_t, gs_load_bits(in_t, p->in, base + i)));
+        for (int i = it.whole + (int)threadIdx.x; i < it.count; i += GS_NT)
+            acc = GS_FN(accumulate)(op, acc, GS_FN(from_bits)(in_t, gs_load_bits(in_t, it.src, i)));
+
+        /* ---- The next item's first four pieces staged while this block combines (the
+         * block tree, the partial's fence and count below), so that its loads are in flight
+         * through them. ---- */
+        staged = 0;
+        if (item + gridDim.x < items) {
+            it = GS_FN(reduce_item)(p, chunks, item + gridDim.x, size, step);
+            if (it.whole >= 4 * step) {
+                const char *at = it.src + (int)threadIdx.x * 16;
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+                    gs_cp_async(&sm.next[u][threadIdx.x], at + u * step * size, 16);
+                staged = 1;
+            }
+        }
 
         /* ---- The chunk's total; the row's result, or the chunk's partial. ---- */
-        acc = GS_FN(block_reduce)(op, out_t, acc, &sm);
+        acc = GS_FN(block_reduce)(op, out_t, GS_FN(settle)(op, acc), &sm);
         if (threadIdx.x == 0) {
             if (chunks == 1) {
                 gs_store_bits(out_t, p->out, row,

@@ -200,7 +200,8 @@ static size_t gs_hist_smem_bytes(int replicas, int64_t slice_bins, int acc_bytes
     return (size_t)replicas * (size_t)slice_bins * (size_t)acc_bytes + (size_t)table_bytes;
 }
 
-extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long *ready,
+                                      unsigned long long epoch, cudaStream_t stream)
 {
     gs_hist_kernel kernel = gs_hist_kernel_for(d);
     gs_hist_kparams p;
@@ -209,13 +210,15 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
     size_t smem = 0;
     cudaError_t err;
 
-    if (kernel == NULL || d->nbins < 0 || d->n < 0)
+    if (kernel == NULL || d->nbins < 0 || d->n < 0 || (!d->accumulate && ready == NULL))
         return cudaErrorInvalidValue;
-    if (!d->accumulate && (err = cudaMemsetAsync(d->out, 0, (size_t)(d->nbins + (d->probe != 0)) * 8,
-                                                 stream)) != cudaSuccess)
-        return err;
-    if (d->n == 0 || d->nbins == 0)
+    if (d->n == 0 || d->nbins == 0) { /* no launch: a (small) memset, unless accumulating */
+        if (!d->accumulate &&
+            (err = cudaMemsetAsync(d->out, 0, (size_t)(d->nbins + (d->probe != 0)) * 8,
+                                   stream)) != cudaSuccess)
+            return err;
         return cudaSuccess;
+    }
 
     /* ---- The method: shared histograms unless the bins need too many slices. ---- */
     int device;
@@ -272,6 +275,8 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, cudaStream_t stream
     p.slices = (int)slices;
     p.replicas = replicas;
     p.shared = shared;
+    p.ready = d->accumulate ? NULL : ready; /* block 0 zeroes the result */
+    p.epoch = epoch;
     kernel<<<(unsigned)(parts * slices), GS_HIST_NT, smem, stream>>>(p);
     gs_hist_last.shared = shared;
     gs_hist_last.slices = slices;

@@ -5,6 +5,8 @@
  * (dispatch/kernel_table.cuh), shared with the scan; rows and row length are run-time parameters,
  * so axis=None (one row), the last axis (many rows) and everything between are one launch.
  */
+#include <limits.h>
+
 #include "dispatch/kernel_table.cuh"
 
 /* Kernel parameters (by value): the reduction and its scratch, carved as
@@ -66,6 +68,9 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
     p.rows = d->rows;
     p.row_len = d->row_len;
     p.chunk_len = gs_reduce_chunk_len(d->row_len);
+    if (p.chunk_len > INT_MAX / 2) /* offsets inside a chunk are ints (agent/reduce.cuh): a row
+                                    * of 2^41 values, more than any device holds */
+        return cudaErrorInvalidValue;
     p.counters = (unsigned *)scratch;
     p.partials =
         need == 0
