@@ -5,7 +5,8 @@
  *
  * Each thread accumulates 16-byte pieces of the chunk, four loads in flight, consecutive
  * threads on consecutive pieces; the block combines the threads in a fixed tree.  A row of one
- * chunk is written at once; otherwise each chunk leaves a partial, and the chunk of the row to
+ * chunk is written at once; otherwise each chunk leaves a partial (one 8-byte word: a four-byte
+ * carry's hi and lo packed, float64 add's lo in a second word), and the chunk of the row to
  * finish last (a per-row counter) combines the row's partials with the whole block (thread t
  * the partials t, t + NT, ... in order, then the same tree), and sets the counter back to zero
  * for the next reduction on the scratch.  While a block combines one item (its tree, the
@@ -13,9 +14,10 @@
  * into shared memory (cp.async), so that the device's loads do not stop at every block's tail.
  *
  * No floating-point atomics anywhere: the grouping depends on the row length only, so float
- * results have the same bits on every run and every device.  Float add accumulates each thread's values with
- * TwoSum's errors gathered apart (Sum2, see accumulate) and combines threads and chunks in
- * double-word carries: within the contract's bound at any length, in practice correctly rounded.
+ * results have the same bits on every run and every device.  Float add accumulates each
+ * thread's values with TwoSum's errors gathered apart (Sum2, see accumulate) and combines
+ * threads and chunks in double-word carries: within the contract's bound at any length, in
+ * practice correctly rounded.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
@@ -101,6 +103,23 @@ static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(settle)(gs_op op, GS_FN(
     return acc;
 }
 
+/* Words of a chunk's partial in the scratch: a four-byte carry packs hi and lo into one, an
+ * eight-byte one needs a second word only for float add's lo. */
+static __device__ __forceinline__ int GS_FN(part_words)(gs_op op)
+{
+    return GS_R_WIDE && GS_FN(compensated)(op) ? 2 : 1;
+}
+
+/* The partial whose part_words words start at w. */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(part_of)(gs_op op, const unsigned long long *w)
+{
+    GS_FN(gs_carry) c = GS_FN(unpack_carry)(w[0]);
+    if (GS_FN(part_words)(op) == 2)
+        c.lo = GS_FN(of_bits)(w[1]);
+    return c;
+}
+
 /* The 16-byte piece of an item at value offset `off`, read as a stream (ld.global.cs: evict
  * first; every byte is read once): at 2^28 values 1-2% faster than a plain load (an H200,
  * results/nvidia-h200-2026-11-27-reduce-staged.txt). */
@@ -136,6 +155,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int step = GS_NT * C;
     const int64_t chunks = (p->row_len + p->chunk_len - 1) / p->chunk_len;
     const int64_t items = p->rows * chunks;
+    const int W = GS_FN(part_words)(op);
 
     int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
     GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
@@ -197,9 +217,10 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
                 gs_store_bits(out_t, p->out, row,
                               GS_FN(to_bits)(out_t, GS_FN(carry_apply)(op, acc, id)));
             } else {
-                unsigned long long *slot = p->partials + 2 * item;
-                __stcg(slot, GS_FN(bits_of)(acc.hi));
-                __stcg(slot + 1, GS_FN(bits_of)(acc.lo));
+                unsigned long long *slot = p->partials + W * item;
+                __stcg(slot, GS_FN(pack_carry)(acc)); /* hi (and a four-byte lo) */
+                if (W == 2)
+                    __stcg(slot + 1, GS_FN(bits_of)(acc.lo));
                 __threadfence(); /* the partial is visible before the count says so */
                 sm.last = atomicAdd(p->counters + row, 1u) == (unsigned)(chunks - 1);
             }
@@ -211,28 +232,25 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
         if (chunks > 1 && sm.last) { /* the same for the whole block */
             __threadfence();
             GS_FN(gs_carry) c = GS_FN(carry_of)(id);
-            const unsigned long long *row_parts = p->partials + 2 * row * chunks;
+            const unsigned long long *row_parts = p->partials + W * row * chunks;
+            const int P = 8 / W; /* partials a thread has in flight: eight words */
             int64_t k = threadIdx.x;
-            for (; k + 3 * GS_NT < chunks; k += 4 * GS_NT) { /* four loads in flight */
+            for (; k + (P - 1) * GS_NT < chunks; k += P * GS_NT) {
                 unsigned long long w[8];
 #pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                    w[2 * u] = __ldcg(row_parts + 2 * (k + u * GS_NT));
-                    w[2 * u + 1] = __ldcg(row_parts + 2 * (k + u * GS_NT) + 1);
-                }
+                for (int u = 0; u < 8; ++u)
+                    w[u] = __ldcg(row_parts + W * (k + (u / W) * GS_NT) + u % W);
 #pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                    GS_FN(gs_carry) v;
-                    v.hi = GS_FN(of_bits)(w[2 * u]);
-                    v.lo = GS_FN(of_bits)(w[2 * u + 1]);
-                    c = GS_FN(carry_combine)(op, c, v);
-                }
+                for (int u = 0; u < 8; ++u)
+                    if (u < P)
+                        c = GS_FN(carry_combine)(op, c, GS_FN(part_of)(op, w + W * u));
             }
             for (; k < chunks; k += GS_NT) {
-                GS_FN(gs_carry) v;
-                v.hi = GS_FN(of_bits)(__ldcg(row_parts + 2 * k));
-                v.lo = GS_FN(of_bits)(__ldcg(row_parts + 2 * k + 1));
-                c = GS_FN(carry_combine)(op, c, v);
+                unsigned long long w[2];
+                w[0] = __ldcg(row_parts + W * k);
+                if (W == 2)
+                    w[1] = __ldcg(row_parts + W * k + 1);
+                c = GS_FN(carry_combine)(op, c, GS_FN(part_of)(op, w));
             }
             c = GS_FN(block_reduce)(op, out_t, c, &sm);
             if (threadIdx.x == 0) {

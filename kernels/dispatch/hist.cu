@@ -213,9 +213,8 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long 
     if (kernel == NULL || d->nbins < 0 || d->n < 0 || (!d->accumulate && ready == NULL))
         return cudaErrorInvalidValue;
     if (d->n == 0 || d->nbins == 0) { /* no launch: a (small) memset, unless accumulating */
-        if (!d->accumulate &&
-            (err = cudaMemsetAsync(d->out, 0, (size_t)(d->nbins + (d->probe != 0)) * 8,
-                                   stream)) != cudaSuccess)
+        const size_t bytes = (size_t)(d->nbins + (d->probe != 0)) * 8;
+        if (!d->accumulate && (err = cudaMemsetAsync(d->out, 0, bytes, stream)) != cudaSuccess)
             return err;
         return cudaSuccess;
     }
