@@ -529,9 +529,10 @@ cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
 cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch, size_t scratch_bytes,
                              cudaStream_t stream);
 
-/* Enqueue the histogram on `stream`: one kernel launch (the method's; auto picks by nbins),
- * whose block 0 zeroes the accumulators unless d->accumulate, and then sets *ready (a device
- * word) to `epoch`, which must differ from what any launch before it left there (a counter).
+/* Enqueue the histogram on `stream`: one kernel launch (the method's; auto picks by nbins).
+ * Unless d->accumulate, the accumulators are zeroed first: up to 64 KiB of them by the kernel's
+ * block 0, which then sets *ready (a device word) to `epoch`, a value that must differ from what
+ * any launch before it left there (a counter); a larger result by a memset before the launch.
  * All pointers are device memory. */
 cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long *ready,
                            unsigned long long epoch, cudaStream_t stream);

@@ -23,9 +23,10 @@
  *   weights  One value and its weight at a time (grid-stride), summed into a single shared
  *            replica of double (float weights) or u64 (integer weights) accumulators, or into
  *            the device result directly (global).
- *   zeroing  Block 0 zeroes the result before it counts and flags it done (gs_hist_zero_out);
- *            the others wait for the flag before they write to it: no memset before the launch
- *            (cudaMemsetAsync of more than 4 KiB costs the host 3.5 us, an H200's).
+ *   zeroing  A result of up to 64 KiB (p->ready set): block 0 zeroes it before it counts and
+ *            flags it done (gs_hist_zero_out); the others wait for the flag before they write
+ *            to it, so no memset comes before the launch (cudaMemsetAsync of more than 4 KiB
+ *            costs the host 3.5 us, an H200's).  A larger one is zeroed by a memset.
  * Every thread reaches every barrier: the loops have no early exit and a thread whose values
  * ran out only skips the work, not the barrier.
  */

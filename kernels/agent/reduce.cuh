@@ -14,10 +14,10 @@
  * into shared memory (cp.async), so that the device's loads do not stop at every block's tail.
  *
  * No floating-point atomics anywhere: the grouping depends on the row length only, so float
- * results have the same bits on every run and every device.  Float add accumulates each
- * thread's values with TwoSum's errors gathered apart (Sum2, see accumulate) and combines
- * threads and chunks in double-word carries: within the contract's bound at any length, in
- * practice correctly rounded.
+ * results have the same bits on every run and every device.  Float add accumulates each round
+ * of a thread's values (16 at most) with TwoSum's errors gathered apart (Sum2, see accumulate)
+ * and combines rounds, threads and chunks in double-word carries: within the contract's bound
+ * at any length, in practice correctly rounded.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
@@ -73,11 +73,11 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     return c;
 }
 
-/* One value accumulated into a thread's carry.  Float add keeps hi the plain running sum and
- * gathers TwoSum's exact rounding errors in lo, renormalising only once (settle, before the
- * block combines): the chain from one value to the next is one add, not TwoSum's six (Ogita,
- * Rump and Oishi's Sum2: error <= eps |sum| + (n eps)^2 sum|x| for the n values of a thread's
- * chunk).  Once hi is inf or NaN, lo may be NaN: settle drops it. */
+/* One value accumulated into a run of at most one round's values (accumulate_round).  Float
+ * add keeps hi the plain running sum and gathers TwoSum's exact rounding errors in lo: the chain
+ * from one value to the next is one add, not TwoSum's six (Ogita, Rump and Oishi's Sum2: error
+ * <= eps |sum| + (n eps)^2 sum|x| for a run of n values, n <= 16 here).  Once hi is inf or NaN,
+ * lo may be NaN: carry_combine drops it when the run is folded. */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate)(gs_op op, GS_FN(gs_carry) acc, GS_R x)
 {
@@ -89,18 +89,6 @@ static __device__ __forceinline__ GS_FN(gs_carry)
         return acc;
     }
     return GS_FN(carry_combine)(op, acc, GS_FN(carry_of)(x));
-}
-
-/* A thread's accumulated carry renormalised (|lo| <= ulp(hi) / 2) for the block's tree; inf and
- * NaN keep no error term, as carry_combine's. */
-static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(settle)(gs_op op, GS_FN(gs_carry) acc)
-{
-    if (GS_FN(compensated)(op)) {
-        const GS_R h = acc.hi + acc.lo;
-        acc.lo = acc.hi - acc.hi != (GS_R)0 ? (GS_R)0 : acc.lo - (h - acc.hi);
-        acc.hi = acc.hi - acc.hi != (GS_R)0 ? acc.hi : h;
-    }
-    return acc;
 }
 
 /* Words of a chunk's partial in the scratch: a four-byte carry packs hi and lo into one, an
@@ -133,16 +121,25 @@ static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src,
     w[3] = q.w;
 }
 
-/* The values of one 16-byte piece (reduce_load_piece's words) accumulated in order. */
+/* The values of `pieces` 16-byte pieces (reduce_load_piece's words) accumulated into a thread's
+ * carry in order: for float add as one Sum2 run (at most 16 values) folded into the carry with
+ * TwoSum, so that the run's second-order error stays negligible at any row length; for the
+ * other operators straight into the carry. */
 static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(accumulate_piece)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, const uint32_t *w)
+    GS_FN(accumulate_round)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, uint32_t (*w)[4],
+                            int pieces)
 {
     const int C = 16 / (int)gs_dtype_size(in_t);
+    GS_FN(gs_carry) run = GS_FN(compensated)(op) ? GS_FN(carry_of)((GS_R)0) : acc;
 #pragma unroll
-    for (int c = 0; c < 16; ++c)
-        if (c < C)
-            acc = GS_FN(accumulate)(op, acc, GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c)));
-    return acc;
+    for (int u = 0; u < 4; ++u)
+        if (u < pieces)
+#pragma unroll
+            for (int c = 0; c < 16; ++c)
+                if (c < C)
+                    run = GS_FN(accumulate)(op, run,
+                                            GS_FN(from_bits)(in_t, gs_word_elem(in_t, w[u], c)));
+    return GS_FN(compensated)(op) ? GS_FN(carry_combine)(op, acc, run) : run;
 }
 
 static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in_t, gs_dtype out_t,
@@ -168,13 +165,17 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
          * come from shared memory when the previous item staged them. ---- */
         int off = (int)threadIdx.x * C;
         if (staged) {
+            uint32_t w[4][4];
             gs_cp_async_wait();
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
                 const uint4 q = sm.next[u][threadIdx.x];
-                const uint32_t w[4] = { q.x, q.y, q.z, q.w };
-                acc = GS_FN(accumulate_piece)(op, in_t, acc, w);
+                w[u][0] = q.x;
+                w[u][1] = q.y;
+                w[u][2] = q.z;
+                w[u][3] = q.w;
             }
+            acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
             off += 4 * step;
         }
         for (; off + 3 * step < it.whole; off += 4 * step) {
@@ -182,18 +183,17 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
 #pragma unroll
             for (int u = 0; u < 4; ++u)
                 GS_FN(reduce_load_piece)(it.src, off + u * step, size, w[u]);
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-                acc = GS_FN(accumulate_piece)(op, in_t, acc, w[u]);
+            acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
         }
         for (; off < it.whole; off += step) {
-            uint32_t w[4];
-            GS_FN(reduce_load_piece)(it.src, off, size, w);
-            acc = GS_FN(accumulate_piece)(op, in_t, acc, w);
+            uint32_t w[1][4];
+            GS_FN(reduce_load_piece)(it.src, off, size, w[0]);
+            acc = GS_FN(accumulate_round)(op, in_t, acc, w, 1);
         }
-        /* ---- The rest (or an unaligned row) value by value. ---- */
+        /* ---- The rest (or an unaligned row) value by value, straight into the carry. ---- */
         for (int i = it.whole + (int)threadIdx.x; i < it.count; i += GS_NT)
-            acc = GS_FN(accumulate)(op, acc, GS_FN(from_bits)(in_t, gs_load_bits(in_t, it.src, i)));
+            acc = GS_FN(carry_combine)(
+                op, acc, GS_FN(carry_of)(GS_FN(from_bits)(in_t, gs_load_bits(in_t, it.src, i))));
 
         /* ---- The next item's first four pieces staged while this block combines (the
          * block tree, the partial's fence and count below), so that its loads are in flight
@@ -211,7 +211,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
         }
 
         /* ---- The chunk's total; the row's result, or the chunk's partial. ---- */
-        acc = GS_FN(block_reduce)(op, out_t, GS_FN(settle)(op, acc), &sm);
+        acc = GS_FN(block_reduce)(op, out_t, acc, &sm);
         if (threadIdx.x == 0) {
             if (chunks == 1) {
                 gs_store_bits(out_t, p->out, row,

@@ -5,8 +5,9 @@
  * variant (equal-width bins with float32 or float64 edges, searched edges, bincount, and for
  * 1-byte input a table of the 256 values' bins), each running either method (shared-memory
  * histograms or global atomics, a run-time flag, as is the presence of weights).  The launcher
- * zeroes the result, sizes the shared histograms (gs_hist_plan, gpuscan/config.h) to the device's
- * shared memory and launches one persistent grid.
+ * sizes the shared histograms (gs_hist_plan, gpuscan/config.h) to the device's shared memory and
+ * launches one persistent grid, whose block 0 zeroes a small result (a large one is zeroed by a
+ * memset before the launch).
  */
 #include "agent/hist.cuh"
 #include "dispatch/launch.cuh"
@@ -14,6 +15,13 @@
 #include <pthread.h>
 
 #define GS_HIST_KERNEL_NAME(variant, sfx) gs_hist_##variant##_##sfx
+
+/* The largest result that the kernel's block 0 zeroes itself (8 bytes an accumulator: 8192 bins).
+ * cudaMemsetAsync costs the host 1.2 us up to 4 KiB and 3.5 us past it (an H200 host,
+ * results/nvidia-h200-2026-11-27-hist-zero.txt), but one block of GS_HIST_NT threads writes
+ * only about 4 bytes a cycle: past 64 KiB the memset's bandwidth wins (64 MiB: 27 us against
+ * 1.07 ms), and on the global-atomics path every other block would wait for block 0. */
+#define GS_HIST_ZERO_IN_KERNEL_BYTES (64 * 1024)
 
 /* Whether the (dtype, mode) kernel is ever launched: the host turns every histogram of a 1-byte
  * dtype with equal-width or searched bins into a table of its 256 values' bins
@@ -210,14 +218,19 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long 
     size_t smem = 0;
     cudaError_t err;
 
-    if (kernel == NULL || d->nbins < 0 || d->n < 0 || (!d->accumulate && ready == NULL))
+    if (kernel == NULL || d->nbins < 0 || d->n < 0)
         return cudaErrorInvalidValue;
-    if (d->n == 0 || d->nbins == 0) { /* no launch: a (small) memset, unless accumulating */
-        const size_t bytes = (size_t)(d->nbins + (d->probe != 0)) * 8;
-        if (!d->accumulate && (err = cudaMemsetAsync(d->out, 0, bytes, stream)) != cudaSuccess)
-            return err;
+    /* ---- The result zeroed: by the kernel's block 0 when small, else by a memset. ---- */
+    const size_t out_bytes = (size_t)(d->nbins + (d->probe != 0)) * 8;
+    const int zero_in_kernel =
+        !d->accumulate && d->n > 0 && d->nbins > 0 && out_bytes <= GS_HIST_ZERO_IN_KERNEL_BYTES;
+    if (zero_in_kernel && ready == NULL)
+        return cudaErrorInvalidValue;
+    if (!d->accumulate && !zero_in_kernel &&
+        (err = cudaMemsetAsync(d->out, 0, out_bytes, stream)) != cudaSuccess)
+        return err;
+    if (d->n == 0 || d->nbins == 0)
         return cudaSuccess;
-    }
 
     /* ---- The method: shared histograms unless the bins need too many slices. ---- */
     int device;
@@ -274,7 +287,7 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long 
     p.slices = (int)slices;
     p.replicas = replicas;
     p.shared = shared;
-    p.ready = d->accumulate ? NULL : ready; /* block 0 zeroes the result */
+    p.ready = zero_in_kernel ? ready : NULL; /* block 0 zeroes the result */
     p.epoch = epoch;
     kernel<<<(unsigned)(parts * slices), GS_HIST_NT, smem, stream>>>(p);
     gs_hist_last.shared = shared;
