@@ -108,17 +108,22 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     return c;
 }
 
+/* A 16-byte piece as the four words accumulate_round reads. */
+static __device__ __forceinline__ void GS_FN(piece_words)(uint4 q, uint32_t *w)
+{
+    w[0] = q.x;
+    w[1] = q.y;
+    w[2] = q.z;
+    w[3] = q.w;
+}
+
 /* The 16-byte piece of an item at value offset `off`, read as a stream (ld.global.cs: evict
  * first; every byte is read once): at 2^28 values 1-2% faster than a plain load (an H200,
  * results/nvidia-h200-2026-11-27-reduce-staged.txt). */
 static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src, int off, int size,
                                                                 uint32_t *w)
 {
-    const uint4 q = __ldcs((const uint4 *)(src + (int64_t)off * size));
-    w[0] = q.x;
-    w[1] = q.y;
-    w[2] = q.z;
-    w[3] = q.w;
+    GS_FN(piece_words)(__ldcs((const uint4 *)(src + (int64_t)off * size)), w);
 }
 
 /* The values of `pieces` 16-byte pieces (reduce_load_piece's words) accumulated into a thread's
@@ -168,13 +173,8 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
             uint32_t w[4][4];
             gs_cp_async_wait();
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-                const uint4 q = sm.next[u][threadIdx.x];
-                w[u][0] = q.x;
-                w[u][1] = q.y;
-                w[u][2] = q.z;
-                w[u][3] = q.w;
-            }
+            for (int u = 0; u < 4; ++u)
+                GS_FN(piece_words)(sm.next[u][threadIdx.x], w[u]);
             acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
             off += 4 * step;
         }
