@@ -3,8 +3,11 @@
 Integers, bool and float min/max must be bit-identical to np.<ufunc>.reduce in the contract's
 accumulation dtype; float add must be within (log2(n)+2)*eps*sum|x| of the exact sum (n values
 reduced) and give the same bits on every call.  Sizes are named after the path they reach: the
-backends cut each row into chunks (gs_reduce_chunk_len: 4096 values, or for rows of more than 2048
-such chunks about 2048 longer ones) and combine the chunks' partials.  The same tests run on whichever backend is active; the GPU-only ones are marked `gpu`.
+backends cut each row into chunks (gs_reduce_chunk_len: 4096 values, or for rows of more than 4096
+such chunks about 4096 longer ones) and combine the chunks' partials: on the device in one launch
+up to as many chunks as blocks fit on it at once, in two past that (test_row_counts_in_turn and
+test_long_rows reach both).  The same tests run on whichever backend is active; the GPU-only ones
+are marked `gpu`.
 """
 import sys
 
@@ -17,7 +20,7 @@ from gpuscan import _gpuscan
 from reference import BITWISE_OPS, OPS, UFUNCS, bits, check_reduce, identity, result_dtype
 
 CHUNK = _gpuscan._reduce_chunk_items(1)  # the shortest chunk
-SPLIT = 2048  # rows longer than SPLIT shortest chunks are cut into about SPLIT longer ones
+SPLIT = 4096  # rows longer than SPLIT shortest chunks are cut into about SPLIT longer ones
 LONG = SPLIT * CHUNK + 5  # chunks of 2 * CHUNK values, SPLIT / 2 + 1 of them
 
 SIZES = [

@@ -290,10 +290,11 @@ def algorithm_cases(run, nv):
 
 def segmented_and_reduce_cases(run, nv, reduced):
     """The segmented scan (flags at their own width, heads at tile edges) and the reduction
-    (one chunk, several chunks with the last-chunk combine, many rows, unaligned rows)."""
+    (one chunk, several chunks with the last-chunk combine, many rows, unaligned rows, and
+    more chunks than resident blocks: the two-launch path)."""
     rng = np.random.default_rng(7)
     chunk = _gpuscan._reduce_chunk_items(1)  # the shortest chunk
-    long_row = 2048 * chunk + 5  # past 2048 chunks: longer ones
+    long_row = 2048 * chunk + 5  # 2049 chunks: two launches where fewer blocks fit (H200: 1056)
     sizes = [1, nv + 1, 3 * nv + 7] if reduced else [1, 33, nv - 1, nv + 1, 3 * nv + 7]
     for n in sizes:
         for fdt in (np.bool_, np.uint8, np.int32, np.float64):

@@ -102,17 +102,19 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
 }
 
 /*
- * The chunks of a reduction's row: one block reduces one chunk into a partial, and the last chunk
- * of the row to finish combines the row's partials.  A chunk holds GS_REDUCE_MIN_CHUNK values, or
- * for rows of more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
+ * The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
+ * partials are combined in chunk order.  A chunk holds GS_REDUCE_MIN_CHUNK values, or for rows of
+ * more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
  * GS_REDUCE_SPLIT chunks.  Small rows thus spread over many blocks (2^16 values: 16 blocks, not
- * one), long ones over enough to fill any device twice, while their partials stay few enough
- * for one block to combine at once.  The chunks depend on row_len only, so a float sum is
- * grouped the same way on every run, device and thread count.  A multiple of 16 values keeps
- * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks (cpu/reduce.c).
+ * one); long ones over about four waves of blocks on the largest devices (the waves a stream of
+ * short-lived blocks needs for every multiprocessor to finish at once, as CUB's one tile of 4096
+ * values a block does), while their partials stay few enough for one block to combine at once.
+ * The chunks depend on row_len only, so a float sum is grouped the same way on every run, device
+ * and thread count.  A multiple of 16 values keeps every chunk of a row as aligned as its first,
+ * and of 4096 the CPU backend's blocks (cpu/reduce.c).
  */
 #define GS_REDUCE_MIN_CHUNK 4096
-#define GS_REDUCE_SPLIT 2048
+#define GS_REDUCE_SPLIT 4096
 
 /* Values per chunk of a row of row_len values (>= 1). */
 static inline GS_HD int64_t gs_reduce_chunk_len(int64_t row_len)
@@ -129,11 +131,12 @@ static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
 }
 
 /*
- * Scratch of one reduction: a partial (two 8-byte words: value and compensation) per chunk of
- * every row of more than one chunk, and one counter per row (the chunk to finish last
- * combines the row's partials, in chunk order).  The counters are zero when a reduction starts
- * and zero again when it ends (the last chunk of each row resets its row's), so one zeroed
- * scratch serves every reduction in stream order.  Pure, so the tests can check it.
+ * Scratch of one reduction: a partial (room for two 8-byte words: value and compensation) per
+ * chunk of every row of more than one chunk, and one counter per row (in a one-launch reduction
+ * the chunk to finish last combines the row's partials, in chunk order; a two-launch one leaves
+ * the counters alone).  The counters are zero when a reduction starts and zero again when it
+ * ends, so one zeroed scratch serves every reduction in stream order.  Pure, so the tests can
+ * check it.
  */
 static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
 {

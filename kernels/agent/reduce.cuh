@@ -5,25 +5,32 @@
  *
  * Each thread accumulates 16-byte pieces of the chunk, four loads in flight, consecutive
  * threads on consecutive pieces; the block combines the threads in a fixed tree.  A row of one
- * chunk is written at once; otherwise each chunk leaves a partial (one 8-byte word: a four-byte
- * carry's hi and lo packed, float64 add's lo in a second word), and the chunk of the row to
- * finish last (a per-row counter) combines the row's partials with the whole block (thread t
- * the partials t, t + NT, ... in order, then the same tree), and sets the counter back to zero
- * for the next reduction on the scratch.  While a block combines one item (its tree, the
- * partial's fence and count), the first four pieces of its next item are already on their way
- * into shared memory (cp.async), so that the device's loads do not stop at every block's tail.
+ * chunk is written at once; otherwise each chunk leaves a partial in the scratch, and the
+ * partials of a row are combined in chunk order, by one of two launch shapes (p->mode,
+ * dispatch/reduce.cu):
+ *  - GS_REDUCE_COUNTED, one launch of at most the resident blocks: the chunk of the row to
+ *    finish last (a per-row counter, after a fence) combines the row's partials with the whole
+ *    block and sets the counter back to zero for the next reduction on the scratch.  While a
+ *    block combines one item (its tree, the partial's fence and count), the first four pieces of
+ *    its next item are already on their way into shared memory (cp.async), so that the device's
+ *    loads do not stop at every block's tail.
+ *  - GS_REDUCE_PARTS then GS_REDUCE_COMBINE, two launches for more items than resident blocks:
+ *    a block per item, the hardware refilling the multiprocessors as blocks finish (so that
+ *    the multiprocessors that memory serves faster take more items), each leaving its partial
+ *    with no fence or count; then a block per row combines the row's partials, launched as the
+ *    first one's dependent (gs_grid_wait) so that its launch overlaps the first one's last wave.
  *
  * No floating-point atomics anywhere: the grouping depends on the row length only, so float
- * results have the same bits on every run and every device.  Float add accumulates each round
- * of a thread's values (16 at most) with TwoSum's errors gathered apart (Sum2, see accumulate)
- * and combines rounds, threads and chunks in double-word carries: within the contract's bound
- * at any length, in practice correctly rounded.
+ * results have the same bits on every run, device and launch shape.  Float add accumulates each
+ * round of a thread's values (16 at most) with TwoSum's errors gathered apart (Sum2, see
+ * accumulate) into a double-word carry; threads and chunks combine as parts (device/lookback.cuh:
+ * float32 in double, float64 in double-word carries): within the contract's bound at any length,
+ * in practice correctly rounded.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
     uint4 next[4][GS_NT]; /* the next item's first four pieces, thread t's in [u][t] */
-    GS_R hi[GS_NWARPS];
-    GS_R lo[GS_NWARPS];
+    GS_FN(gs_part) part[GS_NWARPS];
     int last;
 } GS_FN(gs_reduce_smem);
 
@@ -41,7 +48,7 @@ static __device__ __forceinline__ GS_FN(gs_reduce_item)
     GS_FN(reduce_item)(const gs_reduce_kparams *p, int64_t chunks, int64_t item, int size, int step)
 {
     GS_FN(gs_reduce_item) it;
-    const int64_t row = item / chunks, chunk = item % chunks;
+    const int64_t row = p->rows == 1 ? 0 : item / chunks, chunk = item - row * chunks;
     const int64_t rest = p->row_len - chunk * p->chunk_len;
     it.src = (const char *)p->in + (row * p->row_len + chunk * p->chunk_len) * size;
     it.count = (int)(rest < p->chunk_len ? rest : p->chunk_len);
@@ -49,28 +56,23 @@ static __device__ __forceinline__ GS_FN(gs_reduce_item)
     return it;
 }
 
-/* The block's carries combined in a fixed tree; the total is valid in thread 0.  The caller
- * synchronises before reusing the shared memory. */
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(block_reduce)(gs_op op, gs_dtype t, GS_FN(gs_carry) c, GS_FN(gs_reduce_smem) *sm)
+/* The block's carries combined as parts in a fixed tree (a part a warp in `slots`); the total
+ * is valid in thread 0.  The caller synchronises before reusing the slots. */
+static __device__ __forceinline__ GS_FN(gs_part)
+    GS_FN(block_reduce)(gs_op op, gs_dtype t, GS_FN(gs_part) x, GS_FN(gs_part) *slots)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;
-    GS_FN(warp_reduce)(op, &c);
-    if (lane == 0) {
-        sm->hi[warp] = c.hi;
-        sm->lo[warp] = c.lo;
-    }
+    GS_FN(part_warp_reduce)(op, GS_WARP, &x);
+    if (lane == 0)
+        slots[warp] = x;
     __syncthreads();
     if (warp == 0) {
-        c = GS_FN(carry_of)(GS_FN(identity)(op, t));
-        if (lane < GS_NWARPS) {
-            c.hi = sm->hi[lane];
-            c.lo = sm->lo[lane];
-        }
-        GS_FN(warp_reduce)(op, &c);
+        x = lane < GS_NWARPS ? slots[lane]
+                             : GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, t)));
+        GS_FN(part_warp_reduce)(op, GS_NWARPS, &x);
     }
-    return c;
+    return x;
 }
 
 /* One value accumulated into a run of at most one round's values (accumulate_round).  Float
@@ -98,14 +100,93 @@ static __device__ __forceinline__ int GS_FN(part_words)(gs_op op)
     return GS_R_WIDE && GS_FN(compensated)(op) ? 2 : 1;
 }
 
-/* The partial whose part_words words start at w. */
-static __device__ __forceinline__ GS_FN(gs_carry)
-    GS_FN(part_of)(gs_op op, const unsigned long long *w)
+/* A chunk's partial written to its part_words words at `slot` (L2 only: another block reads it). */
+static __device__ __forceinline__ void GS_FN(store_partial)(gs_op op, unsigned long long *slot,
+                                                            GS_FN(gs_part) x)
 {
-    GS_FN(gs_carry) c = GS_FN(unpack_carry)(w[0]);
+    if (GS_FN(part_double)(op)) {
+        __stcg(slot, (unsigned long long)__double_as_longlong(x.d));
+        return;
+    }
+    __stcg(slot, GS_FN(pack_carry)(x.c)); /* hi (and a four-byte lo) */
     if (GS_FN(part_words)(op) == 2)
-        c.lo = GS_FN(of_bits)(w[1]);
-    return c;
+        __stcg(slot + 1, GS_FN(bits_of)(x.c.lo));
+}
+
+/* The partial whose part_words words (as loaded) start at w. */
+static __device__ __forceinline__ GS_FN(gs_part)
+    GS_FN(partial_at)(gs_op op, const unsigned long long *w)
+{
+    GS_FN(gs_part) x;
+    if (GS_FN(part_double)(op)) {
+        x.d = __longlong_as_double((long long)w[0]);
+        return x;
+    }
+    x.c = GS_FN(unpack_carry)(w[0]);
+    if (GS_FN(part_words)(op) == 2)
+        x.c.lo = GS_FN(of_bits)(w[1]);
+    return x;
+}
+
+/* A row's result from its total. */
+static __device__ __forceinline__ void GS_FN(store_result)(gs_op op, gs_dtype out_t,
+                                                           const gs_reduce_kparams *p, int64_t row,
+                                                           GS_FN(gs_part) x)
+{
+    const GS_R v = GS_FN(carry_apply)(op, GS_FN(part_carry)(op, x), GS_FN(identity)(op, out_t));
+    gs_store_bits(out_t, p->out, row, GS_FN(to_bits)(out_t, v));
+}
+
+/* The row's partials combined in chunk order by the whole block, thread t the partials t,
+ * t + NT, ... (`inflight` words in flight, 8 or 16), then the block's tree; thread 0 writes the
+ * row's result and resets the row's counter for the next reduction on the scratch. */
+static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out_t,
+                                                          const gs_reduce_kparams *p, int64_t row,
+                                                          GS_FN(gs_part) *slots, int inflight)
+{
+    const int64_t chunks = p->chunks;
+    const int W = GS_FN(part_words)(op);
+    const int P = inflight / W; /* partials a thread has in flight */
+    const unsigned long long *row_parts = p->partials + W * row * chunks;
+    GS_FN(gs_part) x = GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, out_t)));
+    int64_t k = threadIdx.x;
+    for (; k + (P - 1) * GS_NT < chunks; k += P * GS_NT) {
+        unsigned long long w[16];
+#pragma unroll
+        for (int u = 0; u < 16; ++u)
+            if (u < inflight)
+                w[u] = __ldcg(row_parts + W * (k + (u / W) * GS_NT) + u % W);
+#pragma unroll
+        for (int u = 0; u < 16; ++u)
+            if (u < P)
+                x = GS_FN(part_combine)(op, x, GS_FN(partial_at)(op, w + W * u));
+    }
+    for (; k < chunks; k += GS_NT) {
+        unsigned long long w[2];
+        w[0] = __ldcg(row_parts + W * k);
+        if (W == 2)
+            w[1] = __ldcg(row_parts + W * k + 1);
+        x = GS_FN(part_combine)(op, x, GS_FN(partial_at)(op, w));
+    }
+    x = GS_FN(block_reduce)(op, out_t, x, slots);
+    if (threadIdx.x == 0) {
+        GS_FN(store_result)(op, out_t, p, row, x);
+        p->counters[row] = 0u;
+    }
+}
+
+/* The combining launch after a GS_REDUCE_PARTS one (its programmatic dependent): blocks take
+ * rows in a grid-stride loop, sixteen words in flight a thread (a kernel of its own, so that
+ * these registers do not cost the streaming kernel its occupancy). */
+static __device__ __forceinline__ void GS_FN(reduce_combine)(gs_op op, gs_dtype out_t,
+                                                             const gs_reduce_kparams *p)
+{
+    __shared__ GS_FN(gs_part) slots[GS_NWARPS];
+    gs_grid_wait(); /* the GS_REDUCE_PARTS launch before this one has completed */
+    for (int64_t row = blockIdx.x; row < p->rows; row += gridDim.x) {
+        GS_FN(combine_row)(op, out_t, p, row, slots, 16);
+        __syncthreads(); /* the slots are reused by the next row */
+    }
 }
 
 /* A 16-byte piece as the four words accumulate_round reads. */
@@ -155,15 +236,18 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int size = (int)gs_dtype_size(in_t);
     const int C = 16 / size; /* values per 16-byte piece */
     const int step = GS_NT * C;
-    const int64_t chunks = (p->row_len + p->chunk_len - 1) / p->chunk_len;
+    const int64_t chunks = p->chunks;
     const int64_t items = p->rows * chunks;
     const int W = GS_FN(part_words)(op);
+
+    if (p->mode == GS_REDUCE_PARTS)
+        gs_grid_launch_dependents(); /* the combining launch may start once every block has */
 
     int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
     GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const int64_t row = item / chunks;
+        const int64_t row = p->rows == 1 ? 0 : item / chunks;
         GS_FN(gs_carry) acc = GS_FN(carry_of)(id);
 
         /* ---- Whole steps: 16-byte pieces, four loads in flight per thread; the first four
@@ -210,53 +294,29 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
             }
         }
 
-        /* ---- The chunk's total; the row's result, or the chunk's partial. ---- */
-        acc = GS_FN(block_reduce)(op, out_t, acc, &sm);
+        /* ---- The chunk's total; the row's result, or the chunk's partial (counted in
+         * GS_REDUCE_COUNTED, after a fence: the partial is visible before the count says so). */
+        const GS_FN(gs_part) total = GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), sm.part);
+        const int counted = chunks > 1 && p->mode == GS_REDUCE_COUNTED;
         if (threadIdx.x == 0) {
             if (chunks == 1) {
-                gs_store_bits(out_t, p->out, row,
-                              GS_FN(to_bits)(out_t, GS_FN(carry_apply)(op, acc, id)));
+                GS_FN(store_result)(op, out_t, p, row, total);
             } else {
-                unsigned long long *slot = p->partials + W * item;
-                __stcg(slot, GS_FN(pack_carry)(acc)); /* hi (and a four-byte lo) */
-                if (W == 2)
-                    __stcg(slot + 1, GS_FN(bits_of)(acc.lo));
-                __threadfence(); /* the partial is visible before the count says so */
-                sm.last = atomicAdd(p->counters + row, 1u) == (unsigned)(chunks - 1);
+                GS_FN(store_partial)(op, p->partials + W * item, total);
+                if (counted) {
+                    __threadfence();
+                    sm.last = atomicAdd(p->counters + row, 1u) == (unsigned)(chunks - 1);
+                }
             }
         }
-        __syncthreads();
 
-        /* ---- The last chunk of a row to finish combines the row's partials and resets
-         * the row's counter (every other chunk of the row has counted already). ---- */
-        if (chunks > 1 && sm.last) { /* the same for the whole block */
-            __threadfence();
-            GS_FN(gs_carry) c = GS_FN(carry_of)(id);
-            const unsigned long long *row_parts = p->partials + W * row * chunks;
-            const int P = 8 / W; /* partials a thread has in flight: eight words */
-            int64_t k = threadIdx.x;
-            for (; k + (P - 1) * GS_NT < chunks; k += P * GS_NT) {
-                unsigned long long w[8];
-#pragma unroll
-                for (int u = 0; u < 8; ++u)
-                    w[u] = __ldcg(row_parts + W * (k + (u / W) * GS_NT) + u % W);
-#pragma unroll
-                for (int u = 0; u < 8; ++u)
-                    if (u < P)
-                        c = GS_FN(carry_combine)(op, c, GS_FN(part_of)(op, w + W * u));
-            }
-            for (; k < chunks; k += GS_NT) {
-                unsigned long long w[2];
-                w[0] = __ldcg(row_parts + W * k);
-                if (W == 2)
-                    w[1] = __ldcg(row_parts + W * k + 1);
-                c = GS_FN(carry_combine)(op, c, GS_FN(part_of)(op, w));
-            }
-            c = GS_FN(block_reduce)(op, out_t, c, &sm);
-            if (threadIdx.x == 0) {
-                gs_store_bits(out_t, p->out, row,
-                              GS_FN(to_bits)(out_t, GS_FN(carry_apply)(op, c, id)));
-                p->counters[row] = 0u;
+        /* ---- The last chunk of a row to finish combines the row's partials (every other
+         * chunk of the row has counted already). ---- */
+        if (counted) {
+            __syncthreads();
+            if (sm.last) { /* the same for the whole block */
+                __threadfence();
+                GS_FN(combine_row)(op, out_t, p, row, sm.part, 8);
             }
         }
         __syncthreads(); /* shared memory is reused by the next item */

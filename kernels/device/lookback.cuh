@@ -183,18 +183,55 @@ static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(part_carry)(gs_op op, GS
     return c;
 }
 
+/* An earlier part a combined with a later one b. */
+static __device__ __forceinline__ GS_FN(gs_part)
+    GS_FN(part_combine)(gs_op op, GS_FN(gs_part) a, GS_FN(gs_part) b)
+{
+    if (GS_FN(part_double)(op))
+        b.d = a.d + b.d;
+    else
+        b.c = GS_FN(carry_combine)(op, a.c, b.c);
+    return b;
+}
+
 /* The segmented combination of an earlier part (fa, a) with a later one (*f, *b), into the
  * later. */
 static __device__ __forceinline__ void GS_FN(part_prepend)(gs_op op, int fa, GS_FN(gs_part) a,
                                                            int *f, GS_FN(gs_part) *b)
 {
-    if (!*f) {
-        if (GS_FN(part_double)(op))
-            b->d = a.d + b->d;
-        else
-            b->c = GS_FN(carry_combine)(op, a.c, b->c);
-    }
+    if (!*f)
+        *b = GS_FN(part_combine)(op, a, *b);
     *f |= fa;
+}
+
+/* A part moved down the warp by d lanes (__shfl_down_sync). */
+static __device__ __forceinline__ GS_FN(gs_part)
+    GS_FN(part_shfl_down)(gs_op op, GS_FN(gs_part) p, int d)
+{
+    GS_FN(gs_part) o;
+    if (GS_FN(part_double)(op)) {
+        o.d = __shfl_down_sync(GS_FULL_MASK, p.d, d);
+    } else {
+        o.c.hi = __shfl_down_sync(GS_FULL_MASK, p.c.hi, d);
+        o.c.lo = __shfl_down_sync(GS_FULL_MASK, p.c.lo, d);
+    }
+    return o;
+}
+
+/* Reduction of the parts of lanes 0 .. lanes-1 (a power of two up to the warp) in a fixed tree,
+ * lane order = element order; lane 0 gets the total.  Called by the whole warp. */
+static __device__ __forceinline__ void GS_FN(part_warp_reduce)(gs_op op, int lanes,
+                                                               GS_FN(gs_part) *p)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        if (d >= lanes)
+            break;
+        const GS_FN(gs_part) o = GS_FN(part_shfl_down)(op, *p, d);
+        if (lane + d < lanes)
+            *p = GS_FN(part_combine)(op, *p, o);
+    }
 }
 
 /* Reduction across the warp where lane l holds an earlier part than lane l-1; lane 0 gets the
@@ -205,13 +242,7 @@ static __device__ __forceinline__ void GS_FN(part_reduce_reversed)(gs_op op, int
     const int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
     for (int d = 1; d < GS_WARP; d <<= 1) {
-        GS_FN(gs_part) o;
-        if (GS_FN(part_double)(op)) {
-            o.d = __shfl_down_sync(GS_FULL_MASK, p->d, d);
-        } else {
-            o.c.hi = __shfl_down_sync(GS_FULL_MASK, p->c.hi, d);
-            o.c.lo = __shfl_down_sync(GS_FULL_MASK, p->c.lo, d);
-        }
+        const GS_FN(gs_part) o = GS_FN(part_shfl_down)(op, *p, d);
         int of = seg ? __shfl_down_sync(GS_FULL_MASK, *f, d) : 0;
         if (lane + d < GS_WARP)
             GS_FN(part_prepend)(op, of, o, f, p);

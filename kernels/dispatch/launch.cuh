@@ -10,6 +10,8 @@
 #ifndef GS_LAUNCH_CUH
 #define GS_LAUNCH_CUH
 
+#include <string.h>
+
 #include "dispatch/tuning.h"
 #include "thread/load_store.cuh"
 
@@ -66,6 +68,48 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
         __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
     }
     return cudaSuccess;
+}
+
+/*
+ * A launch of `kernel` (one parameter at `params`, GS_NT threads a block, no dynamic shared
+ * memory) on `blocks` blocks as the programmatic dependent of the kernel launched just before it
+ * on `stream`: on devices of compute capability 9.0 and up it may start while that one's last
+ * blocks run, and waits for it in gs_grid_wait() (thread/load_store.cuh); elsewhere an ordinary
+ * launch in stream order, where gs_grid_wait() compiles to nothing.  The capability is read once
+ * per device.  Ends with the check.
+ */
+static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void *params,
+                                       cudaStream_t stream)
+{
+    static int cached_major[GS_MAX_DEVICES]; /* 0: not read yet */
+    int device, major = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err != cudaSuccess)
+        return err;
+    if (device < GS_MAX_DEVICES)
+        major = __atomic_load_n(&cached_major[device], __ATOMIC_ACQUIRE);
+    if (major == 0) {
+        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+        if (err != cudaSuccess)
+            return err;
+        if (device < GS_MAX_DEVICES)
+            __atomic_store_n(&cached_major[device], major, __ATOMIC_RELEASE);
+    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config;
+    memset(&config, 0, sizeof config);
+    config.gridDim = dim3((unsigned)blocks);
+    config.blockDim = dim3(GS_NT);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = major >= 9 ? 1 : 0;
+    void *args[1] = { params };
+    err = cudaLaunchKernelExC(&config, kernel, args);
+    const cudaError_t check = gs_launch_check(stream); /* also clears a launch error */
+    return err != cudaSuccess ? err : check;
 }
 
 /*

@@ -9,6 +9,10 @@
 
 #include "dispatch/kernel_table.cuh"
 
+/* What one launch of a reduce kernel does (agent/reduce.cuh): */
+#define GS_REDUCE_COUNTED 0 /* the items; the last chunk of each row combines the row's */
+#define GS_REDUCE_PARTS 1   /* the items' partials only; the combining kernel follows */
+
 /* Kernel parameters (by value): the reduction and its scratch, carved as
  * gs_reduce_scratch_bytes() sized it. */
 typedef struct gs_reduce_kparams {
@@ -17,33 +21,59 @@ typedef struct gs_reduce_kparams {
     int64_t rows;
     int64_t row_len;
     int64_t chunk_len;            /* gs_reduce_chunk_len(row_len) */
+    int64_t chunks;               /* of a row: gs_reduce_chunks(row_len) */
     unsigned *counters;           /* chunks finished, per row: zero on entry and on exit */
     unsigned long long *partials; /* (value, compensation) per chunk of every row */
+    int mode;                     /* GS_REDUCE_COUNTED or GS_REDUCE_PARTS */
 } gs_reduce_kparams;
 
 #define GS_AGENT "agent/reduce.cuh"
 #include "stamp.cuh"
 
 #define GS_REDUCE_KERNEL_NAME(op, in, out) gs_reduce_##op##_##in##_##out
+#define GS_REDUCE_COMBINE_NAME(op, in, out) gs_reduce_combine_##op##_##in##_##out
 
-#define GS_X_KERNEL(op, in, out, rs)                            \
-    __global__ void __launch_bounds__(GS_NT)                    \
-        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p) \
-    {                                                           \
-        reduce_items_##rs(op, in, out, &p);                     \
+/* The items' kernel's launch bounds: eight blocks a multiprocessor (32 registers) where four-
+ * byte registers reach it without spilling (the int32 sum took 39 registers and six blocks:
+ * 2^22 and 2^24 values 3-10% slower, results/nvidia-h200-2026-11-27-reduce-parts.txt); eight-byte
+ * ones as ptxas likes (eight would spill the products into uint64, and a minimum of one block
+ * gives the float64 sum 56 registers where none gives it 32). */
+#define GS_REDUCE_BOUNDS_u32 GS_NT, 8
+#define GS_REDUCE_BOUNDS_i32 GS_NT, 8
+#define GS_REDUCE_BOUNDS_f32 GS_NT, 8
+#define GS_REDUCE_BOUNDS_u64 GS_NT
+#define GS_REDUCE_BOUNDS_i64 GS_NT
+#define GS_REDUCE_BOUNDS_f64 GS_NT
+
+/* Two kernels a row of the table: the items (one launch, or the first of two) and the rows'
+ * partials combined (the second). */
+#define GS_X_KERNEL(op, in, out, rs)                                \
+    __global__ void __launch_bounds__(GS_REDUCE_BOUNDS_##rs)        \
+        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p)     \
+    {                                                               \
+        reduce_items_##rs(op, in, out, &p);                         \
+    }                                                               \
+    __global__ void __launch_bounds__(GS_NT)                        \
+        GS_REDUCE_COMBINE_NAME(op, in, out)(gs_reduce_kparams p)    \
+    {                                                               \
+        reduce_combine_##rs(op, out, &p);                           \
     }
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
 
 typedef void (*gs_reduce_kernel)(gs_reduce_kparams);
 
-/* The kernel for a (in, out, op) triple that gs_scan_pair_direct() accepts, or NULL. */
-static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op)
+/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts: the items' kernel
+ * (NULL if none) and in *combine the combining one. */
+static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op,
+                                             gs_reduce_kernel *combine)
 {
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)         \
-    if (op == op_ && in == in_ && out == out_) \
-        return GS_REDUCE_KERNEL_NAME(op_, in_, out_);
+#define GS_X_MATCH(op_, in_, out_, rs)                        \
+    if (op == op_ && in == in_ && out == out_) {              \
+        *combine = GS_REDUCE_COMBINE_NAME(op_, in_, out_);    \
+        return GS_REDUCE_KERNEL_NAME(op_, in_, out_);         \
+    }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
     return NULL;
@@ -52,7 +82,8 @@ static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op
 extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream)
 {
-    gs_reduce_kernel kernel = gs_reduce_kernel_for(d->in_type, d->out_type, d->op);
+    gs_reduce_kernel combine = NULL;
+    gs_reduce_kernel kernel = gs_reduce_kernel_for(d->in_type, d->out_type, d->op, &combine);
     const int64_t chunks = gs_reduce_chunks(d->row_len);
     const size_t need = gs_reduce_scratch_bytes(d->rows, d->row_len);
     gs_reduce_kparams p;
@@ -68,6 +99,7 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
     p.rows = d->rows;
     p.row_len = d->row_len;
     p.chunk_len = gs_reduce_chunk_len(d->row_len);
+    p.chunks = chunks;
     if (p.chunk_len > INT_MAX / 2) /* offsets inside a chunk are ints (agent/reduce.cuh): a row
                                     * of 2^41 values, more than any device holds */
         return cudaErrorInvalidValue;
@@ -77,13 +109,28 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
             ? NULL
             : (unsigned long long *)((char *)scratch + gs_round_up(4 * d->rows, GS_SCRATCH_ALIGN));
 
-    /* ---- One launch: a grid-stride loop over the rows' chunks. ---- */
+    /* ---- Up to one wave of blocks, or rows of one chunk: one launch, a grid-stride loop over
+     * the rows' chunks where the last chunk of a row to finish combines the row's partials. */
     err = gs_resident_blocks((const void *)kernel, 0, &resident);
     if (err != cudaSuccess)
         return err;
-    int64_t blocks = d->rows * chunks;
-    if (blocks > resident)
-        blocks = resident;
-    kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
-    return gs_launch_check(stream);
+    const int64_t items = d->rows * chunks;
+    if (chunks == 1 || items <= resident) {
+        p.mode = GS_REDUCE_COUNTED;
+        kernel<<<(unsigned)(items < resident ? items : resident), GS_NT, 0, stream>>>(p);
+        return gs_launch_check(stream);
+    }
+
+    /* ---- More: a block per chunk, refilled by the hardware as blocks finish (the first
+     * wave's fences and counts, and its imbalance between multiprocessors, cost more than a
+     * second launch: results/nvidia-h200-2026-11-27-reduce-parts.txt), then a block per row
+     * combining the row's partials, launched as the first launch's programmatic dependent on
+     * devices that have it (sm_90+). ---- */
+    p.mode = GS_REDUCE_PARTS;
+    kernel<<<(unsigned)(items < INT_MAX ? items : INT_MAX), GS_NT, 0, stream>>>(p);
+    err = gs_launch_check(stream);
+    if (err != cudaSuccess)
+        return err;
+    return gs_launch_dependent((const void *)combine, d->rows < resident ? d->rows : resident, &p,
+                               stream);
 }

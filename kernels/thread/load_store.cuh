@@ -196,6 +196,27 @@ static __device__ __forceinline__ void gs_cp_async_wait(void)
     asm volatile("cp.async.wait_all;" : : : "memory");
 }
 
+/*
+ * Programmatic dependent launch (griddepcontrol, sm_90+; no-ops before it): a kernel launched
+ * with cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it
+ * in the stream still runs, once every block of that one has called gs_grid_launch_dependents()
+ * or exited; gs_grid_wait() then waits until that kernel has completed and its writes are
+ * visible.  So the dependent kernel's launch overlaps the first one's last wave.
+ */
+static __device__ __forceinline__ void gs_grid_launch_dependents(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" : : : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void gs_grid_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" : : : "memory");
+#endif
+}
+
 /* The dynamic shared memory of the lookahead drivers (agent/scan.cuh, agent/linrec.cuh): the
  * tiles cp.async streams in, aligned to 128 bytes whatever the size of the static shared memory
  * before it: a warp's 512-byte piece then spans four 128-byte rows of the banks, not five (H200,
