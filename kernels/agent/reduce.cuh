@@ -241,7 +241,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int W = GS_FN(part_words)(op);
 
     if (p->mode == GS_REDUCE_PARTS)
-        gs_grid_launch_dependents(); /* the combining launch may start once every block has */
+        gs_grid_launch_dependents(); /* the combining launch may start once every block is here */
 
     int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
     GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
