@@ -4,7 +4,7 @@ Integers, bool and float min/max must be bit-identical to np.<ufunc>.reduce in t
 accumulation dtype; float add must be within (log2(n)+2)*eps*sum|x| of the exact sum (n values
 reduced) and give the same bits on every call.  Sizes are named after the path they reach: the
 backends cut each row into chunks (gs_reduce_chunk_len: 4096 values, or for rows of more than 4096
-such chunks about 4096 longer ones) and combine the chunks' partials: on the device in one launch
+such chunks about 4096 longer ones, at most 16384 values long) and combine the chunks' partials: on the device in one launch
 up to as many chunks as blocks fit on it at once, in two past that (test_row_counts_in_turn and
 test_long_rows reach both).  The same tests run on whichever backend is active; the GPU-only ones
 are marked `gpu`.
@@ -22,6 +22,7 @@ from reference import BITWISE_OPS, OPS, UFUNCS, bits, check_reduce, identity, re
 CHUNK = _gpuscan._reduce_chunk_items(1)  # the shortest chunk
 SPLIT = 4096  # rows longer than SPLIT shortest chunks are cut into about SPLIT longer ones
 LONG = SPLIT * CHUNK + 5  # chunks of 2 * CHUNK values, SPLIT / 2 + 1 of them
+MAX_CHUNK = 4 * CHUNK  # the longest chunk (rows past SPLIT * MAX_CHUNK values)
 
 SIZES = [
     pytest.param(1, id="one"),
@@ -47,14 +48,18 @@ def reduce_data(rng, dtype, shape, op):
 
 def test_chunks_of_a_row():
     # 4096 values (a whole number of the widest 16-byte steps of a block and of the CPU's blocks)
-    # up to SPLIT chunks; longer rows get about SPLIT chunks, each a multiple of 4096 values.
+    # up to SPLIT chunks; longer rows get about SPLIT chunks, each a multiple of 4096 values, up
+    # to MAX_CHUNK values; longer rows still get more chunks of MAX_CHUNK values.
     chunk = _gpuscan._reduce_chunk_items
     assert CHUNK == 4096 and chunk(0) == chunk(NV + 1) == chunk(SPLIT * CHUNK) == CHUNK
     assert chunk(SPLIT * CHUNK + 1) == chunk(LONG) == 2 * CHUNK
-    for n in [SPLIT * CHUNK + 1, 3 << 24, 1 << 28, (1 << 28) + 1, 10**12 + 7]:
+    assert chunk(SPLIT * MAX_CHUNK) == chunk(SPLIT * MAX_CHUNK + 1) == MAX_CHUNK
+    assert chunk(10**12 + 7) == MAX_CHUNK
+    for n in [SPLIT * CHUNK + 1, 3 << 24, 1 << 26, (1 << 26) + 1, 1 << 28, 10**12 + 7]:
         c = chunk(n)
-        assert c % CHUNK == 0
-        assert SPLIT // 2 < -(-n // c) <= SPLIT, n
+        assert c % CHUNK == 0 and c <= MAX_CHUNK
+        if n <= SPLIT * MAX_CHUNK:
+            assert SPLIT // 2 < -(-n // c) <= SPLIT, n
     with pytest.raises(ValueError):
         chunk(-1)
 

@@ -105,23 +105,28 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
  * The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
  * partials are combined in chunk order.  A chunk holds GS_REDUCE_MIN_CHUNK values, or for rows of
  * more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
- * GS_REDUCE_SPLIT chunks.  Small rows thus spread over many blocks (2^16 values: 16 blocks, not
- * one); long ones over about four waves of blocks on the largest devices (the waves a stream of
+ * GS_REDUCE_SPLIT chunks, up to GS_REDUCE_MAX_CHUNK values: longer rows get more chunks of that
+ * length.  Small rows thus spread over many blocks (2^16 values: 16 blocks, not one); long ones
+ * over at least about four waves of blocks on the largest devices (the waves a stream of
  * short-lived blocks needs for every multiprocessor to finish at once, as CUB's one tile of 4096
- * values a block does), while their partials stay few enough for one block to combine at once.
- * The chunks depend on row_len only, so a float sum is grouped the same way on every run, device
- * and thread count.  A multiple of 16 values keeps every chunk of a row as aligned as its first,
- * and of 4096 the CPU backend's blocks (cpu/reduce.c).
+ * values a block does), and past 2^26 values over more waves of blocks no longer than 64 KiB of
+ * float32, so that the last wave is a small part of the time; one block combines a row's
+ * partials, 16384 of them at 2^28 values.  The chunks depend on row_len only, so a float sum is
+ * grouped the same way on every run, device and thread count.  A multiple of 16 values keeps
+ * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks
+ * (cpu/reduce.c).
  */
 #define GS_REDUCE_MIN_CHUNK 4096
 #define GS_REDUCE_SPLIT 4096
+#define GS_REDUCE_MAX_CHUNK (4 * GS_REDUCE_MIN_CHUNK)
 
 /* Values per chunk of a row of row_len values (>= 1). */
 static inline GS_HD int64_t gs_reduce_chunk_len(int64_t row_len)
 {
     const int64_t per = (row_len + GS_REDUCE_SPLIT - 1) / GS_REDUCE_SPLIT;
     const int64_t m = (per + GS_REDUCE_MIN_CHUNK - 1) / GS_REDUCE_MIN_CHUNK;
-    return (m > 1 ? m : 1) * GS_REDUCE_MIN_CHUNK;
+    const int64_t most = GS_REDUCE_MAX_CHUNK / GS_REDUCE_MIN_CHUNK;
+    return (m < 1 ? 1 : m > most ? most : m) * GS_REDUCE_MIN_CHUNK;
 }
 
 static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
