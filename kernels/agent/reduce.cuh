@@ -14,11 +14,11 @@
  *    block combines one item (its tree, the partial's fence and count), the first four pieces of
  *    its next item are already on their way into shared memory (cp.async), so that the device's
  *    loads do not stop at every block's tail.
- *  - GS_REDUCE_PARTS then GS_REDUCE_COMBINE, two launches for more items than resident blocks:
- *    a block per item, the hardware refilling the multiprocessors as blocks finish (so that
- *    the multiprocessors that memory serves faster take more items), each leaving its partial
- *    with no fence or count; then a block per row combines the row's partials, launched as the
- *    first one's dependent (gs_grid_wait) so that its launch overlaps the first one's last wave.
+ *  - GS_REDUCE_PARTS then the combining kernel (reduce_combine), two launches for more items
+ *    than resident blocks: a block per item, the hardware refilling the multiprocessors as
+ *    blocks finish (so that those memory serves faster take more items), each leaving its
+ *    partial with no fence or count; then a block per row combines the row's partials, launched
+ *    as the first one's dependent (gs_grid_wait) so that its launch overlaps the last wave.
  *
  * No floating-point atomics anywhere: the grouping depends on the row length only, so float
  * results have the same bits on every run, device and launch shape.  Float add accumulates each

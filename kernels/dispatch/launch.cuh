@@ -1,6 +1,6 @@
 /*
- * dispatch/launch.cuh - what every launcher shares: the one check after a launch, and the size
- * of a resident (persistent or grid-stride) grid.
+ * dispatch/launch.cuh - what every launcher shares: the one check after a launch, the size of
+ * a resident (persistent or grid-stride) grid, and a launch as a programmatic dependent.
  *
  * Level: dispatch (host code of kernels/dispatch/).  As CUB's launch idiom: the launch's own
  * error first (cudaGetLastError: a bad configuration), then, in the opt-in debug mode
