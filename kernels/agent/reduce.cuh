@@ -1,31 +1,33 @@
 /*
  * agent/reduce.cuh - a block's part in a reduction: it reduces work items (one chunk of
- * p->chunk_len values of one row, gs_reduce_chunk_len) in a grid-stride loop.  Included once per
- * register type after device/lookback.cuh.
+ * p->chunk_len values of one row, gs_reduce_chunk_len).  Included once per register type after
+ * device/lookback.cuh.
  *
  * Each thread accumulates 16-byte pieces of the chunk, four loads in flight, consecutive
  * threads on consecutive pieces; the block combines the threads in a fixed tree.  A row of one
  * chunk is written at once; otherwise each chunk leaves a partial in the scratch, and the
- * partials of a row are combined in chunk order, by one of two launch shapes (p->mode,
- * dispatch/reduce.cu):
- *  - GS_REDUCE_COUNTED, one launch of at most the resident blocks: the chunk of the row to
- *    finish last (a per-row counter, after a fence) combines the row's partials with the whole
- *    block and sets the counter back to zero for the next reduction on the scratch.  While a
- *    block combines one item (its tree, the partial's fence and count), the first four pieces of
- *    its next item are already on their way into shared memory (cp.async), so that the device's
- *    loads do not stop at every block's tail.
- *  - GS_REDUCE_PARTS then the combining kernel (reduce_combine), two launches for more items
- *    than resident blocks: a block per item, the hardware refilling the multiprocessors as
- *    blocks finish (so that those memory serves faster take more items), each leaving its
- *    partial with no fence or count; then a block per row combines the row's partials, launched
- *    as the first one's dependent (gs_grid_wait) so that its launch overlaps the last wave.
+ * partials of a row are combined in chunk order, by one of two launch shapes (dispatch/reduce.cu
+ * picks, a kernel each):
+ *  - reduce_items, one launch of at most the resident blocks, a grid-stride loop over the items:
+ *    the chunk of the row to finish last (a per-row counter, after a fence) combines the row's
+ *    partials with the whole block and sets the counter back to zero for the next reduction on
+ *    the scratch.  While a block combines one item (its tree, the partial's fence and count),
+ *    the first four pieces of its next item are already on their way into shared memory
+ *    (cp.async), so that the device's loads do not stop at every block's tail.
+ *  - reduce_parts then reduce_combine, two launches for more items than resident blocks: a block
+ *    per item, the hardware refilling the multiprocessors as blocks finish (so that those memory
+ *    serves faster take more items), each leaving its partial with no fence or count and no other
+ *    work at its tail; then a block per row combines the row's partials, launched as the first
+ *    one's dependent (gs_grid_wait) so that its launch overlaps the last wave.
  *
  * No floating-point atomics anywhere: the grouping depends on the row length only, so float
  * results have the same bits on every run, device and launch shape.  Float add accumulates each
- * round of a thread's values (16 at most) with TwoSum's errors gathered apart (Sum2, see
- * accumulate) into a double-word carry; threads and chunks combine as parts (device/lookback.cuh:
- * float32 in double, float64 in double-word carries): within the contract's bound at any length,
- * in practice correctly rounded.
+ * round of a thread's values (16 at most; for float32 the four sums of its pieces' values, each
+ * a pairwise float sum) with TwoSum's errors gathered apart (Sum2, see accumulate) into a
+ * double-word carry; threads and chunks combine as parts (device/lookback.cuh: float32 in double,
+ * float64 in double-word carries).  The error is within eps * sum|x| (float32: the pieces' own
+ * pairwise sums, at most two roundings a value) plus second-order terms, well inside the
+ * contract's (log2(n) + 2) eps sum|x| at any length.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
@@ -175,14 +177,15 @@ static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out
     }
 }
 
-/* The combining launch after a GS_REDUCE_PARTS one (its programmatic dependent): blocks take
- * rows in a grid-stride loop, sixteen words in flight a thread (a kernel of its own, so that
- * these registers do not cost the streaming kernel its occupancy). */
+/* The combining launch after reduce_parts' (its programmatic dependent): blocks take rows in a
+ * grid-stride loop, sixteen words in flight a thread (a kernel of its own, with a register bound
+ * of its own: under the streaming kernels' 32 registers ptxas issued a float32 sum's sixteen
+ * 8-byte loads seven at a time). */
 static __device__ __forceinline__ void GS_FN(reduce_combine)(gs_op op, gs_dtype out_t,
                                                              const gs_reduce_kparams *p)
 {
     __shared__ GS_FN(gs_part) slots[GS_NWARPS];
-    gs_grid_wait(); /* the GS_REDUCE_PARTS launch before this one has completed */
+    gs_grid_wait(); /* the reduce_parts launch before this one has completed */
     for (int64_t row = blockIdx.x; row < p->rows; row += gridDim.x) {
         GS_FN(combine_row)(op, out_t, p, row, slots, 16);
         __syncthreads(); /* the slots are reused by the next row */
@@ -208,15 +211,29 @@ static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src,
 }
 
 /* The values of `pieces` 16-byte pieces (reduce_load_piece's words) accumulated into a thread's
- * carry in order: for float add as one Sum2 run (at most 16 values) folded into the carry with
- * TwoSum, so that the run's second-order error stays negligible at any row length; for the
- * other operators straight into the carry. */
+ * carry in order: for float add as one Sum2 run folded into the carry with TwoSum, so that the
+ * run's second-order error stays negligible at any row length; for the other operators straight
+ * into the carry.  A float32 piece enters the run as the pairwise sum of its four values (two
+ * roundings a value at most: error <= 2u * sum|x|, u = eps/2), which cuts the round's Sum2 steps
+ * from 16 to 4: the items' kernel issued 10.8M warp instructions at 2^24 against CUB's 2.5M, and
+ * issue, at its blocks' tails, is what it lost to CUB
+ * (results/nvidia-h200-2026-11-27-reduce-lean.txt). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate_round)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, uint32_t (*w)[4],
                             int pieces)
 {
     const int C = 16 / (int)gs_dtype_size(in_t);
     GS_FN(gs_carry) run = GS_FN(compensated)(op) ? GS_FN(carry_of)((GS_R)0) : acc;
+    if (GS_FN(compensated)(op) && !GS_R_WIDE && C == 4) { /* float32 */
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            if (u < pieces) {
+                const GS_R a = GS_FN(from_bits)(in_t, w[u][0]) + GS_FN(from_bits)(in_t, w[u][1]);
+                const GS_R b = GS_FN(from_bits)(in_t, w[u][2]) + GS_FN(from_bits)(in_t, w[u][3]);
+                run = GS_FN(accumulate)(op, run, a + b);
+            }
+        return GS_FN(carry_combine)(op, acc, run);
+    }
 #pragma unroll
     for (int u = 0; u < 4; ++u)
         if (u < pieces)
@@ -226,6 +243,51 @@ static __device__ __forceinline__ GS_FN(gs_carry)
                     run = GS_FN(accumulate)(op, run,
                                             GS_FN(from_bits)(in_t, gs_word_elem(in_t, w[u], c)));
     return GS_FN(compensated)(op) ? GS_FN(carry_combine)(op, acc, run) : run;
+}
+
+/* A thread's values of item `it` from value offset `off` on (its first piece, or past the pieces
+ * staged) accumulated into acc: whole steps of 16-byte pieces, four loads in flight, then one at a
+ * time; then the rest (or an unaligned row) value by value, straight into the carry. */
+static __device__ __forceinline__ GS_FN(gs_carry)
+    GS_FN(accumulate_item)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc,
+                           const GS_FN(gs_reduce_item) it, int off)
+{
+    const int size = (int)gs_dtype_size(in_t);
+    const int step = GS_NT * (16 / size);
+    for (; off + 3 * step < it.whole; off += 4 * step) {
+        uint32_t w[4][4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            GS_FN(reduce_load_piece)(it.src, off + u * step, size, w[u]);
+        acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
+    }
+    for (; off < it.whole; off += step) {
+        uint32_t w[1][4];
+        GS_FN(reduce_load_piece)(it.src, off, size, w[0]);
+        acc = GS_FN(accumulate_round)(op, in_t, acc, w, 1);
+    }
+    for (int i = it.whole + (int)threadIdx.x; i < it.count; i += GS_NT)
+        acc = GS_FN(carry_combine)(
+            op, acc, GS_FN(carry_of)(GS_FN(from_bits)(in_t, gs_load_bits(in_t, it.src, i))));
+    return acc;
+}
+
+/* The first of the two-launch shape: the block's item (a block per item: the launcher checks that
+ * they fit a grid), its partial left in the scratch for reduce_combine.  Nothing else at a block's
+ * tail (no loop, staging, fence or count): its tail is time in which its loads stop. */
+static __device__ __forceinline__ void GS_FN(reduce_parts)(gs_op op, gs_dtype in_t, gs_dtype out_t,
+                                                           const gs_reduce_kparams *p)
+{
+    __shared__ GS_FN(gs_part) slots[GS_NWARPS];
+    const int size = (int)gs_dtype_size(in_t);
+    const int C = 16 / size;
+    gs_grid_launch_dependents(); /* the combining launch may start once every block is here */
+    const GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, p->chunks, blockIdx.x, size, GS_NT * C);
+    const GS_FN(gs_carry) acc = GS_FN(accumulate_item)(
+        op, in_t, GS_FN(carry_of)(GS_FN(identity)(op, out_t)), it, (int)threadIdx.x * C);
+    const GS_FN(gs_part) total = GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), slots);
+    if (threadIdx.x == 0)
+        GS_FN(store_partial)(op, p->partials + GS_FN(part_words)(op) * blockIdx.x, total);
 }
 
 static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in_t, gs_dtype out_t,
@@ -239,9 +301,6 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int64_t chunks = p->chunks;
     const int64_t items = p->rows * chunks;
     const int W = GS_FN(part_words)(op);
-
-    if (p->mode == GS_REDUCE_PARTS)
-        gs_grid_launch_dependents(); /* the combining launch may start once every block is here */
 
     int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
     GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
@@ -262,22 +321,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
             acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
             off += 4 * step;
         }
-        for (; off + 3 * step < it.whole; off += 4 * step) {
-            uint32_t w[4][4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-                GS_FN(reduce_load_piece)(it.src, off + u * step, size, w[u]);
-            acc = GS_FN(accumulate_round)(op, in_t, acc, w, 4);
-        }
-        for (; off < it.whole; off += step) {
-            uint32_t w[1][4];
-            GS_FN(reduce_load_piece)(it.src, off, size, w[0]);
-            acc = GS_FN(accumulate_round)(op, in_t, acc, w, 1);
-        }
-        /* ---- The rest (or an unaligned row) value by value, straight into the carry. ---- */
-        for (int i = it.whole + (int)threadIdx.x; i < it.count; i += GS_NT)
-            acc = GS_FN(carry_combine)(
-                op, acc, GS_FN(carry_of)(GS_FN(from_bits)(in_t, gs_load_bits(in_t, it.src, i))));
+        acc = GS_FN(accumulate_item)(op, in_t, acc, it, off);
 
         /* ---- The next item's first four pieces staged while this block combines (the
          * block tree, the partial's fence and count below), so that its loads are in flight
@@ -294,10 +338,11 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
             }
         }
 
-        /* ---- The chunk's total; the row's result, or the chunk's partial (counted in
-         * GS_REDUCE_COUNTED, after a fence: the partial is visible before the count says so). */
-        const GS_FN(gs_part) total = GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), sm.part);
-        const int counted = chunks > 1 && p->mode == GS_REDUCE_COUNTED;
+        /* ---- The chunk's total; the row's result, or the chunk's partial (counted after a
+         * fence: the partial is visible before the count says so). */
+        const GS_FN(gs_part) total =
+            GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), sm.part);
+        const int counted = chunks > 1;
         if (threadIdx.x == 0) {
             if (chunks == 1) {
                 GS_FN(store_result)(op, out_t, p, row, total);

@@ -1,17 +1,13 @@
 /*
  * dispatch/reduce.cu - reductions: their __global__ kernels and the extern "C" launcher.
  *
- * Level: device-wide algorithm (kernels + dispatch).  One kernel per row of GS_TYPED_KERNELS
+ * Level: device-wide algorithm (kernels + dispatch).  Three kernels per row of GS_TYPED_KERNELS
  * (dispatch/kernel_table.cuh), shared with the scan; rows and row length are run-time parameters,
  * so axis=None (one row), the last axis (many rows) and everything between are one launch.
  */
 #include <limits.h>
 
 #include "dispatch/kernel_table.cuh"
-
-/* What one launch of a reduce kernel does (agent/reduce.cuh): */
-#define GS_REDUCE_COUNTED 0 /* the items; the last chunk of each row combines the row's */
-#define GS_REDUCE_PARTS 1   /* the items' partials only; the combining kernel follows */
 
 /* Kernel parameters (by value): the reduction and its scratch, carved as
  * gs_reduce_scratch_bytes() sized it. */
@@ -24,16 +20,16 @@ typedef struct gs_reduce_kparams {
     int64_t chunks;               /* of a row: gs_reduce_chunks(row_len) */
     unsigned *counters;           /* chunks finished, per row: zero on entry and on exit */
     unsigned long long *partials; /* (value, compensation) per chunk of every row */
-    int mode;                     /* GS_REDUCE_COUNTED or GS_REDUCE_PARTS */
 } gs_reduce_kparams;
 
 #define GS_AGENT "agent/reduce.cuh"
 #include "stamp.cuh"
 
 #define GS_REDUCE_KERNEL_NAME(op, in, out) gs_reduce_##op##_##in##_##out
+#define GS_REDUCE_PARTS_NAME(op, in, out) gs_reduce_parts_##op##_##in##_##out
 #define GS_REDUCE_COMBINE_NAME(op, in, out) gs_reduce_combine_##op##_##in##_##out
 
-/* The items' kernel's launch bounds: eight blocks a multiprocessor (32 registers) where four-
+/* The items' kernels' launch bounds: eight blocks a multiprocessor (32 registers) where four-
  * byte registers reach it without spilling (the int32 sum took 39 registers and six blocks:
  * 2^22 and 2^24 values 3-10% slower, results/nvidia-h200-2026-11-27-reduce-parts.txt); eight-byte
  * ones as ptxas likes (eight would spill the products into uint64, and a minimum of one block
@@ -45,34 +41,43 @@ typedef struct gs_reduce_kparams {
 #define GS_REDUCE_BOUNDS_i64 GS_NT
 #define GS_REDUCE_BOUNDS_f64 GS_NT
 
-/* Two kernels a row of the table: the items (one launch, or the first of two) and the rows'
- * partials combined (the second). */
-#define GS_X_KERNEL(op, in, out, rs)                                \
-    __global__ void __launch_bounds__(GS_REDUCE_BOUNDS_##rs)        \
-        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p)     \
-    {                                                               \
-        reduce_items_##rs(op, in, out, &p);                         \
-    }                                                               \
-    __global__ void __launch_bounds__(GS_NT)                        \
-        GS_REDUCE_COMBINE_NAME(op, in, out)(gs_reduce_kparams p)    \
-    {                                                               \
-        reduce_combine_##rs(op, out, &p);                           \
+/* Three kernels a row of the table: the one-launch items (a grid-stride loop, the last chunk of a
+ * row combining it), the items a block each (the first of two launches) and the rows' partials
+ * combined (the second: one block a multiprocessor is all it needs, and under the streaming
+ * kernels' 32 registers ptxas issued a float32 sum's sixteen 8-byte loads seven at a time). */
+#define GS_X_KERNEL(op, in, out, rs)                             \
+    __global__ void __launch_bounds__(GS_REDUCE_BOUNDS_##rs)     \
+        GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p)  \
+    {                                                            \
+        reduce_items_##rs(op, in, out, &p);                      \
+    }                                                            \
+    __global__ void __launch_bounds__(GS_REDUCE_BOUNDS_##rs)     \
+        GS_REDUCE_PARTS_NAME(op, in, out)(gs_reduce_kparams p)   \
+    {                                                            \
+        reduce_parts_##rs(op, in, out, &p);                      \
+    }                                                            \
+    __global__ void __launch_bounds__(GS_NT, 1)                  \
+        GS_REDUCE_COMBINE_NAME(op, in, out)(gs_reduce_kparams p) \
+    {                                                            \
+        reduce_combine_##rs(op, out, &p);                        \
     }
 GS_TYPED_KERNELS(GS_X_KERNEL)
 #undef GS_X_KERNEL
 
 typedef void (*gs_reduce_kernel)(gs_reduce_kparams);
 
-/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts: the items' kernel
- * (NULL if none) and in *combine the combining one. */
+/* The kernels for a (in, out, op) triple that gs_scan_pair_direct() accepts: the one-launch
+ * items' kernel (NULL if none), in *parts the items' kernel of the two-launch shape and in
+ * *combine its combining one. */
 static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op,
-                                             gs_reduce_kernel *combine)
+                                             gs_reduce_kernel *parts, gs_reduce_kernel *combine)
 {
     gs_kernel_key(&in, &out, &op);
-#define GS_X_MATCH(op_, in_, out_, rs)                        \
-    if (op == op_ && in == in_ && out == out_) {              \
-        *combine = GS_REDUCE_COMBINE_NAME(op_, in_, out_);    \
-        return GS_REDUCE_KERNEL_NAME(op_, in_, out_);         \
+#define GS_X_MATCH(op_, in_, out_, rs)                     \
+    if (op == op_ && in == in_ && out == out_) {           \
+        *parts = GS_REDUCE_PARTS_NAME(op_, in_, out_);     \
+        *combine = GS_REDUCE_COMBINE_NAME(op_, in_, out_); \
+        return GS_REDUCE_KERNEL_NAME(op_, in_, out_);      \
     }
     GS_TYPED_KERNELS(GS_X_MATCH)
 #undef GS_X_MATCH
@@ -82,8 +87,9 @@ static gs_reduce_kernel gs_reduce_kernel_for(gs_dtype in, gs_dtype out, gs_op op
 extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream)
 {
-    gs_reduce_kernel combine = NULL;
-    gs_reduce_kernel kernel = gs_reduce_kernel_for(d->in_type, d->out_type, d->op, &combine);
+    gs_reduce_kernel parts = NULL, combine = NULL;
+    gs_reduce_kernel kernel =
+        gs_reduce_kernel_for(d->in_type, d->out_type, d->op, &parts, &combine);
     const int64_t chunks = gs_reduce_chunks(d->row_len);
     const size_t need = gs_reduce_scratch_bytes(d->rows, d->row_len);
     gs_reduce_kparams p;
@@ -116,7 +122,6 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
         return err;
     const int64_t items = d->rows * chunks;
     if (chunks == 1 || items <= resident) {
-        p.mode = GS_REDUCE_COUNTED;
         kernel<<<(unsigned)(items < resident ? items : resident), GS_NT, 0, stream>>>(p);
         return gs_launch_check(stream);
     }
@@ -126,8 +131,10 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
      * second launch: results/nvidia-h200-2026-11-27-reduce-parts.txt), then a block per row
      * combining the row's partials, launched as the first launch's programmatic dependent on
      * devices that have it (sm_90+). ---- */
-    p.mode = GS_REDUCE_PARTS;
-    kernel<<<(unsigned)(items < INT_MAX ? items : INT_MAX), GS_NT, 0, stream>>>(p);
+    if (items > INT_MAX) /* a block per item: 2^31 chunks of thousands of values, more than any
+                          * device holds */
+        return cudaErrorInvalidValue;
+    parts<<<(unsigned)items, GS_NT, 0, stream>>>(p);
     err = gs_launch_check(stream);
     if (err != cudaSuccess)
         return err;
