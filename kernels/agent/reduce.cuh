@@ -213,10 +213,11 @@ static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src,
 /* The values of `pieces` 16-byte pieces (reduce_load_piece's words) accumulated into a thread's
  * carry in order: for float add as one Sum2 run folded into the carry with TwoSum, so that the
  * run's second-order error stays negligible at any row length; for the other operators straight
- * into the carry.  A float32 piece enters the run as the pairwise sum of its four values (two
- * roundings a value at most: error <= 2u * sum|x|, u = eps/2), which cuts the round's Sum2 steps
- * from 16 to 4: the items' kernel issued 10.8M warp instructions at 2^24 against CUB's 2.5M, and
- * issue, at its blocks' tails, is what it lost to CUB
+ * into the carry.  A piece of four-byte values summed in float32 (float32, or int32 / uint32
+ * with dtype=float32) enters the run as the pairwise sum of its four values (two roundings a value
+ * at most, after the conversion: error <= 2u * sum|x|, u = eps/2), which cuts the round's Sum2
+ * steps from 16 to 4: the items' kernel issued 10.8M warp instructions at 2^24 against CUB's 2.5M,
+ * and issue, at its blocks' tails, is what it lost to CUB
  * (results/nvidia-h200-2026-11-27-reduce-lean.txt). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate_round)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, uint32_t (*w)[4],
@@ -224,7 +225,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 {
     const int C = 16 / (int)gs_dtype_size(in_t);
     GS_FN(gs_carry) run = GS_FN(compensated)(op) ? GS_FN(carry_of)((GS_R)0) : acc;
-    if (GS_FN(compensated)(op) && !GS_R_WIDE && C == 4) { /* float32 */
+    if (GS_FN(compensated)(op) && !GS_R_WIDE && C == 4) { /* four-byte values, float32 sums */
 #pragma unroll
         for (int u = 0; u < 4; ++u)
             if (u < pieces) {
