@@ -4,10 +4,10 @@ Integers, bool and float min/max must be bit-identical to np.<ufunc>.reduce in t
 accumulation dtype; float add must be within (log2(n)+2)*eps*sum|x| of the exact sum (n values
 reduced) and give the same bits on every call.  Sizes are named after the path they reach: the
 backends cut each row into chunks (gs_reduce_chunk_len: 4096 values, or for rows of more than 4096
-such chunks about 4096 longer ones, at most 16384 values long) and combine the chunks' partials: on the device in one launch
-up to as many chunks as blocks fit on it at once, in two past that (test_row_counts_in_turn and
-test_long_rows reach both).  The same tests run on whichever backend is active; the GPU-only ones
-are marked `gpu`.
+such chunks about 4096 longer ones, at most 16384 values long) and combine the chunks' partials:
+on the device in one launch up to as many chunks as blocks fit on it at once, in two past that
+(test_row_counts_in_turn and test_long_rows reach both).  The same tests run on whichever backend
+is active; the GPU-only ones are marked `gpu`.
 """
 import sys
 

@@ -47,10 +47,10 @@ typedef struct GS_FN(gs_reduce_item) {
 } GS_FN(gs_reduce_item);
 
 static __device__ __forceinline__ GS_FN(gs_reduce_item)
-    GS_FN(reduce_item)(const gs_reduce_kparams *p, int64_t chunks, int64_t item, int size, int step)
+    GS_FN(reduce_item)(const gs_reduce_kparams *p, int64_t item, int size, int step)
 {
     GS_FN(gs_reduce_item) it;
-    const int64_t row = p->rows == 1 ? 0 : item / chunks, chunk = item - row * chunks;
+    const int64_t row = p->rows == 1 ? 0 : item / p->chunks, chunk = item - row * p->chunks;
     const int64_t rest = p->row_len - chunk * p->chunk_len;
     it.src = (const char *)p->in + (row * p->row_len + chunk * p->chunk_len) * size;
     it.count = (int)(rest < p->chunk_len ? rest : p->chunk_len);
@@ -141,7 +141,7 @@ static __device__ __forceinline__ void GS_FN(store_result)(gs_op op, gs_dtype ou
 
 /* The row's partials combined in chunk order by the whole block, thread t the partials t,
  * t + NT, ... (`inflight` words in flight, 8 or 16), then the block's tree; thread 0 writes the
- * row's result and resets the row's counter for the next reduction on the scratch. */
+ * row's result. */
 static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out_t,
                                                           const gs_reduce_kparams *p, int64_t row,
                                                           GS_FN(gs_part) *slots, int inflight)
@@ -171,10 +171,8 @@ static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out
         x = GS_FN(part_combine)(op, x, GS_FN(partial_at)(op, w));
     }
     x = GS_FN(block_reduce)(op, out_t, x, slots);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         GS_FN(store_result)(op, out_t, p, row, x);
-        p->counters[row] = 0u;
-    }
 }
 
 /* The combining launch after reduce_parts' (its programmatic dependent): blocks take rows in a
@@ -283,7 +281,7 @@ static __device__ __forceinline__ void GS_FN(reduce_parts)(gs_op op, gs_dtype in
     const int size = (int)gs_dtype_size(in_t);
     const int C = 16 / size;
     gs_grid_launch_dependents(); /* the combining launch may start once every block is here */
-    const GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, p->chunks, blockIdx.x, size, GS_NT * C);
+    const GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, blockIdx.x, size, GS_NT * C);
     const GS_FN(gs_carry) acc = GS_FN(accumulate_item)(
         op, in_t, GS_FN(carry_of)(GS_FN(identity)(op, out_t)), it, (int)threadIdx.x * C);
     const GS_FN(gs_part) total = GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), slots);
@@ -304,7 +302,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
     const int W = GS_FN(part_words)(op);
 
     int staged = 0; /* this item's first four pieces are in sm.next (cp.async, this thread's) */
-    GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, chunks, blockIdx.x, size, step);
+    GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, blockIdx.x, size, step);
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         const int64_t row = p->rows == 1 ? 0 : item / chunks;
@@ -329,7 +327,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
          * through them. ---- */
         staged = 0;
         if (item + gridDim.x < items) {
-            it = GS_FN(reduce_item)(p, chunks, item + gridDim.x, size, step);
+            it = GS_FN(reduce_item)(p, item + gridDim.x, size, step);
             if (it.whole >= 4 * step) {
                 const char *at = it.src + (int)threadIdx.x * 16;
 #pragma unroll
@@ -343,26 +341,26 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
          * fence: the partial is visible before the count says so). */
         const GS_FN(gs_part) total =
             GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), sm.part);
-        const int counted = chunks > 1;
         if (threadIdx.x == 0) {
             if (chunks == 1) {
                 GS_FN(store_result)(op, out_t, p, row, total);
             } else {
                 GS_FN(store_partial)(op, p->partials + W * item, total);
-                if (counted) {
-                    __threadfence();
-                    sm.last = atomicAdd(p->counters + row, 1u) == (unsigned)(chunks - 1);
-                }
+                __threadfence();
+                sm.last = atomicAdd(p->counters + row, 1u) == (unsigned)(chunks - 1);
             }
         }
 
         /* ---- The last chunk of a row to finish combines the row's partials (every other
-         * chunk of the row has counted already). ---- */
-        if (counted) {
+         * chunk of the row has counted already) and resets the row's counter for the next
+         * reduction on the scratch. ---- */
+        if (chunks > 1) {
             __syncthreads();
             if (sm.last) { /* the same for the whole block */
                 __threadfence();
                 GS_FN(combine_row)(op, out_t, p, row, sm.part, 8);
+                if (threadIdx.x == 0)
+                    p->counters[row] = 0u;
             }
         }
         __syncthreads(); /* shared memory is reused by the next item */

@@ -102,7 +102,6 @@ static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void 
     memset(&config, 0, sizeof config);
     config.gridDim = dim3((unsigned)blocks);
     config.blockDim = dim3(GS_NT);
-    config.dynamicSmemBytes = 0;
     config.stream = stream;
     config.attrs = attr;
     config.numAttrs = major >= 9 ? 1 : 0;
