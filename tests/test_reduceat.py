@@ -124,7 +124,7 @@ def test_reduceat_float_add_adversarial(rng):
     # loses it, the bound is relative to sum|x|.
     n = 5 * NV + 3
     big = rng.uniform(-1e6, 1e6, n // 2).astype(np.float32)
-    a = np.empty(n, np.float32)
+    a = np.zeros(n, np.float32)  # n is odd: the last value is only the remainder added below
     a[: 2 * (n // 2): 2] = big
     a[1: 2 * (n // 2): 2] = -big
     a += rng.uniform(-1, 1, n).astype(np.float32)
