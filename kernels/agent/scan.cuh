@@ -162,9 +162,13 @@ static __device__ __forceinline__ unsigned GS_FN(flags_heads)(const gs_scan_kpar
 {
     unsigned heads = 0;
 #pragma unroll
-    for (int b = 0; b < GS_VT; ++b)
-        if ((fw[b / 4] >> (8 * (b % 4))) & 0xffu)
-            heads |= 1u << b;
+    for (int i = 0; i < GS_VT / 4; ++i) {
+        /* A byte's top bit set where the byte is nonzero (its low 7 bits plus 0x7f carry into
+         * it, without reaching the next byte), then the four top bits (7, 15, 23, 31) gathered
+         * into bits 28..31 by one multiply: the products land on distinct bits, so no carry. */
+        const uint32_t top = (((fw[i] & 0x7f7f7f7fu) + 0x7f7f7f7fu) | fw[i]) & 0x80808080u;
+        heads |= ((top * 0x00204081u) >> 28) << (4 * i);
+    }
     if (tile == 0 && threadIdx.x == 0 && p->carry_in == NULL)
         heads |= 1u;
     return heads;
@@ -368,18 +372,36 @@ static __device__ __forceinline__ void GS_FN(emit_piece)(
     if (!(seg && mine->ef[k]))
         base = GS_FN(part_double)(op) ? (GS_R)(*row_d + (double)base)
                                       : GS_FN(carry_apply)(op, *row_carry, base);
-    GS_R run = id;
+    if (GS_FN(exact)(op)) {
+        /* Any grouping gives the same bits: one running value from the piece's prefix, one
+         * operation per value. */
+        GS_R run = base;
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-        if ((heads >> (k * C + c)) & 1u) {
-            base = id;
-            run = id;
+        for (int c = 0; c < C; ++c) {
+            if ((heads >> (k * C + c)) & 1u)
+                run = id;
+            if (exclusive)
+                y[c] = run;
+            run = GS_FN(combine)(op, run, x[c]);
+            if (!exclusive)
+                y[c] = run;
         }
-        if (exclusive)
-            y[c] = GS_FN(combine)(op, base, run);
-        run = GS_FN(combine)(op, run, x[c]);
-        if (!exclusive)
-            y[c] = GS_FN(combine)(op, base, run);
+    } else {
+        /* A rounding operator: the piece's own running value, then the prefix combined with it
+         * (the grouping of every scan of this driver, segmented or not). */
+        GS_R run = id;
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            if ((heads >> (k * C + c)) & 1u) {
+                base = id;
+                run = id;
+            }
+            if (exclusive)
+                y[c] = GS_FN(combine)(op, base, run);
+            run = GS_FN(combine)(op, run, x[c]);
+            if (!exclusive)
+                y[c] = GS_FN(combine)(op, base, run);
+        }
     }
     if (GS_FN(part_double)(op))
         *row_d = seg && t->af[k] ? (double)t->av[k] : gs_f32_prefix(*row_d + (double)t->av[k]);

@@ -32,10 +32,14 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
         if (k < rows) {
             if (!seg)
                 f[k] = 0;
-            GS_FN(warp_scan)(op, seg, &f[k], &v[k]);
+            const unsigned hb = GS_FN(warp_scan)(op, seg, &f[k], &v[k]);
+            /* f[k] becomes the exclusive flag (a head among the lanes before this one), the
+             * ballot's: no shuffle in the last phase. */
+            if (seg)
+                f[k] = (hb & ((1u << lane) - 1u)) != 0u;
             if (lane == GS_WARP - 1) {
                 if (seg)
-                    sm->f[k][warp] = f[k];
+                    sm->f[k][warp] = hb != 0u;
                 sm->v[k][warp] = v[k];
             }
         }
@@ -64,12 +68,10 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
-            int lf = seg ? __shfl_up_sync(GS_FULL_MASK, f[k], 1) : 0;
+            int lf = seg ? f[k] : 0; /* 0 in lane 0 */
             GS_R lv = __shfl_up_sync(GS_FULL_MASK, v[k], 1);
-            if (lane == 0) {
-                lf = 0;
+            if (lane == 0)
                 lv = id;
-            }
             if (warp > 0) {
                 const int pf = seg ? sm->f[k][warp - 1] : 0;
                 const GS_R pv = sm->v[k][warp - 1];

@@ -8,21 +8,26 @@
  */
 
 /* Inclusive scan across the warp, lane order = element order.  `seg` (a compile-time constant at
- * the call sites) says whether the flags can be set: without, they are neither read nor moved,
- * which halves the shuffles of a plain scan. */
-static __device__ __forceinline__ void GS_FN(warp_scan)(gs_op op, int seg, int *f, GS_R *v)
+ * the call sites) says whether the flags can be set; without, they are neither read nor moved.
+ * With, the flags do not travel either: one ballot gives every lane its span, the lanes since
+ * the last head at or before it, and a level of distance d combines where d <= span.  That is
+ * the condition the shuffled flags used to give (no head among the d lanes ending at this one),
+ * so the tree and its roundings are the same.  On return *f says whether a head is among the
+ * lanes up to this one; returns the ballot of the heads (0 without seg). */
+static __device__ __forceinline__ unsigned GS_FN(warp_scan)(gs_op op, int seg, int *f, GS_R *v)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
+    const unsigned heads = seg ? __ballot_sync(GS_FULL_MASK, *f) : 0u;
+    const unsigned upto = heads & (0xffffffffu >> (GS_WARP - 1 - lane));
+    const int span = upto ? lane - (GS_WARP - 1 - __clz(upto)) : lane;
 #pragma unroll
     for (int d = 1; d < GS_WARP; d <<= 1) {
         GS_R ov = __shfl_up_sync(GS_FULL_MASK, *v, d);
-        int of = seg ? __shfl_up_sync(GS_FULL_MASK, *f, d) : 0;
-        if (lane >= d) {
-            if (!seg || !*f)
-                *v = GS_FN(combine)(op, ov, *v);
-            *f |= of;
-        }
+        if (span >= d)
+            *v = GS_FN(combine)(op, ov, *v);
     }
+    *f = upto != 0u;
+    return heads;
 }
 
 /*
