@@ -9,12 +9,14 @@ GPU's compute capability (or --cub-driver names a built one) and run with harnes
 policy: it checks each CUB call once against the host at the smallest size, then times
 cudaMemcpyAsync and CUB's InclusiveSum (int32, float32), InclusiveSumByKey (int32, segments of
 1000), Reduce::Sum (float32, int32), HistogramEven (float32 in [0, 1), 256 and 4096 bins) and
-Partition::Flagged (int32 values, uint8 flags, half set).  Then gpuscan's calls for the same work
+Partition::Flagged (int32 values, uint8 flags, half set; a second time with its count copied to
+the host and waited for, impl "cub+sync").  Then gpuscan's calls for the same work
 are timed by the harness: scan(x, out=o) (int32 with dtype=int32, as CUB's i32 -> i32;
 float32), segmented_scan(x, heads, dtype=int32, out=o) with uint8 heads every 1000 values,
 reduce(x), histogram(x, bins, range=(0, 1)) and split(x, flags).  gpuscan's calls are the ones
 the other benchmarks time (reduce, histogram and split allocate their results; split reads its
-count back to the host, CUB's partition leaves it on the device).
+count back to the host, CUB's partition leaves it on the device: "cub+sync" is CUB's partition
+doing the same, as information beside the goal).
 
 Rows: gpuscan's (timed here, checked as in bench_scan/segreduce/hist/split) and CUB's (impl
 "cub", kind "external": the driver's median, reps and buffer sets) under one case name, with the
@@ -70,7 +72,10 @@ CUB_CASES = {
     "hist256_f32": (HIST256, "cub::DeviceHistogram::HistogramEven(f32, 257 levels, 0, 1)"),
     "hist4096_f32": (HIST4096, "cub::DeviceHistogram::HistogramEven(f32, 4097 levels, 0, 1)"),
     "split_i32": (SPLIT, "cub::DevicePartition::Flagged(i32, u8 flags)"),
+    "split_i32_host": (SPLIT, "cub::DevicePartition::Flagged(i32, u8 flags), count to host, sync"),
 }
+# The impl name of a driver case's rows: "cub", but for the partition whose count is read back.
+CUB_IMPL = {"split_i32_host": "cub+sync"}
 MEMCPY = "memcpy"
 DRIVER_CASES = (MEMCPY,) + tuple(CUB_CASES)
 # The done-when of issue 16: at least as fast as CUB at every size.  The segmented scan is
@@ -163,7 +168,8 @@ def parse_driver(text, logs):
 
 def cub_external(run, driver_case, log2n):
     """device_case's external= for one CUB case at 2^log2n."""
-    return [dict(impl="cub", label=CUB_CASES[driver_case][1], **run.times[(driver_case, log2n)])]
+    return [dict(impl=CUB_IMPL.get(driver_case, "cub"), label=CUB_CASES[driver_case][1],
+                 **run.times[(driver_case, log2n)])]
 
 
 # ================================================================================================
@@ -239,10 +245,13 @@ def suite(h):
         h.fail(f"cub_driver ran on {dev['name']!r}, gpuscan on {h.info.get('name')!r}")
 
     scan_i32, scan_f32 = (bench_scan.CASE[c] for c in (SCAN_I32, SCAN_F32))
-    by_case = {case: driver_case for driver_case, (case, _) in CUB_CASES.items()}
+    by_case = {}
+    for driver_case, (case_name, _) in CUB_CASES.items():
+        by_case.setdefault(case_name, []).append(driver_case)
 
     def case(name, n, **kw):
-        h.device_case(name, n, external=cub_external(run, by_case[name], n.bit_length() - 1),
+        h.device_case(name, n, external=[e for d in by_case[name]
+                                         for e in cub_external(run, d, n.bit_length() - 1)],
                       **kw)
 
     for n, k in zip(sizes, logs):
@@ -284,6 +293,8 @@ def suite(h):
             h.goal_vs_at(name, "cub", n)
     for n in sizes:
         h.goal_vs_at(SEG, "cub", n, info=True)
+    for n in sizes:   # CUB's partition with its count on the host, as gpuscan.split returns it
+        h.goal_vs_at(SPLIT, "cub+sync", n, info=True)
     for n in (n for n in sizes if n >= SEG_RATIO_FROM):
         for impl in ("gpuscan", "cub"):
             seg, plain = h.row(SEG, impl, n), h.row(SCAN_I32, impl, n)

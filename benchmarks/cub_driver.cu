@@ -25,6 +25,10 @@
 //                  written to device memory.  CUB's partition puts the flagged values first in
 //                  order and the others after them in *reverse* order; gpuscan.split keeps both
 //                  groups in order.  The traffic is the same.
+//   split_i32_host the same call, then its count copied to page-locked host memory
+//                  (cudaMemcpyAsync) and waited for (cudaStreamSynchronize): the work of
+//                  gpuscan.split, whose count is a Python int.  The next call is launched only
+//                  after the wait, so the device idles in between, as it does between splits.
 //
 // Output, one line each (bench_cub.parse_driver reads it):
 //   device sms=132 l2_bytes=62914560 cc=9.0 cub=300001 runtime=13000 driver=13000 name=NVIDIA H200
@@ -507,9 +511,16 @@ class HistogramCase : public Case {
 
 class PartitionCase : public Case {
   public:
+    explicit PartitionCase(bool count_to_host) : to_host_(count_to_host)
+    {}
+    ~PartitionCase() override
+    {
+        if (host_count_ != nullptr && cudaFreeHost(host_count_) != cudaSuccess)
+            std::fprintf(stderr, "cub_driver: warning: cudaFreeHost failed\n");
+    }
     const char *name() const override
     {
-        return "split_i32";
+        return to_host_ ? "split_i32_host" : "split_i32";
     }
     size_t set_bytes(size_t n) const override
     {
@@ -521,7 +532,9 @@ class PartitionCase : public Case {
         in_ = DeviceArray<int>(n * sets);
         flags_ = DeviceArray<uint8_t>(n * sets);
         out_ = DeviceArray<int>(n * sets);
-        count_ = DeviceArray<int>(1); // stays on the device: CUB's caller reads it when it needs it
+        count_ = DeviceArray<int>(1); // split_i32: stays on the device, where CUB leaves it
+        if (to_host_ && host_count_ == nullptr)
+            CHECK(cudaMallocHost(&host_count_, sizeof(int)));
         fill(in_, n * sets, IntGen{ seed });
         fill(flags_, n * sets, FlagGen{ seed + 1 });
         size_t bytes = 0;
@@ -535,12 +548,19 @@ class PartitionCase : public Case {
         CHECK(cub::DevicePartition::Flagged(temp_.get(), temp_bytes_, in_.set(s, n_),
                                             flags_.set(s, n_), out_.set(s, n_), count_.get(),
                                             int(n_), 0));
+        if (to_host_) {
+            CHECK(
+                cudaMemcpyAsync(host_count_, count_.get(), sizeof(int), cudaMemcpyDeviceToHost, 0));
+            CHECK(cudaStreamSynchronize(0));
+        }
     }
     std::string check() override
     {
         out_.poison();
         count_.poison();
         run(0);
+        if (to_host_ && *host_count_ != count_.to_host(1)[0])
+            return "the count copied to the host differs from the device's";
         const auto x = in_.to_host(n_), y = out_.to_host(n_);
         const auto f = flags_.to_host(n_);
         const int count = count_.to_host(1)[0];
@@ -574,6 +594,8 @@ class PartitionCase : public Case {
     DeviceArray<uint8_t> flags_;
     DeviceArray<int> out_, count_;
     DeviceArray<char> temp_;
+    bool to_host_;
+    int *host_count_ = nullptr; // page-locked, allocated once (split_i32_host)
 };
 
 // ================================================================================================
@@ -755,7 +777,8 @@ int main(int argc, char **argv)
     cases.push_back(std::make_unique<ReduceCase<int>>());
     cases.push_back(std::make_unique<HistogramCase>(256));
     cases.push_back(std::make_unique<HistogramCase>(4096));
-    cases.push_back(std::make_unique<PartitionCase>());
+    cases.push_back(std::make_unique<PartitionCase>(false));
+    cases.push_back(std::make_unique<PartitionCase>(true));
 
     const int check_log2 = *std::min_element(logs.begin(), logs.end());
     uint64_t seed = 12345;

@@ -83,8 +83,9 @@ HOST_TARGET_S = 0.5
 HOST_MIN_REPS = 3
 HOST_MAX_REPS = 15
 
-# Order of the ratio columns; a row's ratios are keyed by these library names.
-RATIO_LIBS = ("cupy", "torch", "numpy", "cub")
+# The baselines a row's ratios are keyed by (the first four have columns, in this order;
+# "cub+sync", CUB's partition with its count read back, appears in bench_cub's goals only).
+RATIO_LIBS = ("cupy", "torch", "numpy", "cub", "cub+sync")
 # The library whose rows get ratios; the others are baselines.
 SUBJECT = "gpuscan"
 

@@ -114,6 +114,27 @@ def test_cub_rows_give_vs_cub_and_goals(cpu_harness):
     assert h.goals[-1].status == "n/a" and h.goals[-1].n == "2^24"
 
 
+def test_split_has_cub_and_cub_with_its_count_read_back(cpu_harness):
+    """split's case gets both CUB partitions: "cub" (its count left on the device, the goal) and
+    "cub+sync" (the count copied to the host and waited for, as gpuscan.split returns it)."""
+    h = cpu_harness
+    run = parse_driver(driver_output(), LOGS)
+    n = 2**20
+    ext = [e for d in ("split_i32", "split_i32_host") for e in bench_cub.cub_external(run, d, 20)]
+    assert [e["impl"] for e in ext] == ["cub", "cub+sync"]
+    assert ext[0]["ms"] < ext[1]["ms"]
+    ms = ext[0]["ms"] * 1.01   # between the two: slower than CUB, faster than CUB + sync
+    rows = [harness.Row(case=bench_cub.SPLIT, impl="gpuscan", n=n, nbytes=9 * n, ms=ms)]
+    rows += [harness.Row(case=bench_cub.SPLIT, n=n, nbytes=9 * n, kind="external", **e)
+             for e in ext]
+    h._finish_case(rows, n, None)
+    h.goal_vs_at(bench_cub.SPLIT, "cub", n)
+    h.goal_vs_at(bench_cub.SPLIT, "cub+sync", n, info=True)
+    assert [g.status for g in h.goals] == ["MISS", "info"]
+    assert h.goals[1].figure == f"{bench_cub.SPLIT} vs cub+sync"
+    assert h.goals[1].value == f"{ext[1]['ms'] / ms:.2f}x"
+
+
 @pytest.mark.slow
 def test_driver_builds(tmp_path):
     """cub_driver.cu compiles against this toolkit's CUB (it runs only on a GPU)."""
