@@ -3,12 +3,11 @@
  * each stamped for every row of GS_TYPED_KERNELS (dispatch/kernel_table.cuh) in a translation unit
  * of its own, so a build compiles them in parallel:
  *
- *   family      driver (agent/scan.cuh)               scans                file
- *   one         scan_tiles: one tile per block        plain dispatch/instances/scan_one.cu one_seg
- * scan_tiles                            rows and segments    dispatch/instances/scan_one_seg.cu
- *   ahead       scan_tiles_ahead: persistent grid     plain dispatch/instances/scan_ahead.cu
- *   ahead_seg   scan_tiles_ahead                      rows and segments
- * dispatch/instances/scan_ahead_seg.cu
+ *   family     driver (agent/scan.cuh)              scans               file (instances/)
+ *   one        scan_tiles: one tile per block       plain               scan_one.cu
+ *   one_seg    scan_tiles                           rows and segments   scan_one_seg.cu
+ *   ahead      scan_tiles_ahead: persistent grid    plain               scan_ahead.cu
+ *   ahead_seg  scan_tiles_ahead                     rows and segments   scan_ahead_seg.cu
  *
  * A plain scan's kernels are compiled without segment heads (no flag is computed, moved or
  * tested: H200, 2^28 values, int32 add 82% of memcpy against 80%, float32 min 79% against
