@@ -188,6 +188,33 @@ def test_heads_at_tile_boundaries(dtype, op, where, exclusive, rng):
     check_segmented_scan(res, a, flags, op, exclusive=exclusive)
 
 
+# Heads repeating with a stride (offset + k * stride).  On the device a lane holds a piece of 16
+# bytes of each row (16, 8, 4 or 2 values: the dtypes below have each) and a warp 32 pieces, so
+# these put the heads on the first or the last value of every piece, of every other piece, of
+# every warp's span in a row, of every tile: patterns of the warp's ballot of heads that random
+# flags seldom give.
+LANE_PATTERNS = [(2, 0), (2, 1), (4, 0), (4, 3), (8, 5), (16, 15), (32, 0), (64, 63),
+                 (128, 0), (128, 127), (128, 124), (512, 511), (NV, NV - 1)]
+
+
+@pytest.mark.parametrize("stride,offset", LANE_PATTERNS,
+                         ids=[f"{s}+{o}" for s, o in LANE_PATTERNS])
+@pytest.mark.parametrize("dtype,op,kw", [(np.uint8, "max", {}), (np.int16, "xor", {}),
+                                         (np.int32, "add", {"dtype": np.int32}),
+                                         (np.float32, "add", {}), (np.int64, "max", {}),
+                                         (np.uint8, "add", {}), (np.float64, "min", {})],
+                         ids=["uint8-max", "int16-xor", "int32-add-int32", "float32-add",
+                              "int64-max", "uint8-add", "float64-min"])
+def test_heads_on_lane_patterns(dtype, op, kw, stride, offset, rng):
+    n = 3 * NV + 5
+    a = random_array(rng, dtype, (n,), op)
+    flags = np.zeros(n, np.uint8)
+    flags[offset::stride] = 1
+    for exclusive in (False, True):
+        res = gpuscan.segmented_scan(a, flags, op, exclusive=exclusive, **kw)
+        check_segmented_scan(res, a, flags, op, exclusive=exclusive, dtype=kw.get("dtype"))
+
+
 # ------------------------------------------------------------------------------------------
 # Flags of any dtype, at their own width; float flags: -0.0 is not a head, NaN is.
 # ------------------------------------------------------------------------------------------
