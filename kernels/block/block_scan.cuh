@@ -30,13 +30,10 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < rows) {
-            if (!seg)
-                f[k] = 0;
             const unsigned hb = GS_FN(warp_scan)(op, seg, &f[k], &v[k]);
             /* f[k] becomes the exclusive flag (a head among the lanes before this one), the
-             * ballot's: no shuffle in the last phase. */
-            if (seg)
-                f[k] = (hb & ((1u << lane) - 1u)) != 0u;
+             * ballot's (0 without seg): no shuffle in the last phase. */
+            f[k] = (hb & ((1u << lane) - 1u)) != 0u;
             if (lane == GS_WARP - 1) {
                 if (seg)
                     sm->f[k][warp] = hb != 0u;
