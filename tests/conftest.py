@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import pytest
@@ -197,6 +198,27 @@ def run_python(code, env=None, timeout=120):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_in_threads(work, threads=6, timeout=300):
+    """Call work(seed) in `threads` Python threads at once (seeds 0, 1, ...); assert that every
+    call returned in time and raise the first exception one of them raised."""
+    errors = []
+
+    def worker(seed):
+        try:
+            work(seed)
+        except Exception as exc:  # reported by the calling thread
+            errors.append(exc)
+
+    pool = [threading.Thread(target=worker, args=(s,)) for s in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in pool), f"{work.__name__} hung"
+    if errors:
+        raise errors[0]
 
 
 def outputs_on_thread_counts(code, counts=("1", "2", "3")):

@@ -13,7 +13,7 @@ import pytest
 
 import gpuscan
 from conftest import (ALL_SIZES, AXIS_CASE_IDS, AXIS_CASES, DTYPE_IDS, DTYPES, NV, SMALL_SIZES,
-                      make_layout, random_array, run_python)
+                      make_layout, random_array, run_in_threads, run_python)
 from reference import (BITWISE_OPS, OPS, UFUNCS, assert_prod_within_bound,
                        assert_sum_within_bound, bits, check_scan, check_segmented_scan, identity,
                        result_dtype, scan_reference, sum_error)
@@ -914,26 +914,15 @@ def test_result_is_a_new_array(op, rng):
 # Threads: calls from several Python threads at once; the CPU backend at other thread counts.
 # ------------------------------------------------------------------------------------------
 def test_concurrent_calls():
-    errors = []
+    def scans(seed):
+        r = np.random.default_rng(seed)
+        for _ in range(10):
+            a = r.integers(-2**31, 2**31, size=int(r.integers(1, 4 * NV)), dtype=np.int64)
+            np.testing.assert_array_equal(gpuscan.scan(a), np.cumsum(a))
+            f = r.random(int(r.integers(1, 4 * NV)), dtype=np.float32)
+            assert_sum_within_bound(f, gpuscan.scan(f))
 
-    def worker(seed):
-        try:
-            r = np.random.default_rng(seed)
-            for _ in range(10):
-                a = r.integers(-2**31, 2**31, size=int(r.integers(1, 4 * NV)), dtype=np.int64)
-                np.testing.assert_array_equal(gpuscan.scan(a), np.cumsum(a))
-                f = r.random(int(r.integers(1, 4 * NV)), dtype=np.float32)
-                assert_sum_within_bound(f, gpuscan.scan(f))
-        except Exception as exc:  # reported by the main thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a scan hung"
-    assert not errors, errors[0]
+    run_in_threads(scans, timeout=120)
 
 
 CPU_THREADS_SCRIPT = r"""

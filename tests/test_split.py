@@ -13,9 +13,9 @@ import pytest
 
 import gpuscan
 from conftest import (DTYPE_IDS, DTYPES, LAYOUT_KINDS, NV, SHAPE_MISMATCHES, SMALL_SIZES,
-                      make_layout, random_array)
+                      make_layout, random_array, run_in_threads)
 from gpuscan import _gpuscan
-from reference import bits, check_split, split_python, split_reference
+from reference import bits, check_segmented_reduce, check_split, split_python, split_reference
 
 FLAG_DTYPES = [np.bool_, np.uint8, np.int16, np.int32, np.uint64, np.float32, np.float64]
 FLAG_IDS = [np.dtype(d).name for d in FLAG_DTYPES]
@@ -342,6 +342,40 @@ def test_device_sizes(n, flagged, rng):
     comp = gpuscan.compact(da, df)
     assert comp.size == int((flags != 0).sum())
     check_split(comp, a, flags, compact=True)
+
+
+@pytest.mark.gpu
+def test_device_scratch_reused(rng):
+    # One scratch is kept between splits (its header's running sum and counter left at zero by
+    # each count pass, never memset): splits, compacts and segmented reductions (whose heads'
+    # count shares it) of growing, shrinking and over-the-kept-size lengths, in an order that
+    # hands each the scratch the one before left.  2^25 values need more than the kept 4 MiB.
+    sizes = [5, NV * 3 + 1, 1, 2**20 + 17, 2**16, 2**25 + 3, NV, 2**22, 2, 2**25 + 3, 7 * NV]
+    for i, n in enumerate(sizes):
+        a = rng.integers(-2**31, 2**31, size=n, dtype=np.int32)
+        flags = random_flags(rng, n, (0.5, 0.0, 1.0, 0.01)[i % 4])
+        da, df = gpuscan.to_device(a), gpuscan.to_device(flags)
+        check_split(gpuscan.split(da, df), a, flags)
+        check_split(gpuscan.compact(da, df), a, flags, compact=True)
+        check_segmented_reduce(gpuscan.segmented_reduce(da, df).get(), a, flags)
+        check_split(gpuscan.split(da, df), a, flags)
+
+
+@pytest.mark.gpu
+def test_device_concurrent_splits():
+    # Splits from several threads at once: while one holds the kept scratch (from its count
+    # pass to its scatter, the GIL taken between them) another takes a new one.
+    def splits(seed):
+        r = np.random.default_rng(seed)
+        for _ in range(20):
+            n = int(r.integers(1, 40 * NV))
+            a = r.integers(-2**31, 2**31, size=n, dtype=np.int32)
+            flags = random_flags(r, n, r.random())
+            da, df = gpuscan.to_device(a), gpuscan.to_device(flags)
+            check_split(gpuscan.split(da, df), a, flags)
+            check_split(gpuscan.compact(da, df), a, flags, compact=True)
+
+    run_in_threads(splits)
 
 
 @pytest.mark.gpu

@@ -47,33 +47,30 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* *total = the flagged count the split's scratch holds (its first 8 bytes), waiting for it. */
-static int read_total(void *scratch, int64_t n, int64_t *total, gs_fail *f)
+/* The count pass on a split's scratch (the kept one when free), which *state holds until
+ * split_end: NULL for n == 0, where no pass launches.  A compact's count (total not NULL)
+ * comes back in a reply that the count pass's last block writes. */
+static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
 {
+    gs_split_scratch *s = NULL;
     gs_reply *r = NULL;
     const void *host;
 
-    *total = 0;
-    if (n == 0 || gs_reply_take(&r, f) < 0)
-        return f->kind ? -1 : 0;
-    if (gs_reply_fetch(r, scratch, 8, f) == 0 && gs_reply_wait(r, &host, f) == 0)
-        *total = (int64_t)*(const unsigned long long *)host;
-    gs_reply_give(r);
-    return f->kind ? -1 : 0;
-}
-
-static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
-{
-    const size_t bytes = gs_split_scratch_bytes(d->n);
-
     *state = NULL;
-    GS_CUDA_TRY(f, gs_cuda_enter());
-    if (gs_cuda_alloc(state, bytes, f) < 0)
-        goto done;
-    GS_CUDA_TRY(f, gs_launch_split_count(d, *state, bytes, gs_cuda_stream));
     if (total != NULL)
-        (void)read_total(*state, d->n, total, f);
+        *total = 0;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_split_scratch_take(gs_split_scratch_bytes(d->n), &s, f) < 0 || s == NULL)
+        goto done;
+    *state = s;
+    if (total != NULL && gs_reply_take(&r, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_split_count(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
+                                         gs_cuda_stream));
+    if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
+        *total = (int64_t)*(const unsigned long long *)host;
 done:
+    gs_reply_give(r);
     return f->kind ? -1 : 0;
 }
 
@@ -81,19 +78,19 @@ done:
  * itself, so the host waits for the scatter alone, with no launch after it. */
 static int cuda_split_scatter(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f)
 {
+    const gs_split_scratch *s = state;
     gs_reply *r = NULL;
     const void *host;
 
-    GS_CUDA_TRY(f, gs_cuda_enter());
-    if (total != NULL) {
+    if (total != NULL)
         *total = 0;
-        if (d->n == 0)
-            total = NULL;
-        else if (gs_reply_take(&r, f) < 0)
-            goto done;
-    }
-    GS_CUDA_TRY(f, gs_launch_split_scatter(d, state, gs_split_scratch_bytes(d->n),
-                                           r != NULL ? gs_reply_view(r) : NULL, gs_cuda_stream));
+    if (s == NULL) /* n == 0: nothing to move */
+        return 0;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (total != NULL && gs_reply_take(&r, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_split_scatter(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
+                                           gs_cuda_stream));
     if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
         *total = (int64_t)*(const unsigned long long *)host;
 done:
@@ -103,7 +100,7 @@ done:
 
 static void cuda_split_end(void *state)
 {
-    gs_cuda_free(state);
+    gs_split_scratch_give(state);
 }
 
 /*
@@ -200,7 +197,7 @@ done:
 static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions,
                             int64_t room, int64_t *count, int *placed, gs_fail *f)
 {
-    const size_t bytes = gs_split_scratch_bytes(d->n);
+    gs_split_scratch *s = NULL;
     gs_reply *r = NULL;
     const void *host;
 
@@ -208,15 +205,18 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *posit
     *count = 0;
     *placed = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (d->n == 0 || gs_cuda_alloc(state, bytes, f) < 0 || gs_reply_take(&r, f) < 0)
+    if (gs_split_scratch_take(gs_split_scratch_bytes(d->n), &s, f) < 0 || s == NULL)
+        goto done;
+    *state = s;
+    if (gs_reply_take(&r, f) < 0)
         goto done;
     /* The count's kernel writes the reply itself (no copy's launch between it and the host),
      * and publishes the tiles' prefixes that the positions pass reads. */
-    GS_CUDA_TRY(f, gs_launch_heads_count(d, *state, bytes, gs_reply_view(r), gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_heads_count(d, s->dev, s->cap, gs_reply_view(r), gs_cuda_stream));
     if (gs_reply_mark(r, f) < 0)
         goto done;
     if (room > 0)
-        GS_CUDA_TRY(f, gs_launch_heads(d, *state, bytes, positions, room, gs_cuda_stream));
+        GS_CUDA_TRY(f, gs_launch_heads(d, s->dev, s->cap, positions, room, gs_cuda_stream));
     if (gs_reply_wait(r, &host, f) == 0) {
         *count = (int64_t)*(const unsigned long long *)host;
         *placed = room > 0 && *count <= room;
@@ -230,9 +230,12 @@ done:
  * room that heads_count filled. */
 static int cuda_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
 {
+    const gs_split_scratch *s = state;
+
+    if (s == NULL) /* n == 0: no heads */
+        return 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
-    GS_CUDA_TRY(f, gs_launch_heads(d, state, gs_split_scratch_bytes(d->n), positions, d->n,
-                                   gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_heads(d, s->dev, s->cap, positions, d->n, gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;
 }

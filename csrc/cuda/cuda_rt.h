@@ -46,6 +46,17 @@ cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d);
  * and the next epoch.  No GIL needed. */
 cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d);
 
+/* scan_scratch.c: a split's scratch of at least `bytes` (gs_split_scratch_bytes), its
+ * header's running words zero (gpuscan/config.h): the kept one when it is free, else a new one
+ * (*out NULL for 0 bytes); give it back once the launches that use it are enqueued.  No GIL
+ * needed. */
+typedef struct gs_split_scratch {
+    void *dev;
+    size_t cap;
+} gs_split_scratch;
+int gs_split_scratch_take(size_t bytes, gs_split_scratch **out, gs_fail *f);
+void gs_split_scratch_give(gs_split_scratch *s);
+
 /* pinned.c: page-locked host blocks for results (the table's host_take and host_give), and
  * whether [lo, hi) lies in one of them. */
 void *gs_pinned_take(size_t bytes);

@@ -25,6 +25,7 @@ struct gs_reply {
     unsigned long long *host; /* GS_REPLY_BYTES, page-locked */
     void *view;               /* the device's address of host */
     cudaEvent_t done;         /* recorded after the copy into host */
+    int settled;              /* no write into host is on its way (done waited for) */
     gs_reply *next;           /* on the free list */
 };
 
@@ -45,6 +46,7 @@ int gs_reply_take(gs_reply **out, gs_fail *f)
         GS_CUDA_TRY(f, cudaHostAlloc((void **)&r->host, GS_REPLY_BYTES, cudaHostAllocMapped));
         GS_CUDA_TRY(f, cudaHostGetDevicePointer(&r->view, r->host, 0));
         GS_CUDA_TRY(f, cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming));
+        r->settled = 1;
     }
 done:
     if (f->kind && r != NULL) {
@@ -75,6 +77,7 @@ void *gs_reply_view(gs_reply *r)
 
 int gs_reply_mark(gs_reply *r, gs_fail *f)
 {
+    r->settled = 0;
     GS_CUDA_TRY(f, cudaEventRecord(r->done, gs_cuda_stream));
 done:
     /* Unmarked, the reply's event would not cover a kernel already enqueued to write it:
@@ -87,6 +90,7 @@ done:
 int gs_reply_wait(gs_reply *r, const void **host, gs_fail *f)
 {
     GS_CUDA_TRY(f, cudaEventSynchronize(r->done));
+    r->settled = 1;
     *host = r->host;
 done:
     return f->kind ? -1 : 0;
@@ -96,9 +100,11 @@ void gs_reply_give(gs_reply *r)
 {
     if (r == NULL)
         return;
-    /* A copy still on its way must land before the bytes serve another answer. */
-    if (cudaEventSynchronize(r->done) != cudaSuccess)
+    /* A copy still on its way must land before the bytes serve another answer (none is once
+     * gs_reply_wait has seen the event: then waiting again would cost a runtime call). */
+    if (!r->settled && cudaEventSynchronize(r->done) != cudaSuccess)
         (void)cudaGetLastError();
+    r->settled = 1;
     pthread_mutex_lock(&lock);
     r->next = spare;
     spare = r;

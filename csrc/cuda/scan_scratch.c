@@ -26,12 +26,23 @@
  * launch's epoch there, which the other blocks wait for (agent/hist.cuh).  Any value differing
  * from what the launches before left will do, so the epoch is a 64-bit counter (it never wraps),
  * handed out and enqueued under the lock like the scans'.
+ *
+ * A split's scratch (gpuscan/config.h) needs only its header's running word at zero,
+ * which each count pass leaves so: one scratch is kept for the next split, so that a small
+ * split needs neither an allocation nor a memset (2.5 and 1.2 us of host time on an H200 host).
+ * A split holds its scratch from the count pass to the scatter, with the GIL taken between them
+ * (the result is made there), so a second split in flight does not wait for the kept one: it
+ * takes a new one, zeroed when allocated.  Only a scratch of up to SPLIT_KEEP_BYTES is kept (2^24
+ * values' fits): what a larger split would save is small beside its passes, and a kept buffer
+ * is never trimmed.
  */
 #ifdef GS_HAVE_CUDA
 
 #include "cuda/cuda_rt.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "gpuscan/config.h"
 
@@ -135,6 +146,67 @@ cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d)
         err = gs_launch_hist(d, (unsigned long long *)hist_word.ptr, ++hist_epoch, gs_cuda_stream);
     pthread_mutex_unlock(&hist_word.lock);
     return err;
+}
+
+#define SPLIT_KEEP_BYTES ((size_t)4 << 20)
+
+static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
+static gs_split_scratch *split_spare; /* the kept scratch while no split holds it */
+
+int gs_split_scratch_take(size_t bytes, gs_split_scratch **out, gs_fail *f)
+{
+    gs_split_scratch *s;
+    size_t cap;
+
+    *out = NULL;
+    if (bytes == 0)
+        return 0;
+    pthread_mutex_lock(&split_lock);
+    s = split_spare;
+    split_spare = NULL;
+    pthread_mutex_unlock(&split_lock);
+    if (s != NULL && s->cap >= bytes) {
+        *out = s;
+        return 0;
+    }
+    if (s != NULL) { /* too small: freed after the launches enqueued on it */
+        gs_cuda_free(s->dev);
+        s->dev = NULL;
+    } else if ((s = calloc(1, sizeof(*s))) == NULL) {
+        return gs_fail_set(f, 'e', ENOMEM, "malloc", sizeof(*s));
+    }
+    /* room to grow a little without a new buffer, where it will be kept */
+    cap = bytes + bytes / 4 <= SPLIT_KEEP_BYTES ? bytes + bytes / 4 : bytes;
+    if (gs_cuda_alloc(&s->dev, cap, f) < 0)
+        goto done;
+    s->cap = cap;
+    GS_CUDA_TRY(f, cudaMemsetAsync(s->dev, 0, GS_SCRATCH_ALIGN, gs_cuda_stream));
+done:
+    if (f->kind) {
+        gs_cuda_free(s->dev);
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void gs_split_scratch_give(gs_split_scratch *s)
+{
+    if (s == NULL)
+        return;
+    if (s->cap <= SPLIT_KEEP_BYTES) {
+        pthread_mutex_lock(&split_lock);
+        if (split_spare == NULL) {
+            split_spare = s;
+            s = NULL;
+        }
+        pthread_mutex_unlock(&split_lock);
+    }
+    if (s != NULL) {
+        gs_cuda_free(s->dev);
+        free(s);
+    }
 }
 
 #endif /* GS_HAVE_CUDA */

@@ -364,7 +364,7 @@ static int split_count_chunk(split_ctx *c, int64_t k, int64_t len, const void *i
     d.in = in;
     d.flags = flags;
     d.n = len;
-    GS_CUDA_TRY(f, gs_launch_split_count(&d, c->scratch, c->scratch_bytes, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_split_count(&d, c->scratch, c->scratch_bytes, NULL, gs_cuda_stream));
     if (keep)
         GS_CUDA_TRY(f, cudaMemcpyAsync(c->dev_counts + k, c->scratch, sizeof(*c->dev_counts),
                                        cudaMemcpyDeviceToDevice, gs_cuda_stream));
@@ -457,6 +457,7 @@ int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *fl
         gs_pipe_chunk(d->n, (int64_t)(gs_dtype_size(d->in_type) + gs_dtype_size(d->flag_type)), 1);
     split_ctx c;
     gs_fail f = { 0 };
+    gs_split_scratch *scratch = NULL;
     unsigned long long *counts = NULL;
     int rc = -1;
 
@@ -464,10 +465,13 @@ int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *fl
     c.d = *d;
     c.chunk = chunk;
     c.nchunks = chunk > 0 ? (d->n + chunk - 1) / chunk : 0;
-    c.scratch_bytes = gs_split_scratch_bytes(chunk);
-    if (gs_cuda_alloc((void **)&c.scratch, c.scratch_bytes, &f) < 0 ||
+    if (gs_split_scratch_take(gs_split_scratch_bytes(chunk), &scratch, &f) < 0 ||
         gs_cuda_alloc((void **)&c.dev_counts, (size_t)c.nchunks * 8, &f) < 0)
         goto done;
+    if (scratch != NULL) {
+        c.scratch = scratch->dev;
+        c.scratch_bytes = scratch->cap;
+    }
     counts = malloc((size_t)c.nchunks * 8 + 1);
     c.before = malloc(((size_t)c.nchunks + 1) * sizeof(int64_t));
     if (counts == NULL || c.before == NULL) {
@@ -496,7 +500,7 @@ int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *fl
 done:
     free(counts);
     free(c.before);
-    gs_cuda_free(c.scratch);
+    gs_split_scratch_give(scratch);
     gs_cuda_free(c.dev_counts);
     return f.kind ? gs_raise(&f) : rc;
 }

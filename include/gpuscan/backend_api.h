@@ -483,16 +483,18 @@ cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 
 /* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
- * (gpuscan/config.h) kept between them.  gs_launch_split_count zeroes the descriptors and runs the
- * count pass (d->out unused): afterwards the scratch's first 8 bytes hold the flagged count as a
- * uint64, which a compact downloads to size its output.  gs_launch_split_scatter then writes
+ * (gpuscan/config.h) kept between them, whose header's GS_SPLIT_RUNNING word is zero (zeroed
+ * once when it is allocated: the count pass leaves it zero).
+ * gs_launch_split_count runs the count pass (d->out unused), with no memset: afterwards the
+ * scratch's first 8 bytes (GS_SPLIT_TOTAL) hold the flagged count as a uint64, which it also
+ * writes to `reply` when that is not NULL (a compact sizes its output by it).  gs_launch_split_scatter then writes
  * d->out and, when `reply` is not NULL (a device-visible word: the view of a page-locked reply,
  * cuda/reply.c), the flagged count there as a uint64 (nothing for n == 0).  Both return the
  * first CUDA error. */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                  cudaStream_t stream);
-/* The count pass for segment heads (gs_launch_heads_count): no memset and no total (the
- * scratch's first 8 bytes are not written); every descriptor word is written instead. */
+                                  unsigned long long *reply, cudaStream_t stream);
+/* The count pass for segment heads (gs_launch_heads_count): no total (the scratch's header is
+ * not read or written); every descriptor word is written instead. */
 cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream);
 cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,

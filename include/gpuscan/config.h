@@ -82,12 +82,21 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
 }
 
 /*
- * Scratch of one split or compact over n values (kernels/dispatch/split.cu): the total flagged
- * count (8 bytes, padded to a line), one look-back descriptor per tile (zeroed before the launch;
- * the segment heads' count pass writes both of its words instead), then the flags as one bit per
- * value, GS_NV / 8 bytes per tile (written in full by the count pass, never zeroed).  Pure, so
- * the tests can check it.
+ * Scratch of one split or compact over n values (kernels/dispatch/split.cu): a header line of
+ * 64-bit words (below), one look-back descriptor per tile (every word that is read is written
+ * first by the count pass, so never zeroed), then the flags as one bit per value, GS_NV / 8
+ * bytes per tile (written in full by the count pass, never zeroed).  The header's running word
+ * (its sum and finished blocks) is zero when a count pass starts and it leaves it zero, so a
+ * scratch is zeroed once, when it is allocated, and kept (cuda/scan_scratch.c).  Pure, so the
+ * tests can check it.
  */
+#define GS_SPLIT_TOTAL 0   /* header word: the flagged count, written by the count pass */
+#define GS_SPLIT_RUNNING 1 /* header word: the count pass's running sum and finished blocks */
+/* The running word: the flagged values counted so far in its low GS_SPLIT_SUM_BITS bits, the
+ * blocks finished above them, so that one atomic per block adds both and tells the last block
+ * (no fence: one address).  A count pass of more blocks than the high bits hold (2^24: 2^39
+ * values, far more than a device holds) is refused. */
+#define GS_SPLIT_SUM_BITS 40
 static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
 {
     return GS_SCRATCH_ALIGN + gs_round_up(GS_TILE_DESC_BYTES * gs_scan_tiles(n), GS_SCRATCH_ALIGN);

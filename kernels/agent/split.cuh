@@ -8,10 +8,11 @@
  *   count   a warp per tile reads the tile's flags at their own width (16 flags per lane per
  *           step, whole 16-byte vectors when aligned), writes them back as one bit per value
  *           (GS_NV / 8 bytes per tile), publishes the tile's flagged count as its look-back
- *           aggregate (tile 0: as its prefix) and adds it to the total.  The segment heads'
- *           count pass (total NULL: dispatch/segreduce.cu) adds to no total and clears the
- *           tile's second descriptor word instead, so that its scratch needs no memset: the
- *           heads' prefix pass sums the counts and polls those words.
+ *           aggregate (tile 0: as its prefix) and adds it to the total; its last block also
+ *           writes the total to `reply` for a compact, which sizes its output by it.  The
+ *           segment heads' count pass (total NULL: dispatch/segreduce.cu) adds to no total and
+ *           clears the tile's second descriptor word instead, so that its scratch needs no
+ *           memset: the heads' prefix pass sums the counts and polls those words.
  *   scatter a block per tile loads its values as whole 16-byte pieces (agent_scan's layout: rows
  *           of GS_NT * C values, C = 16 / value size, thread t holding values t*C .. t*C+C-1 of
  *           every row) and their bits, block-scans the per-piece counts, looks back for the
@@ -34,8 +35,10 @@ typedef struct gs_split_kparams {
     void *out;
     int64_t n;
     gs_tile_state ts;          /* ts.words: the look-back descriptors */
-    unsigned long long *total; /* the flagged count, summed by the count pass (heads: NULL) */
-    unsigned long long *reply; /* scatter: where tile 0 also writes the count (NULL: nowhere) */
+    unsigned long long *total; /* the scratch's header words (GS_SPLIT_TOTAL ...; heads: NULL) */
+    unsigned long long *reply; /* where the count also goes (NULL: nowhere): the count pass's
+                                  last block writes it there (compact), or the scatter's tile 0
+                                  (split) */
     uint32_t *mask;            /* one bit per value, bit i of word i / 32 for value i */
     int compact;               /* write the flagged group only */
     int vec_in;                /* `in` is 16-byte aligned */
@@ -83,19 +86,29 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
         }
     }
 
-    /* ---- One atomic per block for the total (none for the heads). ---- */
+    /* ---- The total (none for the heads): one atomic per block adds its count and itself to
+     * the running word (gpuscan/config.h); the block that finds every other block there
+     * publishes the sum and leaves the word zero, as every split finds it (no memset). ---- */
     if (p->total == NULL)
         return;
     if (lane == 0)
         warp_count[warp] = count;
     __syncthreads();
     if (threadIdx.x == 0) {
+        const unsigned long long low = (1ull << GS_SPLIT_SUM_BITS) - 1u;
         unsigned long long sum = 0;
 #pragma unroll
         for (int w = 0; w < GS_NWARPS; ++w)
             sum += warp_count[w];
-        if (sum != 0)
-            atomicAdd(p->total, sum);
+        const unsigned long long seen =
+            atomicAdd(p->total + GS_SPLIT_RUNNING, (1ull << GS_SPLIT_SUM_BITS) | sum);
+        if (seen >> GS_SPLIT_SUM_BITS == gridDim.x - 1u) { /* the last block: no add after it */
+            const unsigned long long total = (seen + sum) & low;
+            p->total[GS_SPLIT_RUNNING] = 0;
+            p->total[GS_SPLIT_TOTAL] = total;
+            if (p->reply != NULL)
+                *p->reply = total;
+        }
     }
 }
 
@@ -165,7 +178,7 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
             if (tile > 0)
                 publish_u64(p->ts, tile, GS_ST_PREFIX, 0, before + flagged);
             before_sm = before;
-            total_sm = *p->total;
+            total_sm = p->total[GS_SPLIT_TOTAL];
             if (tile == 0 && p->reply != NULL)
                 *p->reply = total_sm;
         }

@@ -21,8 +21,9 @@
  *    and reads 1/8 byte of flags per value instead of one or more bytes.
  * Bytes moved for int32 values and uint8 flags: n (flags) + n/8 (bits out) + n/8 (bits in) +
  * 4n (values in) + 4n (values out) = 9.25 n, against 9 n for a single pass that could know
- * the total.  A compact downloads the total between the launches to allocate its output
- * exactly; a split's count reaches the host from the scatter itself (its `reply` word).
+ * the total.  A compact learns the total between the launches, to allocate its output
+ * exactly, from the count pass's `reply` word; a split's count reaches the host from the
+ * scatter's.
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -101,8 +102,8 @@ static gs_split_kparams gs_split_params(const gs_split_desc *d, void *scratch)
     p.flags = d->flags;
     p.out = d->out;
     p.n = d->n;
-    /* Tag 0: zeroed before each split (the heads' count pass writes every word instead); no
-     * anchors: the counts are exact. */
+    /* Tag 0: the count pass writes every descriptor word the scatter (or the heads' passes)
+     * reads before it reads it; no anchors: the counts are exact. */
     p.ts = gs_tile_state_carve(scratch, gs_scan_tiles(d->n), 0);
     p.total = (unsigned long long *)scratch;
     p.reply = NULL;
@@ -123,13 +124,15 @@ static cudaError_t gs_split_check(const gs_split_desc *d, gs_split_kernel kernel
     return cudaSuccess;
 }
 
-/* The count pass: a warp per tile.  A split's adds to a total, which it zeroes with the
- * descriptors first; the segment heads' (heads: total NULL) writes every descriptor word it
- * polls, so it needs no memset. */
+/* The count pass: a warp per tile.  A split's sums its total in the scratch's header, whose
+ * running word it finds and leaves zero (gpuscan/config.h); the segment heads' (heads: total
+ * NULL) writes every descriptor word it polls.  Neither needs a memset. */
 static cudaError_t gs_split_count_launch(const gs_split_desc *d, void *scratch,
-                                         size_t scratch_bytes, int heads, cudaStream_t stream)
+                                         size_t scratch_bytes, unsigned long long *reply, int heads,
+                                         cudaStream_t stream)
 {
     const int64_t tiles = gs_scan_tiles(d->n);
+    const int64_t blocks = (tiles + GS_NWARPS - 1) / GS_NWARPS;
     gs_split_kernel kernel = gs_split_count_kernel_for(d->flag_type);
     gs_split_kparams p;
     cudaError_t err;
@@ -138,26 +141,28 @@ static cudaError_t gs_split_count_launch(const gs_split_desc *d, void *scratch,
         return cudaSuccess;
     if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
         return err;
+    /* every block counted in the running word's high bits (gpuscan/config.h) */
+    if (!heads && blocks >= (int64_t)1 << (64 - GS_SPLIT_SUM_BITS))
+        return cudaErrorInvalidValue;
     p = gs_split_params(d, scratch);
+    p.reply = reply;
     if (heads)
         p.total = NULL;
-    else if ((err = cudaMemsetAsync(scratch, 0, (size_t)gs_split_mask_offset(d->n), stream)) !=
-             cudaSuccess)
-        return err;
-    kernel<<<(unsigned)((tiles + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
+    kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
     return gs_launch_check(stream);
 }
 
 extern "C" cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch,
-                                             size_t scratch_bytes, cudaStream_t stream)
+                                             size_t scratch_bytes, unsigned long long *reply,
+                                             cudaStream_t stream)
 {
-    return gs_split_count_launch(d, scratch, scratch_bytes, 0, stream);
+    return gs_split_count_launch(d, scratch, scratch_bytes, reply, 0, stream);
 }
 
 extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
                                                    size_t scratch_bytes, cudaStream_t stream)
 {
-    return gs_split_count_launch(d, scratch, scratch_bytes, 1, stream);
+    return gs_split_count_launch(d, scratch, scratch_bytes, NULL, 1, stream);
 }
 
 extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
