@@ -68,6 +68,9 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
     const int64_t tile = (int64_t)blockIdx.x * GS_NWARPS + warp;
     unsigned count = 0;
 
+    /* The scatter (this pass's programmatic dependent) may start as soon as every block of this
+     * one has: it loads its values, which this pass does not write, while this pass ends. */
+    gs_grid_launch_dependents();
     if (tile < gs_scan_tiles(p->n)) {
         uint16_t *mask16 = (uint16_t *)p->mask + tile * GS_SPLIT_GROUPS;
         unsigned bits[GS_FLAG_TILE_STEPS];
@@ -130,7 +133,8 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
     const int lead = threadIdx.x * C; /* this thread's first value in row 0 */
 
     /* ---- Load: one 16-byte piece per row (element by element in a partial tile or an
-     * unaligned array), and the piece's flag bits from the mask. ---- */
+     * unaligned array); then, once the count pass has completed (this kernel is its
+     * programmatic dependent, dispatch/split.cu), the piece's flag bits from the mask. ---- */
     uint32_t w[GS_ROWS_MAX][4];
     unsigned bits[GS_ROWS_MAX];
     int pf[GS_ROWS_MAX];
@@ -147,6 +151,13 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
                     gs_word_put(vt, w[k], c,
                                 li + c < tile_n ? gs_load_bits(vt, p->in, tile_base + li + c) : 0);
             }
+        }
+    }
+    gs_grid_wait(); /* the mask, the descriptors and the total are the count pass's */
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+            const int64_t li = k * row_stride + lead;
             const uint32_t m = __ldg(p->mask + ((tile_base + li) >> 5));
             bits[k] = (m >> ((tile_base + li) & 31)) & ((1u << C) - 1u);
             pf[k] = 0;

@@ -177,9 +177,9 @@ extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scr
         return cudaSuccess;
     if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
         return err;
-    /* ---- A block per tile. ---- */
+    /* ---- A block per tile, as the count pass's programmatic dependent: its blocks load their
+     * values while the count pass ends, then wait for it (agent/split.cuh). ---- */
     p = gs_split_params(d, scratch);
     p.reply = reply;
-    kernel<<<(unsigned)gs_scan_tiles(d->n), GS_NT, 0, stream>>>(p);
-    return gs_launch_check(stream);
+    return gs_launch_dependent((const void *)kernel, gs_scan_tiles(d->n), &p, stream);
 }
