@@ -6,7 +6,8 @@
  * otherwise).  Every entry runs without the GIL, enqueues on gpuscan's stream and waits only
  * where its contract says so (a flagged count the host must know).  Scratch comes from the
  * pool (its size from the pure functions of gpuscan/config.h and teach_config.h) and goes back
- * stream-ordered, after the launches that use it; the single-pass scans share one scratch
+ * stream-ordered, after the launches that use it; the single-pass scans, the reductions and the
+ * histograms share kept scratch, and a split takes the kept one when it is free
  * (scan_scratch.c).
  */
 #ifdef GS_HAVE_CUDA
@@ -190,7 +191,7 @@ done:
 
 /* The heads' count: the split's count pass (its heads' variant), then one launch that publishes
  * the tiles' prefixes and writes the count (element 0 made a head) into the reply, read back;
- * the scratch is the state that the positions pass reads (split_end frees it).  The positions
+ * the scratch is the state that the positions pass reads (split_end gives it back).  The positions
  * (those that fit in the room) are enqueued before the host waits for the count: the device
  * writes them while the host reads it, and a count within the room needs no more launches
  * before the reduction. */

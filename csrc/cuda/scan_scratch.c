@@ -155,16 +155,18 @@ static gs_split_scratch *split_spare; /* the kept scratch while no split holds i
 
 int gs_split_scratch_take(size_t bytes, gs_split_scratch **out, gs_fail *f)
 {
-    gs_split_scratch *s;
+    gs_split_scratch *s = NULL;
     size_t cap;
 
     *out = NULL;
     if (bytes == 0)
         return 0;
-    pthread_mutex_lock(&split_lock);
-    s = split_spare;
-    split_spare = NULL;
-    pthread_mutex_unlock(&split_lock);
+    if (bytes <= SPLIT_KEEP_BYTES) { /* a larger one is never kept: leave the spare be */
+        pthread_mutex_lock(&split_lock);
+        s = split_spare;
+        split_spare = NULL;
+        pthread_mutex_unlock(&split_lock);
+    }
     if (s != NULL && s->cap >= bytes) {
         *out = s;
         return 0;

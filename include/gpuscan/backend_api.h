@@ -487,9 +487,10 @@ cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream
  * once when it is allocated: the count pass leaves it zero).
  * gs_launch_split_count runs the count pass (d->out unused), with no memset: afterwards the
  * scratch's first 8 bytes (GS_SPLIT_TOTAL) hold the flagged count as a uint64, which it also
- * writes to `reply` when that is not NULL (a compact sizes its output by it).  gs_launch_split_scatter then writes
- * d->out and, when `reply` is not NULL (a device-visible word: the view of a page-locked reply,
- * cuda/reply.c), the flagged count there as a uint64 (nothing for n == 0).  Both return the
+ * writes to `reply` when that is not NULL (a compact sizes its output by it).
+ * gs_launch_split_scatter then writes d->out and, when `reply` is not NULL (a device-visible
+ * word: the view of a page-locked reply, cuda/reply.c), the flagged count there as a uint64
+ * (nothing for n == 0).  Both return the
  * first CUDA error. */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   unsigned long long *reply, cudaStream_t stream);

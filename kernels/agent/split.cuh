@@ -57,8 +57,9 @@ typedef struct gs_split_kparams {
 /*
  * ---- The count pass: warp w of block b counts tile b * GS_NWARPS + w. ----
  * Every group of every tile is written, zeros past n, so the scatter pass reads whole words.
- * The aggregates are published before the scatter pass starts (a later launch on the same
- * stream), so its look-back never waits: it only walks back to a prefix.
+ * The aggregates are published before the scatter pass reads any (it waits for this pass to
+ * complete before it reads the mask: dispatch/split.cu), so its look-back never waits: it only
+ * walks back to a prefix.
  */
 static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const gs_split_kparams *p)
 {
@@ -107,7 +108,7 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
             atomicAdd(p->total + GS_SPLIT_RUNNING, (1ull << GS_SPLIT_SUM_BITS) | sum);
         if (seen >> GS_SPLIT_SUM_BITS == gridDim.x - 1u) { /* the last block: no add after it */
             const unsigned long long total = (seen + sum) & low;
-            p->total[GS_SPLIT_RUNNING] = 0;
+            atomicExch(p->total + GS_SPLIT_RUNNING, 0ull);
             p->total[GS_SPLIT_TOTAL] = total;
             if (p->reply != NULL)
                 *p->reply = total;

@@ -24,7 +24,8 @@
  * The status's bits from GS_ST_TAG_SHIFT up hold the scan's tag (its epoch, gs_scan_desc): a
  * word written by another scan over the same scratch reads as INVALID, so a scratch reused by
  * scans with distinct epochs needs no zeroing between them.  Tag 0 is a zeroed scratch's (or one
- * whose every polled word was written first: the segment heads' count pass, agent/split.cuh).
+ * whose every polled word was written first: the split's and the segment heads' count passes,
+ * agent/split.cuh).
  */
 #define GS_ST_INVALID 0u
 #define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */

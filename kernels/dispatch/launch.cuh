@@ -25,34 +25,61 @@ static inline cudaError_t gs_launch_check(cudaStream_t stream)
 }
 
 /*
- * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
- * same for one kernel) that fit on the current device at once (a persistent or grid-stride
- * grid), computed once per kernel and device: the occupancy query costs microseconds, a
- * launch's own budget.  Shared memory past 48 KiB needs an opt-in, set here once per kernel.
- * Calls may race (the GIL is released around device work): a slot is cleared, then written
- * blocks first and kernel last, and a reader re-checks the kernel after reading the blocks, so
- * a racing reader queries again rather than take another kernel's count.  (Even a wrong count
- * would only size a grid: every driver takes its tiles or chunks dynamically.)
+ * An int per kernel and device, computed once (a runtime query costs microseconds, a launch's
+ * own budget).  Calls may race (the GIL is released around device work): a slot is cleared,
+ * then written value first and kernel last, and a reader re-checks the kernel after reading
+ * the value, so a racing reader queries again rather than take another kernel's value.
  */
 #define GS_MAX_DEVICES 64
-#define GS_RESIDENT_SLOTS 256
+#define GS_KERNEL_SLOTS 256
+typedef struct gs_kernel_memo {
+    const void *kernel[GS_MAX_DEVICES][GS_KERNEL_SLOTS];
+    int value[GS_MAX_DEVICES][GS_KERNEL_SLOTS];
+} gs_kernel_memo;
+
+static inline unsigned gs_memo_slot(const void *kernel)
+{
+    return (unsigned)(((uintptr_t)kernel >> 4) % GS_KERNEL_SLOTS);
+}
+
+/* 1 with *value when `kernel`'s value on `device` is known, else 0. */
+static int gs_memo_get(gs_kernel_memo *m, int device, const void *kernel, int *value)
+{
+    const unsigned slot = gs_memo_slot(kernel);
+    if (device >= GS_MAX_DEVICES ||
+        __atomic_load_n(&m->kernel[device][slot], __ATOMIC_ACQUIRE) != kernel)
+        return 0;
+    const int v = __atomic_load_n(&m->value[device][slot], __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&m->kernel[device][slot], __ATOMIC_ACQUIRE) != kernel)
+        return 0;
+    *value = v;
+    return 1;
+}
+
+static void gs_memo_put(gs_kernel_memo *m, int device, const void *kernel, int value)
+{
+    const unsigned slot = gs_memo_slot(kernel);
+    if (device >= GS_MAX_DEVICES)
+        return;
+    __atomic_store_n(&m->kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->value[device][slot], value, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->kernel[device][slot], kernel, __ATOMIC_RELEASE);
+}
+
+/*
+ * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
+ * same for one kernel) that fit on the current device at once (a persistent or grid-stride
+ * grid), computed once per kernel and device.  Shared memory past 48 KiB needs an opt-in, set
+ * here once per kernel.  (Even a wrong count would only size a grid: every driver takes its
+ * tiles or chunks dynamically.)
+ */
 static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
 {
-    static const void *cached_kernel[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
-    static int cached_blocks[GS_MAX_DEVICES][GS_RESIDENT_SLOTS];
+    static gs_kernel_memo memo;
     int device, sms, per_sm;
     cudaError_t err = cudaGetDevice(&device);
-    if (err != cudaSuccess)
+    if (err != cudaSuccess || gs_memo_get(&memo, device, kernel, blocks))
         return err;
-    const unsigned slot = (unsigned)(((uintptr_t)kernel >> 4) % GS_RESIDENT_SLOTS);
-    if (device < GS_MAX_DEVICES &&
-        __atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
-        const int cached = __atomic_load_n(&cached_blocks[device][slot], __ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&cached_kernel[device][slot], __ATOMIC_ACQUIRE) == kernel) {
-            *blocks = cached;
-            return cudaSuccess;
-        }
-    }
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess && dynamic_smem > 0)
         err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -62,39 +89,51 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
     if (err != cudaSuccess)
         return err;
     *blocks = sms * (per_sm > 0 ? per_sm : 1);
-    if (device < GS_MAX_DEVICES) {
-        __atomic_store_n(&cached_kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
-        __atomic_store_n(&cached_blocks[device][slot], *blocks, __ATOMIC_RELEASE);
-        __atomic_store_n(&cached_kernel[device][slot], kernel, __ATOMIC_RELEASE);
-    }
+    gs_memo_put(&memo, device, kernel, *blocks);
+    return cudaSuccess;
+}
+
+/*
+ * Whether `kernel` may be launched as a programmatic dependent on `device`: the device has
+ * compute capability 9.0 or more, and the kernel's code comes from PTX of 9.0 or later, so that
+ * gs_grid_wait() was compiled into it (a build for compute_80 alone runs on an H100 from PTX
+ * without it, and would read what the kernel before it has not finished writing).  Computed
+ * once per kernel and device.
+ */
+static cudaError_t gs_pdl_allowed(const void *kernel, int device, int *ok)
+{
+    static gs_kernel_memo memo;
+    cudaFuncAttributes fa;
+    int major = 0;
+    cudaError_t err;
+
+    if (gs_memo_get(&memo, device, kernel, ok))
+        return cudaSuccess;
+    if ((err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) !=
+            cudaSuccess ||
+        (err = cudaFuncGetAttributes(&fa, kernel)) != cudaSuccess)
+        return err;
+    *ok = major >= 9 && fa.ptxVersion >= 90;
+    gs_memo_put(&memo, device, kernel, *ok);
     return cudaSuccess;
 }
 
 /*
  * A launch of `kernel` (one parameter at `params`, GS_NT threads a block, no dynamic shared
  * memory) on `blocks` blocks as the programmatic dependent of the kernel launched just before it
- * on `stream`: on devices of compute capability 9.0 and up it may start while that one's last
- * blocks run, and waits for it in gs_grid_wait() (thread/load_store.cuh); elsewhere an ordinary
- * launch in stream order, where gs_grid_wait() compiles to nothing.  The capability is read once
- * per device.  Ends with the check.
+ * on `stream`, where gs_pdl_allowed: it may start while that one's last blocks run, and waits for
+ * it in gs_grid_wait() (thread/load_store.cuh); elsewhere an ordinary launch in stream order,
+ * where gs_grid_wait() compiles to nothing.  Ends with the check.
  */
 static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void *params,
                                        cudaStream_t stream)
 {
-    static int cached_major[GS_MAX_DEVICES]; /* 0: not read yet */
-    int device, major = 0;
+    int device, pdl = 0;
     cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+        err = gs_pdl_allowed(kernel, device, &pdl);
     if (err != cudaSuccess)
         return err;
-    if (device < GS_MAX_DEVICES)
-        major = __atomic_load_n(&cached_major[device], __ATOMIC_ACQUIRE);
-    if (major == 0) {
-        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-        if (err != cudaSuccess)
-            return err;
-        if (device < GS_MAX_DEVICES)
-            __atomic_store_n(&cached_major[device], major, __ATOMIC_RELEASE);
-    }
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -104,7 +143,7 @@ static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void 
     config.blockDim = dim3(GS_NT);
     config.stream = stream;
     config.attrs = attr;
-    config.numAttrs = major >= 9 ? 1 : 0;
+    config.numAttrs = pdl ? 1 : 0;
     void *args[1] = { params };
     err = cudaLaunchKernelExC(&config, kernel, args);
     const cudaError_t check = gs_launch_check(stream); /* also clears a launch error */
