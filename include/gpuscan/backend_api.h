@@ -490,8 +490,7 @@ cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream
  * writes to `reply` when that is not NULL (a compact sizes its output by it).
  * gs_launch_split_scatter then writes d->out and, when `reply` is not NULL (a device-visible
  * word: the view of a page-locked reply, cuda/reply.c), the flagged count there as a uint64
- * (nothing for n == 0).  Both return the
- * first CUDA error. */
+ * (nothing for n == 0).  Both return the first CUDA error. */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   unsigned long long *reply, cudaStream_t stream);
 /* The count pass for segment heads (gs_launch_heads_count): no total (the scratch's header is
