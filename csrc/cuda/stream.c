@@ -355,7 +355,8 @@ typedef struct split_ctx {
     gs_view out; /* the result */
 } split_ctx;
 
-/* The count pass of one chunk; with `keep`, its flagged count into dev_counts[k]. */
+/* The count pass of one chunk; with `keep`, its flagged count into dev_counts[k] (written by
+ * the pass's last block, as a compact's reply is). */
 static int split_count_chunk(split_ctx *c, int64_t k, int64_t len, const void *in,
                              const void *flags, int keep, gs_fail *f)
 {
@@ -364,10 +365,8 @@ static int split_count_chunk(split_ctx *c, int64_t k, int64_t len, const void *i
     d.in = in;
     d.flags = flags;
     d.n = len;
-    GS_CUDA_TRY(f, gs_launch_split_count(&d, c->scratch, c->scratch_bytes, NULL, gs_cuda_stream));
-    if (keep)
-        GS_CUDA_TRY(f, cudaMemcpyAsync(c->dev_counts + k, c->scratch, sizeof(*c->dev_counts),
-                                       cudaMemcpyDeviceToDevice, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_split_count(&d, c->scratch, c->scratch_bytes,
+                                         keep ? c->dev_counts + k : NULL, gs_cuda_stream));
 done:
     return f->kind ? -1 : 0;
 }

@@ -487,7 +487,8 @@ cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream
  * once when it is allocated: the count pass leaves it zero).
  * gs_launch_split_count runs the count pass (d->out unused), with no memset: afterwards the
  * scratch's first 8 bytes (GS_SPLIT_TOTAL) hold the flagged count as a uint64, which it also
- * writes to `reply` when that is not NULL (a compact sizes its output by it).
+ * writes to `reply` when that is not NULL (any device-visible word: a compact's page-locked
+ * reply, which sizes its output, or the streamed split's count of a chunk).
  * gs_launch_split_scatter then writes d->out and, when `reply` is not NULL (a device-visible
  * word: the view of a page-locked reply, cuda/reply.c), the flagged count there as a uint64
  * (nothing for n == 0).  Both return the first CUDA error. */
