@@ -379,38 +379,6 @@ def test_device_concurrent_splits():
 
 
 @pytest.mark.gpu
-def test_device_one_launch_and_two_passes(rng):
-    # A split of one-byte flags whose tiles are resident at once runs in one launch (each block
-    # counts its tile, waits at a barrier for the total, scatters); a compact, wider flags and
-    # larger splits take the count and scatter passes.  The limit lowered to 5 tiles puts the
-    # same sizes through both paths, every value width, aligned flags and not.
-    for itemsize in (1, 2, 4, 8):
-        assert _gpuscan._split_one_launch(1, itemsize, 1)
-        assert _gpuscan._split_one_launch(2**16, itemsize, 1)
-        assert not _gpuscan._split_one_launch(2**16, itemsize, 2)
-        assert not _gpuscan._split_one_launch(2**26, itemsize, 1)
-    assert not _gpuscan._split_one_launch(0, 4, 1)
-    was = _gpuscan._split_set_one_max(5)
-    try:
-        for n in (1, NV - 1, NV, 5 * NV, 5 * NV + 1, 6 * NV + 7):
-            assert _gpuscan._split_one_launch(n, 4, 1) == (n <= 5 * NV)
-            for dtype in (np.uint8, np.int16, np.float32, np.int64):
-                a = random_array(rng, dtype, (n,))
-                for flags in (random_flags(rng, n, 0.5, np.bool_), np.ones(n, np.int8),
-                              np.zeros(n, np.uint8)):
-                    da, df = gpuscan.to_device(a), gpuscan.to_device(flags)
-                    check_split(gpuscan.split(da, df), a, flags)
-        cp = pytest.importorskip("cupy")
-        for n in (3 * NV + 5, 9 * NV):  # flags one byte past 16-byte alignment
-            a = rng.integers(-1000, 1000, n, dtype=np.int32)
-            flags = random_flags(rng, n + 1, 0.5)
-            cf = cp.asarray(flags)[1:]
-            check_split(gpuscan.split(cp.asarray(a), cf), a, flags[1:])
-    finally:
-        _gpuscan._split_set_one_max(was)
-
-
-@pytest.mark.gpu
 def test_device_2d_and_flag_dtypes(rng):
     a = rng.standard_normal((3, NV + 1))
     for fdt in FLAG_DTYPES:

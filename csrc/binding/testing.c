@@ -102,51 +102,6 @@ static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
 #endif
 }
 
-/* Whether a device split of n values of `itemsize` bytes by flags of `flag_itemsize` (integer
- * or bool) runs in one launch on the current device (gs_split_one_fits). */
-static PyObject *split_one_launch(PyObject *self, PyObject *args)
-{
-    long long n;
-    int itemsize, flag_itemsize;
-    gs_split_desc d;
-
-    if (!PyArg_ParseTuple(args, "Lii:_split_one_launch", &n, &itemsize, &flag_itemsize))
-        return NULL;
-    memset(&d, 0, sizeof(d));
-    if (n < 0 || gs_dtype_from_kind('u', itemsize, &d.in_type) < 0 ||
-        gs_dtype_from_kind('u', flag_itemsize, &d.flag_type) < 0) {
-        PyErr_SetString(PyExc_ValueError, "n >= 0 and item sizes of 1, 2, 4 or 8");
-        return NULL;
-    }
-    d.n = n;
-#ifdef GS_HAVE_CUDA
-    int fits;
-    Py_BEGIN_ALLOW_THREADS
-        fits = cudaSetDevice(gs_cuda_device_ordinal()) == cudaSuccess && gs_split_one_fits(&d);
-        (void)cudaGetLastError();
-    Py_END_ALLOW_THREADS
-    return PyBool_FromLong(fits);
-#else
-    Py_RETURN_FALSE;
-#endif
-}
-
-/* The most tiles a split runs in one launch (gs_split_one_max); returns the previous limit. */
-static PyObject *split_set_one_max(PyObject *self, PyObject *arg)
-{
-    int64_t tiles;
-    if (size_arg(arg, &tiles) < 0)
-        return NULL;
-#ifdef GS_HAVE_CUDA /* a switch of the launcher (dispatch/split.cu) */
-    PyObject *was = PyLong_FromLongLong((long long)gs_split_one_max);
-    gs_split_one_max = tiles;
-    return was;
-#else
-    PyErr_SetString(PyExc_RuntimeError, "the one-launch split exists in CUDA builds only");
-    return NULL;
-#endif
-}
-
 static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLong(GS_LR_NV);
@@ -332,13 +287,6 @@ PyMethodDef gs_testing_methods[] = {
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
     { "_split_scratch_bytes", split_scratch_bytes, METH_O,
       "_split_scratch_bytes(n)\n--\n\nScratch bytes of a device split over n values, for tests." },
-    { "_split_one_launch", split_one_launch, METH_VARARGS,
-      "_split_one_launch(n, itemsize, flag_itemsize)\n--\n\nWhether a device split of n values "
-      "by integer flags of those sizes runs in one launch here, for tests (False without CUDA)." },
-    { "_split_set_one_max", split_set_one_max, METH_O,
-      "_split_set_one_max(tiles)\n--\n\nThe most tiles a device split runs in one launch (its "
-      "residency limits it too); returns the previous limit.  CUDA builds only: the tests put "
-      "the same sizes through both paths." },
     { "_reduce_chunk_items", reduce_chunk_items, METH_O,
       "_reduce_chunk_items(row_len)\n--\n\nValues per chunk of a reduction's row of row_len "
       "values (gs_reduce_chunk_len), for tests." },

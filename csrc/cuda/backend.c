@@ -50,8 +50,7 @@ done:
 
 /* The count pass on a split's scratch (the kept one when free), which *state holds until
  * split_end: NULL for n == 0, where no pass launches.  A compact's count (total not NULL)
- * comes back in a reply that the count pass's last block writes.  A split that fits one launch
- * (gs_split_one_fits) launches nothing here: its scatter runs it all. */
+ * comes back in a reply that the count pass's last block writes. */
 static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
 {
     gs_split_scratch *s = NULL;
@@ -65,8 +64,6 @@ static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total
     if (gs_split_scratch_take(gs_split_scratch_bytes(d->n), &s, f) < 0 || s == NULL)
         goto done;
     *state = s;
-    if ((s->one = total == NULL && gs_split_one_fits(d)) != 0)
-        goto done;
     if (total != NULL && gs_reply_take(&r, f) < 0)
         goto done;
     GS_CUDA_TRY(f, gs_launch_split_count(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
@@ -93,12 +90,8 @@ static int cuda_split_scatter(const gs_split_desc *d, void *state, int64_t *tota
     GS_CUDA_TRY(f, gs_cuda_enter());
     if (total != NULL && gs_reply_take(&r, f) < 0)
         goto done;
-    if (s->one)
-        GS_CUDA_TRY(f, gs_launch_split_one(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
+    GS_CUDA_TRY(f, gs_launch_split_scatter(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
                                            gs_cuda_stream));
-    else
-        GS_CUDA_TRY(f, gs_launch_split_scatter(d, s->dev, s->cap,
-                                               r != NULL ? gs_reply_view(r) : NULL, gs_cuda_stream));
     if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
         *total = (int64_t)*(const unsigned long long *)host;
 done:

@@ -53,7 +53,6 @@ cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d);
 typedef struct gs_split_scratch {
     void *dev;
     size_t cap;
-    int one; /* set by the split holding it: its scatter runs it all (gs_launch_split_one) */
 } gs_split_scratch;
 int gs_split_scratch_take(size_t bytes, gs_split_scratch **out, gs_fail *f);
 void gs_split_scratch_give(gs_split_scratch *s);

@@ -28,7 +28,7 @@
  * handed out and enqueued under the lock like the scans'.
  *
  * A split's scratch (gpuscan/config.h) needs only its header's running word at zero,
- * which each count pass (or one-launch split) leaves so: one scratch is kept for the next split, so that a small
+ * which each count pass leaves so: one scratch is kept for the next split, so that a small
  * split needs neither an allocation nor a memset (2.5 and 1.2 us of host time on an H200 host).
  * A split holds its scratch from the count pass to the scatter, with the GIL taken between them
  * (the result is made there), so a second split in flight does not wait for the kept one: it

@@ -500,15 +500,6 @@ cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void *scratch,
                                         size_t scratch_bytes, cudaStream_t stream);
 cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                     unsigned long long *reply, cudaStream_t stream);
-/* Whether the split of d runs in one launch on the current device: a split (not a compact) of
- * one-byte flags whose tiles are resident at once, at most gs_split_one_max of them (tests
- * lower it); if so, gs_launch_split_one does all gs_launch_split_count and _scatter do, on the
- * same scratch, except that GS_SPLIT_TOTAL is not written (the count goes to `reply` alone).
- * gs_launch_split_one refuses (cudaErrorInvalidValue) a split that does not fit. */
-extern int64_t gs_split_one_max;
-int gs_split_one_fits(const gs_split_desc *d);
-cudaError_t gs_launch_split_one(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                unsigned long long *reply, cudaStream_t stream);
 
 /* Enqueue the segmented reduction on `stream`; `scratch` holds at least
  * gs_segreduce_scratch_bytes(d->n, d->nseg, d->ends == NULL) bytes (gpuscan/config.h). */

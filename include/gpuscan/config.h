@@ -95,8 +95,7 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
 /* The running word: the flagged values counted so far in its low GS_SPLIT_SUM_BITS bits, the
  * blocks finished above them, so that one atomic per block adds both and tells the last block
  * (no fence: one address).  A count pass of more blocks than the high bits hold (2^24: 2^39
- * values, far more than a device holds) is refused.  A one-launch split (a wave of blocks)
- * counts its blocks' arrivals there, then their departures, the last one zeroing it. */
+ * values, far more than a device holds) is refused. */
 #define GS_SPLIT_SUM_BITS 40
 static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
 {

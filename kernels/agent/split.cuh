@@ -24,14 +24,6 @@
  *           host word, cuda/reply.c), so that the host learns split's count from the scatter's
  *           own completion, without a launch to copy it.
  *
- * A split (not a compact) of one-byte flags whose tiles all fit on the device at once runs as
- * one pass instead (`one`: dispatch/split.cu launches it cooperatively, so every block is
- * resident): each block loads its values, reads its tile's 16 flags a thread into a mask in
- * shared memory, publishes the tile's count, adds it to the running word and waits there until
- * every block has (gs_split_one_arrive), then scatters as the scatter pass does.  No mask
- * goes through memory, the flags are read once, and one launch is saved: what a small split
- * costs is mostly its launches and the host's wait.
- *
  * Values are moved as bits of their width (any dtype, NaN payloads kept).
  */
 #include "device/tile_state.cuh"
@@ -125,75 +117,11 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
 }
 
 /*
- * ---- The one pass's barrier (thread 0 of each block, after its tile's count is known). ----
- * The running word counts arrivals in its high bits (gpuscan/config.h), then departures: a
- * block adds its count and itself (a release: its published descriptor is visible before its
- * arrival is, and a descriptor of an earlier split sits at the same address), waits until
- * every block has arrived (all are resident: a cooperative launch), reading with acquire, and
- * takes the total from the low bits.  It departs at its end (gs_split_one_depart, off the
- * critical path); the last block to depart leaves the word zero for the next split.
- */
-static __device__ __forceinline__ unsigned long long
-gs_split_one_arrive(unsigned long long *running, unsigned long long count)
-{
-    const unsigned long long add = (1ull << GS_SPLIT_SUM_BITS) | count;
-    unsigned long long seen;
-    asm volatile("atom.add.release.gpu.global.u64 %0, [%1], %2;"
-                 : "=l"(seen)
-                 : "l"(running), "l"(add)
-                 : "memory");
-    seen += add;
-    while (seen >> GS_SPLIT_SUM_BITS < gridDim.x) {
-        __nanosleep(32);
-        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(seen) : "l"(running) : "memory");
-    }
-    return seen & ((1ull << GS_SPLIT_SUM_BITS) - 1u);
-}
-
-static __device__ __forceinline__ void gs_split_one_depart(unsigned long long *running)
-{
-    const unsigned long long one = 1ull << GS_SPLIT_SUM_BITS;
-    if (atomicAdd(running, one) >> GS_SPLIT_SUM_BITS == 2ull * gridDim.x - 1u)
-        atomicExch(running, 0ull); /* every block has read the total */
-}
-
-/*
- * ---- The one pass's count: thread t reads flags 16t .. 16t+15 of the tile (one-byte flags,
- * one 16-byte vector when aligned), writes their bits into `tile_mask` (the scatter's layout:
- * bit i of word i / 32 for the tile's value i), publishes the tile's count and, past the
- * barrier, leaves the total in *total_sm (thread 0; the scatter's look-back step writes it to
- * `reply` from there, as the scatter pass does). ----
- */
-static __device__ __forceinline__ void gs_split_one_count(const gs_split_kparams *p, int64_t tile,
-                                                          uint32_t *tile_mask,
-                                                          unsigned long long *total_sm)
-{
-    __shared__ unsigned warp_count[GS_NWARPS];
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t at = tile * GS_NV + (int64_t)threadIdx.x * GS_FLAG_GROUP;
-    const unsigned bits = gs_flag_group_bits(GS_UINT8, p->flags, at, p->n,
-                                             p->vec_flags && at + GS_FLAG_GROUP <= p->n);
-    ((uint16_t *)tile_mask)[threadIdx.x] = (uint16_t)bits;
-    const unsigned count = __reduce_add_sync(GS_FULL_MASK, (unsigned)__popc(bits));
-    if (lane == 0)
-        warp_count[threadIdx.x / GS_WARP] = count;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned long long sum = 0;
-#pragma unroll
-        for (int w = 0; w < GS_NWARPS; ++w)
-            sum += warp_count[w];
-        publish_u64(p->ts, tile, tile == 0 ? GS_ST_PREFIX : GS_ST_AGGREGATE, 0, (uint64_t)sum);
-        *total_sm = gs_split_one_arrive(p->total + GS_SPLIT_RUNNING, sum);
-    }
-}
-
-/*
- * ---- The scatter pass: block b moves tile b (one: the whole split, above). ----
+ * ---- The scatter pass: block b moves tile b. ----
  * `buf` is shared memory for GS_NV values of vt's width (the tile in output order).
  */
 static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *buf,
-                                                             const gs_split_kparams *p, int one)
+                                                             const gs_split_kparams *p)
 {
     __shared__ gs_block_scan_smem_u32 bsm;
     __shared__ unsigned long long before_sm, total_sm;
@@ -226,17 +154,13 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
             }
         }
     }
-    __shared__ uint32_t tile_mask[GS_NV / 32]; /* one: the tile's flags as bits */
-    if (one)
-        gs_split_one_count(p, tile, tile_mask, &total_sm); /* ends past the barrier */
-    else
-        gs_grid_wait(); /* the mask, the descriptors and the total are the count pass's */
+    gs_grid_wait(); /* the mask, the descriptors and the total are the count pass's */
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
-            const int64_t li = k * row_stride + lead; /* tile_base: a whole number of words */
-            const uint32_t m = one ? tile_mask[li >> 5] : __ldg(p->mask + ((tile_base + li) >> 5));
-            bits[k] = (m >> (li & 31)) & ((1u << C) - 1u);
+            const int64_t li = k * row_stride + lead;
+            const uint32_t m = __ldg(p->mask + ((tile_base + li) >> 5));
+            bits[k] = (m >> ((tile_base + li) & 31)) & ((1u << C) - 1u);
             pf[k] = 0;
             pc[k] = (uint32_t)__popc(bits[k]);
         }
@@ -266,8 +190,7 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
             if (tile > 0)
                 publish_u64(p->ts, tile, GS_ST_PREFIX, 0, before + flagged);
             before_sm = before;
-            if (!one)
-                total_sm = p->total[GS_SPLIT_TOTAL];
+            total_sm = p->total[GS_SPLIT_TOTAL];
             if (tile == 0 && p->reply != NULL)
                 *p->reply = total_sm;
         }
@@ -304,6 +227,4 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
             gs_store_bits(vt, p->out, (j < (int)flagged ? before : unflagged_base) + j,
                           gs_load_bits(vt, buf, j));
     }
-    if (one && threadIdx.x == 0)
-        gs_split_one_depart(p->total + GS_SPLIT_RUNNING);
 }

@@ -125,9 +125,6 @@ static cudaError_t gs_pdl_allowed(const void *kernel, int device, int *ok)
  * it in gs_grid_wait() (thread/load_store.cuh); elsewhere an ordinary launch in stream order,
  * where gs_grid_wait() compiles to nothing.  Ends with the check.
  */
-static cudaError_t gs_launch_attr(const void *kernel, int64_t blocks, void *params,
-                                  const cudaLaunchAttribute *attr, cudaStream_t stream);
-
 static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void *params,
                                        cudaStream_t stream)
 {
@@ -137,37 +134,18 @@ static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void 
         err = gs_pdl_allowed(kernel, device, &pdl);
     if (err != cudaSuccess)
         return err;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    return gs_launch_attr(kernel, blocks, params, pdl ? &attr : NULL, stream);
-}
-
-/* A cooperative launch of `kernel` (as gs_launch_dependent's, otherwise): the driver starts it
- * only when every block can be resident at once, so its blocks may wait for each other; a grid
- * larger than that is refused (cudaErrorCooperativeLaunchTooLarge).  Ends with the check. */
-static cudaError_t gs_launch_cooperative(const void *kernel, int64_t blocks, void *params,
-                                         cudaStream_t stream)
-{
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeCooperative;
-    attr.val.cooperative = 1;
-    return gs_launch_attr(kernel, blocks, params, &attr, stream);
-}
-
-/* The launch of both: one attribute or none (attr NULL), then the check. */
-static cudaError_t gs_launch_attr(const void *kernel, int64_t blocks, void *params,
-                                  const cudaLaunchAttribute *attr, cudaStream_t stream)
-{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config;
     memset(&config, 0, sizeof config);
     config.gridDim = dim3((unsigned)blocks);
     config.blockDim = dim3(GS_NT);
     config.stream = stream;
-    config.attrs = (cudaLaunchAttribute *)attr;
-    config.numAttrs = attr != NULL ? 1 : 0;
+    config.attrs = attr;
+    config.numAttrs = pdl ? 1 : 0;
     void *args[1] = { params };
-    cudaError_t err = cudaLaunchKernelExC(&config, kernel, args);
+    err = cudaLaunchKernelExC(&config, kernel, args);
     const cudaError_t check = gs_launch_check(stream); /* also clears a launch error */
     return err != cudaSuccess ? err : check;
 }

@@ -24,12 +24,6 @@
  * the total.  A compact learns the total between the launches, to allocate its output
  * exactly, from the count pass's `reply` word; a split's count reaches the host from the
  * scatter's.
- *
- * One launch where a single pass can know the total: when every tile's block is resident at
- * once (a cooperative launch of at most a wave of tiles), the blocks meet at a barrier on the
- * running word after counting, so each learns the total without a second launch
- * (gs_launch_split_one, for one-byte flags: splits of up to ~2^21 values, where the launches
- * and the host's wait are most of the time).
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -65,20 +59,15 @@
 GS_SPLIT_FLAG_TYPES(GS_X_COUNT)
 #undef GS_X_COUNT
 
-/* The kernels that move the values, per value width: the scatter pass (one 0) and the one-pass
- * split of one-byte flags (one 1, agent/split.cuh); `buf` holds the tile in output order. */
-#define GS_X_MOVE_KERNEL(name, vt, bytes, min_blocks, one)                        \
-    __global__ void __launch_bounds__(GS_NT, min_blocks) name(gs_split_kparams p) \
-    {                                                                             \
-        __shared__ uint4 buf[GS_NV * (bytes) / 16];                               \
-        gs_split_scatter_tile(vt, buf, &p, one);                                  \
+#define GS_X_SCATTER(vt, bytes, min_blocks)                                                        \
+    __global__ void __launch_bounds__(GS_NT, min_blocks) gs_split_scatter_##vt(gs_split_kparams p) \
+    {                                                                                              \
+        /* The tile in output order: GS_NV values of vt's width. */                                \
+        __shared__ uint4 buf[GS_NV * (bytes) / 16];                                                \
+        gs_split_scatter_tile(vt, buf, &p);                                                        \
     }
-#define GS_X_MOVE(vt, bytes, min_blocks)                              \
-    GS_X_MOVE_KERNEL(gs_split_scatter_##vt, vt, bytes, min_blocks, 0) \
-    GS_X_MOVE_KERNEL(gs_split_one_##vt, vt, bytes, min_blocks, 1)
-GS_SPLIT_VALUE_TYPES(GS_X_MOVE)
-#undef GS_X_MOVE
-#undef GS_X_MOVE_KERNEL
+GS_SPLIT_VALUE_TYPES(GS_X_SCATTER)
+#undef GS_X_SCATTER
 
 typedef void (*gs_split_kernel)(gs_split_kparams);
 
@@ -94,13 +83,12 @@ static gs_split_kernel gs_split_count_kernel_for(gs_dtype ft)
     return NULL;
 }
 
-/* The scatter pass's kernel for values of vt, or (one) the one-pass split's. */
-static gs_split_kernel gs_split_move_kernel_for(gs_dtype vt, int one)
+static gs_split_kernel gs_split_scatter_kernel_for(gs_dtype vt)
 {
     vt = gs_unsigned_of(vt);
 #define GS_X_MATCH(vt_, bytes, min_blocks) \
     if (vt == vt_)                         \
-        return one ? gs_split_one_##vt_ : gs_split_scatter_##vt_;
+        return gs_split_scatter_##vt_;
     GS_SPLIT_VALUE_TYPES(GS_X_MATCH)
 #undef GS_X_MATCH
     return NULL;
@@ -136,19 +124,6 @@ static cudaError_t gs_split_check(const gs_split_desc *d, gs_split_kernel kernel
     return cudaSuccess;
 }
 
-/* gs_split_check, then the kernel parameters of d over `scratch` with `reply`. */
-static cudaError_t gs_split_ready(const gs_split_desc *d, gs_split_kernel kernel, void *scratch,
-                                  size_t scratch_bytes, unsigned long long *reply,
-                                  gs_split_kparams *p)
-{
-    const cudaError_t err = gs_split_check(d, kernel, scratch_bytes);
-    if (err == cudaSuccess) {
-        *p = gs_split_params(d, scratch);
-        p->reply = reply;
-    }
-    return err;
-}
-
 /* The count pass: a warp per tile.  A split's sums its total in the scratch's header, whose
  * running word it finds and leaves zero (gpuscan/config.h); the segment heads' (heads: total
  * NULL) writes every descriptor word it polls.  Neither needs a memset. */
@@ -164,11 +139,13 @@ static cudaError_t gs_split_count_launch(const gs_split_desc *d, void *scratch,
 
     if (d->n == 0)
         return cudaSuccess;
+    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
+        return err;
     /* every block counted in the running word's high bits (gpuscan/config.h) */
     if (!heads && blocks >= (int64_t)1 << (64 - GS_SPLIT_SUM_BITS))
         return cudaErrorInvalidValue;
-    if ((err = gs_split_ready(d, kernel, scratch, scratch_bytes, reply, &p)) != cudaSuccess)
-        return err;
+    p = gs_split_params(d, scratch);
+    p.reply = reply;
     if (heads)
         p.total = NULL;
     kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
@@ -188,74 +165,21 @@ extern "C" cudaError_t gs_launch_split_count_heads(const gs_split_desc *d, void 
     return gs_split_count_launch(d, scratch, scratch_bytes, NULL, 1, stream);
 }
 
-/* The pass that moves the values: the scatter (a block per tile, as the count pass's
- * programmatic dependent: its blocks load their values while the count pass ends, then wait for
- * it, agent/split.cuh) or the one pass (a block per tile, every one resident at once, as its
- * barrier needs). */
-static cudaError_t gs_split_move_launch(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
-                                        unsigned long long *reply, int one, cudaStream_t stream)
+extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
+                                               size_t scratch_bytes, unsigned long long *reply,
+                                               cudaStream_t stream)
 {
-    gs_split_kernel kernel = gs_split_move_kernel_for(d->in_type, one);
+    gs_split_kernel kernel = gs_split_scatter_kernel_for(d->in_type);
     gs_split_kparams p;
     cudaError_t err;
 
     if (d->n == 0)
         return cudaSuccess;
-    if (one && !gs_split_one_fits(d))
-        return cudaErrorInvalidValue;
-    if ((err = gs_split_ready(d, kernel, scratch, scratch_bytes, reply, &p)) != cudaSuccess)
+    if ((err = gs_split_check(d, kernel, scratch_bytes)) != cudaSuccess)
         return err;
-    if (one)
-        return gs_launch_cooperative((const void *)kernel, gs_scan_tiles(d->n), &p, stream);
+    /* ---- A block per tile, as the count pass's programmatic dependent: its blocks load their
+     * values while the count pass ends, then wait for it (agent/split.cuh). ---- */
+    p = gs_split_params(d, scratch);
+    p.reply = reply;
     return gs_launch_dependent((const void *)kernel, gs_scan_tiles(d->n), &p, stream);
-}
-
-extern "C" cudaError_t gs_launch_split_scatter(const gs_split_desc *d, void *scratch,
-                                               size_t scratch_bytes, unsigned long long *reply,
-                                               cudaStream_t stream)
-{
-    return gs_split_move_launch(d, scratch, scratch_bytes, reply, 0, stream);
-}
-
-/*
- * The split in one launch (agent/split.cuh's one pass): for a split, not a compact, of one-byte
- * flags, when its tiles fit on the device at once, at most gs_split_one_max of them (tests lower
- * it), and the device launches cooperatively.  Past one wave of tiles the two passes keep the
- * device busy where the one pass would not fit: its blocks wait for each other.
- */
-extern "C" int64_t gs_split_one_max = INT64_MAX;
-
-extern "C" int gs_split_one_fits(const gs_split_desc *d)
-{
-    static gs_kernel_memo memo;
-    gs_split_kernel kernel = gs_split_move_kernel_for(d->in_type, 1);
-    const int64_t tiles = gs_scan_tiles(d->n);
-    int device, coop = 0, resident = 0;
-
-    if (d->compact || kernel == NULL || gs_dtype_size(d->flag_type) != 1 ||
-        gs_dtype_is_float(d->flag_type) || tiles == 0 || tiles > gs_split_one_max)
-        return 0;
-    if (cudaGetDevice(&device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (!gs_memo_get(&memo, device, (const void *)kernel, &coop)) {
-        if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return 0;
-        }
-        gs_memo_put(&memo, device, (const void *)kernel, coop);
-    }
-    if (!coop || gs_resident_blocks((const void *)kernel, 0, &resident) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return tiles <= resident;
-}
-
-extern "C" cudaError_t gs_launch_split_one(const gs_split_desc *d, void *scratch,
-                                           size_t scratch_bytes, unsigned long long *reply,
-                                           cudaStream_t stream)
-{
-    return gs_split_move_launch(d, scratch, scratch_bytes, reply, 1, stream);
 }
