@@ -185,6 +185,34 @@ def test_to_device_round_trip(dtype):
 
 
 @pytest.mark.gpu
+def test_small_results_to_the_host():
+    # Up to 64 bytes come back through a reply (a one-warp kernel into page-locked memory), past
+    # that through the pipeline: every size around the limit, odd sizes and 0-d arrays, CuPy
+    # views at odd byte offsets, and the small answers gpuscan itself reads back (bincount's
+    # largest key, histogram's range).
+    for dtype in (np.int8, np.uint16, np.int32, np.float64):
+        size = np.dtype(dtype).itemsize
+        for n in sorted({1, 3, 64 // size - 1, 64 // size, 64 // size + 1, 100}):
+            a = (np.arange(n) * 7 + 3).astype(dtype)
+            np.testing.assert_array_equal(gpuscan.to_device(a).get(), a)
+        z = np.array(5, dtype)
+        np.testing.assert_array_equal(gpuscan.to_device(z).get(), z)
+    x = np.arange(1000, dtype=np.int32)
+    r = gpuscan.reduce(gpuscan.to_device(x)).get()
+    assert r.shape == () and int(r) == int(x.sum())
+    cp = pytest.importorskip("cupy")
+    raw = cp.arange(40, dtype=cp.uint8)
+    for off in (1, 3, 5):
+        np.testing.assert_array_equal(gpuscan.bincount(raw[off:off + 9]).get(),
+                                      np.bincount(np.arange(off, off + 9)))
+    v = cp.asarray(np.array([3.5, -2.0, 7.25, 0.0], np.float32))[1:]
+    counts, edges = gpuscan.histogram(v, 4)
+    want_c, want_e = np.histogram(cp.asnumpy(v), 4)
+    np.testing.assert_array_equal(counts.get(), want_c)
+    np.testing.assert_array_equal(edges, want_e)
+
+
+@pytest.mark.gpu
 def test_to_device_strided_and_2d():
     a = np.arange(60, dtype=np.int64).reshape(6, 10)[:, ::-2]
     d = gpuscan.to_device(a)

@@ -1,6 +1,6 @@
 /*
  * cuda/transfer.c - the one place data moves between host and device memory (through the
- * pipeline), and the device's strided copies.
+ * pipeline; a few bytes to the host through a reply), and the device's strided copies.
  *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  * ops/place.c's gs_move routes every move of an operand or a result through here when a side
@@ -35,13 +35,40 @@ done:
     return f->kind ? -1 : 0;
 }
 
+/* A few bytes from the device into a C-contiguous host view of the same dtype, through a
+ * reply (cuda/reply.c: a one-warp kernel writes them into page-locked memory the device maps,
+ * and the host waits on the event after it), where the pipeline would stage them and take a
+ * copy engine's hop: bincount's largest key, a min/max pair, a 0-d result's get().  GIL held
+ * on entry, released while the device works. */
+static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes)
+{
+    gs_fail f = { 0 };
+    gs_reply *r = NULL;
+    const void *got;
+    PyThreadState *save = PyEval_SaveThread();
+
+    GS_CUDA_TRY(&f, gs_cuda_enter());
+    if (gs_reply_take(&r, &f) == 0 && gs_reply_fetch(r, dev->ptr, bytes, &f) == 0 &&
+        gs_reply_wait(r, &got, &f) == 0)
+        memcpy(host->ptr, got, bytes);
+done:
+    gs_reply_give(r);
+    PyEval_RestoreThread(save);
+    return f.kind ? gs_raise(&f) : 0;
+}
+
 /* dst = src, one of them a C-contiguous device view, the other a host view of any layout. */
 static int xfer(const gs_view *src, const gs_view *dst)
 {
     const int to_device = dst->mem == GS_MEM_DEVICE;
     const gs_view *dev = to_device ? dst : src, *host = to_device ? src : dst;
     xfer_ctx c = { dev->ptr, gs_dtype_size(dev->dtype), to_device };
+    const size_t bytes = (size_t)gs_view_size(src) * c.size;
     gs_pipe p;
+
+    if (!to_device && bytes > 0 && bytes <= GS_REPLY_BYTES && host->dtype == dev->dtype &&
+        !host->swapped && gs_view_is_c_contig(host))
+        return fetch_small(dev, host, bytes);
 
     memset(&p, 0, sizeof(p));
     p.n = gs_view_size(src);

@@ -104,24 +104,25 @@ extern "C" cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream
     return gs_launch_check(stream);
 }
 
-/* A reply's words (cuda/reply.c) from device memory into page-locked host memory the device
- * maps.  A kernel, not cudaMemcpyAsync: a copy engine's hop on the stream cost 6-9 us each way
+/* A reply's bytes (cuda/reply.c) from device memory into page-locked host memory the device
+ * maps, a byte a lane (a reply is at most a few dozen bytes, so any size and alignment will
+ * do).  A kernel, not cudaMemcpyAsync: a copy engine's hop on the stream cost 6-9 us each way
  * (H100, 2026-11-25: the kernel before the copy to the copy, and the copy to the next kernel),
  * the time the host could have had the answer. */
-__global__ void gs_reply_kernel(const unsigned long long *src, unsigned long long *dst, int words)
+__global__ void gs_reply_kernel(const unsigned char *src, unsigned char *dst, int bytes)
 {
-    if ((int)threadIdx.x < words)
-        dst[threadIdx.x] = src[threadIdx.x];
+    for (int i = (int)threadIdx.x; i < bytes; i += GS_WARP)
+        dst[i] = src[i];
 }
 
 extern "C" cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes,
                                        cudaStream_t stream)
 {
-    if (bytes % 8 != 0 || bytes > 8 * GS_WARP || (uintptr_t)src % 8 != 0 || (uintptr_t)dst % 8 != 0)
+    if (bytes > 8 * GS_WARP)
         return cudaErrorInvalidValue;
     if (bytes == 0)
         return cudaSuccess;
-    gs_reply_kernel<<<1, GS_WARP, 0, stream>>>((const unsigned long long *)src,
-                                               (unsigned long long *)dst, (int)(bytes / 8));
+    gs_reply_kernel<<<1, GS_WARP, 0, stream>>>((const unsigned char *)src, (unsigned char *)dst,
+                                               (int)bytes);
     return gs_launch_check(stream);
 }
