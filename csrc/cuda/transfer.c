@@ -35,11 +35,11 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* A few bytes from the device into a C-contiguous host view of the same dtype, through a
- * reply (cuda/reply.c: a one-warp kernel writes them into page-locked memory the device maps,
- * and the host waits on the event after it), where the pipeline would stage them and take a
- * copy engine's hop: bincount's largest key, a min/max pair, a 0-d result's get().  GIL held
- * on entry, released while the device works. */
+/* A few bytes from the device into a host view laid out as the device holds them
+ * (gs_view_ready), through a reply (cuda/reply.c: a one-warp kernel writes them into
+ * page-locked memory the device maps, and the host waits on the event after it), where the
+ * pipeline would stage them and take a copy engine's hop: bincount's largest key, a min/max
+ * pair, a 0-d result's get().  GIL held on entry, released while the device works. */
 static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes)
 {
     gs_fail f = { 0 };
@@ -66,8 +66,8 @@ static int xfer(const gs_view *src, const gs_view *dst)
     const size_t bytes = (size_t)gs_view_size(src) * c.size;
     gs_pipe p;
 
-    if (!to_device && bytes > 0 && bytes <= GS_REPLY_BYTES && host->dtype == dev->dtype &&
-        !host->swapped && gs_view_is_c_contig(host))
+    if (!to_device && bytes > 0 && bytes <= GS_REPLY_BYTES &&
+        gs_view_ready(host, GS_MEM_HOST, dev->dtype))
         return fetch_small(dev, host, bytes);
 
     memset(&p, 0, sizeof(p));
