@@ -1,56 +1,19 @@
 /*
- * binding/binding.h - the Python-facing layer: objects in, settled arguments out.
+ * binding/binding.h - Python objects in: arguments parsed, operands made views of host or device
+ * memory, and gpuscan.DeviceArray's Python type.
  *
- * Level: binding.  Every .c file of the extension that talks to Python or NumPy includes this
- * header first (through ops/ops.h or cuda/cuda.h or directly).  It sets up the NumPy C API for a
- * multi-file extension (module.c imports it, the other files see the same table through
- * PY_ARRAY_UNIQUE_SYMBOL) and declares:
- *   module.c       the module's exception, AxisError, the method table;
- *   docstrings.c   every docstring of the module, in one place;
- *   backend.c      which backend runs a call, and why;
- *   args.c         op / algorithm / dtype / axis parsing and NumPy's result dtype rules;
+ * Level: binding, below ops/ (which call it) and above core/.  Declares:
+ *   args.c         op / algorithm / axis parsing and NumPy's result dtype rules;
  *   operand.c      Python objects -> views of host or device memory (CAI v2/v3, DLPack);
- *   devarray.c     gpuscan.DeviceArray and to_device();
+ *   devarray.c     gpuscan.DeviceArray's type and to_device();
  *   half.c         float16 NumPy input, computed in float32 and rounded once per output;
- *   testing.c      the private hooks through which the tests read the configuration;
- * and the entry points of the ops (csrc/ops/).
+ *   docstrings.c   every docstring of the module, in one place.
  * Functions that return int return 0 on success and -1 with a Python exception set.
  */
 #ifndef GS_BINDING_H
 #define GS_BINDING_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#define PY_ARRAY_UNIQUE_SYMBOL gpuscan_ARRAY_API
-#ifndef GS_IMPORT_NUMPY
-#define NO_IMPORT_ARRAY
-#endif
-#include <numpy/arrayobject.h>
-
-#include "gpuscan/backend_api.h"
-
-/* ---- module.c ------------------------------------------------------------------------- */
-
-/* gpuscan.GpuscanError (a RuntimeError): a CUDA call failed. */
-extern PyObject *gs_GpuscanError;
-/* numpy.exceptions.AxisError, fetched at import. */
-extern PyObject *gs_AxisError;
-
-/* ---- backend.c ------------------------------------------------------------------------ */
-
-typedef enum gs_backend { GS_BACKEND_CPU, GS_BACKEND_CUDA } gs_backend;
-
-/* The backend of this process, chosen lazily at first use from $GPUSCAN_BACKEND and what the
- * machine offers.  Fails with RuntimeError naming the cause when CUDA is forced but unusable. */
-int gs_backend_get(gs_backend *backend);
-
-/* Why the backend is the CPU one (valid after gs_backend_get chose it). */
-const char *gs_backend_cpu_reason(void);
-
-/* Succeeds when the CUDA backend is active; else TypeError explaining why device arrays cannot
- * be used (or the RuntimeError of a forced, unusable CUDA). */
-int gs_require_cuda(void);
+#include "core/core.h"
 
 /* ---- half.c --------------------------------------------------------------------------- */
 
@@ -74,22 +37,6 @@ const char *gs_op_ufunc_name(gs_op op);
  * ValueError listing the choices. */
 int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo);
 
-/* The gs_dtype of a NumPy kind letter and item size; -1 (no exception) when unsupported. */
-int gs_dtype_from_kind(char kind, int itemsize, gs_dtype *out);
-
-/* The gs_dtype of a NumPy dtype, whatever its byte order; else TypeError naming the supported
- * dtypes.  `what` names the argument in the message ("input", "out", "dtype"). */
-int gs_dtype_from_descr(PyArray_Descr *descr, const char *what, gs_dtype *out);
-
-/* The native-byte-order NumPy dtype of `t` (a new reference). */
-PyArray_Descr *gs_descr(gs_dtype t);
-
-/* NumPy's name of `t` ("int64", ...), derived from the dtype table. */
-const char *gs_dtype_name(gs_dtype t);
-
-/* The supported dtypes' names, comma-separated, from the dtype table ("bool, int8, ..."). */
-const char *gs_supported_dtypes(void);
-
 /* NumPy's accumulate result dtype: add/mul widen bool and narrow integers to 64 bits. */
 gs_dtype gs_default_acc_type(gs_dtype in, gs_op op);
 
@@ -109,15 +56,6 @@ int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, cons
                    int want_nd, const int64_t *want);
 
 /* ---- operand.c ------------------------------------------------------------------------ */
-
-/* Number of elements of a view. */
-int64_t gs_view_size(const gs_view *v);
-
-/* Whether a view is C-contiguous (size 0 and 1 views always are). */
-int gs_view_is_c_contig(const gs_view *v);
-
-/* Set v's strides to the C-contiguous strides of its shape and dtype. */
-void gs_view_set_c_strides(gs_view *v);
 
 /*
  * A Python argument: a NumPy array (`host`: a new reference), or a device array whose memory
@@ -165,27 +103,8 @@ int gs_operand_release_foreign(const gs_operand *op);
 
 /* ---- devarray.c ----------------------------------------------------------------------- */
 
-/* gpuscan.DeviceArray: a C-contiguous array in device memory. */
-typedef struct gs_DeviceArray {
-    PyObject_HEAD void *data; /* device pointer of element 0 */
-    gs_dtype dtype;
-    int ndim;
-    int64_t shape[GS_MAX_NDIM];
-    int device;     /* CUDA device ordinal */
-    int owns;       /* data is a pool allocation freed in dealloc */
-    PyObject *base; /* else: keeps the memory's owner alive (may be NULL) */
-} gs_DeviceArray;
-
-extern PyTypeObject gs_DeviceArray_Type;
-
-#define gs_DeviceArray_Check(op) PyObject_TypeCheck(op, &gs_DeviceArray_Type)
-
-/* A view of a DeviceArray's memory. */
-void gs_devarray_view(const gs_DeviceArray *a, gs_view *v);
-
-/* A new DeviceArray of the given shape and dtype, uninitialised, from the pool (a build
- * without CUDA raises). */
-gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype);
+/* Make gpuscan.DeviceArray ready, add it to `module` and register it with core (module init). */
+int gs_devarray_register(PyObject *module);
 
 /* gpuscan.to_device(a). */
 PyObject *gs_to_device(PyObject *self, PyObject *arg);
@@ -194,30 +113,8 @@ PyObject *gs_to_device(PyObject *self, PyObject *arg);
 
 extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_doc_split[],
     gs_doc_compact[], gs_doc_histogram[], gs_doc_bincount[], gs_doc_backend[], gs_doc_device_info[],
-    gs_doc_to_device[], gs_doc_free_cached_memory[], gs_doc_module[], gs_doc_reduceat[], gs_doc_segmented_reduce[],
-    gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[], gs_doc_devarray_dlpack[],
-    gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
-
-/* ---- testing.c ------------------------------------------------------------------------ */
-
-/* The private hooks (_scan_tile_items, _hist_plan, ...), appended to the module's methods. */
-extern PyMethodDef gs_testing_methods[];
-
-/* ---- the ops (csrc/ops/) -------------------------------------------------------------- */
-
-PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs);
-/* _gpuscan._trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run
- * one step at a time on the active backend -> (steps, result, work, span), steps a list of
- * (kind, stride, values, flags or None, work of the step). */
-PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
+    gs_doc_to_device[], gs_doc_free_cached_memory[], gs_doc_module[], gs_doc_reduceat[],
+    gs_doc_segmented_reduce[], gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[],
+    gs_doc_devarray_dlpack[], gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
 
 #endif /* GS_BINDING_H */

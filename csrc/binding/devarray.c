@@ -1,5 +1,6 @@
 /*
- * binding/devarray.c - gpuscan.DeviceArray, a C-contiguous array in device memory, and to_device().
+ * binding/devarray.c - gpuscan.DeviceArray's Python type, a C-contiguous array in device memory
+ * (core/core.h has its struct and makes new ones), and to_device().
  *
  * Level: binding.  A DeviceArray either owns a pool allocation (freed with cudaFreeAsync on
  * gpuscan's stream when it dies, so the memory is reused only after the work that reads it) or
@@ -8,29 +9,10 @@
  * legacy "dltensor" capsule that keeps the array alive until the consumer calls its deleter.
  * Results stay on the device until .get() or np.asarray() asks for them.
  */
-#include "cuda/cuda.h"
+#include "binding/binding.h"
 
 #include "binding/dlpack.h"
-
-static int64_t devarray_size(const gs_DeviceArray *a)
-{
-    int64_t n = 1;
-    for (int i = 0; i < a->ndim; i++)
-        n *= a->shape[i];
-    return n;
-}
-
-void gs_devarray_view(const gs_DeviceArray *a, gs_view *v)
-{
-    memset(v, 0, sizeof(*v));
-    v->ptr = a->data;
-    v->mem = GS_MEM_DEVICE;
-    v->dtype = a->dtype;
-    v->ndim = a->ndim;
-    for (int i = 0; i < a->ndim; i++)
-        v->shape[i] = a->shape[i];
-    gs_view_set_c_strides(v);
-}
+#include "cuda/cuda.h"
 
 static PyObject *shape_tuple(const gs_DeviceArray *a)
 {
@@ -46,28 +28,6 @@ static PyObject *shape_tuple(const gs_DeviceArray *a)
         PyTuple_SET_ITEM(t, i, d);
     }
     return t;
-}
-
-gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype)
-{
-    gs_fail f = { 0 };
-    gs_DeviceArray *a;
-
-    a = (gs_DeviceArray *)gs_DeviceArray_Type.tp_alloc(&gs_DeviceArray_Type, 0);
-    if (a == NULL)
-        return NULL;
-    a->dtype = dtype;
-    a->ndim = ndim;
-    a->device = gs_cuda_device_ordinal();
-    a->owns = 1;
-    for (int i = 0; i < ndim; i++)
-        a->shape[i] = shape[i];
-    if (gs_cuda_alloc(&a->data, (size_t)devarray_size(a) * gs_dtype_size(dtype), &f) < 0) {
-        Py_DECREF(a);
-        gs_raise(&f);
-        return NULL;
-    }
-    return a;
 }
 
 /* A new DeviceArray holding a copy of `src` (any strides, host or device), converted to
@@ -109,7 +69,7 @@ static PyObject *devarray_get_dtype(gs_DeviceArray *self, void *closure)
 
 static PyObject *devarray_get_size(gs_DeviceArray *self, void *closure)
 {
-    return PyLong_FromLongLong(devarray_size(self));
+    return PyLong_FromLongLong(gs_shape_size(self->ndim, self->shape));
 }
 
 static PyObject *devarray_get_ndim(gs_DeviceArray *self, void *closure)
@@ -119,7 +79,8 @@ static PyObject *devarray_get_ndim(gs_DeviceArray *self, void *closure)
 
 static PyObject *devarray_get_nbytes(gs_DeviceArray *self, void *closure)
 {
-    return PyLong_FromLongLong(devarray_size(self) * (int64_t)gs_dtype_size(self->dtype));
+    return PyLong_FromLongLong(gs_shape_size(self->ndim, self->shape) *
+                               (int64_t)gs_dtype_size(self->dtype));
 }
 
 static PyObject *devarray_get_strides(gs_DeviceArray *self, void *closure)
@@ -234,6 +195,7 @@ static PyObject *devarray_dlpack(gs_DeviceArray *self, PyObject *args, PyObject 
     gs_DeviceArray *src = self;
     gs_DLManagedTensor *managed = NULL;
     gs_view v;
+    gs_fail f = { 0 };
     PyObject *capsule = NULL;
     int want_copy = 0;
 
@@ -271,8 +233,10 @@ static PyObject *devarray_dlpack(gs_DeviceArray *self, PyObject *args, PyObject 
             PyErr_SetString(PyExc_ValueError, "__dlpack__: stream 0 is ambiguous for CUDA");
             goto fail;
         }
-        if (s != -1 && gs_cuda_signal_foreign((uintptr_t)s) < 0)
+        if (s != -1 && gs_cuda_signal_foreign((uintptr_t)s, &f) < 0) {
+            gs_raise(&f);
             goto fail;
+        }
     }
     gs_devarray_view(src, &v);
     /* One block: the managed tensor, then shape and strides (in elements). */
@@ -401,7 +365,7 @@ static PySequenceMethods devarray_as_sequence = {
 
 /* PyVarObject_HEAD_INIT ends in a comma that clang-format cannot see: keep it on its own line. */
 /* clang-format off */
-PyTypeObject gs_DeviceArray_Type = {
+static PyTypeObject devarray_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gpuscan.DeviceArray",
     .tp_basicsize = sizeof(gs_DeviceArray),
@@ -414,6 +378,19 @@ PyTypeObject gs_DeviceArray_Type = {
     .tp_getset = devarray_getset,
 };
 /* clang-format on */
+
+int gs_devarray_register(PyObject *module)
+{
+    if (PyType_Ready(&devarray_type) < 0)
+        return -1;
+    gs_devarray_type = &devarray_type;
+    Py_INCREF(&devarray_type);
+    if (PyModule_AddObject(module, "DeviceArray", (PyObject *)&devarray_type) < 0) {
+        Py_DECREF(&devarray_type);
+        return -1;
+    }
+    return 0;
+}
 
 /* ---- to_device ---------------------------------------------------------------------------- */
 

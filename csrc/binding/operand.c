@@ -9,42 +9,10 @@
  * Device memory is used in place: nothing is copied here.  A device argument on the CPU backend
  * is a TypeError saying why the backend is the CPU one.
  */
-#include "cuda/cuda.h"
+#include "binding/binding.h"
 
 #include "binding/dlpack.h"
-
-/* ---- device views ------------------------------------------------------------------------- */
-
-int64_t gs_view_size(const gs_view *v)
-{
-    int64_t n = 1;
-    for (int i = 0; i < v->ndim; i++)
-        n *= v->shape[i];
-    return n;
-}
-
-void gs_view_set_c_strides(gs_view *v)
-{
-    int64_t stride = (int64_t)gs_dtype_size(v->dtype);
-    for (int i = v->ndim - 1; i >= 0; i--) {
-        v->strides[i] = stride;
-        stride *= v->shape[i] > 0 ? v->shape[i] : 1;
-    }
-}
-
-int gs_view_is_c_contig(const gs_view *v)
-{
-    int64_t stride = (int64_t)gs_dtype_size(v->dtype);
-    if (gs_view_size(v) <= 1)
-        return 1;
-    for (int i = v->ndim - 1; i >= 0; i--) {
-        /* A dimension of length 1 may have any stride. */
-        if (v->shape[i] != 1 && v->strides[i] != stride)
-            return 0;
-        stride *= v->shape[i];
-    }
-    return 1;
-}
+#include "cuda/cuda.h"
 
 /* ---- detection ---------------------------------------------------------------------------- */
 
@@ -191,8 +159,8 @@ enum { CAI_SHAPE, CAI_TYPESTR, CAI_DATA, CAI_STRIDES, CAI_MASK, CAI_STREAM, CAI_
 
 static PyObject *cai_key(int k)
 {
-    static const char *const names[CAI_KEYS] = { "shape", "typestr", "data",
-                                                 "strides", "mask", "stream" };
+    static const char *const names[CAI_KEYS] = { "shape",   "typestr", "data",
+                                                 "strides", "mask",    "stream" };
     static PyObject *keys[CAI_KEYS];
 
     if (keys[k] == NULL)
@@ -214,6 +182,8 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
     PyObject *item;
     int64_t ptr = 0, stream;
     int ndim = -1;
+    gs_fail f = { 0 };
+    char why[256];
 
     if (!PyDict_Check(cai)) {
         PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
@@ -272,12 +242,14 @@ static int operand_from_cai(PyObject *obj, PyObject *cai, gs_operand *op)
                             "__cuda_array_interface__: stream 0 is disallowed (ambiguous)");
             return -1;
         }
-        if (gs_cuda_wait_foreign((uintptr_t)stream) < 0)
-            return -1;
+        if (gs_cuda_wait_foreign((uintptr_t)stream, &f) < 0)
+            return gs_raise(&f);
         op->foreign_stream = (uintptr_t)stream;
     }
-    if (gs_view_size(&op->view) > 0 && gs_cuda_check_pointer(op->view.ptr) < 0)
+    if (gs_view_size(&op->view) > 0 && gs_cuda_check_pointer(op->view.ptr, why, sizeof(why)) < 0) {
+        PyErr_SetString(PyExc_ValueError, why);
         return -1;
+    }
     Py_INCREF(obj);
     op->owner = obj;
     return 0;
@@ -501,9 +473,11 @@ int gs_operand_info(gs_operand *op, const char *what, gs_dtype *dtype, int *ndim
 
 int gs_operand_release_foreign(const gs_operand *op)
 {
+    gs_fail f = { 0 };
+
     if (!op->on_device || gs_DeviceArray_Check(op->owner))
         return 0;
-    if (op->foreign_stream != 0)
-        return gs_cuda_signal_foreign(op->foreign_stream);
-    return gs_cuda_sync();
+    if (op->foreign_stream == 0)
+        return gs_sync();
+    return gs_cuda_signal_foreign(op->foreign_stream, &f) < 0 ? gs_raise(&f) : 0;
 }

@@ -1,15 +1,16 @@
 /*
  * cpu/cpu.h - the CPU backend: real multi-threaded C over flat buffers.
  *
- * Level: backend (CPU).  Sees only the descriptors of include/gpuscan/backend_api.h; knows
- * nothing of Python.  Called with the GIL released.  Every function returns 0 on success or a
- * negative errno-style code (-ENOMEM: a thread or buffer could not be made) and leaves no thread or
- * allocation behind on either path.
+ * Level: backend (CPU).  Sees only the descriptors of gpuscan/desc.h; knows nothing of Python.
+ * Called with the GIL released.  Every function returns 0 on success or a negative errno-style code
+ * (-ENOMEM: a thread or buffer could not be made) and leaves no thread or allocation behind on
+ * either path.
  */
 #ifndef GS_CPU_H
 #define GS_CPU_H
 
-#include "gpuscan/backend_api.h"
+#include "gpuscan/backend.h"
+#include "host/pool.h"
 
 /* ---- Shared by the backend's own files (cpu_*.c) ----------------------------------------- */
 
@@ -22,18 +23,9 @@ typedef union gs_val {
 #undef GS_X_FIELD
 } gs_val;
 
-/* Worker threads the backend uses: $GPUSCAN_NUM_THREADS if set (>= 1), else the online cores. */
-int gs_cpu_threads(void);
-
 /* The instruction set the backend's loops run with (cpu/simd.h): "base", or "avx2" or "avx512" on
  * x86-64 processors that have them, unless $GPUSCAN_CPU_SIMD asks for another. */
 const char *gs_cpu_isa_name(void);
-
-/*
- * Run fn(ctx, i) for every i in [0, ntasks) on up to gs_cpu_threads() threads (the calling
- * thread is one of them); returns when all are done.  Tasks must not depend on each other.
- */
-int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx);
 
 /* Columns per task when `groups` independent groups of `inner` columns (the blocks of an axis
  * read in place: cpu/scan.c, cpu/reduce.c) are cut into tiles: `max_tile` when the groups alone

@@ -1,7 +1,7 @@
 /*
  * cpu/hist.c - gs_cpu_hist: the CPU backend's histogram and bincount.
  *
- * Level: backend (CPU).  Sees one gs_hist_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_hist_desc (gpuscan/desc.h) over flat
  * buffers; the bin of each value comes from include/gpuscan/hist_bin.h, the same functions the CUDA
  * kernels call, so both backends count every value in the same bin.  Threads come from cpu/pool.c.
  *
@@ -128,8 +128,8 @@ static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, voi
 
     if (d->weights == NULL) {
         switch (d->in_type) {
-#define GS_X_COUNT(code, ctype, sfx, kind, npy)           \
-    case code:                                            \
+#define GS_X_COUNT(code, ctype, sfx, kind, npy)                 \
+    case code:                                                  \
         gs_hist_count_modes(d, code, begin, end, counts, seen); \
         return;
             GS_DTYPES(GS_X_COUNT)
@@ -171,9 +171,8 @@ static void gs_hist_thread_task(void *ctx, int64_t task)
                       acc, &seen);
     }
     was = atomic_load_explicit(&job->seen, memory_order_relaxed);
-    while (seen > was && !atomic_compare_exchange_weak_explicit(&job->seen, &was, seen,
-                                                                memory_order_relaxed,
-                                                                memory_order_relaxed))
+    while (seen > was && !atomic_compare_exchange_weak_explicit(
+                             &job->seen, &was, seen, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 

@@ -1,7 +1,7 @@
 /*
  * cpu/linrec.c - gs_cpu_linrec: the CPU backend's first-order linear recurrences.
  *
- * Level: backend (CPU).  Sees one gs_linrec_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_linrec_desc (gpuscan/desc.h) over flat
  * buffers; the pair operator and the double-double arithmetic are gpuscan/linrec.h's, shared
  * with the CUDA kernels.
  *

@@ -2,7 +2,7 @@
  * cpu/reduce.c - gs_cpu_reduce: the CPU backend's reduction of contiguous rows, and of the
  * middle of rows x row_len x inner (axes read in place).
  *
- * Level: backend (CPU).  Sees one gs_reduce_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_reduce_desc (gpuscan/desc.h) over flat
  * buffers; the loops over values live in cpu/reduce_body.h, stamped out once per dtype and per
  * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *

@@ -1,7 +1,7 @@
 /*
  * cpu/scan.c - gs_cpu_scan: the CPU backend's prefix scan, plain, per row and segmented.
  *
- * Level: backend (CPU).  Sees one gs_scan_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_scan_desc (gpuscan/desc.h) over flat
  * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype and per
  * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *

@@ -2,7 +2,7 @@
  * cpu/segreduce.c - gs_cpu_segreduce and gs_cpu_heads: the CPU backend's segmented reductions
  * and the segment heads of a flag array.
  *
- * Level: backend (CPU).  Sees gs_segreduce_desc and gs_split_desc (include/gpuscan/backend_api.h)
+ * Level: backend (CPU).  Sees gs_segreduce_desc and gs_split_desc (gpuscan/desc.h)
  * over flat buffers.  A segment is one reduction of one row by gs_cpu_reduce (cpu/reduce.c), so
  * its bits are those of reducing its values alone: the same on every run, thread count and
  * grouping of segments into tasks, integers and min/max as NumPy's, float add within

@@ -1,7 +1,7 @@
 /*
  * cpu/split.c - gs_cpu_split: the CPU backend's split (stable partition) and compact.
  *
- * Level: backend (CPU).  Sees one gs_split_desc (include/gpuscan/backend_api.h) over flat
+ * Level: backend (CPU).  Sees one gs_split_desc (gpuscan/desc.h) over flat
  * buffers; the loops live in cpu/split_body.h, stamped once per instruction set; the threads
  * come from cpu/pool.c.
  *

@@ -2,7 +2,7 @@
  * cpu/teach.c - the teaching scans on the CPU backend: Hillis-Steele and Blelloch (plain and
  * flagged), run with the step structure of their CUDA versions.
  *
- * Level: backend (CPU).  Sees gs_scan_desc and gs_step_desc (include/gpuscan/backend_api.h)
+ * Level: backend (CPU).  Sees gs_scan_desc and gs_step_desc (gpuscan/desc.h)
  * over flat buffers; the loops live in cpu/teach_body.h, stamped once per dtype; the threads come
  * from cpu/pool.c.  Each parallel step is one loop over its units (elements, or the nodes of one
  * level of the tree), cut into chunks that the pool runs in parallel when the step is large;

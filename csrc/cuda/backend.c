@@ -1,5 +1,5 @@
 /*
- * cuda/backend.c - the CUDA backend's table (ops/ops.h): the launchers of kernels/dispatch/
+ * cuda/backend.c - the CUDA backend's table (gpuscan/backend.h): the launchers of kernels/dispatch/
  * with the scratch each needs.
  *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c fills the table
@@ -69,7 +69,7 @@ static int cuda_split_count(const gs_split_desc *d, void **state, int64_t *total
     GS_CUDA_TRY(f, gs_launch_split_count(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
                                          gs_cuda_stream));
     if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
-        *total = (int64_t)*(const unsigned long long *)host;
+        *total = (int64_t) * (const unsigned long long *)host;
 done:
     gs_reply_give(r);
     return f->kind ? -1 : 0;
@@ -93,7 +93,7 @@ static int cuda_split_scatter(const gs_split_desc *d, void *state, int64_t *tota
     GS_CUDA_TRY(f, gs_launch_split_scatter(d, s->dev, s->cap, r != NULL ? gs_reply_view(r) : NULL,
                                            gs_cuda_stream));
     if (r != NULL && gs_reply_mark(r, f) == 0 && gs_reply_wait(r, &host, f) == 0)
-        *total = (int64_t)*(const unsigned long long *)host;
+        *total = (int64_t) * (const unsigned long long *)host;
 done:
     gs_reply_give(r);
     return f->kind ? -1 : 0;
@@ -195,8 +195,8 @@ done:
  * (those that fit in the room) are enqueued before the host waits for the count: the device
  * writes them while the host reads it, and a count within the room needs no more launches
  * before the reduction. */
-static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions,
-                            int64_t room, int64_t *count, int *placed, gs_fail *f)
+static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
+                            int64_t *count, int *placed, gs_fail *f)
 {
     gs_split_scratch *s = NULL;
     gs_reply *r = NULL;
@@ -219,7 +219,7 @@ static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *posit
     if (room > 0)
         GS_CUDA_TRY(f, gs_launch_heads(d, s->dev, s->cap, positions, room, gs_cuda_stream));
     if (gs_reply_wait(r, &host, f) == 0) {
-        *count = (int64_t)*(const unsigned long long *)host;
+        *count = (int64_t) * (const unsigned long long *)host;
         *placed = room > 0 && *count <= room;
     }
 done:
@@ -332,11 +332,12 @@ const gs_backend_ops gs_cuda_backend = {
     .index_check = cuda_index_check,
     .index_wait = cuda_index_wait,
     .linrec = cuda_linrec,
-    .stream_scan = gs_stream_scan,
-    .stream_reduce = gs_stream_reduce,
-    .stream_min_max = gs_stream_min_max,
-    .stream_hist = gs_stream_hist,
-    .stream_split = gs_stream_split,
+    .stream_scan = gs_cuda_stream_scan,
+    .stream_parts = gs_cuda_stream_parts,
+    .stream_reduce = gs_cuda_stream_reduce,
+    .stream_partials = gs_cuda_stream_partials,
+    .stream_hist = gs_cuda_stream_hist,
+    .stream_split = gs_cuda_stream_split,
     .host_take = gs_pinned_take,
     .host_give = gs_pinned_give,
 };

@@ -11,9 +11,14 @@
 #error "cuda/cuda_rt.h is for builds with CUDA"
 #endif
 
-#include "cuda/cuda.h" /* Python.h first: it sets the feature macros of the system headers */
+#include "cuda/cuda.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
+
+#include "gpuscan/launch.h"
 
 /* The stream every gpuscan operation is enqueued on (blocking: ordered with the legacy default
  * stream) and the device it belongs to (runtime.c). */
@@ -33,6 +38,10 @@ extern int gs_cuda_device;
 
 /* Make gpuscan's device current in the calling thread. */
 cudaError_t gs_cuda_enter(void);
+
+/* runtime.c: give back what the pool holds unused (after the work enqueued so far, which a
+ * trim waits for); *released its size. */
+int gs_cuda_trim_pool(size_t *released, gs_fail *f);
 
 /* scan_scratch.c: enqueue one single-pass scan (gs_launch_scan) on the scans' shared scratch,
  * zeroed once and reused with an epoch per scan.  No GIL needed. */
@@ -63,6 +72,8 @@ void *gs_pinned_take(size_t bytes);
 void gs_pinned_give(void *ptr);
 int gs_pinned_holds(const void *lo, const void *hi);
 size_t gs_pinned_release_cached(void);
+/* Bytes of the cache's blocks in use by results, and cached. */
+void gs_pinned_counts(size_t *in_use, size_t *cached);
 
 /* reply.c: a few bytes of device memory copied by a kernel to page-locked host memory on
  * gpuscan's stream, waited for with an event of their own, so that work enqueued after the copy

@@ -26,6 +26,8 @@
  */
 #ifdef GS_HAVE_CUDA
 
+#define _GNU_SOURCE /* mmap's MAP_ANONYMOUS, madvise's huge pages */
+
 #include "cuda/cuda_rt.h"
 
 #include <errno.h>
@@ -33,7 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cpu/cpu.h"
+#include "host/pool.h"
 
 /* Results from this size up come from the cache. */
 #define GS_PINNED_MIN ((size_t)4 << 20)
@@ -244,7 +246,7 @@ size_t gs_pinned_release_cached(void)
     return bytes;
 }
 
-void gs_cuda_pinned_counts(size_t *in_use, size_t *cached)
+void gs_pinned_counts(size_t *in_use, size_t *cached)
 {
     *in_use = *cached = 0;
     pthread_mutex_lock(&lock);

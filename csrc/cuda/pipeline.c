@@ -26,6 +26,8 @@
  */
 #ifdef GS_HAVE_CUDA
 
+#define _GNU_SOURCE /* mmap's MAP_ANONYMOUS, madvise's huge pages */
+
 #include "cuda/pipeline.h"
 
 #include <errno.h>
@@ -35,9 +37,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cpu/cpu.h"
-#include "cuda/pack.h"
 #include "gpuscan/config.h"
+#include "host/pack.h"
+#include "host/pool.h"
 
 /* Alignment of each array's part of a slot, and the slack it costs per slot. */
 #define GS_PIPE_ALIGN 256
@@ -414,18 +416,8 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* Ctrl-C between chunks: the GIL taken back for a moment. */
-static int interrupted(PyThreadState **save)
-{
-    int rc;
-    PyEval_RestoreThread(*save);
-    rc = PyErr_CheckSignals();
-    *save = PyEval_SaveThread();
-    return rc < 0;
-}
-
-/* Every chunk, in order; -1 with r->f (or a Python exception, kind 'p') on failure. */
-static int run_chunks(pipe_run *r, PyThreadState **save)
+/* Every chunk, in order; -1 with r->f on failure (kind 'p': stopped between chunks). */
+static int run_chunks(pipe_run *r)
 {
     gs_fail *f = &r->f;
 
@@ -440,7 +432,7 @@ static int run_chunks(pipe_run *r, PyThreadState **save)
     for (int64_t k = 0; k < r->nchunks; k++) {
         if (issue(r, k) < 0 || section(r, k + 1 < r->nchunks ? k + 1 : -1, k - 1) < 0)
             return -1;
-        if (interrupted(save))
+        if (gs_stop_requested())
             return gs_fail_set(&r->f, 'p', 0, "KeyboardInterrupt", 0);
     }
     return section(r, -1, r->nchunks - 1);
@@ -448,11 +440,10 @@ done:
     return -1;
 }
 
-int gs_pipe_run(const gs_pipe *p)
+int gs_pipe_run(const gs_pipe *p, gs_fail *f)
 {
     const int64_t in_bpe = elem_bytes(p->in, p->nin), out_bpe = elem_bytes(p->out, p->nout);
     pipe_run r;
-    PyThreadState *save;
     cudaError_t err;
 
     memset(&r, 0, sizeof(r));
@@ -460,7 +451,6 @@ int gs_pipe_run(const gs_pipe *p)
     r.prefault = gs_xfer_prefault();
     if (p->n == 0)
         return 0;
-    save = PyEval_SaveThread();
     pthread_mutex_lock(&pipe_lock);
     (void)gs_cuda_enter();
     find_direct(&r);
@@ -478,7 +468,7 @@ int gs_pipe_run(const gs_pipe *p)
         gs_fail_set(&r.f, 'e', EINVAL, "gs_pipe_run (a row longer than a chunk)", 0);
     else if (gs_cuda_alloc((void **)&r.dev_in, GS_PIPE_RING * r.in_slot, &r.f) == 0 &&
              gs_cuda_alloc((void **)&r.dev_out, GS_PIPE_RING * r.out_slot, &r.f) == 0)
-        (void)run_chunks(&r, &save);
+        (void)run_chunks(&r);
     /* Nothing stays enqueued: on success the last delivery waited for the last download (and
      * the compute, for a pipeline without outputs, is waited for here); after a failure or
      * Ctrl-C, everything issued finishes before the buffers go back. */
@@ -492,10 +482,9 @@ int gs_pipe_run(const gs_pipe *p)
     gs_cuda_free(r.dev_in);
     gs_cuda_free(r.dev_out);
     pthread_mutex_unlock(&pipe_lock);
-    PyEval_RestoreThread(save);
-    if (r.f.kind == 'p' && !PyErr_Occurred())
-        PyErr_SetNone(PyExc_KeyboardInterrupt);
-    return r.f.kind ? gs_raise(&r.f) : 0;
+    if (r.f.kind)
+        *f = r.f;
+    return r.f.kind ? -1 : 0;
 }
 
 #endif /* GS_HAVE_CUDA */

@@ -62,18 +62,22 @@ typedef struct gs_pipe {
  * configured chunk size (gs_xfer_chunk_bytes; at least one `align` per chunk). */
 int64_t gs_pipe_chunk(int64_t n, int64_t bytes_per_elem, int64_t align);
 
-/* Run the pipeline: GIL held on entry, released while it runs, taken back between chunks to
- * honour Ctrl-C (KeyboardInterrupt: nothing is left enqueued).  Raises on failure. */
-int gs_pipe_run(const gs_pipe *p);
+/* Run the pipeline, asking gs_stop_requested() (host/pool.h) between chunks: when it says stop,
+ * the run ends with a failure of kind 'p' and nothing left enqueued.  Call without the GIL. */
+int gs_pipe_run(const gs_pipe *p, gs_fail *f);
 
 /* The primitives streamed through it (cuda/stream.c): the CUDA table's streamed entries. */
-int gs_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
-                   const gs_view *out);
-int gs_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_view *out);
-int gs_stream_min_max(const gs_view *in, uint64_t out[2]);
-int gs_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
-                   const gs_view *out);
-int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
-                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx, int64_t *total);
+int gs_cuda_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
+                        const gs_view *out, gs_fail *f);
+int64_t gs_cuda_stream_parts(int64_t n, gs_dtype type);
+int gs_cuda_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_view *out,
+                          gs_fail *f);
+int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops, const gs_view *in,
+                            int64_t base, int64_t n, void *parts, gs_fail *f);
+int gs_cuda_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
+                        const gs_view *out, gs_fail *f);
+int gs_cuda_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
+                         int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
+                         int64_t *total, gs_fail *f);
 
 #endif /* GS_PIPELINE_H */

@@ -1,6 +1,6 @@
 /*
  * cuda/runtime.c - the CUDA runtime glue: initialisation, the stream, the pool, errors, foreign
- * streams, device_info().
+ * streams.
  *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  * Guarantees:
@@ -11,8 +11,8 @@
  *     a request the device cannot serve trims the pool (what it holds unused goes back to the
  *     device) and is tried once more, so a MemoryError leaves no memory reserved for nothing
  *     (another process - a Dask worker on the same GPU - can have it);
- *   - every failure names the failed call (GpuscanError) or the requested size (MemoryError)
- *     and leaves the runtime usable; cleanup never raises.
+ *   - every failure is recorded with the failed call (and the requested size for an
+ *     allocation) and leaves the runtime usable; cleanup never fails loudly.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -30,33 +30,19 @@ static cudaMemPool_t pool;
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-int gs_cuda_raise(int code, const char *call, size_t bytes)
+void gs_cuda_describe(int code, gs_cuda_error *e)
 {
     const cudaError_t err = (cudaError_t)code;
-    /* Report the function name of the failed expression, not its arguments. */
-    const char *name = call != NULL ? call : "CUDA";
-    int len = (int)strcspn(name, "(");
-    size_t free_b = 0, total_b = 0;
 
     /* Clear a non-sticky error so the next call starts clean. */
     (void)cudaGetLastError();
-    if (err == cudaErrorMemoryAllocation) {
-        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
-            (void)cudaGetLastError();
-        if (bytes > 0)
-            PyErr_Format(PyExc_MemoryError,
-                         "out of device memory: %.*s could not allocate %zu bytes "
-                         "(%zu of %zu bytes free on device %d)",
-                         len, name, bytes, free_b, total_b, gs_cuda_device);
-        else
-            PyErr_Format(PyExc_MemoryError,
-                         "out of device memory in %.*s (%zu of %zu bytes free on device %d)", len,
-                         name, free_b, total_b, gs_cuda_device);
-        return -1;
-    }
-    PyErr_Format(gs_GpuscanError, "%.*s failed: %s (%s)", len, name, cudaGetErrorString(err),
-                 cudaGetErrorName(err));
-    return -1;
+    memset(e, 0, sizeof(*e));
+    e->name = cudaGetErrorName(err);
+    e->text = cudaGetErrorString(err);
+    e->device = gs_cuda_device;
+    e->out_of_memory = err == cudaErrorMemoryAllocation;
+    if (e->out_of_memory && cudaMemGetInfo(&e->free_bytes, &e->total_bytes) != cudaSuccess)
+        (void)cudaGetLastError();
 }
 
 /* ---- initialisation ----------------------------------------------------------------------- */
@@ -184,130 +170,75 @@ void gs_cuda_free(void *ptr)
         (void)cudaGetLastError();
 }
 
-int gs_cuda_free_cached(size_t *device, size_t *host)
+int gs_cuda_trim_pool(size_t *released, gs_fail *f)
 {
     uint64_t before = 0, after = 0;
-    gs_fail f = { 0 };
 
-    *device = *host = 0;
-    GS_CUDA_TRY(&f, gs_cuda_enter());
-    if (gs_cuda_sync() < 0)
-        return -1;
-    GS_CUDA_TRY(&f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before));
-    GS_CUDA_TRY(&f, cudaMemPoolTrimTo(pool, 0));
-    GS_CUDA_TRY(&f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after));
-    *device = before > after ? (size_t)(before - after) : 0;
-    Py_BEGIN_ALLOW_THREADS
-        *host = gs_pinned_release_cached();
-    Py_END_ALLOW_THREADS
+    *released = 0;
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before));
+    GS_CUDA_TRY(f, cudaMemPoolTrimTo(pool, 0));
+    GS_CUDA_TRY(f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after));
+    *released = before > after ? (size_t)(before - after) : 0;
 done:
-    return f.kind ? gs_raise(&f) : 0;
+    return f->kind ? -1 : 0;
 }
 
 /* ---- ordering with foreign streams and the host ------------------------------------------- */
 
 /* Make `waiter` wait for the work enqueued on `signaller` so far. */
-static int order_streams(cudaStream_t signaller, cudaStream_t waiter)
+static int order_streams(cudaStream_t signaller, cudaStream_t waiter, gs_fail *f)
 {
-    gs_fail f = { 0 };
-
-    GS_CUDA_TRY(&f, gs_cuda_enter());
-    GS_CUDA_TRY(&f, cudaEventRecord(handoff_event, signaller));
-    GS_CUDA_TRY(&f, cudaStreamWaitEvent(waiter, handoff_event, 0));
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f, cudaEventRecord(handoff_event, signaller));
+    GS_CUDA_TRY(f, cudaStreamWaitEvent(waiter, handoff_event, 0));
 done:
-    return f.kind ? gs_raise(&f) : 0;
+    return f->kind ? -1 : 0;
 }
 
-int gs_cuda_wait_foreign(uintptr_t stream)
+int gs_cuda_wait_foreign(uintptr_t stream, gs_fail *f)
 {
     /* 1 is the legacy default stream, with which our blocking stream is already ordered; 2
      * (cudaStreamPerThread) and any other handle are valid cudaStream_t values as they are. */
-    return stream == 1 ? 0 : order_streams((cudaStream_t)stream, gs_cuda_stream);
+    return stream == 1 ? 0 : order_streams((cudaStream_t)stream, gs_cuda_stream, f);
 }
 
-int gs_cuda_signal_foreign(uintptr_t stream)
+int gs_cuda_signal_foreign(uintptr_t stream, gs_fail *f)
 {
-    return stream == 1 ? 0 : order_streams(gs_cuda_stream, (cudaStream_t)stream);
+    return stream == 1 ? 0 : order_streams(gs_cuda_stream, (cudaStream_t)stream, f);
 }
 
-int gs_cuda_sync(void)
+int gs_cuda_sync(gs_fail *f)
 {
-    cudaError_t err;
-
-    Py_BEGIN_ALLOW_THREADS
-        err = cudaStreamSynchronize(gs_cuda_stream);
-    Py_END_ALLOW_THREADS
-    return err == cudaSuccess ? 0 : gs_cuda_raise((int)err, "cudaStreamSynchronize", 0);
+    GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
 }
 
-int gs_cuda_check_pointer(const void *ptr)
+int gs_cuda_check_pointer(const void *ptr, char *why, size_t why_len)
 {
     struct cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
 
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
-        PyErr_Format(PyExc_ValueError,
-                     "device array data %p is not CUDA memory (cudaPointerGetAttributes: %s)", ptr,
-                     cudaGetErrorString(err));
+        snprintf(why, why_len,
+                 "device array data %p is not CUDA memory (cudaPointerGetAttributes: %s)", ptr,
+                 cudaGetErrorString(err));
         return -1;
     }
     if (attr.type == cudaMemoryTypeManaged)
         return 0;
     if (attr.type != cudaMemoryTypeDevice) {
-        PyErr_Format(PyExc_ValueError, "device array data %p is host memory, not device memory",
-                     ptr);
+        snprintf(why, why_len, "device array data %p is host memory, not device memory", ptr);
         return -1;
     }
     if (attr.device != gs_cuda_device) {
-        PyErr_Format(PyExc_ValueError,
-                     "the array is on CUDA device %d but gpuscan runs on device %d", attr.device,
-                     gs_cuda_device);
+        snprintf(why, why_len, "the array is on CUDA device %d but gpuscan runs on device %d",
+                 attr.device, gs_cuda_device);
         return -1;
     }
     return 0;
-}
-
-/* ---- device_info -------------------------------------------------------------------------- */
-
-/* "12.4" from CUDA's 12040. */
-static PyObject *version_string(int v)
-{
-    return PyUnicode_FromFormat("%d.%d", v / 1000, v % 1000 / 10);
-}
-
-/* info[key] = value, stealing value; -1 on failure (value NULL included). */
-static int set_item(PyObject *info, const char *key, PyObject *value)
-{
-    int rc = value != NULL ? PyDict_SetItemString(info, key, value) : -1;
-    Py_XDECREF(value);
-    return rc;
-}
-
-int gs_cuda_device_info(PyObject *info)
-{
-    struct cudaDeviceProp prop;
-    gs_fail f = { 0 };
-    int driver = 0, runtime = 0;
-    size_t in_use, cached;
-
-    GS_CUDA_TRY(&f, cudaGetDeviceProperties(&prop, gs_cuda_device));
-    GS_CUDA_TRY(&f, cudaDriverGetVersion(&driver));
-    GS_CUDA_TRY(&f, cudaRuntimeGetVersion(&runtime));
-    if (set_item(info, "name", PyUnicode_FromString(prop.name)) < 0 ||
-        set_item(info, "device", PyLong_FromLong(gs_cuda_device)) < 0 ||
-        set_item(info, "compute_capability", Py_BuildValue("(ii)", prop.major, prop.minor)) < 0 ||
-        set_item(info, "multiprocessors", PyLong_FromLong(prop.multiProcessorCount)) < 0 ||
-        set_item(info, "memory_bytes", PyLong_FromSize_t(prop.totalGlobalMem)) < 0 ||
-        set_item(info, "driver_version", version_string(driver)) < 0 ||
-        set_item(info, "runtime_version", version_string(runtime)) < 0)
-        return -1;
-    gs_cuda_pinned_counts(&in_use, &cached);
-    if (set_item(info, "pinned_bytes_in_use", PyLong_FromSize_t(in_use)) < 0 ||
-        set_item(info, "pinned_bytes_cached", PyLong_FromSize_t(cached)) < 0)
-        return -1;
-done:
-    return f.kind ? gs_raise(&f) : 0;
 }
 
 #endif /* GS_HAVE_CUDA */

@@ -1,6 +1,6 @@
 /*
  * cuda/stream.c - the primitives streamed through the pipeline (cuda/pipeline.h): the CUDA
- * backend's streamed entries (gpuscan/backend_api.h), for host operands and results.
+ * backend's streamed entries (gpuscan/backend.h), for host operands and results.
  *
  * Level: backend (CUDA), host side; a build with CUDA only.
  *
@@ -9,8 +9,8 @@
  *             turn); a head resets it.  Rows no longer than a chunk travel whole, several per
  *             chunk, without carries; a longer row is scanned as a flat scan of its own.
  *   reduce    whole rows per chunk, each chunk's row results written to the device result; a
- *             row longer than a chunk leaves one partial per chunk on the device, which the
- *             host combines in chunk order with the CPU backend's own (compensated) reduction.
+ *             row longer than a chunk leaves one partial per chunk, which the caller combines
+ *             (ops/stream.c: in chunk order, with the CPU backend's compensated reduction).
  *   hist      every chunk counted into the same device accumulators (the first one zeroes).
  *   split     two passes: the flags' counts per chunk, then each chunk partitioned on the
  *             device and its two groups unpacked at their places in the host result.
@@ -20,10 +20,9 @@
 
 #include "cuda/pipeline.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
-#include "cpu/cpu.h"
-#include "cuda/pack.h"
 #include "gpuscan/config.h"
 
 /* The largest chunk (in elements) a pipeline over arrays of `bytes` bytes per element gets. */
@@ -64,7 +63,7 @@ static int scan_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const
 /* One pipeline of a scan over elements [base, base + n) of the views (rows of row_len, or
  * flat). */
 static int scan_pipe(scan_ctx *c, int64_t base, int64_t n, const gs_view *in, const gs_view *flags,
-                     const gs_view *out)
+                     const gs_view *out, gs_fail *f)
 {
     gs_pipe p;
 
@@ -85,32 +84,31 @@ static int scan_pipe(scan_ctx *c, int64_t base, int64_t n, const gs_view *in, co
     p.run = scan_chunk;
     p.ctx = c;
     c->has_flags = flags != NULL;
-    return gs_pipe_run(&p);
+    return gs_pipe_run(&p, f);
 }
 
-int gs_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
-                   const gs_view *out)
+int gs_cuda_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
+                        const gs_view *out, gs_fail *f)
 {
     const int64_t n = gs_view_size(in);
     const size_t in_bytes = gs_dtype_size(d->in_type) + (flags ? gs_dtype_size(d->flag_type) : 0);
     const size_t out_bytes = gs_dtype_size(d->out_type);
     scan_ctx c;
-    gs_fail f = { 0 };
     int rc = 0;
 
     memset(&c, 0, sizeof(c));
     c.d = *d;
-    if (gs_cuda_alloc((void **)&c.carries, 2 * GS_CARRY_BYTES, &f) < 0)
-        return gs_raise(&f);
+    if (gs_cuda_alloc((void **)&c.carries, 2 * GS_CARRY_BYTES, f) < 0)
+        return -1;
     if (d->row_len == 0 ||
         d->row_len <= capacity((int64_t)(in_bytes > out_bytes ? in_bytes : out_bytes))) {
-        rc = scan_pipe(&c, 0, n, in, flags, out);
+        rc = scan_pipe(&c, 0, n, in, flags, out, f);
     } else {
         /* Rows longer than a chunk (never segmented): each a flat scan of its own, continued
          * across its chunks. */
         c.d.row_len = 0;
         for (int64_t r = 0; rc == 0 && r < n / d->row_len; r++)
-            rc = scan_pipe(&c, r * d->row_len, d->row_len, in, NULL, out);
+            rc = scan_pipe(&c, r * d->row_len, d->row_len, in, NULL, out, f);
     }
     gs_cuda_free(c.carries);
     return rc;
@@ -156,7 +154,7 @@ static int reduce_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *con
 
 /* The reduction of elements [base, base + n) of `in` as c describes it, its results left on
  * the device. */
-static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, const gs_view *in)
+static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, const gs_view *in, gs_fail *f)
 {
     gs_pipe p;
 
@@ -169,115 +167,60 @@ static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, const gs_view *in
     p.chunk_align = c->whole_rows ? c->d.row_len : 1;
     p.run = reduce_chunk;
     p.ctx = c;
-    return gs_pipe_run(&p);
+    return gs_pipe_run(&p, f);
 }
 
-/* One long row, elements [base, base + n) of `in`, reduced by each of c's operators: partials
- * on the device, then combined on the host in chunk order by the CPU backend's reduction into
- * res[i]. */
-static int reduce_long_row(reduce_ctx *c, const gs_view *in, int64_t base, int64_t n, void *res)
+int64_t gs_cuda_stream_parts(int64_t n, gs_dtype type)
 {
-    const int64_t k = (n + gs_pipe_chunk(n, (int64_t)gs_dtype_size(c->d.in_type), 1) - 1) /
-                      gs_pipe_chunk(n, (int64_t)gs_dtype_size(c->d.in_type), 1);
-    const size_t acc = gs_dtype_size(c->d.out_type), bytes = (size_t)k * acc;
-    char *host = NULL;
-    gs_fail f = { 0 };
-    int rc = -1;
+    const int64_t chunk = gs_pipe_chunk(n, (int64_t)gs_dtype_size(type), 1);
+    return chunk > 0 ? (n + chunk - 1) / chunk : 0;
+}
 
-    c->whole_rows = 0;
-    for (int i = 0; i < c->nops; i++)
-        if (gs_cuda_alloc((void **)&c->dev_res[i], bytes, &f) < 0)
+int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops, const gs_view *in,
+                            int64_t base, int64_t n, void *parts, gs_fail *f)
+{
+    const int64_t k = gs_cuda_stream_parts(n, d->in_type);
+    const size_t bytes = (size_t)k * gs_dtype_size(d->out_type);
+    reduce_ctx c;
+
+    memset(&c, 0, sizeof(c));
+    c.d = *d;
+    c.nops = nops;
+    for (int i = 0; i < nops; i++) {
+        c.ops[i] = ops[i];
+        if (gs_cuda_alloc((void **)&c.dev_res[i], bytes, f) < 0)
             goto done;
-    if ((host = malloc(bytes)) == NULL) {
-        PyErr_NoMemory();
-        goto done;
     }
-    if (reduce_pipe(c, base, n, in) < 0)
+    if (reduce_pipe(&c, base, n, in, f) < 0)
         goto done;
-    for (int i = 0; i < c->nops; i++) {
-        gs_reduce_desc d = c->d;
-        cudaError_t err = cudaMemcpy(host, c->dev_res[i], bytes, cudaMemcpyDeviceToHost);
-        if (err != cudaSuccess) {
-            gs_fail_set(&f, 'c', (int)err, "cudaMemcpy", 0);
-            goto done;
-        }
-        d.in = host;
-        d.out = (char *)res + i * acc;
-        d.in_type = d.out_type;
-        d.rows = 1;
-        d.row_len = k;
-        d.op = c->ops[i];
-        if ((rc = gs_cpu_reduce(&d)) < 0) {
-            gs_fail_set(&f, 'e', -rc, "gs_cpu_reduce", 0);
-            goto done;
-        }
-    }
-    rc = 0;
+    for (int i = 0; i < nops; i++)
+        GS_CUDA_TRY(
+            f, cudaMemcpy((char *)parts + i * bytes, c.dev_res[i], bytes, cudaMemcpyDeviceToHost));
 done:
-    free(host);
-    for (int i = 0; i < c->nops; i++) {
-        gs_cuda_free(c->dev_res[i]);
-        c->dev_res[i] = NULL;
-    }
-    if (f.kind)
-        rc = gs_raise(&f);
-    return rc < 0 ? -1 : 0;
+    for (int i = 0; i < nops; i++)
+        gs_cuda_free(c.dev_res[i]);
+    return f->kind ? -1 : 0;
 }
 
-int gs_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_view *out)
+int gs_cuda_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_view *out,
+                          gs_fail *f)
 {
-    const int64_t n = d->rows * d->row_len;
-    const size_t acc = gs_dtype_size(d->out_type);
     gs_view res;
     reduce_ctx c;
-    gs_fail f = { 0 };
-    gs_bag bag = { 0 };
-    char value[8];
-    int rc = -1;
 
+    /* Whole rows per chunk: the rows' results straight into a device result. */
     memset(&c, 0, sizeof(c));
     c.d = *d;
     c.nops = 1;
     c.ops[0] = d->op;
-    if (d->row_len <= capacity((int64_t)gs_dtype_size(d->in_type))) {
-        /* Whole rows per chunk: the rows' results straight into a device result. */
-        c.whole_rows = 1;
-        if (gs_cuda_alloc((void **)&c.dev_res[0], (size_t)d->rows * acc, &f) < 0)
-            return gs_raise(&f);
-        gs_view_contiguous(&res, out, c.dev_res[0], GS_MEM_DEVICE, d->out_type);
-        rc = reduce_pipe(&c, 0, n, in) < 0 ? -1 : gs_move(&res, out, &bag);
-        gs_bag_free(&bag);
-        gs_cuda_free(c.dev_res[0]);
-        return rc;
-    }
-    /* Rows longer than a chunk: one at a time, from its partials. */
-    for (int64_t r = 0; r < d->rows; r++) {
-        if (reduce_long_row(&c, in, r * d->row_len, d->row_len, value) < 0)
-            return -1;
-        gs_unpack(value, d->out_type, out, r, 1);
-    }
-    return 0;
-}
-
-int gs_stream_min_max(const gs_view *in, uint64_t out[2])
-{
-    reduce_ctx c;
-    char res[16];
-    const size_t size = gs_dtype_size(in->dtype);
-
-    memset(&c, 0, sizeof(c));
-    c.d.in_type = c.d.out_type = in->dtype;
-    c.d.rows = 1;
-    c.d.row_len = gs_view_size(in);
-    c.nops = 2;
-    c.ops[0] = GS_OP_MIN;
-    c.ops[1] = GS_OP_MAX;
-    if (reduce_long_row(&c, in, 0, gs_view_size(in), res) < 0)
+    c.whole_rows = 1;
+    if (gs_cuda_alloc((void **)&c.dev_res[0], (size_t)d->rows * gs_dtype_size(d->out_type), f) < 0)
         return -1;
-    out[0] = out[1] = 0;
-    memcpy(&out[0], res, size); /* little-endian: the low bytes */
-    memcpy(&out[1], res + size, size);
-    return 0;
+    gs_view_contiguous(&res, out, c.dev_res[0], GS_MEM_DEVICE, d->out_type);
+    if (reduce_pipe(&c, 0, d->rows * d->row_len, in, f) == 0)
+        (void)gs_xfer_copy(&res, out, f);
+    gs_cuda_free(c.dev_res[0]);
+    return f->kind ? -1 : 0;
 }
 
 /* ---- hist --------------------------------------------------------------------------------- */
@@ -301,22 +244,19 @@ static int hist_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const
     return gs_cuda_backend.hist(&d, f);
 }
 
-int gs_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
-                   const gs_view *out)
+int gs_cuda_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
+                        const gs_view *out, gs_fail *f)
 {
     hist_ctx c;
     gs_pipe p;
     gs_view acc;
-    gs_bag bag = { 0 };
-    gs_fail f = { 0 };
     const gs_dtype at = gs_hist_acc_type(d);
-    int rc;
 
     memset(&c, 0, sizeof(c));
     c.d = *d;
     c.has_weights = weights != NULL;
-    if (gs_cuda_alloc((void **)&c.d.out, (size_t)d->nbins * gs_dtype_size(at), &f) < 0)
-        return gs_raise(&f);
+    if (gs_cuda_alloc((void **)&c.d.out, (size_t)d->nbins * gs_dtype_size(at), f) < 0)
+        return -1;
     memset(&p, 0, sizeof(p));
     p.n = gs_view_size(in);
     p.nin = weights != NULL ? 2 : 1;
@@ -330,17 +270,12 @@ int gs_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weig
     p.run = hist_chunk;
     p.ctx = &c;
     gs_view_contiguous(&acc, out, c.d.out, GS_MEM_DEVICE, at);
-    if (p.n == 0) { /* no chunk: the accumulators are zero */
-        hist_chunk(&c, 0, 0, 0, (void *[]){ NULL, NULL }, NULL, &f);
-        rc = f.kind ? gs_raise(&f) : 0;
-    } else {
-        rc = gs_pipe_run(&p);
-    }
-    if (rc == 0)
-        rc = gs_move(&acc, out, &bag);
-    gs_bag_free(&bag);
+    /* No chunk: the accumulators are zero. */
+    if ((p.n == 0 ? hist_chunk(&c, 0, 0, 0, (void *[]){ NULL, NULL }, NULL, f)
+                  : gs_pipe_run(&p, f)) == 0)
+        (void)gs_xfer_copy(&acc, out, f);
     gs_cuda_free(c.d.out);
-    return rc;
+    return f->kind ? -1 : 0;
 }
 
 /* ---- split -------------------------------------------------------------------------------- */
@@ -420,7 +355,7 @@ static int split_pieces(void *ctx, int64_t k, int64_t e0, int64_t len, gs_pipe_p
 
 /* A pass over the c->d.n elements in chunks of c->chunk: the first reads the flags, the second
  * the values and flags and sends each chunk's partition to its two places. */
-static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int second)
+static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int second, gs_fail *f)
 {
     gs_pipe p;
 
@@ -433,7 +368,7 @@ static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int
         p.in[0].view = flags;
         p.in[0].dtype = c->d.flag_type;
         p.run = split_pass1;
-        return gs_pipe_run(&p);
+        return gs_pipe_run(&p, f);
     }
     p.nin = 2;
     p.in[0].view = in;
@@ -445,27 +380,26 @@ static int split_pipe(split_ctx *c, const gs_view *in, const gs_view *flags, int
     p.out[0].dtype = c->d.in_type;
     p.run = split_pass2;
     p.pieces = split_pieces;
-    return gs_pipe_run(&p);
+    return gs_pipe_run(&p, f);
 }
 
-int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
-                    int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx, int64_t *total)
+int gs_cuda_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,
+                         int (*result)(void *ctx, int64_t len, gs_view *out), void *ctx,
+                         int64_t *total, gs_fail *f)
 {
     /* Both passes chunk the same way: by the bytes of a value and its flag, the larger pass. */
     const int64_t chunk =
         gs_pipe_chunk(d->n, (int64_t)(gs_dtype_size(d->in_type) + gs_dtype_size(d->flag_type)), 1);
     split_ctx c;
-    gs_fail f = { 0 };
     gs_split_scratch *scratch = NULL;
     unsigned long long *counts = NULL;
-    int rc = -1;
 
     memset(&c, 0, sizeof(c));
     c.d = *d;
     c.chunk = chunk;
     c.nchunks = chunk > 0 ? (d->n + chunk - 1) / chunk : 0;
-    if (gs_split_scratch_take(gs_split_scratch_bytes(chunk), &scratch, &f) < 0 ||
-        gs_cuda_alloc((void **)&c.dev_counts, (size_t)c.nchunks * 8, &f) < 0)
+    if (gs_split_scratch_take(gs_split_scratch_bytes(chunk), &scratch, f) < 0 ||
+        gs_cuda_alloc((void **)&c.dev_counts, (size_t)c.nchunks * 8, f) < 0)
         goto done;
     if (scratch != NULL) {
         c.scratch = scratch->dev;
@@ -474,34 +408,31 @@ int gs_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *fl
     counts = malloc((size_t)c.nchunks * 8 + 1);
     c.before = malloc(((size_t)c.nchunks + 1) * sizeof(int64_t));
     if (counts == NULL || c.before == NULL) {
-        PyErr_NoMemory();
+        gs_fail_set(f, 'e', ENOMEM, "malloc", ((size_t)c.nchunks + 1) * 16);
         goto done;
     }
     /* Pass 1: each chunk's flagged count, so every value's place is known before pass 2. */
-    if (split_pipe(&c, in, flags, 0) < 0)
+    if (split_pipe(&c, in, flags, 0, f) < 0)
         goto done;
-    if (c.nchunks > 0) {
-        cudaError_t err =
-            cudaMemcpy(counts, c.dev_counts, (size_t)c.nchunks * 8, cudaMemcpyDeviceToHost);
-        if (err != cudaSuccess) {
-            gs_fail_set(&f, 'c', (int)err, "cudaMemcpy", 0);
-            goto done;
-        }
-    }
+    if (c.nchunks > 0)
+        GS_CUDA_TRY(
+            f, cudaMemcpy(counts, c.dev_counts, (size_t)c.nchunks * 8, cudaMemcpyDeviceToHost));
     c.before[0] = 0;
     for (int64_t k = 0; k < c.nchunks; k++)
         c.before[k + 1] = c.before[k] + (int64_t)counts[k];
     c.total = *total = c.before[c.nchunks];
     /* Pass 2: the result, then each chunk partitioned and delivered. */
-    if (result(ctx, d->compact ? c.total : d->n, &c.out) < 0 || split_pipe(&c, in, flags, 1) < 0)
+    if (result(ctx, d->compact ? c.total : d->n, &c.out) < 0) {
+        gs_fail_set(f, 'p', 0, "the split's result", 0);
         goto done;
-    rc = 0;
+    }
+    (void)split_pipe(&c, in, flags, 1, f);
 done:
     free(counts);
     free(c.before);
     gs_split_scratch_give(scratch);
     gs_cuda_free(c.dev_counts);
-    return f.kind ? gs_raise(&f) : rc;
+    return f->kind ? -1 : 0;
 }
 
 #endif /* GS_HAVE_CUDA */

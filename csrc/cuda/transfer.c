@@ -3,7 +3,7 @@
  * pipeline; a few bytes to the host through a reply), and the device's strided copies.
  *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
- * ops/place.c's gs_move routes every move of an operand or a result through here when a side
+ * core/move.c's gs_move routes every move of an operand or a result through here when a side
  * is device memory; to_device() and DeviceArray.get() come through gs_move too.  A host side of
  * any strides, byte order or dtype is packed into (or unpacked from) the pipeline's pinned
  * staging chunk by chunk by the pool's threads, converted on the way, while the copy engines
@@ -39,26 +39,22 @@ done:
  * (gs_view_ready), through a reply (cuda/reply.c: a one-warp kernel writes them into
  * page-locked memory the device maps, and the host waits on the event after it), where the
  * pipeline would stage them and take a copy engine's hop: bincount's largest key, a min/max
- * pair, a 0-d result's get().  GIL held on entry, released while the device works. */
-static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes)
+ * pair, a 0-d result's get(). */
+static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes, gs_fail *f)
 {
-    gs_fail f = { 0 };
     gs_reply *r = NULL;
     const void *got;
-    PyThreadState *save = PyEval_SaveThread();
 
-    GS_CUDA_TRY(&f, gs_cuda_enter());
-    if (gs_reply_take(&r, &f) == 0 && gs_reply_fetch(r, dev->ptr, bytes, &f) == 0 &&
-        gs_reply_wait(r, &got, &f) == 0)
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_reply_take(&r, f) == 0 && gs_reply_fetch(r, dev->ptr, bytes, f) == 0 &&
+        gs_reply_wait(r, &got, f) == 0)
         memcpy(host->ptr, got, bytes);
 done:
     gs_reply_give(r);
-    PyEval_RestoreThread(save);
-    return f.kind ? gs_raise(&f) : 0;
+    return f->kind ? -1 : 0;
 }
 
-/* dst = src, one of them a C-contiguous device view, the other a host view of any layout. */
-static int xfer(const gs_view *src, const gs_view *dst)
+int gs_xfer_copy(const gs_view *src, const gs_view *dst, gs_fail *f)
 {
     const int to_device = dst->mem == GS_MEM_DEVICE;
     const gs_view *dev = to_device ? dst : src, *host = to_device ? src : dst;
@@ -68,7 +64,7 @@ static int xfer(const gs_view *src, const gs_view *dst)
 
     if (!to_device && bytes > 0 && bytes <= GS_REPLY_BYTES &&
         gs_view_ready(host, GS_MEM_HOST, dev->dtype))
-        return fetch_small(dev, host, bytes);
+        return fetch_small(dev, host, bytes, f);
 
     memset(&p, 0, sizeof(p));
     p.n = gs_view_size(src);
@@ -84,26 +80,20 @@ static int xfer(const gs_view *src, const gs_view *dst)
         p.out[0].view = host;
         p.out[0].dtype = dev->dtype;
     }
-    return gs_pipe_run(&p);
+    return gs_pipe_run(&p, f);
 }
 
-int gs_xfer_copy(const gs_view *src, const gs_view *dst)
-{
-    return xfer(src, dst);
-}
-
-int gs_xfer_device_copy(const gs_view *src, const gs_view *dst)
+int gs_xfer_device_copy(const gs_view *src, const gs_view *dst, gs_fail *f)
 {
     const int64_t n = gs_view_size(src);
     gs_copy_desc d;
-    gs_fail f = { 0 };
 
     if (n == 0)
         return 0;
-    GS_CUDA_TRY(&f, gs_cuda_enter());
+    GS_CUDA_TRY(f, gs_cuda_enter());
     if (src->dtype == dst->dtype && gs_view_is_c_contig(src) && gs_view_is_c_contig(dst)) {
-        GS_CUDA_TRY(&f, cudaMemcpyAsync(dst->ptr, src->ptr, (size_t)n * gs_dtype_size(src->dtype),
-                                        cudaMemcpyDeviceToDevice, gs_cuda_stream));
+        GS_CUDA_TRY(f, cudaMemcpyAsync(dst->ptr, src->ptr, (size_t)n * gs_dtype_size(src->dtype),
+                                       cudaMemcpyDeviceToDevice, gs_cuda_stream));
         goto done;
     }
     memset(&d, 0, sizeof(d));
@@ -119,9 +109,9 @@ int gs_xfer_device_copy(const gs_view *src, const gs_view *dst)
         d.src_strides[i] = src->strides[i];
         d.dst_strides[i] = dst->strides[i];
     }
-    GS_CUDA_TRY(&f, gs_launch_copy(&d, gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_launch_copy(&d, gs_cuda_stream));
 done:
-    return f.kind ? gs_raise(&f) : 0;
+    return f->kind ? -1 : 0;
 }
 
 #endif /* GS_HAVE_CUDA */

@@ -80,7 +80,7 @@ static PyObject *hist_run(const gs_backend_ops *be, gs_hist_desc *d, hist_input 
         vin = input_view(in);
         if (w != NULL)
             vw = input_view(w);
-        if (be->stream_hist(d, &vin, w != NULL ? &vw : NULL, &res) < 0)
+        if (gs_stream_hist(be, d, &vin, w != NULL ? &vw : NULL, &res) < 0)
             goto fail;
         return ret;
     }
@@ -562,7 +562,7 @@ static int bincount_bins(const gs_backend_ops *be, hist_input *in, npy_intp minl
     gs_view v_in = input_view(in);
 
     if (streamed(be, in)
-            ? be->stream_min_max(&v_in, bits) < 0
+            ? gs_stream_min_max(be, &v_in, bits) < 0
             : input_place(in, be, bag) < 0 || gs_reduce_min_max(be, &in->placed, bits) < 0)
         return -1;
     for (int k = 0; k < 2; k++) {
@@ -613,7 +613,8 @@ static int bincount_probe(const gs_backend_ops *be, hist_input *in, npy_intp min
         return 0;
     if (minlength > guess)
         guess = minlength;
-    if (input_place(in, be, bag) < 0 || gs_bag_alloc(bag, be->mem, (size_t)(guess + 1) * 8, &buf) < 0)
+    if (input_place(in, be, bag) < 0 ||
+        gs_bag_alloc(bag, be->mem, (size_t)(guess + 1) * 8, &buf) < 0)
         return -1;
     d->in = in->placed.ptr;
     d->out = buf;

@@ -19,89 +19,45 @@
 
 #include "binding/binding.h"
 
-/* Raise a call's failure record (gpuscan/backend_api.h) as its Python exception; returns -1.
- * Needs the GIL.  The one converter from a backend's failure to an exception. */
-int gs_raise(const gs_fail *f);
+/* ---- the entry points (registered by module/module.c) ------------------------------------- */
 
-/* ---- the backend table ------------------------------------------------------------------ */
+PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_split(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_compact(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs);
+/* _trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run one step at a
+ * time on the active backend -> (steps, result, work, span), steps a list of (kind, stride,
+ * values, flags or None, work of the step); gpuscan.trace's engine. */
+PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
-/* The table of a backend, and of the backend that runs a call whose operands are on the device
- * when `device` is set (CUDA: operand_get checked it is active), else on the host. */
-const gs_backend_ops *gs_backend_table(gs_backend backend);
-const gs_backend_ops *gs_backend_for(gs_backend backend, int device);
-
-/* ---- memory ------------------------------------------------------------------------------ */
-
-/*
- * The buffers one call holds (host memory or device memory from the pool); gs_bag_free gives
- * them all back (device ones stream-ordered, after the work enqueued on them).  Zero it
- * before use.
- */
-#define GS_BAG_MAX 16
-typedef struct gs_bag {
-    int n;
-    struct {
-        gs_mem mem;
-        void *ptr;
-    } items[GS_BAG_MAX];
-} gs_bag;
-
-/* `bytes` of uninitialised memory in `mem`, owned by the bag; raises (MemoryError with the
- * sizes) on failure.  0 bytes: *ptr = NULL, and nothing to free. */
-int gs_bag_alloc(gs_bag *bag, gs_mem mem, size_t bytes, void **ptr);
-void gs_bag_free(gs_bag *bag);
-
-/* *out = a new C-contiguous buffer in the bag, in `mem`, of `like`'s shape and `dtype`. */
-int gs_temp_like(gs_bag *bag, const gs_view *like, gs_mem mem, gs_dtype dtype, gs_view *out);
-
-/* A C-contiguous view of `ptr` in `mem` with the shape of `like` and the given dtype. */
-void gs_view_contiguous(gs_view *v, const gs_view *like, void *ptr, gs_mem mem, gs_dtype dtype);
-
-/* Whether the backend reads v as it is: in `mem`, C-contiguous, native order, aligned. */
-int gs_view_ready(const gs_view *v, gs_mem mem, gs_dtype dtype);
-
-/* Whether two views can touch a common byte. */
-int gs_views_overlap(const gs_view *a, const gs_view *b);
-
-/* Move dimension `axis` of v to the end, keeping the order of the others. */
-void gs_view_move_axis_last(gs_view *v, int axis);
-
-/* Reorder v's dimensions: dimension i of the result is dimension perm[i] of v. */
-void gs_view_permute(gs_view *v, const int *perm);
-
-/* ---- placing, moving, delivering --------------------------------------------------------- */
+/* ---- streaming host operands through a backend's memory (stream.c) ------------------------- */
 
 /*
- * dst[...] = src[...]: the same shape, any strides, any memories, converting dtypes as NumPy's
- * unsafe casting does.  Host to host is NumPy's copy; device to device the copy kernel; across
- * memories the transfer module's pipeline (cuda/transfer.c).  Returns when a host destination
- * holds its values.  Raises on failure.
+ * The backend's streamed entries (gpuscan/backend.h), for host operands on a backend with memory
+ * of its own: each runs the entry without the GIL (honouring Ctrl-C between chunks) and raises
+ * its failure.  gs_stream_reduce and gs_stream_min_max also combine, on the host, the per-chunk
+ * partials of rows longer than a chunk (with the CPU backend's compensated reduction), and
+ * gs_stream_split makes the split's result (gs_result_streamed) once its length is known.
  */
-int gs_move(const gs_view *src, const gs_view *dst, gs_bag *bag);
+int gs_stream_scan(const gs_backend_ops *be, const gs_scan_desc *d, const gs_view *in,
+                   const gs_view *flags, const gs_view *out);
+int gs_stream_reduce(const gs_backend_ops *be, const gs_reduce_desc *d, const gs_view *in,
+                     const gs_view *out);
+/* The min and the max of `in`'s values (of in->dtype) as their bits, zero-extended. */
+int gs_stream_min_max(const gs_backend_ops *be, const gs_view *in, uint64_t out[2]);
+int gs_stream_hist(const gs_backend_ops *be, const gs_hist_desc *d, const gs_view *in,
+                   const gs_view *weights, const gs_view *out);
+/* *res = the 1-D result (a new reference), *total the flagged count. */
+int gs_stream_split(const gs_backend_ops *be, const gs_split_desc *d, const gs_view *in,
+                    const gs_view *flags, PyObject **res, int64_t *total);
 
-/* *out = v as the backend reads it (gs_view_ready in `mem` for `dtype`): v itself when it
- * already is, else a copy in the bag. */
-int gs_place(const gs_view *v, gs_mem mem, gs_dtype dtype, gs_bag *bag, gs_view *out);
-
-/* Wait for every backend's pending work (CUDA: the stream); raises on failure. */
-int gs_sync(void);
-
-/* After a call that used op's device memory, order its producer's later work after ours
- * (binding/operand.c); nothing for host operands and for gpuscan's own DeviceArrays. */
-int gs_release_operands(gs_operand *const *ops, int n);
-
-/* ---- results ----------------------------------------------------------------------------- */
-
-/* A new uninitialised C-contiguous array of `dtype` and `shape` in `mem`: a NumPy array on the
- * host, a DeviceArray on the device; *v views it. */
-PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dtype, gs_view *v);
-
-/* A new host result that a streamed entry of `be` fills: in the memory its copies reach fastest
- * (be->host_take, given back when the array is freed), else as gs_result_new's. */
-PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
-                             gs_dtype dtype, gs_view *v);
-
-/* ---- settling, shared by the scan-like ops (settle.c) ------------------------------------- */
+/* ---- settling, shared by the ops (settle.c) ------------------------------------------------- */
 
 /* The `out=` operand: a NumPy array or a device array (else TypeError). */
 int gs_out_get(PyObject *out_obj, gs_operand *out);
@@ -120,13 +76,15 @@ int gs_settle_acc(gs_op op, gs_dtype in_type, PyArray_Descr *dtype, gs_operand *
  * it: any overlap, except exactly in place (the same buffer) when in_place_ok. */
 int gs_apart_from(const gs_view *dst, gs_view *src, int in_place_ok, gs_bag *bag);
 
-/* ---- shared by the ops ------------------------------------------------------------------- */
 /* ValueError unless two shapes are equal ("flags has shape (3,) but a has shape (4,)"). */
 int gs_check_same_shape(const char *name, int nd, const int64_t *shape, const char *other_name,
                         int other_nd, const int64_t *other);
 
-/* Product of a shape's lengths. */
-int64_t gs_shape_size(int ndim, const int64_t *shape);
+/* After a call that used op's device memory, order its producer's later work after ours
+ * (binding/operand.c); nothing for host operands and for gpuscan's own DeviceArrays. */
+int gs_release_operands(gs_operand *const *ops, int n);
+
+/* ---- shared by the ops ------------------------------------------------------------------- */
 
 /* The min and the max of the n values of `v` (ready in be's memory, one dimension), reduced by
  * the backend's reduction, as the bits of their dtype zero-extended to 64 bits (reduce.c). */

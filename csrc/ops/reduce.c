@@ -156,7 +156,7 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
         d.out_type = p->acc_type;
         d.op = p->op;
         if (streamed) {
-            if (be->stream_reduce(&d, &v, &res) < 0)
+            if (gs_stream_reduce(be, &d, &v, &res) < 0)
                 goto fail;
             goto delivered;
         }

@@ -104,6 +104,7 @@ static gs_scan_desc scan_desc_of(const gs_scan_plan *plan, int64_t n, int64_t ro
     d.op = plan->op;
     d.exclusive = plan->exclusive;
     d.algorithm = plan->algorithm;
+    d.unpadded = gs_test_knobs.teach_unpadded;
     return d;
 }
 
@@ -143,7 +144,7 @@ static int scan_stream(const gs_backend_ops *be, scan_call *c, int segmented, in
     if ((!same && gs_apart_from(res, &src, 0, bag) < 0) ||
         (segmented && gs_apart_from(res, &heads, 0, bag) < 0))
         return -1;
-    return be->stream_scan(&d, &src, segmented ? &heads : NULL, res);
+    return gs_stream_scan(be, &d, &src, segmented ? &heads : NULL, res);
 }
 
 /* Place, target, run, deliver: the settled call on its backend; returns the result. */

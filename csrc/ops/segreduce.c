@@ -47,6 +47,8 @@ static int segreduce_backend(const gs_backend_ops *be, const gs_view *src, const
     d.out_type = dst->dtype;
     d.op = op;
     d.guard = guard;
+    d.many_tiles = gs_test_knobs.segreduce_many;
+    d.per_warp = gs_test_knobs.segreduce_per_warp;
     Py_BEGIN_ALLOW_THREADS
         rc = be->segreduce(&d, &f);
     Py_END_ALLOW_THREADS
@@ -297,8 +299,8 @@ static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const 
     ahead = a.guard != NULL && p->rows == 1;
     rc = ahead && (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
                    reduceat_target(be, &res, &src, 0, p->m, bag, &dst, &tview) < 0 ||
-                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m,
-                                     p->op, a.guard) < 0)
+                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m, p->op,
+                                     a.guard) < 0)
              ? -1
              : 0;
     if (finish_check(p, be, &placed, &a, bag, rc < 0) < 0)

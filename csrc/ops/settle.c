@@ -1,8 +1,7 @@
 /*
- * ops/settle.c - what the scan-like ops (scan, segmented_scan, reduceat, segmented_reduce,
- * linear_recurrence) settle the same way: the `out=` operand, the accumulation dtype (dtype=,
- * out's, NumPy's rule) with the checks of `out`, and a placed input kept apart from the buffer
- * written over it.
+ * ops/settle.c - what the ops settle the same way: the `out=` operand, the accumulation dtype
+ * (dtype=, out's, NumPy's rule) with the checks of `out`, shapes that must agree, a placed input
+ * kept apart from the buffer written over it, and the operands' release after a call.
  *
  * Level: ops.  Every failure is the exception NumPy raises for the same mistake.
  */
@@ -67,5 +66,22 @@ int gs_apart_from(const gs_view *dst, gs_view *src, int in_place_ok, gs_bag *bag
     if (gs_temp_like(bag, src, src->mem, src->dtype, &copy) < 0 || gs_move(src, &copy, bag) < 0)
         return -1;
     *src = copy;
+    return 0;
+}
+
+int gs_check_same_shape(const char *name, int nd, const int64_t *shape, const char *other_name,
+                        int other_nd, const int64_t *other)
+{
+    int same = nd == other_nd;
+    for (int i = 0; same && i < nd; i++)
+        same = shape[i] == other[i];
+    return same ? 0 : gs_shape_error(name, nd, shape, other_name, other_nd, other);
+}
+
+int gs_release_operands(gs_operand *const *ops, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ops[i] != NULL && gs_operand_release_foreign(ops[i]) < 0)
+            return -1;
     return 0;
 }

@@ -79,14 +79,6 @@ static int split_prepare(gs_split_desc *d, int64_t total, void *ctx)
     return 0;
 }
 
-/* The streamed split's result: a NumPy array of `len` values (gs_backend_ops.stream_split). */
-static int stream_result(void *ctx, int64_t len, gs_view *out)
-{
-    split_target *t = ctx;
-    t->res = gs_result_streamed(t->be, 1, &len, t->view.dtype, out);
-    return t->res != NULL ? 0 : -1;
-}
-
 /* Host operands streamed through a backend with its own memory. */
 static PyObject *split_stream(split_call *c, split_target *t)
 {
@@ -98,11 +90,8 @@ static PyObject *split_stream(split_call *c, split_target *t)
     d.in_type = c->in_type;
     d.flag_type = c->flag_type;
     d.compact = c->compact;
-    t->view.dtype = c->in_type;
-    if (t->be->stream_split(&d, &c->in.view, &c->flags.view, stream_result, t, &total) < 0) {
-        Py_CLEAR(t->res);
+    if (gs_stream_split(t->be, &d, &c->in.view, &c->flags.view, &t->res, &total) < 0)
         return NULL;
-    }
     return split_result(t->res, total, c->compact);
 }
 

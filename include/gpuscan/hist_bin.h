@@ -4,7 +4,7 @@
  * Level: per-value (thread) functions shared by the CPU backend (csrc/cpu/hist.c) and the CUDA
  * kernels (kernels/agent/hist.cuh): plain C, callable from host and device (GS_HD), so both
  * backends put every value in the same bin by construction.  The modes are those of
- * gs_hist_desc (gpuscan/backend_api.h).
+ * gs_hist_desc (gpuscan/desc.h).
  *
  * Uniform bins.  The bin of xe among the edges E[0..nb] is the i with E[i] <= xe < E[i+1] (the
  * last bin closed), which is what NumPy's arithmetic followed by its one-step correction against
@@ -23,7 +23,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "gpuscan/backend_api.h"
+#include "gpuscan/desc.h"
 
 /* Inlined everywhere: on the device a call would spill the unrolled loop's registers. */
 #ifdef __CUDACC__

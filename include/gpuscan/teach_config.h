@@ -8,7 +8,7 @@
 #ifndef GS_TEACH_H
 #define GS_TEACH_H
 
-#include "gpuscan/backend_api.h"
+#include "gpuscan/desc.h"
 #include "gpuscan/config.h"
 
 /* Threads per block of the teaching kernels: 8 warps, as the production scan. */

@@ -116,7 +116,8 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
         lo += c * step;
         hi = next < hi ? next : hi;
     }
-    return lo + __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
+    return lo +
+           __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
 }
 
 /*
@@ -144,8 +145,8 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
 #pragma unroll
         for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
             const int i = r * GS_WARP + lane;
-            const int64_t id = start + 2 * i + 1 < n ? __ldg(sp->ids + start / 2 + i)
-                                                     : (int64_t)GS_SEG_NO_HEAD;
+            const int64_t id =
+                start + 2 * i + 1 < n ? __ldg(sp->ids + start / 2 + i) : (int64_t)GS_SEG_NO_HEAD;
             ids[i] = id;
             head |= (unsigned)(id != GS_SEG_NO_HEAD) << r;
         }
@@ -170,8 +171,8 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
     unsigned long long nz = 0;
 #pragma unroll
     for (int w0 = 0; w0 < GS_SEG_WORDS; w0 += GS_WARP)
-        nz |= (unsigned long long)__ballot_sync(GS_FULL_MASK, lane + w0 < GS_SEG_WORDS &&
-                                                                  b->word[lane + w0] != 0)
+        nz |= (unsigned long long)__ballot_sync(GS_FULL_MASK,
+                                                lane + w0 < GS_SEG_WORDS && b->word[lane + w0] != 0)
               << w0;
     if (nz == 0)
         return 0;
@@ -217,12 +218,13 @@ static __device__ __forceinline__ GS_R GS_FN(seg_seed)(gs_op op, gs_dtype out_t)
 /* The segment of value `off` of warp tile `tile` when a head of the tile at or before it opened
  * its run: level 0 counts the heads (`first`: the segments before the tile), a level above reads
  * the id its head's pair carried up (GS_SEG_NO_ID: a run already written). */
-static __device__ __forceinline__ int64_t GS_FN(seg_id)(const gs_segreduce_kparams *sp, int64_t tile,
-                                                    int64_t first, const gs_seg_bits *b,
-                                                    const int64_t *ids, int off)
+static __device__ __forceinline__ int64_t GS_FN(seg_id)(const gs_segreduce_kparams *sp,
+                                                        int64_t tile, int64_t first,
+                                                        const gs_seg_bits *b, const int64_t *ids,
+                                                        int off)
 {
     return ids != NULL ? ids[gs_seg_last_head(b, off) >> 1] /* (the tile's start is even) */
-                           : first - 1 + (int64_t)gs_seg_count(b, off);
+                       : first - 1 + (int64_t)gs_seg_count(b, off);
 }
 
 /* A warp's open run carried from one of its tiles to the next (a warp takes per_warp tiles; in
@@ -251,8 +253,8 @@ typedef struct GS_FN(seg_carry) {
  *     and has a head in the range, or part[2 w] (and no head) for the open run. */
 static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t,
                                                         const gs_segreduce_kparams *sp, int64_t w,
-                                                        int range_last, int off, int last,
-                                                        int ends, int opened, int64_t sid, GS_R y,
+                                                        int range_last, int off, int last, int ends,
+                                                        int opened, int64_t sid, GS_R y,
                                                         const GS_FN(seg_carry) *cr,
                                                         GS_FN(seg_carry) *cout)
 {
@@ -288,22 +290,16 @@ static __device__ __forceinline__ void GS_FN(seg_store)(gs_op op, gs_dtype out_t
     } else if (sp->part != NULL) {
         if (ro && on)
             gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, y));
-        gs_store_bits(out_t, sp->part, 2 * w + 1,
-                      GS_FN(to_bits)(out_t, on && !ro ? y : seed));
+        gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, on && !ro ? y : seed));
         sp->part_ids[w] = !head ? GS_SEG_NO_HEAD : on ? rid : GS_SEG_NO_ID;
     }
 }
 
 /* seg_store with the segment looked up (a value settled alone). */
-static __device__ __forceinline__ void GS_FN(seg_settle)(gs_op op, gs_dtype out_t,
-                                                         const gs_segreduce_kparams *sp,
-                                                         int64_t tile, int64_t first,
-                                                         const gs_seg_bits *b, const int64_t *ids,
-                                                         int64_t w,
-                                                         int range_last, int off, int last,
-                                                         int ends, int opened, GS_R y,
-                                                         const GS_FN(seg_carry) *cr,
-                                                         GS_FN(seg_carry) *cout)
+static __device__ __forceinline__ void GS_FN(seg_settle)(
+    gs_op op, gs_dtype out_t, const gs_segreduce_kparams *sp, int64_t tile, int64_t first,
+    const gs_seg_bits *b, const int64_t *ids, int64_t w, int range_last, int off, int last,
+    int ends, int opened, GS_R y, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
 {
     const int64_t sid = opened ? GS_FN(seg_id)(sp, tile, first, b, ids, off) : GS_SEG_NO_ID;
     GS_FN(seg_store)(op, out_t, sp, w, range_last, off, last, ends, opened, sid, y, cr, cout);
@@ -326,8 +322,8 @@ static __device__ __forceinline__ GS_R GS_FN(seg_row_total)(gs_op op, GS_R v)
 /* Lane l's values of warp tile `tile`: whole aligned tiles as pieces, a last partial one value by
  * value, `seed` past the end. */
 static __device__ __forceinline__ void GS_FN(seg_load)(gs_op op, gs_dtype in_t, gs_dtype out_t,
-                                                       const gs_segreduce_kparams *sp,
-                                                       int64_t tile, GS_R *x)
+                                                       const gs_segreduce_kparams *sp, int64_t tile,
+                                                       GS_R *x)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
@@ -353,27 +349,105 @@ static __device__ __forceinline__ void GS_FN(seg_load)(gs_op op, gs_dtype in_t, 
 #pragma unroll
                 for (int c = 0; c < C; ++c) {
                     const int off = k * GS_WARP * C + lane * C + c;
-                    x[k * C + c] = off < left ? GS_FN(from_bits)(
-                                                    in_t, gs_load_bits(in_t, sp->scan.in, start + off))
-                                              : seed;
+                    x[k * C + c] =
+                        off < left
+                            ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, sp->scan.in, start + off))
+                            : seed;
                 }
             }
         }
     }
 }
 
+/* Row k of warp tile `tile` (as GS_FN(segreduce_tile)) when its words or the next row's hold a
+ * bit: each lane's piece, the lanes' segmented scan, the values that settle something, and the
+ * rows' chain carried on (*cf: a head in the rows so far, *cv: their run's value, *cd: the same
+ * in double, for dbl). */
+static __device__ __forceinline__ void GS_FN(seg_row)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_segreduce_kparams *sp, int64_t tile, int k,
+    const GS_R *x, int64_t first, gs_seg_bits *b, int64_t *ids, int64_t w, int range_last, int last,
+    int dbl, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout, int *cf, GS_R *cv, double *cd)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int at = k * GS_WARP * C + lane * C;
+    const unsigned h = gs_seg_at(b, at, C);
+    const unsigned ends = gs_seg_after(b, at, C);
+    unsigned todo = last >= at + C ? ends
+                    : last >= at   ? (ends | 1u << (last - at)) & ((2u << (last - at)) - 1u)
+                                   : 0u;
+    /* The piece's value from its last head (or its start). */
+    GS_R v = x[k * C];
+#pragma unroll
+    for (int c = 1; c < C; ++c)
+        v = (h >> c) & 1u ? x[k * C + c] : GS_FN(combine)(op, v, x[k * C + c]);
+    const unsigned F = __ballot_sync(GS_FULL_MASK, h != 0);
+    /* Across the lanes: after the step of distance d, a lane's value covers lanes
+     * lane-2d+1 .. lane back to the nearest head; F holds the pieces with heads. */
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        const GS_R o = __shfl_up_sync(GS_FULL_MASK, v, d);
+        if (lane >= d && ((F >> (lane - d + 1)) & ((1u << d) - 1u)) == 0)
+            v = GS_FN(combine)(op, o, v);
+    }
+    const GS_R ev = __shfl_up_sync(GS_FULL_MASK, v, 1); /* the lanes before, inclusive */
+    const GS_R tv = __shfl_sync(GS_FULL_MASK, v, GS_WARP - 1);
+    const int ef = (F & ((1u << lane) - 1u)) != 0;
+
+    /* What comes before this lane's piece: the lanes before from their last head, else
+     * also the rows before (none before row 0's lane 0). */
+    int fe = ef || *cf;
+    GS_R pre = ev;
+    if (!ef && k > 0) {
+        if (lane == 0)
+            pre = dbl ? (GS_R)*cd : *cv;
+        else
+            pre = dbl ? (GS_R)(*cd + (double)ev) : GS_FN(combine)(op, *cv, ev);
+    }
+    GS_R y[16];
+    unsigned opened = 0;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const GS_R xv = x[k * C + c];
+        if ((h >> c) & 1u) {
+            y[c] = xv;
+            fe = 1;
+        } else if (k == 0 && c == 0 && lane == 0) {
+            y[c] = xv;
+        } else {
+            y[c] = GS_FN(combine)(op, c == 0 ? pre : y[c - 1], xv);
+        }
+        opened |= (unsigned)fe << c;
+    }
+    /* The rows' chain. */
+    if (F != 0 || k == 0) {
+        *cv = tv;
+        *cd = (double)tv;
+    } else {
+        *cv = GS_FN(combine)(op, *cv, tv);
+        *cd = gs_f32_prefix(*cd + (double)tv);
+    }
+    *cf |= F != 0;
+
+    /* The values of the piece that settle something (few: a loop over their bits). */
+    while (todo != 0) {
+        const int c = __ffs(todo) - 1;
+        todo &= todo - 1;
+        GS_R v = y[0];
+#pragma unroll
+        for (int i = 1; i < C; ++i)
+            v = i == c ? y[i] : v;
+        GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, at + c, last,
+                          (ends >> c) & 1u, (opened >> c) & 1u, v, cr, cout);
+    }
+}
+
 /* Warp tile `tile` of one level (see the file's header), its first head's segment *k (level 0;
  * *k becomes the next tile's), the warp's head bits in b. */
-static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype in_t,
-                                                             gs_dtype out_t,
-                                                             const gs_segreduce_kparams *sp,
-                                                             int64_t tile, const GS_R *x,
-                                                             int64_t *k_io, gs_seg_bits *b,
-                                                             int64_t *ids,
-                                                             int64_t w, int range_first,
-                                                             int range_last,
-                                                             const GS_FN(seg_carry) *cr,
-                                                             GS_FN(seg_carry) *cout)
+static __device__ __forceinline__ void GS_FN(segreduce_tile)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_segreduce_kparams *sp, int64_t tile,
+    const GS_R *x, int64_t *k_io, gs_seg_bits *b, int64_t *ids, int64_t w, int range_first,
+    int range_last, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
@@ -406,8 +480,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
             v = GS_FN(combine)(op, v, x[i]);
         v = GS_FN(seg_row_total)(op, v);
         if (lane == GS_WARP - 1) /* holds the tile's last value (a tile with no end is whole) */
-            GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, last, last, 0, 0, v,
-                              cr, cout);
+            GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, last, last, 0, 0,
+                              v, cr, cout);
         return;
     }
 
@@ -438,76 +512,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(gs_op op, gs_dtype 
                                       0, cf, dbl ? (GS_R)cd : cv, cr, cout);
                 continue;
             }
-            const int at = k * GS_WARP * C + lane * C;
-            const unsigned h = gs_seg_at(b, at, C);
-            const unsigned ends = gs_seg_after(b, at, C);
-            unsigned todo = last >= at + C ? ends
-                            : last >= at   ? (ends | 1u << (last - at)) & ((2u << (last - at)) - 1u)
-                                           : 0u;
-            /* The piece's value from its last head (or its start). */
-            GS_R v = x[k * C];
-#pragma unroll
-            for (int c = 1; c < C; ++c)
-                v = (h >> c) & 1u ? x[k * C + c] : GS_FN(combine)(op, v, x[k * C + c]);
-            const unsigned F = __ballot_sync(GS_FULL_MASK, h != 0);
-            /* Across the lanes: after the step of distance d, a lane's value covers lanes
-             * lane-2d+1 .. lane back to the nearest head; F holds the pieces with heads. */
-#pragma unroll
-            for (int d = 1; d < GS_WARP; d <<= 1) {
-                const GS_R o = __shfl_up_sync(GS_FULL_MASK, v, d);
-                if (lane >= d && ((F >> (lane - d + 1)) & ((1u << d) - 1u)) == 0)
-                    v = GS_FN(combine)(op, o, v);
-            }
-            const GS_R ev = __shfl_up_sync(GS_FULL_MASK, v, 1); /* the lanes before, inclusive */
-            const GS_R tv = __shfl_sync(GS_FULL_MASK, v, GS_WARP - 1);
-            const int ef = (F & ((1u << lane) - 1u)) != 0;
-
-            /* What comes before this lane's piece: the lanes before from their last head, else
-             * also the rows before (none before row 0's lane 0). */
-            int fe = ef || cf;
-            GS_R pre = ev;
-            if (!ef && k > 0) {
-                if (lane == 0)
-                    pre = dbl ? (GS_R)cd : cv;
-                else
-                    pre = dbl ? (GS_R)(cd + (double)ev) : GS_FN(combine)(op, cv, ev);
-            }
-            GS_R y[16];
-            unsigned opened = 0;
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                const GS_R xv = x[k * C + c];
-                if ((h >> c) & 1u) {
-                    y[c] = xv;
-                    fe = 1;
-                } else if (k == 0 && c == 0 && lane == 0) {
-                    y[c] = xv;
-                } else {
-                    y[c] = GS_FN(combine)(op, c == 0 ? pre : y[c - 1], xv);
-                }
-                opened |= (unsigned)fe << c;
-            }
-            /* The rows' chain. */
-            if (F != 0 || k == 0) {
-                cv = tv;
-                cd = (double)tv;
-            } else {
-                cv = GS_FN(combine)(op, cv, tv);
-                cd = gs_f32_prefix(cd + (double)tv);
-            }
-            cf |= F != 0;
-
-            /* The values of the piece that settle something (few: a loop over their bits). */
-            while (todo != 0) {
-                const int c = __ffs(todo) - 1;
-                todo &= todo - 1;
-                GS_R v = y[0];
-#pragma unroll
-                for (int i = 1; i < C; ++i)
-                    v = i == c ? y[i] : v;
-                GS_FN(seg_settle)(op, out_t, sp, tile, first, b, ids, w, range_last, at + c, last,
-                                  (ends >> c) & 1u, (opened >> c) & 1u, v, cr, cout);
-            }
+            GS_FN(seg_row)(op, in_t, out_t, sp, tile, k, x, first, b, ids, w, range_last, last, dbl,
+                           cr, cout, &cf, &cv, &cd);
         }
     }
 }
@@ -523,8 +529,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
                                                               int64_t *ids_all)
 {
     __shared__ gs_seg_bits bits[GS_NWARPS];
-    int64_t *const ids =
-        ids_all != NULL ? ids_all + threadIdx.x / GS_WARP * (GS_SEG_W / 2) : NULL;
+    int64_t *const ids = ids_all != NULL ? ids_all + threadIdx.x / GS_WARP * (GS_SEG_W / 2) : NULL;
     const int64_t tiles = gs_segreduce_tiles(sp->scan.n);
     const int64_t t0 = ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;

@@ -116,30 +116,19 @@ static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const g
     }
 }
 
-/*
- * ---- The scatter pass: block b moves tile b. ----
- * `buf` is shared memory for GS_NV values of vt's width (the tile in output order).
- */
-static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *buf,
-                                                             const gs_split_kparams *p)
+/* The scatter's load of its tile (tile_n values from tile_base; this thread's first value in
+ * row 0 at `lead`): one 16-byte piece per row in w (element by element in a partial tile or an
+ * unaligned array), then, once the count pass has completed (the scatter is its programmatic
+ * dependent, dispatch/split.cu), each piece's flag bits from the mask, their count in pc, and
+ * pf zeroed (no piece is a head: the block scan's flags). */
+static __device__ __forceinline__ void gs_split_load(gs_dtype vt, const gs_split_kparams *p,
+                                                     int64_t tile_base, int tile_n, int lead,
+                                                     uint32_t (*w)[4], unsigned *bits, int *pf,
+                                                     uint32_t *pc)
 {
-    __shared__ gs_block_scan_smem_u32 bsm;
-    __shared__ unsigned long long before_sm, total_sm;
     const int C = 16 / (int)gs_dtype_size(vt);
     const int R = GS_VT / C;
     const int64_t row_stride = (int64_t)GS_NT * C;
-    const int64_t tile = blockIdx.x;
-    const int64_t tile_base = tile * GS_NV;
-    const int tile_n = p->n - tile_base < GS_NV ? (int)(p->n - tile_base) : GS_NV;
-    const int lead = threadIdx.x * C; /* this thread's first value in row 0 */
-
-    /* ---- Load: one 16-byte piece per row (element by element in a partial tile or an
-     * unaligned array); then, once the count pass has completed (this kernel is its
-     * programmatic dependent, dispatch/split.cu), the piece's flag bits from the mask. ---- */
-    uint32_t w[GS_ROWS_MAX][4];
-    unsigned bits[GS_ROWS_MAX];
-    int pf[GS_ROWS_MAX];
-    uint32_t pc[GS_ROWS_MAX];
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
         if (k < R) {
@@ -165,6 +154,31 @@ static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *
             pc[k] = (uint32_t)__popc(bits[k]);
         }
     }
+}
+
+/*
+ * ---- The scatter pass: block b moves tile b. ----
+ * `buf` is shared memory for GS_NV values of vt's width (the tile in output order).
+ */
+static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *buf,
+                                                             const gs_split_kparams *p)
+{
+    __shared__ gs_block_scan_smem_u32 bsm;
+    __shared__ unsigned long long before_sm, total_sm;
+    const int C = 16 / (int)gs_dtype_size(vt);
+    const int R = GS_VT / C;
+    const int64_t row_stride = (int64_t)GS_NT * C;
+    const int64_t tile = blockIdx.x;
+    const int64_t tile_base = tile * GS_NV;
+    const int tile_n = p->n - tile_base < GS_NV ? (int)(p->n - tile_base) : GS_NV;
+    const int lead = threadIdx.x * C; /* this thread's first value in row 0 */
+
+    /* ---- Load: one 16-byte piece per row, then its flag bits. ---- */
+    uint32_t w[GS_ROWS_MAX][4];
+    unsigned bits[GS_ROWS_MAX];
+    int pf[GS_ROWS_MAX];
+    uint32_t pc[GS_ROWS_MAX];
+    gs_split_load(vt, p, tile_base, tile_n, lead, w, bits, pf, pc);
 
     /* ---- Flagged values before each piece in its row, and each row's total. ---- */
     int ef[GS_ROWS_MAX], af[GS_ROWS_MAX];

@@ -4,62 +4,11 @@
  * arrays or moved back from an axis-last layout.
  *
  * Level: device-wide (kernel + launcher).  Not a hot path: one generic kernel whose dtypes are
- * run-time switches.  A value passes through the widest exact type of its kind (int64, uint64
- * or double), so every conversion rounds at most once, as a C cast from the source type would.
+ * run-time switches, converting as the host's pack does (gpuscan/value.h).
  * Also the copy of a reply's few words to the host (gs_launch_reply).
  */
 #include "dispatch/launch.cuh"
-
-/* A value of any dtype, exactly. */
-typedef struct gs_value {
-    char kind; /* 'i', 'u' (bool too) or 'f' */
-    int64_t i;
-    uint64_t u;
-    double f;
-} gs_value;
-
-static __device__ __forceinline__ gs_value gs_value_load(gs_dtype t, const char *p)
-{
-    gs_value v;
-    v.kind = gs_dtype_kind(t) == 'b' ? 'u' : gs_dtype_kind(t);
-    v.i = 0;
-    v.u = 0;
-    v.f = 0.0;
-    switch (t) {
-#define GS_X_LOAD(code, ctype, sfx, kind_, npy)  \
-    case code:                                   \
-        if (kind_ == 'f')                        \
-            v.f = (double)*(const ctype *)p;     \
-        else if (kind_ == 'i')                   \
-            v.i = (int64_t) * (const ctype *)p;  \
-        else                                     \
-            v.u = (uint64_t) * (const ctype *)p; \
-        break;
-        GS_DTYPES(GS_X_LOAD)
-#undef GS_X_LOAD
-    default:
-        break;
-    }
-    return v;
-}
-
-static __device__ __forceinline__ void gs_value_store(gs_dtype t, char *p, gs_value v)
-{
-    if (t == GS_BOOL) { /* NumPy: any nonzero value (NaN too) is True */
-        *(uint8_t *)p = v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0;
-        return;
-    }
-    switch (t) {
-#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                            \
-    case code:                                                                              \
-        *(ctype *)p = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u; \
-        break;
-        GS_DTYPES(GS_X_STORE)
-#undef GS_X_STORE
-    default:
-        break;
-    }
-}
+#include "gpuscan/value.h"
 
 /* Grid-stride loop over all elements; the byte offsets of element `idx` in source and
  * destination come from its multi-index, last dimension fastest (C order). */

@@ -88,53 +88,36 @@ static gs_hist_kernel gs_hist_kernel_for(const gs_hist_desc *d)
 #undef GS_X_PICK
 }
 
-/* What the last launch did, for the tests (gs_launch_hist_last). */
+/* What the last launch did, for the tests (gs_launch_hist_last); launches come from any thread. */
+static pthread_mutex_t gs_hist_last_lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_hist_launch gs_hist_last;
 
 extern "C" void gs_launch_hist_last(gs_hist_launch *out)
 {
+    pthread_mutex_lock(&gs_hist_last_lock);
     *out = gs_hist_last;
+    pthread_mutex_unlock(&gs_hist_last_lock);
 }
 
-/*
- * What a launch asks of the device, asked once: a small histogram's launch was otherwise mostly
- * queries (device attributes, the shared-memory opt-in and the occupancy, each call).  Per
- * device, its shared-memory budget; per kernel and device, the opt-in to that whole budget (so a
- * later launch with less never lowers it under another's); per kernel, device and dynamic
- * shared memory, the blocks per multiprocessor.  Under a lock: launches come from any thread.
- */
-#define GS_HIST_OCC_SLOTS 64
-#define GS_HIST_STATIC_SMEM 64 /* at least agent/hist.cuh's static __shared__ bytes */
-static pthread_mutex_t gs_hist_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int known, sms;
-    int64_t budget;
-} gs_hist_dev[GS_MAX_DEVICES];
-static struct {
-    const void *kernel;
-    int device, opted;
-    size_t smem;
-    int per_sm; /* -1: not known for this smem */
-} gs_hist_occ[GS_HIST_OCC_SLOTS];
-static int gs_hist_occ_next;
+/* At least agent/hist.cuh's static __shared__ bytes (bincount's probe word). */
+#define GS_HIST_STATIC_SMEM 64
+/* The launch memo's "kernel" for a device's own figures (its keys: 0 the budget, 1 the
+ * multiprocessors). */
+static const char gs_hist_device_figures = 0;
 
 /* Shared memory a block may take: all a block may opt into, but no more than its share of a
  * multiprocessor's when GS_HIST_MIN_BLOCKS blocks share one (less the 1 KiB the runtime
- * reserves per block); and the multiprocessors. */
+ * reserves per block); and the multiprocessors.  Asked of the device once (the launch memo). */
 static cudaError_t gs_hist_smem_budget(int device, int64_t *budget, int *sms)
 {
-    int optin, per_sm, known;
-    cudaError_t err = cudaSuccess;
+    const void *figures = &gs_hist_device_figures;
+    int optin, per_sm, b;
+    cudaError_t err;
 
-    pthread_mutex_lock(&gs_hist_lock);
-    known = device < GS_MAX_DEVICES && gs_hist_dev[device].known;
-    if (known) {
-        *budget = gs_hist_dev[device].budget;
-        *sms = gs_hist_dev[device].sms;
-    }
-    pthread_mutex_unlock(&gs_hist_lock);
-    if (known)
+    if (gs_memo_get(device, figures, 0, &b) && gs_memo_get(device, figures, 1, sms)) {
+        *budget = b;
         return cudaSuccess;
+    }
     err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess)
         err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
@@ -143,62 +126,37 @@ static cudaError_t gs_hist_smem_budget(int device, int64_t *budget, int *sms)
     if (err != cudaSuccess)
         return err;
     const int share = per_sm / GS_HIST_MIN_BLOCKS - 1024;
-    /* Less the agent's static shared memory (bincount's probe word), which counts against the
-     * opt-in's limit with the dynamic part. */
+    /* Less the agent's static shared memory, which counts against the opt-in's limit with the
+     * dynamic part. */
     *budget = (share < optin ? share : optin) - GS_HIST_STATIC_SMEM;
-    pthread_mutex_lock(&gs_hist_lock);
-    if (device < GS_MAX_DEVICES) {
-        gs_hist_dev[device].budget = *budget;
-        gs_hist_dev[device].sms = *sms;
-        gs_hist_dev[device].known = 1;
-    }
-    pthread_mutex_unlock(&gs_hist_lock);
+    gs_memo_put(device, figures, 0, (int)*budget);
+    gs_memo_put(device, figures, 1, *sms);
     return cudaSuccess;
 }
 
 /* Blocks of `kernel` per multiprocessor with `smem` bytes of dynamic shared memory, the kernel
- * opted into `budget` bytes first when smem needs more than the default 48 KiB. */
+ * opted into `budget` bytes first (once per kernel and device: an opt-in to the whole budget, so
+ * a later launch with less never lowers it under another's) when smem needs more than the
+ * default 48 KiB.  Both asked of the device once (the launch memo). */
 static cudaError_t gs_hist_occupancy(const void *kernel, int device, size_t smem, int64_t budget,
                                      int *per_sm)
 {
-    int opted = 0, i;
+    int opted = 0;
     cudaError_t err;
 
-    pthread_mutex_lock(&gs_hist_lock);
-    for (i = 0; i < GS_HIST_OCC_SLOTS; i++) {
-        if (gs_hist_occ[i].kernel != kernel || gs_hist_occ[i].device != device)
-            continue;
-        opted |= gs_hist_occ[i].opted;
-        if (gs_hist_occ[i].smem == smem && gs_hist_occ[i].per_sm >= 0) {
-            *per_sm = gs_hist_occ[i].per_sm;
-            pthread_mutex_unlock(&gs_hist_lock);
-            return cudaSuccess;
-        }
-    }
-    pthread_mutex_unlock(&gs_hist_lock);
-    if (smem > 48 * 1024 && !opted) {
-        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)budget);
+    if (gs_memo_get(device, kernel, (long long)smem, per_sm))
+        return cudaSuccess;
+    if (smem > 48 * 1024 && !gs_memo_get(device, kernel, GS_MEMO_OPTIN, &opted)) {
+        err =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)budget);
         if (err != cudaSuccess)
             return err;
-        opted = 1;
+        gs_memo_put(device, kernel, GS_MEMO_OPTIN, 1);
     }
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, GS_HIST_NT, smem);
     if (err != cudaSuccess)
         return err;
-    pthread_mutex_lock(&gs_hist_lock);
-    i = gs_hist_occ_next;
-    gs_hist_occ_next = (i + 1) % GS_HIST_OCC_SLOTS;
-    gs_hist_occ[i].kernel = kernel;
-    gs_hist_occ[i].device = device;
-    gs_hist_occ[i].opted = opted;
-    gs_hist_occ[i].smem = smem;
-    gs_hist_occ[i].per_sm = *per_sm;
-    /* The opt-in holds for every slot of this kernel on this device. */
-    for (int j = 0; j < GS_HIST_OCC_SLOTS; j++)
-        if (gs_hist_occ[j].kernel == kernel && gs_hist_occ[j].device == device)
-            gs_hist_occ[j].opted |= opted;
-    pthread_mutex_unlock(&gs_hist_lock);
+    gs_memo_put(device, kernel, (long long)smem, *per_sm);
     return cudaSuccess;
 }
 
@@ -290,11 +248,13 @@ extern "C" cudaError_t gs_launch_hist(const gs_hist_desc *d, unsigned long long 
     p.ready = zero_in_kernel ? ready : NULL; /* block 0 zeroes the result */
     p.epoch = epoch;
     kernel<<<(unsigned)(parts * slices), GS_HIST_NT, smem, stream>>>(p);
+    pthread_mutex_lock(&gs_hist_last_lock);
     gs_hist_last.shared = shared;
     gs_hist_last.slices = slices;
     gs_hist_last.slice_bins = slice_bins;
     gs_hist_last.replicas = replicas;
     gs_hist_last.blocks = parts * slices;
     gs_hist_last.smem_bytes = (int64_t)smem;
+    pthread_mutex_unlock(&gs_hist_last_lock);
     return gs_launch_check(stream);
 }

@@ -5,6 +5,6 @@
  * runtime.c) or by a standalone tool; when set, every launcher synchronizes after its launch so
  * that a kernel's error is reported by the call that launched it.
  */
-#include "gpuscan/backend_api.h"
+#include "gpuscan/launch.h"
 
 extern "C" int gs_launch_debug_sync = 0;

@@ -10,9 +10,11 @@
 #ifndef GS_LAUNCH_CUH
 #define GS_LAUNCH_CUH
 
+#include <pthread.h>
 #include <string.h>
 
 #include "dispatch/tuning.h"
+#include "gpuscan/launch.h"
 #include "thread/load_store.cuh"
 
 /* The check after every launch on `stream`. */
@@ -25,45 +27,56 @@ static inline cudaError_t gs_launch_check(cudaStream_t stream)
 }
 
 /*
- * An int per kernel and device, computed once (a runtime query costs microseconds, a launch's
- * own budget).  Calls may race (the GIL is released around device work): a slot is cleared,
- * then written value first and kernel last, and a reader re-checks the kernel after reading
- * the value, so a racing reader queries again rather than take another kernel's value.
+ * The launch memo: an int per (device, kernel, key), computed once (a runtime query costs
+ * microseconds, a launch's own budget).  Launches come from any thread (the GIL is released
+ * around device work): the table is read and written under one lock, and a value is computed
+ * outside it, so two threads may both compute one (the same value) and neither waits on the
+ * other's query.  Direct-mapped: an entry whose slot another takes is computed again when next
+ * asked.  One table per translation unit.
  */
-#define GS_MAX_DEVICES 64
-#define GS_KERNEL_SLOTS 256
-typedef struct gs_kernel_memo {
-    const void *kernel[GS_MAX_DEVICES][GS_KERNEL_SLOTS];
-    int value[GS_MAX_DEVICES][GS_KERNEL_SLOTS];
-} gs_kernel_memo;
+#define GS_MEMO_SLOTS 256
+/* The keys of a kernel's figures (a histogram's occupancy is keyed by its shared memory: >= 0). */
+#define GS_MEMO_RESIDENT (-1LL) /* gs_resident_blocks */
+#define GS_MEMO_PDL (-2LL)      /* gs_pdl_allowed */
+#define GS_MEMO_OPTIN (-3LL)    /* the kernel opted into its shared-memory budget */
+typedef struct gs_memo_entry {
+    const void *kernel; /* NULL: empty */
+    long long key;
+    int device, value;
+} gs_memo_entry;
+static struct {
+    pthread_mutex_t lock;
+    gs_memo_entry entry[GS_MEMO_SLOTS];
+} gs_memo = { PTHREAD_MUTEX_INITIALIZER };
 
-static inline unsigned gs_memo_slot(const void *kernel)
+static gs_memo_entry *gs_memo_slot(int device, const void *kernel, long long key)
 {
-    return (unsigned)(((uintptr_t)kernel >> 4) % GS_KERNEL_SLOTS);
+    const unsigned long long h =
+        ((uintptr_t)kernel >> 4) * 0x9e3779b97f4a7c15ull ^ (unsigned long long)key * 31u ^ device;
+    return &gs_memo.entry[(h >> 32) % GS_MEMO_SLOTS];
 }
 
-/* 1 with *value when `kernel`'s value on `device` is known, else 0. */
-static int gs_memo_get(gs_kernel_memo *m, int device, const void *kernel, int *value)
+/* 1 with *value when the value of (device, kernel, key) is known, else 0. */
+static int gs_memo_get(int device, const void *kernel, long long key, int *value)
 {
-    const unsigned slot = gs_memo_slot(kernel);
-    if (device >= GS_MAX_DEVICES ||
-        __atomic_load_n(&m->kernel[device][slot], __ATOMIC_ACQUIRE) != kernel)
-        return 0;
-    const int v = __atomic_load_n(&m->value[device][slot], __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&m->kernel[device][slot], __ATOMIC_ACQUIRE) != kernel)
-        return 0;
-    *value = v;
-    return 1;
+    pthread_mutex_lock(&gs_memo.lock);
+    const gs_memo_entry *e = gs_memo_slot(device, kernel, key);
+    const int found = e->kernel == kernel && e->key == key && e->device == device;
+    if (found)
+        *value = e->value;
+    pthread_mutex_unlock(&gs_memo.lock);
+    return found;
 }
 
-static void gs_memo_put(gs_kernel_memo *m, int device, const void *kernel, int value)
+static void gs_memo_put(int device, const void *kernel, long long key, int value)
 {
-    const unsigned slot = gs_memo_slot(kernel);
-    if (device >= GS_MAX_DEVICES)
-        return;
-    __atomic_store_n(&m->kernel[device][slot], (const void *)NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&m->value[device][slot], value, __ATOMIC_RELEASE);
-    __atomic_store_n(&m->kernel[device][slot], kernel, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&gs_memo.lock);
+    gs_memo_entry *e = gs_memo_slot(device, kernel, key);
+    e->kernel = kernel;
+    e->key = key;
+    e->device = device;
+    e->value = value;
+    pthread_mutex_unlock(&gs_memo.lock);
 }
 
 /*
@@ -75,10 +88,9 @@ static void gs_memo_put(gs_kernel_memo *m, int device, const void *kernel, int v
  */
 static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
 {
-    static gs_kernel_memo memo;
     int device, sms, per_sm;
     cudaError_t err = cudaGetDevice(&device);
-    if (err != cudaSuccess || gs_memo_get(&memo, device, kernel, blocks))
+    if (err != cudaSuccess || gs_memo_get(device, kernel, GS_MEMO_RESIDENT, blocks))
         return err;
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess && dynamic_smem > 0)
@@ -89,7 +101,7 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
     if (err != cudaSuccess)
         return err;
     *blocks = sms * (per_sm > 0 ? per_sm : 1);
-    gs_memo_put(&memo, device, kernel, *blocks);
+    gs_memo_put(device, kernel, GS_MEMO_RESIDENT, *blocks);
     return cudaSuccess;
 }
 
@@ -102,19 +114,18 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
  */
 static cudaError_t gs_pdl_allowed(const void *kernel, int device, int *ok)
 {
-    static gs_kernel_memo memo;
     cudaFuncAttributes fa;
     int major = 0;
     cudaError_t err;
 
-    if (gs_memo_get(&memo, device, kernel, ok))
+    if (gs_memo_get(device, kernel, GS_MEMO_PDL, ok))
         return cudaSuccess;
     if ((err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) !=
             cudaSuccess ||
         (err = cudaFuncGetAttributes(&fa, kernel)) != cudaSuccess)
         return err;
     *ok = major >= 9 && fa.ptxVersion >= 90;
-    gs_memo_put(&memo, device, kernel, *ok);
+    gs_memo_put(device, kernel, GS_MEMO_PDL, *ok);
     return cudaSuccess;
 }
 

@@ -73,14 +73,12 @@ typedef struct gs_segreduce_kparams {
  * its speed: it lives in shared memory (agent/segreduce.cuh). */
 #define GS_SEG_MIN_BLOCKS_4 3
 #define GS_SEG_MIN_BLOCKS_8 2
-/* Tiles per warp from gs_segreduce_many tiles on (default GS_SEG_MANY, 2^25 values of 512-value
- * tiles: 16 blocks per multiprocessor of the H100 at one tile per warp).  A warp's tiles are
- * one range for the partials (a run carried from tile to tile): the next level
- * reduces GS_SEG_PER_WARP times fewer (2^28 values: levels of 2^19 tiles, then 256 and 1). */
+/* Tiles per warp from gs_segreduce_desc.many_tiles tiles on (default GS_SEG_MANY, 2^25 values of
+ * 512-value tiles: 16 blocks per multiprocessor of the H100 at one tile per warp).  A warp's tiles
+ * are one range for the partials (a run carried from tile to tile): the next level reduces
+ * GS_SEG_PER_WARP times fewer (2^28 values: levels of 2^19 tiles, then 256 and 1). */
 #define GS_SEG_PER_WARP 8
 #define GS_SEG_MANY 65536
-extern "C" int64_t gs_segreduce_many = GS_SEG_MANY;
-extern "C" int gs_segreduce_per_warp = GS_SEG_PER_WARP;
 #define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_i32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_f32 GS_SEG_MIN_BLOCKS_4
@@ -170,6 +168,8 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
      * level over the 2 partials per tile of the one before (read as the output dtype), parts
      * written to two buffers in turn. ---- */
     gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_tiles, up_warps;
+    const int64_t many = d->many_tiles > 0 ? d->many_tiles : GS_SEG_MANY;
+    const int per_warp = d->per_warp > 0 ? d->per_warp : GS_SEG_PER_WARP;
     gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_tiles, &up_kernel, &up_warps);
     if (up_kernel == NULL)
         return cudaErrorInvalidValue;
@@ -177,7 +177,7 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
         /* A warp takes GS_SEG_PER_WARP tiles where there are many: one search of the starts, and
          * their latency, for several tiles, and 2 partials for them all. */
-        p.per_warp = level_tiles >= gs_segreduce_many ? gs_segreduce_per_warp : 1;
+        p.per_warp = level_tiles >= many ? per_warp : 1;
         const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
         const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
         p.part = warps > 1 ? (char *)scratch + offset : NULL;

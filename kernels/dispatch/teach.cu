@@ -32,7 +32,7 @@
 #define GS_TILE_NAME(op, in, out) gs_tile_##op##_##in##_##out
 
 /* The tile kernel builds both shared-memory layouts (padded and not) from one body; which one
- * runs is a private switch (gs_teach_unpadded), so the tests run the unpadded path too. */
+ * runs is the descriptor's (gs_scan_desc.unpadded), so the tests run the unpadded path too. */
 #define GS_X_KERNEL(op, in, out, rs)                                                            \
     __global__ void __launch_bounds__(GS_TEACH_NT) GS_HS_NAME(op, in, out)(gs_hs_kparams p)     \
     {                                                                                           \
@@ -73,9 +73,6 @@ static int gs_teach_kernels_for(gs_dtype in, gs_dtype out, gs_op op, gs_hs_kerne
 #undef GS_X_MATCH
     return 0;
 }
-
-/* Set (to nonzero) by the tests to run the tiles without bank-conflict padding. */
-extern "C" int gs_teach_unpadded = 0;
 
 /* ---- Hillis-Steele ---------------------------------------------------------------------- */
 
@@ -121,18 +118,17 @@ static cudaError_t gs_hillis_steele(const gs_scan_desc *d, gs_hs_kernel kernel, 
 
 /* ---- Blelloch, tiled -------------------------------------------------------------------- */
 
-/* Scan n values (rows of row_len) of in_t into out_t, segmented when `flags` is set; `scratch`
- * holds this level's and the deeper levels' tile totals, laid out as gs_teach_scratch_bytes()
- * counts them. */
+/* Scan n values (rows of row_len) of in_t into out_t, segmented when `flags` is set, with the
+ * tiles' shared memory `padded` or not; `scratch` holds this level's and the deeper levels'
+ * tile totals, laid out as gs_teach_scratch_bytes() counts them. */
 static cudaError_t gs_blelloch_level(const void *in, gs_dtype in_t, void *out, gs_dtype out_t,
                                      gs_op op, const void *flags, gs_dtype flag_t, int64_t n,
-                                     int64_t row_len, int exclusive, char *scratch,
+                                     int64_t row_len, int exclusive, int padded, char *scratch,
                                      cudaStream_t stream)
 {
     const int64_t size = (int64_t)gs_dtype_size(out_t);
     const int64_t rows = n / row_len, tiles = (row_len + GS_TEACH_TILE - 1) / GS_TEACH_TILE;
     const unsigned blocks = gs_teach_blocks(rows * tiles);
-    const int padded = !gs_teach_unpadded;
     gs_hs_kernel hs;
     gs_tree_kernel tree;
     gs_tile_kernel tile;
@@ -164,7 +160,7 @@ static cudaError_t gs_blelloch_level(const void *in, gs_dtype in_t, void *out, g
             return err;
         /* ---- Pass 2: the totals' inclusive scan, per row (segmented by the tiles' heads). */
         err = gs_blelloch_level(p.totals, out_t, p.totals, out_t, op, p.tflags, GS_UINT8,
-                                rows * tiles, tiles, 0, scratch, stream);
+                                rows * tiles, tiles, 0, padded, scratch, stream);
         if (err != cudaSuccess)
             return err;
         p.carries = p.totals;
@@ -193,7 +189,7 @@ extern "C" cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch
     if (d->algorithm != GS_ALGO_BLELLOCH)
         return cudaErrorInvalidValue;
     return gs_blelloch_level(d->in, d->in_type, d->out, d->out_type, d->op, d->flags, d->flag_type,
-                             d->n, d->row_len > 0 ? d->row_len : d->n, d->exclusive,
+                             d->n, d->row_len > 0 ? d->row_len : d->n, d->exclusive, !d->unpadded,
                              (char *)scratch, stream);
 }
 

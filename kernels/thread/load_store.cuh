@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "gpuscan/backend_api.h"
+#include "gpuscan/desc.h"
 #include "gpuscan/config.h"
 
 #define GS_FULL_MASK 0xffffffffu

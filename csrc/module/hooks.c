@@ -1,15 +1,21 @@
 /*
- * binding/testing.c - the module's private hooks, through which the tests read the kernels'
- * configuration (tile size, reduction chunk, scratch sizes, histogram plans), how the
- * extension was built and how the last histogram launch counted, and flip the teaching
- * kernels' test switch.
+ * module/hooks.c - the module's private hooks, through which the tests and benchmarks read the
+ * kernels' configuration (tile sizes, scratch sizes, histogram plans), how the extension was
+ * built and how the last histogram launch counted, and set the knobs of core/core.h's
+ * gs_test_knobs and of the pipeline.
  *
- * Level: binding.  None of these is public API; gpuscan/__init__.py does not re-export them.
+ * Level: module.  None of these is public API: their names start with an underscore and
+ * gpuscan/__init__.py re-exports none of them.  A knob is read by the ops under the GIL and
+ * carried to the backend in a descriptor, so setting one never races with a launch.
  */
-#include "cuda/cuda.h"
+#include "module/module.h"
 
+#include "cuda/cuda.h"
 #include "gpuscan/config.h"
 #include "gpuscan/teach_config.h"
+#ifdef GS_HAVE_CUDA
+#include "gpuscan/launch.h" /* gs_launch_hist_last */
+#endif
 
 static PyObject *scan_tile_items(PyObject *self, PyObject *unused)
 {
@@ -86,20 +92,15 @@ static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
     int per_warp = 0;
     if (!PyArg_ParseTuple(args, "L|i:_segreduce_set_many", &tiles, &per_warp))
         return NULL;
-    if (tiles < 1 || per_warp < 0 || per_warp > 1024) {
-        PyErr_SetString(PyExc_ValueError, "tiles must be at least 1, per_warp in [1, 1024]");
+    if (tiles < 0 || per_warp < 0 || per_warp > 1024) {
+        PyErr_SetString(PyExc_ValueError, "tiles must be >= 0, per_warp in [0, 1024]");
         return NULL;
     }
-#ifdef GS_HAVE_CUDA /* a switch of the launcher (dispatch/segreduce.cu) */
-    PyObject *was = Py_BuildValue("(Li)", (long long)gs_segreduce_many, gs_segreduce_per_warp);
-    gs_segreduce_many = tiles;
-    if (per_warp > 0)
-        gs_segreduce_per_warp = per_warp;
+    PyObject *was = Py_BuildValue("(Li)", (long long)gs_test_knobs.segreduce_many,
+                                  gs_test_knobs.segreduce_per_warp);
+    gs_test_knobs.segreduce_many = tiles;
+    gs_test_knobs.segreduce_per_warp = per_warp;
     return was;
-#else
-    PyErr_SetString(PyExc_RuntimeError, "the warp tiles exist in CUDA builds only");
-    return NULL;
-#endif
 }
 
 static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
@@ -148,14 +149,9 @@ static PyObject *teach_set_unpadded(PyObject *self, PyObject *flag)
     int on = PyObject_IsTrue(flag);
     if (on < 0)
         return NULL;
-#ifdef GS_HAVE_CUDA /* a switch of the kernels (dispatch/teach.cu) */
-    int was = gs_teach_unpadded;
-    gs_teach_unpadded = on;
+    int was = gs_test_knobs.teach_unpadded;
+    gs_test_knobs.teach_unpadded = on;
     return PyBool_FromLong(was);
-#else
-    PyErr_SetString(PyExc_RuntimeError, "the Blelloch tiles exist in CUDA builds only");
-    return NULL;
-#endif
 }
 
 static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
@@ -259,7 +255,7 @@ static PyObject *pipeline_prefault(PyObject *self, PyObject *args)
     return PyBool_FromLong(old);
 }
 
-/* Why the backend is the CPU one (binding/backend.c's reason), None on CUDA: for the demo. */
+/* Why the backend is the CPU one (core/backend.c's reason), None on CUDA: for the demo. */
 static PyObject *backend_reason(PyObject *self, PyObject *unused)
 {
     gs_backend b;
@@ -280,7 +276,7 @@ static PyObject *build_note(PyObject *self, PyObject *unused)
     return PyUnicode_FromString(GS_BUILD_NOTE);
 }
 
-PyMethodDef gs_testing_methods[] = {
+PyMethodDef gs_hook_methods[] = {
     { "_scan_tile_items", scan_tile_items, METH_NOARGS,
       "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
     { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
@@ -311,10 +307,6 @@ PyMethodDef gs_testing_methods[] = {
     { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
       "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
       "values, for tests." },
-    { "_trace", (PyCFunction)(void (*)(void))gs_trace, METH_VARARGS | METH_KEYWORDS,
-      "_trace(algorithm, a, flags=None, op='add', exclusive=False)\n--\n\n"
-      "A teaching scan one parallel step at a time on the active backend, for gpuscan.trace: "
-      "(steps, result, work, span), each step (kind, stride, values, flags or None, work)." },
     { "_teach_tile_items", teach_tile_items, METH_NOARGS,
       "_teach_tile_items()\n--\n\nValues per tile of the Blelloch scan on CUDA "
       "(GS_TEACH_TILE), for tests." },
@@ -323,13 +315,14 @@ PyMethodDef gs_testing_methods[] = {
       "Scratch bytes of a teaching scan on CUDA, for tests." },
     { "_teach_set_unpadded", teach_set_unpadded, METH_O,
       "_teach_set_unpadded(flag)\n--\n\nRun the Blelloch tiles without bank-conflict padding "
-      "(True) or with it (False, the default); returns the previous setting.  CUDA builds "
-      "only: the tests run both shared-memory layouts." },
+      "(True) or with it (False, the default); returns the previous setting.  CUDA only "
+      "(the CPU has no shared memory to pad): the tests run both layouts." },
     { "_segreduce_set_many", segreduce_set_many, METH_VARARGS,
       "_segreduce_set_many(tiles, per_warp=0)\n--\n\nThe tile count of a segmented "
       "reduction's level from which a warp takes several tiles as one range, and how many "
-      "(0: unchanged) (CUDA); returns the previous (tiles, per_warp).  For tests and "
-      "benchmarks: a low count reaches the ranges' carried runs at small sizes." },
+      "(CUDA; 0: the launcher's default for either); returns the previous (tiles, per_warp).  "
+      "For tests and benchmarks: a low count reaches the ranges' carried runs at small "
+      "sizes." },
     { "_built_with_cuda", built_with_cuda, METH_NOARGS,
       "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,

@@ -1,78 +1,64 @@
 /*
- * ops/place.c - views, and moving an array's values between views: placing an operand where its
- * backend reads it, delivering a result where the caller wants it.
+ * core/move.c - the buffers of a call, and moving an array's values between views: placing an
+ * operand where its backend reads it, delivering a result where the caller wants it.
  *
- * Level: ops.  gs_move is the one router of data: host to host by NumPy's own copy (any
+ * Level: core.  gs_move is the one router of data: host to host by NumPy's own copy (any
  * strides, byte order and unsafe cast, as NumPy casts); device to device by the copy kernel;
  * host to device and back by the transfer module (cuda/transfer.c: the chunked pipeline, which
- * packs and converts the host side as it goes).
+ * packs and converts the host side as it goes, run without the GIL).
  */
-#include "ops/ops.h"
+#include "core/core.h"
+
+#include <stdlib.h>
 
 #include "cuda/cuda.h"
 
-/* ---- views -------------------------------------------------------------------------------- */
+/* ---- the bag of a call's buffers ---------------------------------------------------------- */
 
-void gs_view_contiguous(gs_view *v, const gs_view *like, void *ptr, gs_mem mem, gs_dtype dtype)
+int gs_bag_alloc(gs_bag *bag, gs_mem mem, size_t bytes, void **ptr)
 {
-    *v = *like;
-    v->ptr = ptr;
-    v->mem = mem;
-    v->dtype = dtype;
-    v->swapped = 0;
-    gs_view_set_c_strides(v);
-}
+    gs_fail f = { 0 };
 
-int gs_view_ready(const gs_view *v, gs_mem mem, gs_dtype dtype)
-{
-    const size_t size = gs_dtype_size(dtype);
-    return v->mem == mem && v->dtype == dtype && !v->swapped && gs_view_is_c_contig(v) &&
-           (uintptr_t)v->ptr % size == 0;
-}
-
-/* The bytes a view can touch, [*lo, *hi). */
-static void view_extent(const gs_view *v, const char **lo, const char **hi)
-{
-    int64_t low = 0, high = (int64_t)gs_dtype_size(v->dtype);
-    for (int i = 0; i < v->ndim; i++) {
-        int64_t span = (v->shape[i] - 1) * v->strides[i];
-        if (span < 0)
-            low += span;
-        else
-            high += span;
-    }
-    *lo = v->ptr + low;
-    *hi = v->ptr + high;
-}
-
-int gs_views_overlap(const gs_view *a, const gs_view *b)
-{
-    const char *alo, *ahi, *blo, *bhi;
-    if (a->mem != b->mem || gs_view_size(a) == 0 || gs_view_size(b) == 0)
+    *ptr = NULL;
+    if (bytes == 0)
         return 0;
-    view_extent(a, &alo, &ahi);
-    view_extent(b, &blo, &bhi);
-    return alo < bhi && blo < ahi;
+    if (bag->n == GS_BAG_MAX) {
+        PyErr_SetString(PyExc_SystemError, "gpuscan: a call took more buffers than its bag holds");
+        return -1;
+    }
+    if (mem == GS_MEM_DEVICE) {
+        if (gs_cuda_alloc(ptr, bytes, &f) < 0)
+            return gs_raise(&f);
+    } else if ((*ptr = malloc(bytes)) == NULL) {
+        PyErr_Format(PyExc_MemoryError, "could not allocate %zu bytes of host memory", bytes);
+        return -1;
+    }
+    bag->items[bag->n].mem = mem;
+    bag->items[bag->n].ptr = *ptr;
+    bag->n++;
+    return 0;
 }
 
-void gs_view_move_axis_last(gs_view *v, int axis)
+void gs_bag_free(gs_bag *bag)
 {
-    int64_t shape = v->shape[axis], stride = v->strides[axis];
-    for (int i = axis; i < v->ndim - 1; i++) {
-        v->shape[i] = v->shape[i + 1];
-        v->strides[i] = v->strides[i + 1];
+    for (int i = 0; i < bag->n; i++) {
+        if (bag->items[i].mem == GS_MEM_DEVICE)
+            gs_cuda_free(bag->items[i].ptr); /* stream-ordered: after the work that uses it */
+        else
+            free(bag->items[i].ptr);
     }
-    v->shape[v->ndim - 1] = shape;
-    v->strides[v->ndim - 1] = stride;
+    bag->n = 0;
 }
 
-void gs_view_permute(gs_view *v, const int *perm)
+int gs_sync(void)
 {
-    const gs_view w = *v;
-    for (int i = 0; i < w.ndim; i++) {
-        v->shape[i] = w.shape[perm[i]];
-        v->strides[i] = w.strides[perm[i]];
-    }
+    gs_fail f = { 0 };
+    int rc;
+
+    Py_BEGIN_ALLOW_THREADS
+        rc = gs_cuda_sync(&f);
+    Py_END_ALLOW_THREADS
+    return rc < 0 ? gs_raise(&f) : 0;
 }
 
 /* ---- moves -------------------------------------------------------------------------------- */
@@ -106,6 +92,26 @@ static int host_copy(const gs_view *src, const gs_view *dst)
     return rc;
 }
 
+/* dst = src across memories (one side C-contiguous device memory): the pipeline, without the
+ * GIL. */
+static int xfer(const gs_view *src, const gs_view *dst)
+{
+    gs_fail f = { 0 };
+    int rc;
+
+    Py_BEGIN_ALLOW_THREADS
+        rc = gs_xfer_copy(src, dst, &f);
+    Py_END_ALLOW_THREADS
+    return rc < 0 ? gs_raise(&f) : 0;
+}
+
+/* dst = src, both device memory: the copy kernel, enqueued. */
+static int device_copy(const gs_view *src, const gs_view *dst)
+{
+    gs_fail f = { 0 };
+    return gs_xfer_device_copy(src, dst, &f) < 0 ? gs_raise(&f) : 0;
+}
+
 int gs_move(const gs_view *src, const gs_view *dst, gs_bag *bag)
 {
     gs_view a;
@@ -115,17 +121,16 @@ int gs_move(const gs_view *src, const gs_view *dst, gs_bag *bag)
     if (src->mem == GS_MEM_HOST && dst->mem == GS_MEM_HOST)
         return host_copy(src, dst);
     if (src->mem == GS_MEM_DEVICE && dst->mem == GS_MEM_DEVICE)
-        return gs_xfer_device_copy(src, dst);
+        return device_copy(src, dst);
     /* Across memories: through the pipeline, which converts on the host side; a strided
      * device side goes through a contiguous device temporary. */
     if (gs_view_is_c_contig(src->mem == GS_MEM_DEVICE ? src : dst))
-        return gs_xfer_copy(src, dst);
+        return xfer(src, dst);
     if (dst->mem == GS_MEM_DEVICE)
-        return gs_temp_like(bag, dst, GS_MEM_DEVICE, dst->dtype, &a) < 0 ||
-                       gs_xfer_copy(src, &a) < 0
+        return gs_temp_like(bag, dst, GS_MEM_DEVICE, dst->dtype, &a) < 0 || xfer(src, &a) < 0
                    ? -1
-                   : gs_xfer_device_copy(&a, dst);
-    return gs_place(src, GS_MEM_DEVICE, src->dtype, bag, &a) < 0 ? -1 : gs_xfer_copy(&a, dst);
+                   : device_copy(&a, dst);
+    return gs_place(src, GS_MEM_DEVICE, src->dtype, bag, &a) < 0 ? -1 : xfer(&a, dst);
 }
 
 int gs_temp_like(gs_bag *bag, const gs_view *like, gs_mem mem, gs_dtype dtype, gs_view *out)

@@ -1,13 +1,13 @@
 /*
- * cuda/pack.h - gathering a range of an array's elements into a contiguous buffer, and
- * scattering them back (cuda/pack.c): the host side of the transfer pipeline.
+ * host/pack.h - gathering a range of an array's elements into a contiguous buffer, and
+ * scattering them back (host/pack.c): the host side of the transfer pipeline.
  *
- * Level: backend (CUDA), host side; plain C (binding/binding.h only for gs_view).
+ * Level: host; plain C.
  */
 #ifndef GS_PACK_H
 #define GS_PACK_H
 
-#include "binding/binding.h"
+#include "host/view.h"
 
 /* dst[0 .. n) = elements [e0, e0 + n) of the host view v in C order, as dtype `to`. */
 void gs_pack(const gs_view *v, int64_t e0, int64_t n, gs_dtype to, void *dst);

@@ -1,19 +1,18 @@
 /*
- * binding/module.c - the gpuscan._gpuscan module: its functions, exception and type.
+ * module/module.c - the gpuscan._gpuscan module: its functions, exception and type.
  *
- * Level: binding.  Importing does not touch CUDA: the backend is chosen at first use
- * (binding/backend.c), so the module imports on machines without a GPU or a driver.  The
- * private hooks of the tests are testing.c's, the docstrings docstrings.c's.
+ * Level: module, the top: it registers the ops' entry points (csrc/ops/), DeviceArray
+ * (binding/devarray.c), the module's services below, and the private hooks (hooks.c); the
+ * docstrings are binding/docstrings.c's.  Importing does not touch CUDA: the backend is chosen
+ * at first use (core/backend.c), so the module imports on machines without a GPU or a driver.
  */
 #define GS_IMPORT_NUMPY
-#include "cuda/cuda.h"
+#include "module/module.h"
 
 #include <sys/utsname.h>
 
 #include "cpu/cpu.h"
-
-PyObject *gs_GpuscanError;
-PyObject *gs_AxisError;
+#include "cuda/cuda.h"
 
 /* ---- backend(), device_info() ------------------------------------------------------------- */
 
@@ -49,6 +48,41 @@ static PyObject *cpu_name(void)
     return PyUnicode_FromString("cpu");
 }
 
+/* "12.4" from CUDA's 12040. */
+static PyObject *version_string(int v)
+{
+    return PyUnicode_FromFormat("%d.%d", v / 1000, v % 1000 / 10);
+}
+
+/* info[key] = value, stealing value; -1 on failure (value NULL included). */
+static int set_item(PyObject *info, const char *key, PyObject *value)
+{
+    int rc = value != NULL ? PyDict_SetItemString(info, key, value) : -1;
+    Py_XDECREF(value);
+    return rc;
+}
+
+/* device_info()'s entries of the CUDA backend, added to `info`. */
+static int cuda_info(PyObject *info)
+{
+    gs_cuda_props p;
+    gs_fail f = { 0 };
+
+    if (gs_cuda_device_props(&p, &f) < 0)
+        return gs_raise(&f);
+    if (set_item(info, "name", PyUnicode_FromString(p.name)) < 0 ||
+        set_item(info, "device", PyLong_FromLong(p.device)) < 0 ||
+        set_item(info, "compute_capability", Py_BuildValue("(ii)", p.major, p.minor)) < 0 ||
+        set_item(info, "multiprocessors", PyLong_FromLong(p.multiprocessors)) < 0 ||
+        set_item(info, "memory_bytes", PyLong_FromSize_t(p.memory_bytes)) < 0 ||
+        set_item(info, "driver_version", version_string(p.driver_version)) < 0 ||
+        set_item(info, "runtime_version", version_string(p.runtime_version)) < 0 ||
+        set_item(info, "pinned_bytes_in_use", PyLong_FromSize_t(p.pinned_in_use)) < 0 ||
+        set_item(info, "pinned_bytes_cached", PyLong_FromSize_t(p.pinned_cached)) < 0)
+        return -1;
+    return 0;
+}
+
 static PyObject *device_info(PyObject *self, PyObject *unused)
 {
     PyObject *info = NULL, *value = NULL;
@@ -64,7 +98,7 @@ static PyObject *device_info(PyObject *self, PyObject *unused)
         goto fail;
     Py_CLEAR(value);
     if (b == GS_BACKEND_CUDA) {
-        if (gs_cuda_device_info(info) < 0)
+        if (cuda_info(info) < 0)
             goto fail;
         return info;
     }
@@ -91,10 +125,21 @@ fail:
 static PyObject *free_cached_memory(PyObject *self, PyObject *unused)
 {
     size_t device = 0, host = 0;
+    gs_fail f = { 0 };
     gs_backend b;
+    int rc = 0;
 
-    if (gs_backend_get(&b) < 0 || (b == GS_BACKEND_CUDA && gs_cuda_free_cached(&device, &host) < 0))
+    if (gs_backend_get(&b) < 0)
         return NULL;
+    if (b == GS_BACKEND_CUDA) {
+        Py_BEGIN_ALLOW_THREADS
+            rc = gs_cuda_free_cached(&device, &host, &f);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        gs_raise(&f);
+        return NULL;
+    }
     return Py_BuildValue("{s:n,s:n}", "device_bytes", (Py_ssize_t)device, "pinned_bytes",
                          (Py_ssize_t)host);
 }
@@ -121,6 +166,11 @@ static PyMethodDef methods[] = {
     { "device_info", device_info, METH_NOARGS, gs_doc_device_info },
     { "free_cached_memory", free_cached_memory, METH_NOARGS, gs_doc_free_cached_memory },
     { "to_device", gs_to_device, METH_O, gs_doc_to_device },
+    GS_METHOD("_trace", gs_trace,
+              "_trace(algorithm, a, flags=None, op='add', exclusive=False)\n--\n\n"
+              "gpuscan.trace's engine: a teaching scan one parallel step at a time on the active "
+              "backend -> (steps, result, work, span), each step (kind, stride, values, flags or "
+              "None, work)."),
     { NULL, NULL, 0, NULL },
 };
 
@@ -148,8 +198,6 @@ PyMODINIT_FUNC PyInit__gpuscan(void)
     PyObject *m = NULL;
 
     import_array();
-    if (PyType_Ready(&gs_DeviceArray_Type) < 0)
-        return NULL;
     m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
@@ -168,14 +216,10 @@ PyMODINIT_FUNC PyInit__gpuscan(void)
         Py_DECREF(gs_GpuscanError);
         goto fail;
     }
-    Py_INCREF(&gs_DeviceArray_Type);
-    if (PyModule_AddObject(m, "DeviceArray", (PyObject *)&gs_DeviceArray_Type) < 0) {
-        Py_DECREF(&gs_DeviceArray_Type);
+    if (gs_devarray_register(m) < 0 || PyModule_AddIntConstant(m, "MAX_NDIM", GS_MAX_NDIM) < 0 ||
+        PyModule_AddFunctions(m, gs_hook_methods) < 0)
         goto fail;
-    }
-    if (PyModule_AddIntConstant(m, "MAX_NDIM", GS_MAX_NDIM) < 0 ||
-        PyModule_AddFunctions(m, gs_testing_methods) < 0)
-        goto fail;
+    gs_stop_set_check(gs_interrupt_check);
     return m;
 fail:
     Py_XDECREF(m);

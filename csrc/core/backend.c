@@ -1,12 +1,15 @@
 /*
- * binding/backend.c - which backend runs the calls of this process, decided once, at first use.
+ * core/backend.c - which backend runs the calls of this process, decided once, at first use, and
+ * its table; the private knobs the ops carry to it.
  *
- * Level: binding.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
+ * Level: core.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
  * when the build has it and a device is usable, else the CPU.  Importing never touches CUDA, so
  * a machine without a GPU or driver imports fine; a forced but unusable CUDA makes every call
  * (and backend()) raise RuntimeError naming the cause.  Called with the GIL held, which also
  * serialises the one-time decision.
  */
+#include "core/core.h"
+
 #include "cuda/cuda.h"
 
 #include <stdlib.h>
@@ -79,3 +82,15 @@ int gs_require_cuda(void)
     }
     return 0;
 }
+
+const gs_backend_ops *gs_backend_table(gs_backend backend)
+{
+    return backend == GS_BACKEND_CUDA ? &gs_cuda_backend : &gs_cpu_backend;
+}
+
+const gs_backend_ops *gs_backend_for(gs_backend backend, int device)
+{
+    return gs_backend_table(device ? GS_BACKEND_CUDA : backend);
+}
+
+gs_knobs gs_test_knobs;

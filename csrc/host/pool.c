@@ -1,7 +1,7 @@
 /*
- * cpu/pool.c - the CPU backend's worker threads.
+ * host/pool.c - the process's worker threads (host/pool.h), and the check for a request to stop.
  *
- * Level: backend (CPU), below cpu/scan.c; plain C11 and POSIX threads, nothing of Python.
+ * Level: host, below both backends; plain C11 and POSIX threads, nothing of Python.
  *
  * One process-wide pool of gs_cpu_threads() - 1 workers, created on the first parallel call and
  * kept for the next ones.  gs_cpu_parallel_for posts a job (fn, ctx, ntasks) with one ticket per
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cpu/cpu.h"
+#include "host/pool.h"
 
 /* Most threads the backend uses, whatever GPUSCAN_NUM_THREADS says: a typo such as 10000 must
  * not reserve 10000 stacks, and 1024 is beyond the core count of any host the package targets. */
@@ -195,4 +195,19 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
     pthread_mutex_unlock(&gs_pool.lock);
     pthread_mutex_unlock(&gs_pool.owner);
     return 0;
+}
+
+/* ---- stopping ------------------------------------------------------------------------------ */
+
+static int (*_Atomic gs_stop_check)(void);
+
+void gs_stop_set_check(int (*check)(void))
+{
+    atomic_store(&gs_stop_check, check);
+}
+
+int gs_stop_requested(void)
+{
+    int (*check)(void) = atomic_load(&gs_stop_check);
+    return check != NULL && check();
 }

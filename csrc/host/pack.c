@@ -1,29 +1,24 @@
 /*
- * cuda/pack.c - the host side of the transfer pipeline: a range of an array's elements gathered
+ * host/pack.c - the host side of the transfer pipeline: a range of an array's elements gathered
  * into a contiguous staging buffer, or scattered back out of one.
  *
- * Level: backend (CUDA), host side; plain C, no Python and no CUDA call, so the pool's threads
- * run it (pipeline.c splits a chunk among them).  An element range is taken in C order over a
+ * Level: host; plain C, no Python and no CUDA call, so the pool's threads run it (the CUDA
+ * pipeline splits a chunk among them).  An element range is taken in C order over a
  * view of any strides (negative, or zero for a broadcast), any byte order, converting the dtype
- * as NumPy's unsafe casting does (C casts; bool is nonzero).  The contiguous, native, same-dtype
- * case is one memcpy per run of the last dimension; a strided one copies element by element by
- * size; a conversion goes through the widest type of each kind, so it rounds at most once.
+ * as NumPy's unsafe casting does (C casts through gpuscan/value.h).  The contiguous, native,
+ * same-dtype case is one memcpy per run of the last dimension; a strided one copies element by
+ * element by size; a conversion goes through the widest type of each kind, so it rounds at most
+ * once.
  */
-#include "cuda/pack.h"
+#include "host/pack.h"
+
+#include "gpuscan/value.h"
 
 #include <string.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-
-/* A value of any dtype, exactly: signed and unsigned integers and floats at their widest. */
-typedef struct pack_value {
-    char kind; /* 'i', 'u' (bool too) or 'f' */
-    int64_t i;
-    uint64_t u;
-    double f;
-} pack_value;
 
 static void swap_bytes(char *p, size_t size)
 {
@@ -34,62 +29,26 @@ static void swap_bytes(char *p, size_t size)
     }
 }
 
-static pack_value load(gs_dtype t, const char *p, int swapped)
+/* The value of dtype t at p (any alignment, swapped: the other byte order). */
+static gs_value load(gs_dtype t, const char *p, int swapped)
 {
-    char buf[8];
-    pack_value v = { gs_dtype_read_kind(t), 0, 0, 0.0 };
+    uint64_t buf; /* aligned for every dtype */
 
-    memcpy(buf, p, gs_dtype_size(t));
+    memcpy(&buf, p, gs_dtype_size(t));
     if (swapped)
-        swap_bytes(buf, gs_dtype_size(t));
-    switch (t) {
-#define GS_X_LOAD(code, ctype, sfx, k, npy) \
-    case code: {                            \
-        ctype x;                            \
-        memcpy(&x, buf, sizeof(x));         \
-        if (k == 'f')                       \
-            v.f = (double)x;                \
-        else if (k == 'i')                  \
-            v.i = (int64_t)x;               \
-        else                                \
-            v.u = (uint64_t)x;              \
-        break;                              \
-    }
-        GS_DTYPES(GS_X_LOAD)
-#undef GS_X_LOAD
-    default:
-        break;
-    }
-    return v;
+        swap_bytes((char *)&buf, gs_dtype_size(t));
+    return gs_value_load(t, &buf);
 }
 
-static void store(gs_dtype t, char *p, int swapped, pack_value v)
+/* Store v at p as dtype t (any alignment, swapped: the other byte order). */
+static void store(gs_dtype t, char *p, int swapped, gs_value v)
 {
-    char buf[8];
+    uint64_t buf;
 
-    switch (t) {
-#define GS_X_STORE(code, ctype, sfx, k, npy)                                               \
-    case code: {                                                                           \
-        ctype x;                                                                           \
-        if (k == 'b')                                                                      \
-            x = (ctype)(v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0); \
-        else if (v.kind == 'f')                                                            \
-            x = (ctype)v.f;                                                                \
-        else if (v.kind == 'i')                                                            \
-            x = (ctype)v.i;                                                                \
-        else                                                                               \
-            x = (ctype)v.u;                                                                \
-        memcpy(buf, &x, sizeof(x));                                                        \
-        break;                                                                             \
-    }
-        GS_DTYPES(GS_X_STORE)
-#undef GS_X_STORE
-    default:
-        break;
-    }
+    gs_value_store(t, &buf, v);
     if (swapped)
-        swap_bytes(buf, gs_dtype_size(t));
-    memcpy(p, buf, gs_dtype_size(t));
+        swap_bytes((char *)&buf, gs_dtype_size(t));
+    memcpy(p, &buf, gs_dtype_size(t));
 }
 
 /* Runs at least this long are copied with non-temporal stores: the staging buffer is read next
