@@ -1,8 +1,8 @@
-"""tools/timeline.py - the device's timeline of gpuscan calls: every kernel, copy and memset of a
+"""tools/profile/timeline.py - the device's timeline of gpuscan calls: every kernel, copy and memset of a
 few calls on device arrays, with the idle time before each (the gap the host or the stream's
 ordering left), from CUPTI's activity records through torch.profiler.
 
-    python3 tools/timeline.py [--n LOG2] [--calls K] [WORK ...]
+    python3 tools/profile/timeline.py [--n LOG2] [--calls K] [WORK ...]
 
 WORK is any of: segmented_reduce, split, scan, segmented_scan, reduce, histogram, reduceat
 (default: segmented_reduce).

@@ -1,13 +1,15 @@
-"""tools/small_calls.py - wall-clock time per call of gpuscan's primitives on small device arrays
-(CuPy, 2^16 values by default) beside CuPy's and PyTorch's: a loop of calls, then one device
-synchronisation, divided by the calls (median of 7 loops).  What issue 16's "<= 10 us per call
-at 2^16" is measured with.  The "part:" rows split a call's host cost: the same calls on
+"""tools/profile/small_calls.py - wall-clock time per call of gpuscan's primitives on small device
+arrays (CuPy, 2^16 values by default) beside CuPy's and PyTorch's: a loop of calls, then one
+device synchronisation, divided by the calls (median of 7 loops): what a call costs when the
+device is not the limit.  The "part:" rows split a call's host cost: the same calls on
 gpuscan.DeviceArray inputs (no __cuda_array_interface__ to read, no pointer to check), reading
 CuPy's and PyTorch's interface, CUDA's pointer query, an empty kernel's launch, a C call that
-does nothing on the device.
+does nothing on the device.  Host to host the same call moves by 30-50%: compare rows of one
+run.
 
-    python3 tools/small_calls.py [log2n] [calls] [case substring]
+    python3 tools/profile/small_calls.py [log2n] [calls] [case substring]
 """
+import datetime
 import sys
 import time
 
@@ -93,6 +95,8 @@ if torch is not None:
     cases += [("part: torch __cuda_array_interface__", lambda: tx.__cuda_array_interface__),
               ("part: scan f32 torch", lambda: gpuscan.scan(tx))]
 only = sys.argv[3] if len(sys.argv) > 3 else ""
+print(f"{gpuscan.device_info().get('name')}, {datetime.date.today().isoformat()}, "
+      f"gpuscan {gpuscan.__version__}, CuPy {cp.__version__}")
 print(f"n = 2^{n.bit_length() - 1}, {calls} calls per loop, median of 7 loops, us per call")
 for name, fn in [c for c in cases if only in c[0]]:
     print(f"{name:28s} {per_call(fn):8.2f}")

@@ -1,8 +1,12 @@
-"""tools/profile_apps.py - one call each of reduceat, segmented_reduce and linear_recurrence on
-device arrays (float32, ~1000-value segments), for `ncu` to profile their kernels:
+"""tools/profile/ncu_apps.py - two calls each of reduceat, segmented_reduce and linear_recurrence
+on device arrays (float32, ~1000-value segments), for Nsight Compute to profile their kernels
+(the second round is the one to read: the first loads modules and fills caches):
 
     ncu --clock-control none --section SpeedOfLight --section Occupancy \
-        --section WarpStateStats python3 tools/profile_apps.py [log2n]
+        --section WarpStateStats python3 tools/profile/ncu_apps.py [log2n]
+
+--clock-control none keeps the GPU's own clocks (ncu's default locks them to base, which
+changes how a kernel's time splits).  Needs CuPy.  docs/gpu-verify.md has the workflow.
 """
 import sys
 

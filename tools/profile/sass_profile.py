@@ -1,14 +1,15 @@
-"""tools/sass_profile.py - where a kernel's instructions and stalls go, per source line.
+"""tools/profile/sass_profile.py - where a kernel's instructions and stalls go, per source line.
 
 Joins Nsight Compute's per-instruction counters with the source lines of the same object's SASS:
 
     # on the GPU machine (the build carries -lineinfo):
     ncu --clock-control none -k regex:linrec_ahead_f32 --launch-skip 1 --launch-count 1 \\
-        --section SourceCounters --section WarpStateStats -o rep python3 tools/profile_apps.py 28
+        --section SourceCounters --section WarpStateStats -o rep \
+        python3 tools/profile/ncu_apps.py 28
     ncu -i rep.ncu-rep --page source --csv --print-source sass > sass.csv
     # anywhere with nvdisasm (the kernel's object compiled with -lineinfo, -cubin):
     nvdisasm -g -c linrec.cubin > linrec.sass
-    python3 tools/sass_profile.py sass.csv linrec.sass linrec_ahead_f32 [lines] [steps]
+    python3 tools/profile/sass_profile.py sass.csv linrec.sass linrec_ahead_f32 [lines] [steps]
 
 Prints the executed instructions (per step when `steps`, the work's element count, is given,
 counted per thread: warp instructions x 32 / steps) and the share of stall samples of the
