@@ -98,8 +98,10 @@ def fmt_ratio(value):
 
 
 def exact(result, reference, _samples):
-    """Integers, bool, min, max, bitwise ops, counts: NumPy's dtype, shape and bits."""
-    problem = _slow.first_difference(result, reference)
+    """Integers, bool, min, max, bitwise ops, counts: NumPy's dtype, shape and bits (each
+    array of a tuple: histogram's counts and edges)."""
+    pairs = zip(result, reference) if isinstance(reference, tuple) else [(result, reference)]
+    problem = next(filter(None, (_slow.first_difference(r, w) for r, w in pairs)), None)
     return problem is None, problem or "exact"
 
 
@@ -125,8 +127,8 @@ def split_check(result, reference, samples):
 
 
 # --------------------------------------------------------------------------------------------
-# The rows.  A row: the primitive, a label, the samples (names of Data), gpuscan's call, the
-# NumPy twin's call (gpuscan._slow: NumPy's own function where it has one), and the check.
+# The rows.  A row: the primitive, a label, the samples (names of Data), gpuscan's call, NumPy's
+# (gpuscan._slow's twin: NumPy's own function where it has one), and the check.
 # --------------------------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -138,139 +140,72 @@ class Row:
     check: Callable
 
 
-def scan_rows():
-    return [
-        Row("scan", "float32 add", ("f32",), gpuscan.scan, _slow.scan,
-            within_bound(_slow.scan_error)),
-        Row("scan", "int32 add -> int64", ("i32",), gpuscan.scan, _slow.scan, exact),
-        Row("scan", "int32 add, exclusive", ("i32",),
-            lambda x: gpuscan.scan(x, exclusive=True),
-            lambda x: _slow.scan(x, exclusive=True), exact),
-        Row("scan", "int64 mul (wraps)", ("odd_i64",),
-            lambda x: gpuscan.scan(x, "mul"), lambda x: _slow.scan(x, "mul"), exact),
-        Row("scan", "float32 max", ("f32",),
-            lambda x: gpuscan.scan(x, "max"), lambda x: _slow.scan(x, "max"), exact),
-        Row("scan", "uint8 xor, exclusive", ("u8",),
-            lambda x: gpuscan.scan(x, np.bitwise_xor, exclusive=True),
-            lambda x: _slow.scan(x, "xor", exclusive=True), exact),
-        Row("scan", "float64 add, axis=1", ("f64_rows",),
-            lambda x: gpuscan.scan(x, axis=1), lambda x: _slow.scan(x, axis=1),
-            within_bound(lambda r, x: _slow.scan_error(r, x, axis=1))),
-        Row("scan", "float32 min, axis=0", ("f32_cols",),
-            lambda x: gpuscan.scan(x, "min", axis=0), lambda x: _slow.scan(x, "min", axis=0),
-            exact),
-    ]
+def row(primitive, label, samples, *args, check=exact, algorithm=None, **kwargs):
+    """A row whose gpuscan call and NumPy twin take the samples and the same arguments
+    (algorithm=, a teaching variant, goes to gpuscan's alone).  The functions are looked up
+    when the row runs."""
+    teach = {} if algorithm is None else {"algorithm": algorithm}
+    return Row(primitive, label, tuple(samples.split()),
+               lambda *s: getattr(gpuscan, primitive)(*s, *args, **kwargs, **teach),
+               lambda *s: getattr(_slow, primitive)(*s, *args, **kwargs), check)
 
 
-def segmented_rows():
-    return [
-        Row("segmented_scan", "int32 add, exclusive", ("i32", "heads"),
-            lambda x, f: gpuscan.segmented_scan(x, f, exclusive=True),
-            lambda x, f: _slow.segmented_scan(x, f, exclusive=True), exact),
-        Row("segmented_scan", "int32 max", ("i32", "heads"),
-            lambda x, f: gpuscan.segmented_scan(x, f, "max"),
-            lambda x, f: _slow.segmented_scan(x, f, "max"), exact),
-    ]
-
-
-def reduce_rows():
-    return [
-        Row("reduce", "float32 add", ("f32",), gpuscan.reduce, _slow.reduce,
-            within_bound(_slow.reduce_error)),
-        Row("reduce", "int32 add -> int64", ("i32",), gpuscan.reduce, _slow.reduce, exact),
-        Row("reduce", "float32 max", ("f32",),
-            lambda x: gpuscan.reduce(x, "max"), lambda x: _slow.reduce(x, "max"), exact),
-        Row("reduce", "uint8 xor", ("u8",),
-            lambda x: gpuscan.reduce(x, "xor"), lambda x: _slow.reduce(x, "xor"), exact),
-        Row("reduce", "float64 add, axis=1", ("f64_rows",),
-            lambda x: gpuscan.reduce(x, axis=1), lambda x: _slow.reduce(x, axis=1),
-            within_bound(lambda r, x: _slow.reduce_error(r, x, axis=1))),
-        Row("reduce", "float32 add, axis=0", ("f32_cols",),
-            lambda x: gpuscan.reduce(x, axis=0), lambda x: _slow.reduce(x, axis=0),
-            within_bound(lambda r, x: _slow.reduce_error(r, x, axis=0))),
-    ]
-
-
-def segment_reduction_rows():
-    return [
-        Row("reduceat", "float32 add", ("f32", "starts"), gpuscan.reduceat, _slow.reduceat,
-            within_bound(_slow.segments_error)),
-        Row("reduceat", "int32 max", ("i32", "starts"),
-            lambda x, i: gpuscan.reduceat(x, i, "max"),
-            lambda x, i: _slow.reduceat(x, i, "max"), exact),
-        Row("segmented_reduce", "float32 add", ("f32", "heads"),
-            gpuscan.segmented_reduce, _slow.segmented_reduce,
-            within_bound(lambda r, x, f: _slow.segments_error(
-                r, x, np.flatnonzero(np.r_[True, f[1:]])))),
-        Row("segmented_reduce", "int32 min", ("i32", "heads"),
-            lambda x, f: gpuscan.segmented_reduce(x, f, "min"),
-            lambda x, f: _slow.segmented_reduce(x, f, "min"), exact),
-    ]
-
-
-def recurrence_rows():
-    return [
-        Row("linear_recurrence", "float32, a in [0.9, 1)", ("decay", "f32"),
-            gpuscan.linear_recurrence, _slow.linear_recurrence,
-            within_bound(_slow.recurrence_error)),
-        Row("linear_recurrence", "float64, axis=1", ("decay_rows", "f64_rows"),
-            gpuscan.linear_recurrence, _slow.linear_recurrence,
-            within_bound(_slow.recurrence_error)),
-    ]
-
-
-def split_rows():
-    return [
-        Row("split", "float32, half flagged", ("f32", "half"), gpuscan.split, _slow.split,
-            split_check),
-        Row("compact", "int32, half flagged", ("i32", "half"), gpuscan.compact, _slow.compact,
-            exact),
-    ]
-
-
-def histogram_rows():
-    return [
-        Row("histogram", "float32, 256 bins", ("f32",),
-            lambda x: gpuscan.histogram(x, bins=256, range=(-1, 1))[0],
-            lambda x: _slow.histogram(x, bins=256, range=(-1, 1))[0], exact),
-        Row("histogram", "float32, 65536 bins", ("f32",),
-            lambda x: gpuscan.histogram(x, bins=65536)[0],
-            lambda x: _slow.histogram(x, bins=65536)[0], exact),
-        Row("histogram", "uint8, 256 bins", ("u8",),
-            lambda x: gpuscan.histogram(x, bins=256, range=(0, 256))[0],
-            lambda x: _slow.histogram(x, bins=256, range=(0, 256))[0], exact),
-        Row("bincount", "uint8", ("u8",), gpuscan.bincount, _slow.bincount, exact),
-        Row("bincount", "int32 in [0, 1000)", ("keys",), gpuscan.bincount, _slow.bincount,
-            exact),
-    ]
+SCAN_BOUND = within_bound(_slow.scan_error)
 
 
 def main_rows():
     """Every primitive's rows, in the order of the table."""
-    return (scan_rows() + segmented_rows() + reduce_rows() + segment_reduction_rows()
-            + recurrence_rows() + split_rows() + histogram_rows())
+    return [
+        row("scan", "float32 add", "f32", check=SCAN_BOUND),
+        row("scan", "int32 add -> int64", "i32"),
+        row("scan", "int32 add, exclusive", "i32", exclusive=True),
+        row("scan", "int64 mul (wraps)", "odd_i64", "mul"),
+        row("scan", "float32 max", "f32", "max"),
+        row("scan", "uint8 xor, exclusive", "u8", np.bitwise_xor, exclusive=True),
+        row("scan", "float64 add, axis=1", "f64_rows", axis=1,
+            check=within_bound(lambda r, x: _slow.scan_error(r, x, axis=1))),
+        row("scan", "float32 min, axis=0", "f32_cols", "min", axis=0),
+        row("segmented_scan", "int32 add, exclusive", "i32 heads", exclusive=True),
+        row("segmented_scan", "int32 max", "i32 heads", "max"),
+        row("reduce", "float32 add", "f32", check=within_bound(_slow.reduce_error)),
+        row("reduce", "int32 add -> int64", "i32"),
+        row("reduce", "float32 max", "f32", "max"),
+        row("reduce", "uint8 xor", "u8", "xor"),
+        row("reduce", "float64 add, axis=1", "f64_rows", axis=1,
+            check=within_bound(lambda r, x: _slow.reduce_error(r, x, 1))),
+        row("reduce", "float32 add, axis=0", "f32_cols", axis=0,
+            check=within_bound(lambda r, x: _slow.reduce_error(r, x, 0))),
+        row("reduceat", "float32 add", "f32 starts", check=within_bound(_slow.segments_error)),
+        row("reduceat", "int32 max", "i32 starts", "max"),
+        row("segmented_reduce", "float32 add", "f32 heads",
+            check=within_bound(lambda r, x, f: _slow.segments_error(
+                r, x, np.flatnonzero(np.r_[True, f[1:]])))),
+        row("segmented_reduce", "int32 min", "i32 heads", "min"),
+        row("linear_recurrence", "float32, a in [0.9, 1)", "decay f32",
+            check=within_bound(_slow.recurrence_error)),
+        row("linear_recurrence", "float64, axis=1", "decay_rows f64_rows",
+            check=within_bound(_slow.recurrence_error)),
+        row("split", "float32, half flagged", "f32 half", check=split_check),
+        row("compact", "int32, half flagged", "i32 half"),
+        row("histogram", "float32, 256 bins", "f32", bins=256, range=(-1, 1)),
+        row("histogram", "float32, 65536 bins", "f32", bins=65536),
+        row("histogram", "uint8, 256 bins", "u8", bins=256, range=(0, 256)),
+        row("bincount", "uint8", "u8"),
+        row("bincount", "int32 in [0, 1000)", "keys"),
+    ]
 
 
 def teaching_rows():
     """The teaching variants (algorithm=): the same answers, by the textbook algorithms."""
     return [
-        Row("scan", "int32 add, hillis_steele", ("i32",),
-            lambda x: gpuscan.scan(x, algorithm="hillis_steele"), _slow.scan, exact),
-        Row("scan", "float32 add, hillis_steele", ("f32",),
-            lambda x: gpuscan.scan(x, algorithm="hillis_steele"), _slow.scan,
-            within_bound(_slow.scan_error)),
-        Row("scan", "int32 add excl, blelloch", ("i32",),
-            lambda x: gpuscan.scan(x, exclusive=True, algorithm="blelloch"),
-            lambda x: _slow.scan(x, exclusive=True), exact),
-        Row("scan", "float32 add, blelloch", ("f32",),
-            lambda x: gpuscan.scan(x, algorithm="blelloch"), _slow.scan,
-            within_bound(_slow.scan_error)),
-        Row("segmented_scan", "int32 add excl, blelloch", ("i32", "heads"),
-            lambda x, f: gpuscan.segmented_scan(x, f, exclusive=True, algorithm="blelloch"),
-            lambda x, f: _slow.segmented_scan(x, f, exclusive=True), exact),
-        Row("segmented_scan", "int32 max, blelloch", ("i32", "heads"),
-            lambda x, f: gpuscan.segmented_scan(x, f, "max", algorithm="blelloch"),
-            lambda x, f: _slow.segmented_scan(x, f, "max"), exact),
+        row("scan", "int32 add, hillis_steele", "i32", algorithm="hillis_steele"),
+        row("scan", "float32 add, hillis_steele", "f32", algorithm="hillis_steele",
+            check=SCAN_BOUND),
+        row("scan", "int32 add excl, blelloch", "i32", exclusive=True, algorithm="blelloch"),
+        row("scan", "float32 add, blelloch", "f32", algorithm="blelloch", check=SCAN_BOUND),
+        row("segmented_scan", "int32 add excl, blelloch", "i32 heads", exclusive=True,
+            algorithm="blelloch"),
+        row("segmented_scan", "int32 max, blelloch", "i32 heads", "max", algorithm="blelloch"),
     ]
 
 
