@@ -106,7 +106,7 @@ if want build; then
             if grep -q "building the CPU backend only" "$OUTDIR/build.log"; then
                 fail build "built WITHOUT CUDA kernels (see build.log)"
             else
-                add build ok "$(grep -m1 -o 'building CUDA kernels with .*' "$OUTDIR/build.log" || echo 'pip install -e . ok')"
+                add build ok "$(grep -m1 -o 'built gpuscan._gpuscan with .*' "$OUTDIR/build.log" || echo 'pip install -e . ok')"
             fi
         else
             timed_out $rc && why="timed out after ${secs}s" || why="exit $rc"
