@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-# Half a second of calls per comparison: a 10^7-element NumPy call (a few to tens of ms) gets
-# 5-50 repetitions, and the demo's ~35 rows take about 20 s.
+# Half a second of calls per comparison: a pair of 10^7-element calls (a few to tens of ms
+# each) gets 5-50 repetitions, and a comparison of slow calls still ends within seconds.
 TARGET_S = 0.5
 # At least 3 repetitions, so that one descheduled call cannot be the median.
 MIN_REPS = 3
