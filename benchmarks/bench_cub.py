@@ -1,9 +1,9 @@
-"""benchmarks/bench_cub.py - gpuscan against CUB, both timed in one job (issue 16).
+"""benchmarks/bench_cub.py - gpuscan against CUB, both timed in one job.
 
     python benchmarks/bench_cub.py [--quick] [--out DIR] [--min-log2 16] [--max-log2 28]
                                    [--step 4] [--cub-driver PATH] [--nvcc PATH]
 
-Device-resident data, n = 2^16, 2^20, 2^24, 2^28 (the issue's sizes; --min-log2, --max-log2 and
+Device-resident data, n = 2^16, 2^20, 2^24, 2^28 (by default; --min-log2, --max-log2 and
 --step choose others).  First benchmarks/cub_driver.cu is built with the toolkit's nvcc for this
 GPU's compute capability (or --cub-driver names a built one) and run with harness.py's timing
 policy: it checks each CUB call once against the host at the smallest size, then times
@@ -18,7 +18,8 @@ the other benchmarks time (reduce, histogram and split allocate their results; s
 count back to the host, CUB's partition leaves it on the device: "cub+sync" is CUB's partition
 doing the same, as information beside the goal).
 
-Rows: gpuscan's (timed here, checked as in bench_scan/segreduce/hist/split) and CUB's (impl
+Rows: gpuscan's (timed here, checked on the host as bench_scan/segreduce/hist/split check
+theirs, by gpuscan/_slow.py's twins) and CUB's (impl
 "cub", kind "external": the driver's median, reps and buffer sets) under one case name, with the
 case's byte count for both (CUB's by-key scan also reads 4-byte keys where gpuscan reads 1-byte
 heads; its partition writes the unflagged values reversed, gpuscan keeps them in order).
@@ -78,10 +79,10 @@ CUB_CASES = {
 CUB_IMPL = {"split_i32_host": "cub+sync"}
 MEMCPY = "memcpy"
 DRIVER_CASES = (MEMCPY,) + tuple(CUB_CASES)
-# The done-when of issue 16: at least as fast as CUB at every size.  The segmented scan is
-# compared too (CUB's by-key scan), as information.
+# The goal: at least as fast as CUB at every size.  The segmented scan is compared too (CUB's
+# by-key scan), as information.
 GOAL_CASES = (RED_F32, RED_I32, HIST256, HIST4096, SPLIT, SCAN_I32, SCAN_F32)
-# Issue 16: a segmented scan at most 1.15x the plain scan's time (at the large sizes).
+# A segmented scan at most 1.15x the plain scan's time (at the large sizes).
 SEG_OVER_PLAIN, SEG_RATIO_FROM = 1.15, 2**24
 
 # harness.py's timing policy, handed to the driver so both sides are timed alike.
@@ -254,40 +255,40 @@ def suite(h):
                                          for e in cub_external(run, d, n.bit_length() - 1)],
                       **kw)
 
-    for n, k in zip(sizes, logs):
-        harness.log(f"n = {fmt_n(n)}")
-        mine = h.memcpy(n, 4)
+    for n, k in zip(h.each_size(4), logs):
+        mine = h.memcpy(n, 4)   # the row each_size timed
         here = "failed" if mine.ms is None else f"{mine.ms:.4f} ms"
         h.note(f"memcpy d2d 4B n={fmt_n(n)}: cub_driver {run.times[(MEMCPY, k)]['ms']:.4f} ms, "
                f"harness {here} (the two timers should agree)")
         case(SCAN_I32, n, inputs=[(np.int32, "int")], outputs=[np.int32],
              impls=[("gpuscan", "gpuscan.scan(x, dtype=i32, out=o)",
                      lambda x, o: gpuscan.scan(x, dtype=np.int32, out=o))],
-             check=bench_scan.make_check(h, scan_i32))
+             check=h.on_host(bench_scan.host_check(scan_i32)))
         case(SCAN_F32, n, inputs=[(np.float32, "uniform")], outputs=[np.float32],
              impls=[("gpuscan", "gpuscan.scan(x, out=o)",
                      lambda x, o: gpuscan.scan(x, out=o))],
-             check=bench_scan.make_check(h, scan_f32))
+             check=h.on_host(bench_scan.host_check(scan_f32)))
         case(SEG, n, inputs=[(np.int32, "int"), (np.uint8, heads_every)], outputs=[np.int32],
              impls=[("gpuscan", "gpuscan.segmented_scan(x, f, dtype=i32, out=o)",
                      lambda x, f, o: gpuscan.segmented_scan(x, f, dtype=np.int32, out=o))],
-             check=bench_segreduce.check_seg(h))
+             check=h.on_host(bench_segreduce.check_seg))
         for name, dt, kind in ((RED_F32, np.float32, "uniform"), (RED_I32, np.int32, "int")):
             case(name, n, inputs=[(dt, kind)], outputs=[],
                  impls=[("gpuscan", f"gpuscan.reduce(x, dtype={harness.abbr(dt)})",
                          lambda x, dt=dt: gpuscan.reduce(x, dtype=dt))],
-                 check=bench_segreduce.check_sum(h), memcpy_elem=4, nbytes=4 * n)
+                 check=h.on_host(bench_segreduce.check_sum()), memcpy_elem=4, nbytes=4 * n)
         for name, bins in ((HIST256, 256), (HIST4096, 4096)):
             case(name, n, inputs=[(np.float32, "uniform")], outputs=[],
                  impls=[("gpuscan", f"gpuscan.histogram(x, {bins}, (0, 1))",
                          lambda x, b=bins: gpuscan.histogram(x, bins=b, range=(0, 1))[0])],
-                 check=bench_hist.check_hist(h, bins, 0.0, 1.0), memcpy_elem=4, nbytes=4 * n)
+                 check=h.on_host(bench_hist.check_hist(bins, 0.0, 1.0)), memcpy_elem=4,
+                 nbytes=4 * n)
         case(SPLIT, n, inputs=[(np.int32, "int"), (np.uint8, bench_split.half_flags)],
              outputs=[], impls=[("gpuscan", "gpuscan.split(x, f)",
                                  lambda x, f: gpuscan.split(x, f))],
-             check=bench_split.check(h, False), memcpy_elem=4, nbytes=9 * n)
+             check=h.on_host(bench_split.check(False)), memcpy_elem=4, nbytes=9 * n)
 
-    # ---- The done-when figures of issue 16 ----
+    # ---- The goals ----
     for name in GOAL_CASES:
         for n in sizes:
             h.goal_vs_at(name, "cub", n)
@@ -311,7 +312,7 @@ def suite(h):
 
 def make_parser():
     p = harness.make_parser(TITLE)
-    # The issue's sizes, 2^16 to 2^28 in steps of 2^4; PyTorch has no row here.
+    # 2^16 to 2^28 in steps of 2^4; PyTorch has no row here.
     p.set_defaults(min_log2=16, step=4, no_torch=True)
     p.add_argument("--cub-driver", metavar="PATH", default=None,
                    help="a built benchmarks/cub_driver.cu (default: build it with nvcc)")

@@ -1,5 +1,4 @@
-"""benchmarks/bench_dask.py - gpuscan.dask against dask.array on the same Dask cluster
-(issues #15 and #20).
+"""benchmarks/bench_dask.py - gpuscan.dask against dask.array on the same Dask cluster.
 
     python benchmarks/bench_dask.py [--log2 30] [--chunks 64] [--workers 2] [--out DIR]
     python benchmarks/bench_dask.py --cupy [--gpus 0,1] [--log2 31 --chunks 128] [--scaling]
@@ -8,15 +7,15 @@ One float32 array of 2^log2 values in `chunks` equal chunks, made on the workers
 uniform in [0, 1)) and kept there (persisted), with uint8 segment heads set with probability
 2^-10 (segments of about a thousand) and uint8 split flags set with probability 1/2.  Each case
 is one lazy call computed on the cluster and kept there (persist + wait, then released), timed
-wall-clock from the call to the last chunk in place (harness.host_case: warm-up, median of at
-least 3):
+wall-clock from the call to the last chunk in place (harness.host_case: gpuscan/_timing.py's
+policy, a warm-up, then the median of at least 3):
   gsd.scan (sequential and blelloch carries)   vs  dask.array.cumsum (the same two methods)
   gsd.histogram (256 bins, range given)        vs  dask.array.histogram
   gsd.split                                    vs  dask.array.concatenate([x[m], x[~m]])
   gsd.segmented_scan                           (Dask has no segmented scan)
 Bytes per call count what a call must read and write once (scan 8n, segmented scan 9n, split
 9n, histogram 4n).  Before timing, the same calls on int32 data of 2^22 values in the same
-number of chunks are checked against gpuscan's single-array calls (bit for bit), and at full
+number of chunks are checked against gpuscan/_slow.py's NumPy twins (bit for bit), and at full
 size the last chunk of each float scan is checked against a float64 prefix (the contract's
 bound for the whole length), so a carry lost anywhere in the chain shows.
 
@@ -41,6 +40,8 @@ sys.path.append(os.path.dirname(HERE))   # gpuscan from the checkout when it is 
 
 import harness  # noqa: E402
 from harness import fmt_n  # noqa: E402
+
+from gpuscan import _slow  # noqa: E402
 
 TITLE = "gpuscan.dask vs dask.array on one Dask cluster"
 BINS, RANGE = 256, (0.0, 1.0)
@@ -108,9 +109,9 @@ def host(a):
 
 
 # ---- checks -------------------------------------------------------------------------------------
-def check_small(h, da, gsd, gpuscan, chunks, cupy):
+def check_small(h, da, gsd, chunks, cupy):
     """int32 data of 2^CHECK_LOG2 values in `chunks` chunks: every gsd call bit for bit against
-    gpuscan's single-array call on the whole array."""
+    gpuscan/_slow.py's twin on the whole array."""
     import dask
 
     n = 1 << CHECK_LOG2
@@ -122,15 +123,15 @@ def check_small(h, da, gsd, gpuscan, chunks, cupy):
                        gsd.segmented_scan(x, heads), out, count,
                        gsd.histogram(x, BINS, range=(-1000, 1000))[0])
     a, hd, fl, *res = [host(r) for r in got]
-    want = [gpuscan.scan(a), gpuscan.scan(a), gpuscan.segmented_scan(a, hd),
-            *gpuscan.split(a, fl), np.histogram(a, BINS, range=(-1000, 1000))[0]]
+    want = [_slow.scan(a), _slow.scan(a), _slow.segmented_scan(a, hd), *_slow.split(a, fl),
+            _slow.histogram(a, BINS, range=(-1000, 1000))[0]]
     names = ["scan", "scan blelloch", "segmented_scan", "split", "split count", "histogram"]
     for name, r, w in zip(names, res, want):
-        if not np.array_equal(r, w):
-            h.fail(f"check at 2^{CHECK_LOG2} in {chunks} chunks: gsd.{name} differs from the "
-                   f"single-array call")
+        problem = _slow.first_difference(r, w)
+        if problem:
+            h.fail(f"check at 2^{CHECK_LOG2} in {chunks} chunks: gsd.{name}: {problem}")
     h.note(f"checked at 2^{CHECK_LOG2} int32 in {chunks} chunks: gsd.scan (both methods), "
-           f"segmented_scan, split (+count), histogram equal gpuscan's single-array calls bit "
+           f"segmented_scan, split (+count), histogram equal gpuscan/_slow.py's NumPy twins bit "
            f"for bit")
 
 
@@ -143,11 +144,9 @@ def check_last_chunk(h, da, x, r, label):
     n = x.shape[0]
     before, tail, got = dask.compute(x[:-m].astype(np.float64).sum(),
                                      x[-m:].astype(np.float64), r[-m:])
-    exact = float(host(before)) + np.cumsum(host(tail))
-    mag = exact        # the values are non-negative: sum|x| is the sum itself
-    err = np.abs(host(got).astype(np.float64) - exact)
-    bound = (math.log2(n) + 2) * float(np.finfo(np.float32).eps) * mag
-    worst = float(np.max(err / bound))
+    exact = float(host(before)) + _slow.scan(host(tail))
+    # The values are non-negative: sum|x| is the sum itself.
+    worst = _slow.sum_error(host(got), exact, exact, n, float(np.finfo(np.float32).eps))
     if not worst <= 1.0:
         h.fail(f"{label}: the last chunk is off by {worst:.2f} of the bound")
     h.note(f"{label} at {fmt_n(n)}: last chunk within {worst:.3f} of the contract's bound "
@@ -246,7 +245,7 @@ def suite(h):
                        f"{sorted(backends)}")
                 if backends != {"cuda"}:
                     h.fail(f"GPU workers run the {sorted(backends)} backend")
-                check_small(h, da, gsd, gpuscan, chunks, True)
+                check_small(h, da, gsd, chunks, True)
                 per[k] = run_cases(h, client, da, gsd, n, chunks, True, f"{k} GPU: ")
         if len(counts) == 2:
             k = counts[1]
@@ -266,7 +265,7 @@ def suite(h):
             h.note(f"LocalCluster: {args.workers} worker processes x 1 thread, "
                    f"GPUSCAN_NUM_THREADS={threads} each, backends {sorted(backends)}; "
                    f"{cores} cores")
-            check_small(h, da, gsd, gpuscan, chunks, False)
+            check_small(h, da, gsd, chunks, False)
             run_cases(h, client, da, gsd, n, chunks, False)
     h.note("at the end: load average %.1f %.1f %.1f" % os.getloadavg())
     h.note("Dask has no segmented scan and no split; its split row is two boolean indexings "

@@ -1,5 +1,5 @@
 """benchmarks/bench_hist.py - gpuscan.histogram and gpuscan.bincount against memcpy, CuPy and
-PyTorch (issue #4).
+PyTorch.
 
     python benchmarks/bench_hist.py [--quick] [--out DIR] [--max-log2 28] [--no-torch]
 
@@ -9,9 +9,9 @@ torch.histc); uint8 uniform in [0, 256) into 256 bins over (0, 256) (PyTorch: to
 the same counts for unit-width bins); int32 uniform in [0, 1000) through bincount (CuPy and
 PyTorch: their bincount).  A histogram reads its input once and writes a few kilobytes, so the
 bandwidth counts bytes read, against the same run's device-to-device memcpy (bytes read +
-written).  Every gpuscan result is checked exactly: counts against a reference made on the
-device from NumPy's edges (searchsorted in the edges' dtype, the last bin closed) and
-cupy.bincount.  Timing rules, columns and the result file: harness.py (tag "hist").
+written).  Every gpuscan result is checked exactly, on the host, against np.histogram and
+np.bincount (gpuscan/_slow.py's twins).  Timing rules, columns and the result file: harness.py
+(tag "hist").
 """
 
 import os
@@ -24,7 +24,8 @@ sys.path.insert(0, HERE)
 sys.path.append(os.path.dirname(HERE))   # gpuscan from the checkout when it is not installed
 
 import harness  # noqa: E402
-from harness import fmt_n  # noqa: E402
+
+from gpuscan import _slow  # noqa: E402
 
 TITLE = "histogram and bincount (gpuscan vs memcpy, CuPy, PyTorch)"
 N_BIG, N_FROM = 2**28, 2**16
@@ -45,46 +46,22 @@ def values_1000(cp, size, dtype):
     return cp.random.randint(0, 1000, size, dtype=dtype)
 
 
-def check_hist(h, bins, lo, hi):
-    """Counts equal to NumPy's: the bins of NumPy's edges (for x's dtype) found on the
-    device."""
-    cp = h.cp
-
+def check_hist(bins, lo, hi):
+    """Counts equal to NumPy's np.histogram (gpuscan/_slow.py's twin) of the same values."""
     def check(res, x):
-        edges = cp.asarray(np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins,
-                                                  range=(lo, hi)))
-        xe = x.astype(edges.dtype)
-        keep = (x >= lo) & (x <= hi)
-        idx = cp.searchsorted(edges, xe[keep], side="right") - 1
-        idx = cp.minimum(idx, bins - 1)            # the last bin is closed
-        ref = cp.bincount(idx, minlength=bins)
-        got = cp.asarray(res)
-        if got.shape != ref.shape:
-            return f"shape {got.shape}, reference {ref.shape}"
-        bad = cp.flatnonzero(got != ref)
-        return None if bad.size == 0 else f"{int(bad.size)} bins differ, first {int(bad[0])}"
+        return _slow.first_difference(res, _slow.histogram(x, bins=bins, range=(lo, hi))[0])
 
     return check
 
 
-def check_bincount(h):
-    cp = h.cp
-
-    def check(res, x):
-        ref = cp.bincount(x)
-        got = cp.asarray(res)
-        ok = got.shape == ref.shape and bool(cp.all(got == ref))
-        return None if ok else "bincount differs"
-
-    return check
+def check_bincount(res, x):
+    return _slow.first_difference(res, _slow.bincount(x))
 
 
 def suite(h):
     import gpuscan
     cp, torch = h.cp, h.torch
-    for n in h.sizes():
-        harness.log(f"n = {fmt_n(n)}")
-        h.memcpy(n, 4)
+    for n in h.each_size(4):
         for bins in F32_BINS:
             impls = [("gpuscan", f"gpuscan.histogram(x, {bins}, (0, 1))",
                       lambda x, b=bins: gpuscan.histogram(x, bins=b, range=(0, 1))[0]),
@@ -94,7 +71,7 @@ def suite(h):
                 impls.append(("torch", f"torch.histc(x, {bins}, 0, 1)",
                               lambda x, b=bins: torch.histc(x, bins=b, min=0, max=1)))
             h.device_case(f32_case(bins), n, inputs=[(np.float32, "uniform")], outputs=[],
-                          impls=impls, check=check_hist(h, bins, 0.0, 1.0), memcpy_elem=4,
+                          impls=impls, check=h.on_host(check_hist(bins, 0.0, 1.0)), memcpy_elem=4,
                           nbytes=4 * n)
         impls = [("gpuscan", "gpuscan.histogram(x, 256, (0, 256))",
                   lambda x: gpuscan.histogram(x, bins=256, range=(0, 256))[0]),
@@ -104,17 +81,15 @@ def suite(h):
             impls.append(("torch", "torch.bincount(x, minlength=256)",
                           lambda x: torch.bincount(x, minlength=256)))
         h.device_case(U8, n, inputs=[(np.uint8, u8_values)], outputs=[], impls=impls,
-                      check=check_hist(h, 256, 0, 256), memcpy_elem=4, nbytes=n)
+                      check=h.on_host(check_hist(256, 0, 256)), memcpy_elem=4, nbytes=n)
         impls = [("gpuscan", "gpuscan.bincount(x)", lambda x: gpuscan.bincount(x)),
                  ("cupy", "cupy.bincount(x)", lambda x: cp.bincount(x))]
         if torch is not None:
             impls.append(("torch", "torch.bincount(x)", lambda x: torch.bincount(x)))
         h.device_case(BINC, n, inputs=[(np.int32, values_1000)], outputs=[], impls=impls,
-                      check=check_bincount(h), memcpy_elem=4, nbytes=4 * n)
+                      check=h.on_host(check_bincount), memcpy_elem=4, nbytes=4 * n)
 
-    # ---- The done-when figures of issue #4 (and CUB's, from shared/GPU.md, as notes). ----
-    h.note("CUB HistogramEven f32 on an H200 (shared/GPU.md): 256 bins 0.255 ms (4209 GB/s, "
-           "~99% of memcpy), 4096 bins 2.95 ms (364 GB/s, ~9%).")
+    # ---- The goals (CUB's figures: bench_cub.py) ----
     h.goal_pct_memcpy(f32_case(256), N_BIG, 85)
     h.goal_pct_memcpy(f32_case(4096), N_BIG, 50)
     for lib in ("cupy", "torch"):

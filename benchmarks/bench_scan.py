@@ -10,8 +10,9 @@ exclusive int32, min and max of int32 and float32; beside CuPy's cumsum (and its
 minimum/maximum.accumulate when it has them) and PyTorch's cumsum/cummin/cummax.  Then the
 float32 accuracy against the contract's bound, run-to-run determinism, and NumPy in/out
 (gpuscan.scan(numpy) against np.cumsum and the CuPy/PyTorch round trips) at 2^20, 2^24, 2^28.
-Every gpuscan result is checked (integers and min/max bit-exact, float add within
-(log2 n + 2) eps sum|x|).  Timing rules, columns and the result file: harness.py.
+Every gpuscan result is checked on the host by the package's NumPy twins (gpuscan/_slow.py:
+integers and min/max bit-exact, float add within (log2 n + 2) eps sum|x|).  Timing rules,
+columns and the result file: harness.py (the file's tag is "scan").
 
 Exit status: 0, or 1 if a gpuscan call failed or gave a wrong result (missed speed goals are
 reported in the summary, not in the status), 2 if CuPy or the CUDA backend is missing.
@@ -29,6 +30,8 @@ sys.path.append(os.path.dirname(HERE))   # gpuscan from the checkout when it is 
 
 import harness  # noqa: E402
 from harness import abbr, fmt_n  # noqa: E402
+
+from gpuscan import _slow  # noqa: E402
 
 TITLE = "scan (gpuscan.scan vs memcpy, CuPy, PyTorch, NumPy)"
 EPS32 = float(np.finfo(np.float32).eps)
@@ -90,16 +93,9 @@ def cupy_accumulate(cp, op):
         return None
 
 
-def first_difference(cp, res, ref):
-    bad = cp.flatnonzero(res != ref)
-    if bad.size == 0:
-        return None
-    i = int(bad[0])
-    return f"{int(bad.size)} elements differ, first at {i}: {res[i].item()!r} vs {ref[i].item()!r}"
-
-
 def add_units(cp, res, x):
-    """max_i |res_i - exact_i| / (eps32 * sum_{j<=i} |x_j|), exact from a float64 cumsum."""
+    """max_i |res_i - exact_i| / (eps32 * sum_{j<=i} |x_j|), exact from a float64 cumsum (the
+    accuracy figures, on the device: gpuscan's, CuPy's and PyTorch's, three runs each)."""
     ref = cp.cumsum(x, dtype=cp.float64)
     mag = cp.cumsum(cp.abs(x), dtype=cp.float64) if bool((x < 0).any()) else ref
     d = res.astype(cp.float64)
@@ -109,40 +105,16 @@ def add_units(cp, res, x):
     return float(d.max()) / EPS32
 
 
-def make_check(h, c):
-    cp = h.cp
-
-    def shift(incl, identity):
-        out = cp.empty_like(incl)
-        out[0] = identity
-        out[1:] = incl[:-1]
-        return out
-
+def host_check(c):
+    """Case c's check on NumPy arrays: gpuscan/_slow.py's scan twin and float bound."""
     def check(res, x):
         if res.dtype != c.out_dtype or res.shape != x.shape:
             return f"result {res.dtype}{res.shape}, expected {c.out_dtype}{x.shape}"
         if c.op == "add" and c.out_dtype.kind == "f":
-            if c.exclusive:
-                if res.size and float(res[0]) != 0.0:
-                    return f"exclusive result starts with {res[0].item()!r}, not 0"
-                res = res[1:]
-                x = x[:-1]
-            units = add_units(cp, res, x)
-            bound = math.log2(max(x.size, 2)) + 2
-            return None if units <= bound else f"error {units:.1f} eps-units > bound {bound:.1f}"
-        if c.op == "add":
-            ref = cp.cumsum(x, dtype=c.out_dtype)
-            identity = 0
-        else:   # NumPy's, on the host: independent of the baselines (~0.7 s at 2^28)
-            uf = {"min": np.minimum, "max": np.maximum}[c.op]
-            ref = cp.asarray(uf.accumulate(cp.asnumpy(x)))
-            info = np.finfo if c.out_dtype.kind == "f" else np.iinfo
-            identity = info(c.out_dtype).max if c.op == "min" else info(c.out_dtype).min
-            if c.out_dtype.kind == "f":
-                identity = np.inf if c.op == "min" else -np.inf
-        if c.exclusive:
-            ref = shift(ref, identity)
-        return first_difference(cp, res, ref)
+            ratio = _slow.scan_error(res, x, exclusive=c.exclusive)
+            return None if ratio <= 1 else f"error {ratio:.2f} x the bound"
+        return _slow.first_difference(res, _slow.scan(x, c.op, c.exclusive,
+                                                      dtype=c.kw.get("dtype")))
 
     return check
 
@@ -180,13 +152,10 @@ def impls_for(h, c, minmax_acc):
 
 
 def device_cases(h, minmax_acc):
-    for n in h.sizes():
-        harness.log(f"n = {fmt_n(n)}")
-        h.memcpy(n, 4)
-        h.memcpy(n, 8)
+    for n in h.each_size(4, 8):
         for c in CASES:
             h.device_case(c.name, n, inputs=[(c.in_dtype, c.kind)], outputs=[c.out_dtype],
-                          impls=impls_for(h, c, minmax_acc), check=make_check(h, c))
+                          impls=impls_for(h, c, minmax_acc), check=h.on_host(host_check(c)))
 
 
 # ================================================================================================
@@ -263,11 +232,7 @@ def host_cases(h):
             out_dt = np.cumsum(x[:1]).dtype
             case = f"numpy-io scan add {abbr(dtype)}" + \
                 (f"->{abbr(out_dt)}" if out_dt != x.dtype else "")
-            c = ScanCase(dtype, kind, out_dt)
-
-            def check(res, xh, c=c):
-                return make_check(h, c)(cp.asarray(res), cp.asarray(xh))
-
+            check = host_check(ScanCase(dtype, kind, out_dt))
             impls = [
                 ("gpuscan", "gpuscan.scan(x)", lambda a: gpuscan.scan(a)),
                 ("numpy", "np.cumsum(x)", lambda a: np.cumsum(a)),
@@ -329,4 +294,4 @@ def suite(h):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_main(TITLE, suite))
+    sys.exit(harness.run_main(TITLE, suite, default_tag="scan"))

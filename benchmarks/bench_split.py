@@ -1,5 +1,4 @@
-"""benchmarks/bench_split.py - gpuscan.split and gpuscan.compact against memcpy, CuPy and PyTorch
-(issue #5).
+"""benchmarks/bench_split.py - gpuscan.split and gpuscan.compact against memcpy, CuPy and PyTorch.
 
     python benchmarks/bench_split.py [--quick] [--out DIR] [--max-log2 28] [--no-torch]
 
@@ -11,7 +10,7 @@ mask being the same bytes viewed as bool.  Bytes per call count what a split mus
 n values read, n flags read, n values written (int32: 9 n); compact the same with only the
 flagged values written (int32: 7 n with half set).  %memcpy is against the same run's
 device-to-device memcpy of elements of the values' width.  Every gpuscan result is checked
-bit for bit (and split's count).  gpuscan returns new arrays (no out=), and both calls sync once
+bit for bit on the host against gpuscan/_slow.py's twins (and split's count).  gpuscan returns new arrays (no out=), and both calls sync once
 for the count, as CuPy's and PyTorch's boolean indexing do.  Timing rules, columns and the result
 file: harness.py (the file's tag is "split").
 """
@@ -26,7 +25,9 @@ sys.path.insert(0, HERE)
 sys.path.append(os.path.dirname(HERE))   # gpuscan from the checkout when it is not installed
 
 import harness  # noqa: E402
-from harness import abbr, fmt_n  # noqa: E402
+from harness import abbr  # noqa: E402
+
+from gpuscan import _slow  # noqa: E402
 
 TITLE = "split and compact (gpuscan vs memcpy, CuPy, PyTorch)"
 N_BIG, N_FROM = 2**28, 2**16
@@ -42,25 +43,22 @@ def case_name(kind, dt):
     return f"{kind} {abbr(dt)} u8 flags"
 
 
-def check(h, compact):
-    cp = h.cp
-
+def check(compact):
+    """The values moved, bit for bit, against gpuscan/_slow.py's split or compact."""
     def run(res, x, f):
-        m = f != 0
-        want = x[m] if compact else cp.concatenate((x[m], x[~m]))
+        want = _slow.compact(x, f) if compact else _slow.split(x, f)[0]
         if res.shape != want.shape:
             return f"shape {res.shape}, expected {want.shape}"
         u = f"u{x.dtype.itemsize}"
-        bad = cp.flatnonzero(res.view(u) != want.view(u))
-        return None if bad.size == 0 else f"{bad.size} differ, first at {int(bad[0])}"
+        return _slow.first_difference(res.view(u), want.view(u))
 
     return run
 
 
-def check_count(gs, x, f):
+def check_count(gs, cp, x, f):
     """split's count, once: a Python int equal to the flags set."""
-    out, count = gs.split(x, f)
-    want = int((f != 0).sum())
+    count = gs.split(x, f)[1]
+    want = _slow.split(cp.asnumpy(x), cp.asnumpy(f))[1]
     if type(count) is not int or count != want:
         return f"split count {count!r}, expected {want}"
     return None
@@ -69,10 +67,7 @@ def check_count(gs, x, f):
 def suite(h):
     import gpuscan
     cp, torch = h.cp, h.torch
-    for n in h.sizes():
-        if n < N_FROM:
-            continue
-        harness.log(f"n = {fmt_n(n)}")
+    for n in h.each_size(min_n=N_FROM):
         for dt in VALUE_TYPES:
             size = np.dtype(dt).itemsize
             kind = "uniform" if np.dtype(dt).kind == "f" else "int"
@@ -92,23 +87,20 @@ def suite(h):
                                         f.view(torch.bool))))
                 compact_impls.append(("torch", "x[m]", lambda x, f: x[f.view(torch.bool)]))
             h.device_case(case_name("split", dt), n, inputs=inputs, outputs=[],
-                          impls=split_impls, check=check(h, False), memcpy_elem=size,
+                          impls=split_impls, check=h.on_host(check(False)), memcpy_elem=size,
                           nbytes=(2 * size + 1) * n, check_libs=("gpuscan", "cupy", "torch"))
             h.device_case(case_name("compact", dt), n, inputs=inputs, outputs=[],
-                          impls=compact_impls, check=check(h, True), memcpy_elem=size,
+                          impls=compact_impls, check=h.on_host(check(True)), memcpy_elem=size,
                           nbytes=(size + 1) * n + size * n // 2,
                           check_libs=("gpuscan", "cupy", "torch"))
         if n == N_FROM:
             x = cp.arange(n, dtype=cp.int32)
             f = half_flags(cp, n, np.uint8)
-            problem = check_count(gpuscan, x, f)
+            problem = check_count(gpuscan, cp, x, f)
             if problem:
                 h.fail(problem)
 
-    # ---- The done-when figures of issue #5 (and CUB's, from shared/GPU.md, as a note). ----
-    h.note("CUB on an H200 (shared/GPU.md): DevicePartition::Flagged int32 with 1-byte flags "
-           "0.891 ms at 2^28, 2711 GB/s = 64% of that run's memcpy (4246 GB/s); it writes the "
-           "unflagged group reversed, gpuscan keeps both groups in order.")
+    # ---- The goals (CUB's figures: bench_cub.py) ----
     h.goal_pct_memcpy(case_name("split", np.int32), N_BIG, 70)
     for dt in VALUE_TYPES:
         h.goal_vs(case_name("compact", dt), "cupy", N_FROM)

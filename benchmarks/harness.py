@@ -12,8 +12,11 @@ bench_histogram.py, ...) only describes cases; this module times them the same w
                 the per-call times is reported.  Inputs and outputs rotate among several buffer
                 sets whose total exceeds ROTATE_L2 times the L2 cache, so repeated calls do not
                 find their data in L2 (at large n one set already does).
-  host cases    NumPy in, NumPy out: time.perf_counter around the call, warm-up first, median
-                of HOST_MIN_REPS..HOST_MAX_REPS calls.
+  host cases    NumPy in, NumPy out: time.perf_counter around each call, by the package's own
+                host policy (gpuscan/_timing.py, which `python -m gpuscan` uses too): a warm-up
+                call of each library's, then the libraries' calls taking turns for about
+                _timing.TARGET_S seconds (_timing.MIN_REPS.._timing.MAX_REPS rounds); the
+                median per call.
   bytes         read + written once each (the inputs' and outputs' nbytes), GB/s = 1e9 B/s.
   external      times another program measured in the same job (CUB's, from cub_driver.cu,
                 under this module's policy) join a device case as rows of kind "external"
@@ -42,7 +45,6 @@ import math
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -50,6 +52,8 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from gpuscan import _timing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -78,11 +82,6 @@ L2_FALLBACK_BYTES = 60 * 2**20
 # Cap on rotated buffer sets: at 2^10-2^12 elements a call is launch-bound (microseconds of
 # host work per call, nanoseconds of memory traffic), so L2 residency cannot move its time.
 MAX_SETS = 2048
-# Host timing (NumPy in/out): at least 3 calls, at most 15, about 0.5 s of calls in all.
-HOST_TARGET_S = 0.5
-HOST_MIN_REPS = 3
-HOST_MAX_REPS = 15
-
 # The baselines a row's ratios are keyed by (the first four have columns, in this order;
 # "cub+sync", CUB's partition with its count read back, appears in bench_cub's goals only).
 RATIO_LIBS = ("cupy", "torch", "numpy", "cub", "cub+sync")
@@ -356,6 +355,27 @@ class Harness:
     def sizes(self):
         return sizes_from(self.args)
 
+    def each_size(self, *memcpy_elems, min_n=0):
+        """The run's sizes from min_n up, each logged and its memcpy rows (elements of these
+        byte widths, the %memcpy references) timed before the benchmark's cases."""
+        for n in self.sizes():
+            if n < min_n:
+                continue
+            log(f"n = {fmt_n(n)}")
+            for elem in memcpy_elems:
+                self.memcpy(n, elem)
+            yield n
+
+    def on_host(self, check):
+        """A device_case check made from one on NumPy arrays (gpuscan/_slow.py's twins and
+        checks): the result and the inputs are copied to the host first."""
+        cp = self.cp
+
+        def run(result, *inputs):
+            return check(cp.asnumpy(result), *(cp.asnumpy(a) for a in inputs))
+
+        return run
+
     def header_lines(self):
         info = self.info
         cc = info.get("compute_capability")
@@ -384,8 +404,9 @@ class Harness:
             "method         device: CUDA events on the legacy default stream, warm-up, median of "
             f">= {MIN_REPS} calls and >= {TARGET_MS:.0f} ms ({SLOW_REPS} calls when one takes "
             f"> {SLOW_MS:.0f} ms) in {SAMPLES} batches; inputs/outputs rotated over sets "
-            f"totalling > {ROTATE_L2}x L2 (at most {MAX_SETS}); host: perf_counter, median of "
-            f"{HOST_MIN_REPS}-{HOST_MAX_REPS}",
+            f"totalling > {ROTATE_L2}x L2 (at most {MAX_SETS}); host: perf_counter, the "
+            f"libraries' calls in turn, median of {_timing.MIN_REPS}-{_timing.MAX_REPS} "
+            f"(~{_timing.TARGET_S:g} s)",
             "columns        GB/s counts bytes read + written once; %memcpy = GB/s over the same "
             "run's cudaMemcpyAsync D2D GB/s at that n; vs X = X's ms / gpuscan's ms (>1: "
             "gpuscan faster)",
@@ -527,22 +548,13 @@ class Harness:
             ends[s].record(null)
         ends[-1].synchronize()
         per_call = sorted(cp.cuda.get_elapsed_time(a, b) / batch for a, b in zip(starts, ends))
-        return _stats(per_call) + (samples * batch,)
+        return _timing.stats(per_call) + (samples * batch,)
 
     @staticmethod
-    def time_host(fn):
-        """Median wall time (ms) of fn() with perf_counter; returns (median, min, spread, reps)."""
-        t0 = time.perf_counter()
-        fn()
-        first = time.perf_counter() - t0
-        reps = min(HOST_MAX_REPS, max(HOST_MIN_REPS, math.ceil(HOST_TARGET_S / max(first, 1e-6))))
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        times.sort()
-        return _stats(times) + (reps,)
+    def time_host(*fns):
+        """Median wall times (ms) of the callables, timed in turn by gpuscan's host policy
+        (gpuscan/_timing.py); returns one (median, min, spread, reps) per callable."""
+        return [(t.ms, t.min_ms, t.spread, t.reps) for t in _timing.time_calls(*fns)]
 
     # ---- cases ---------------------------------------------------------------------------------
     def memcpy(self, n, elem_bytes=4):
@@ -647,32 +659,40 @@ class Harness:
         """Time each impl on host (NumPy) data with perf_counter; ratios on gpuscan's row.
 
         inputs   list of NumPy arrays; impls: (lib, label, fn) with fn(*inputs) -> result.
+                 The impls whose first call succeeds are timed together, in turn.
         nbytes   bytes per call (default: the inputs' nbytes + the subject's result nbytes).
         """
         impls = [i for i in impls if i is not None]
-        rows = []
         in_bytes = sum(a.nbytes for a in inputs)
-        for lib, label, fn in impls:
+        rows, timed = [], []
+        for lib, label, fn in impls:   # one call each: its result's bytes, its check, or its error
             row = Row(case=case, impl=lib, n=n, nbytes=nbytes or 0, label=label, kind="host",
                       sets=1)
             rows.append(row)
             try:
-                row.ms, row.min_ms, row.spread, row.reps = self.time_host(lambda: fn(*inputs))
-                checked = check is not None and lib in check_libs
-                if lib == SUBJECT or checked:   # one more call: its result's bytes, its check
-                    result = np.asarray(_first(fn(*inputs)))
-                    if not nbytes:
-                        row.nbytes = in_bytes + result.nbytes
-                    if checked:
-                        problem = check(result, *inputs)
-                        row.check = "ok" if problem is None else f"FAIL: {problem}"
-                    del result
+                result = np.asarray(_first(fn(*inputs)))
+                if not nbytes:
+                    row.nbytes = in_bytes + result.nbytes
+                if check is not None and lib in check_libs:
+                    problem = check(result, *inputs)
+                    row.check = "ok" if problem is None else f"FAIL: {problem}"
+                del result
+                timed.append((row, fn))
             except Exception as exc:
                 row.error = _exc_text(exc)
                 if os.environ.get("BENCH_TRACEBACK"):
                     traceback.print_exc()
-            if lib == SUBJECT and (row.error or row.check.startswith("FAIL")):
-                self.failures.append(f"{case} n={fmt_n(n)} {lib}: {row.error or row.check}")
+        try:
+            times = self.time_host(*[lambda fn=fn: fn(*inputs) for _, fn in timed])
+            for (row, _), t in zip(timed, times):
+                row.ms, row.min_ms, row.spread, row.reps = t
+        except Exception as exc:   # a call that failed only when timed fails the case's rows
+            for row, _ in timed:
+                row.error = _exc_text(exc)
+        for row in rows:
+            if row.impl == SUBJECT and (row.error or row.check.startswith("FAIL")):
+                self.failures.append(f"{case} n={fmt_n(n)} {row.impl}: "
+                                     f"{row.error or row.check}")
         subject = [r for r in rows if r.impl == SUBJECT and r.nbytes]
         for r in rows:   # one byte count per case (the subject's), so GB/s compare like for like
             r.nbytes = subject[0].nbytes if subject else r.nbytes
@@ -820,13 +840,6 @@ def run_main(title, suite, argv=None, default_tag=None, device=True, parser=None
 # ================================================================================================
 # helpers
 # ================================================================================================
-def _stats(sorted_ms):
-    med = statistics.median(sorted_ms)
-    lo = sorted_ms[int(0.1 * (len(sorted_ms) - 1))]
-    hi = sorted_ms[int(math.ceil(0.9 * (len(sorted_ms) - 1)))]
-    return med, sorted_ms[0], ((hi - lo) / med if med > 0 else None)
-
-
 def _poison(arr):
     """Fill with a byte pattern so an unwritten element cannot pass a check."""
     arr.view(np.uint8).fill(0xA5)

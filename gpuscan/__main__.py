@@ -1,33 +1,40 @@
-"""``python -m gpuscan``: the backend (and why), the device, and every primitive against NumPy.
+"""python -m gpuscan: the backend (and why), the device, and every primitive against NumPy.
 
-The first lines name the backend and why it was chosen (on the CPU backend: the build had no
-CUDA kernels and why, no driver, no device, or GPUSCAN_BACKEND=cpu).  Then, for each primitive
-in ``PRIMITIVES`` that this build of gpuscan has, a few sample cases run on the active backend
-and on NumPy (a plain NumPy formulation where NumPy has no such function, as for segmented
-scans), and after them the teaching variants of ``TEACHING`` (``algorithm="hillis_steele"``,
-``"blelloch"``: the textbook algorithms, written to be read, not to be fast), under their own
-heading.  Each result is checked against NumPy's (integers and min/max: bit-identical; float
-add: within the contract's bound (log2(n)+2)*eps*sum|x[j]| over the values combined), and a
-table shows the best of ``--repeat`` wall-clock times (one run for a teaching variant).  Exits 1
-if any check fails, 2 if the backend cannot be used.
+The first lines name the backend and why it is the one (on the CPU backend: the build had no
+CUDA kernels and why, no driver, no device, or GPUSCAN_BACKEND=cpu).  Then a table with a row
+per sample case of every primitive (ROWS), and after it the teaching variants (TEACHING:
+algorithm="hillis_steele" and "blelloch", the textbook algorithms, written to be read, not to
+be fast) under a heading of their own.  Each row runs the case on the active backend and on
+NumPy - NumPy's own function, or where NumPy has none a plain NumPy formulation, both from
+gpuscan._slow - checks gpuscan's result against NumPy's, and times both calls the way the
+benchmarks time theirs (gpuscan._timing).  A legend under the table says what each column
+means.  Exits 1 if any check fails, 2 if the backend cannot be used.
 """
 
 import argparse
 import math
 import platform
 import sys
-import time
+import textwrap
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 import gpuscan
-from gpuscan import _gpuscan
+from gpuscan import _gpuscan, _slow, _timing
+
+WIDTH = 100          # every line the demo prints fits this many columns
+SEGMENT = 1000       # average length of the segments and slices (flags set with p = 1/SEGMENT)
+LINE_ROWS = 1000     # rows of the 2-D samples (axis=1) and columns of the axis=0 ones
 
 
 # --------------------------------------------------------------------------------------------
-# Sample data: uniform in [-1, 1), so sums cancel and rounding shows.
+# Sample data: uniform in [-1, 1) for floats, so sums cancel and rounding shows.
 # --------------------------------------------------------------------------------------------
 class Data:
+    """The samples, made once each on first use (several rows share one)."""
+
     def __init__(self, n, seed):
         self.n = n
         self.rng = np.random.default_rng(seed)
@@ -51,334 +58,261 @@ class Data:
     def _make_u8(self):
         return self.rng.integers(0, 256, self.n, dtype=np.uint8)
 
+    def _make_keys(self):
+        return self.rng.integers(0, 1000, self.n, dtype=np.int32)
+
     def _make_f64_rows(self):
-        return self.rng.random((1000, self.n // 1000)) * 2 - 1
+        return self.rng.random((LINE_ROWS, self.n // LINE_ROWS)) * 2 - 1
 
     def _make_f32_cols(self):
-        return self.get("f32")[: self.n // 1000 * 1000].reshape(-1, 1000)
+        return self.get("f32")[: self.n // LINE_ROWS * LINE_ROWS].reshape(-1, LINE_ROWS)
 
-    def _make_f32_half(self):
-        # Values with their flags, each set with probability 1/2: (values, bool flags).
-        return self.get("f32"), self.rng.random(self.n) < 0.5
+    def _make_half(self):
+        return self.rng.random(self.n) < 0.5
 
-    def _make_i32_half(self):
-        return self.get("i32"), self.rng.random(self.n) < 0.5
+    def _make_heads(self):
+        return self.rng.random(self.n) < 1 / SEGMENT
 
-    def _make_i32_seg(self):
-        # Segments of 1000 elements on average: (values, bool flags).
-        return self.get("i32"), self.rng.random(self.n) < 1e-3
+    def _make_starts(self):
+        # reduceat's indices: 0 and the heads, increasing (slices of ~SEGMENT values).
+        return np.flatnonzero(np.r_[True, self.get("heads")[1:]])
+
+    def _make_decay(self):
+        # A recurrence's a in [0.9, 1): h stays bounded, as an exponential moving average's.
+        return (0.9 + 0.1 * self.rng.random(self.n)).astype(np.float32)
+
+    def _make_decay_rows(self):
+        return 0.9 + 0.1 * self.rng.random((LINE_ROWS, self.n // LINE_ROWS))
 
 
 # --------------------------------------------------------------------------------------------
-# Checks: each returns (ok, note).
+# Checks: check(result, numpy_result, samples) -> (ok, note).
 # --------------------------------------------------------------------------------------------
-def check_equal(out, ref, x):
-    """Same dtype, same shape, same values (NaN equal to NaN)."""
-    if out.dtype != ref.dtype:
-        return False, f"dtype {out.dtype}, NumPy {ref.dtype}"
-    if out.shape != ref.shape:
-        return False, f"shape {out.shape}, NumPy {ref.shape}"
-    equal_nan = out.dtype.kind == "f"
-    if not np.array_equal(out, ref, equal_nan=equal_nan):
-        i = np.flatnonzero(~((out == ref) | (equal_nan & (out != out) & (ref != ref))))[0]
-        got, want = out.flat[i].item(), ref.flat[i].item()
-        return False, f"first difference at flat index {i}: {got!r}, NumPy {want!r}"
-    return True, "bit-identical"
+def fmt_ratio(value):
+    """A ratio to the bound in at most 6 characters."""
+    if not math.isfinite(value):
+        return "inf"
+    if value < 1e-3:
+        return "<0.001"
+    return f"{value:.2g}" if value < 100 else f"{value:.0f}"
 
 
-# (id(x), axis) -> (x, exact, bound) of add_bound_ratio: several rows check sums of one sample
-# (gpuscan's and NumPy's, the teaching variants'), and the exact sums are the slow part.
-_EXACT_SUMS: dict[tuple[int, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+def exact(result, reference, _samples):
+    """Integers, bool, min, max, bitwise ops, counts: NumPy's dtype, shape and bits (each
+    array of a tuple: histogram's counts and edges)."""
+    pairs = zip(result, reference) if isinstance(reference, tuple) else [(result, reference)]
+    problem = next(filter(None, (_slow.first_difference(r, w) for r, w in pairs)), None)
+    return problem is None, problem or "exact"
 
 
-def add_bound_ratio(result, x, axis):
-    """Largest |result - exact| / bound over the elements, bound = (log2(n)+2)*eps*sum|x[j]|.
-
-    The "exact" sums are a sequential cumsum in a wider type (float64 for float32 input, long
-    double for float64), whose own error, at most n*eps_wide*sum|x[j]|, is added to the bound so
-    that a pass is never owed to the reference's rounding.
-    """
-    wide = np.float64 if x.dtype.itemsize < 8 else np.longdouble
-    key = (id(x), axis)
-    if key not in _EXACT_SUMS:  # x is kept in the value, so its id stays its own
-        xw = x.astype(wide)
-        total = np.cumsum(np.abs(xw), axis=axis)
-        n = x.size if axis is None else x.shape[axis]
-        bound = (math.log2(max(n, 1)) + 2) * np.finfo(x.dtype).eps * total
-        bound += n * np.finfo(wide).eps * total
-        _EXACT_SUMS[key] = (x, np.cumsum(xw, axis=axis), bound)
-    _, exact, bound = _EXACT_SUMS[key]
-    err = np.abs(result.astype(wide) - exact)
-    if np.any(err[bound == 0] != 0):
-        return math.inf
-    nz = bound > 0
-    return float(np.max(err[nz] / bound[nz])) if np.any(nz) else 0.0
-
-
-def check_sum_bound(axis):
-    """A float reduction: |result - exact| <= (log2(n)+2)*eps*sum|x| (n values reduced), the
-    exact sums taken in a wider type whose own error is added to the bound."""
-    def check(out, ref, x):
-        if out.dtype != ref.dtype or out.shape != ref.shape:
-            return check_equal(out, ref, x)
-        wide = np.float64 if x.dtype.itemsize < 8 else np.longdouble
-        xw = x.astype(wide)
-        n = x.size if axis is None else x.shape[axis]
-        mag = np.sum(np.abs(xw), axis=axis)
-        bound = (math.log2(max(n, 1)) + 2) * (np.finfo(x.dtype).eps + np.finfo(wide).eps) * mag
-        exact = np.sum(xw, axis=axis)
-        ratio = float(np.max(np.abs(out.astype(wide) - exact) / bound))
-        numpy_ratio = float(np.max(np.abs(ref.astype(wide) - exact) / bound))
-        return ratio <= 1.0, f"max error {ratio:.3g} of the bound (NumPy's: {numpy_ratio:.3g})"
+def within_bound(error):
+    """A float result within the contract's bound: error(result, *samples) is the largest
+    error as a fraction of the bound (gpuscan._slow); NumPy's own beside it."""
+    def check(result, reference, samples):
+        result, reference = np.asarray(result), np.asarray(reference)
+        if result.dtype != reference.dtype or result.shape != reference.shape:
+            return False, _slow.first_difference(result, reference)
+        ratio = error(result, *samples)
+        return ratio <= 1, f"{fmt_ratio(ratio)} (NumPy {fmt_ratio(error(reference, *samples))})"
 
     return check
 
 
-def segmented_reference(x, flags, exclusive, op):
-    """A plain NumPy segmented scan of int32 values: add as the prefix sum less the sum before
-    each segment's head; max by lifting each segment above the previous ones."""
-    heads = flags.copy()
-    heads[0] = True
-    seg = np.cumsum(heads) - 1
-    if op == "add":
-        inc = np.cumsum(x, dtype=np.int64)
-        starts = np.flatnonzero(heads)
-        before = np.concatenate([[0], inc[starts[1:] - 1]])
-        inc = inc - before[seg]
-        if not exclusive:
-            return inc
-        out = np.empty_like(inc)
-        out[1:] = inc[:-1]
-        out[heads] = 0
-        return out
-    lift = seg.astype(np.int64) << 32
-    return (np.maximum.accumulate(x.astype(np.int64) + lift) - lift).astype(x.dtype)
-
-
-def check_add_bound(axis):
-    def check(out, ref, x):
-        if out.dtype != ref.dtype or out.shape != ref.shape:
-            return check_equal(out, ref, x)
-        ratio = add_bound_ratio(out, x, axis)
-        numpy_ratio = add_bound_ratio(ref, x, axis)
-        note = f"max error {ratio:.3g} of the bound (NumPy's: {numpy_ratio:.3g})"
-        return ratio <= 1.0, note
-
-    return check
-
-
-# --------------------------------------------------------------------------------------------
-# The cases, one table per primitive.  A case is (label, data name, gpuscan call, NumPy call,
-# check).  NumPy has no exclusive scan: shift its inclusive one and put the identity first.
-# --------------------------------------------------------------------------------------------
-def exclusive(inclusive, identity):
-    out = np.empty_like(inclusive)
-    out[0] = identity
-    out[1:] = inclusive[:-1]
-    return out
-
-
-SCAN_CASES = [
-    ("float32 add", "f32",
-     lambda x: gpuscan.scan(x),
-     lambda x: np.cumsum(x),
-     check_add_bound(None)),
-    ("int32 add -> int64", "i32",
-     lambda x: gpuscan.scan(x),
-     lambda x: np.cumsum(x),
-     check_equal),
-    ("int32 add, exclusive", "i32",
-     lambda x: gpuscan.scan(x, exclusive=True),
-     lambda x: exclusive(np.cumsum(x), 0),
-     check_equal),
-    ("int64 mul (wraps)", "odd_i64",
-     lambda x: gpuscan.scan(x, "mul"),
-     lambda x: np.cumprod(x),
-     check_equal),
-    ("float32 max", "f32",
-     lambda x: gpuscan.scan(x, "max"),
-     lambda x: np.maximum.accumulate(x),
-     check_equal),
-    ("uint8 xor, exclusive", "u8",
-     lambda x: gpuscan.scan(x, np.bitwise_xor, exclusive=True),
-     lambda x: exclusive(np.bitwise_xor.accumulate(x), 0),
-     check_equal),
-    ("float64 add, axis=1 (1000 rows)", "f64_rows",
-     lambda x: gpuscan.scan(x, axis=1),
-     lambda x: np.cumsum(x, axis=1),
-     check_add_bound(1)),
-    ("float32 min, axis=0 (1000 cols)", "f32_cols",
-     lambda x: gpuscan.scan(x, "min", axis=0),
-     lambda x: np.minimum.accumulate(x, axis=0),
-     check_equal),
-]
-
-# The teaching variants (algorithm=): the same answers, by the textbook algorithms.
-TEACHING_SCAN_CASES = [
-    ("int32 add, hillis_steele", "i32",
-     lambda x: gpuscan.scan(x, algorithm="hillis_steele"),
-     lambda x: np.cumsum(x),
-     check_equal),
-    ("float32 add, hillis_steele", "f32",
-     lambda x: gpuscan.scan(x, algorithm="hillis_steele"),
-     lambda x: np.cumsum(x),
-     check_add_bound(None)),
-    ("int32 add, exclusive, blelloch", "i32",
-     lambda x: gpuscan.scan(x, exclusive=True, algorithm="blelloch"),
-     lambda x: exclusive(np.cumsum(x), 0),
-     check_equal),
-    ("float32 add, blelloch", "f32",
-     lambda x: gpuscan.scan(x, algorithm="blelloch"),
-     lambda x: np.cumsum(x),
-     check_add_bound(None)),
-]
-
-SEGMENTED_CASES = [
-    ("int32 add, exclusive", "i32_seg",
-     lambda xf: gpuscan.segmented_scan(xf[0], xf[1], exclusive=True),
-     lambda xf: segmented_reference(xf[0], xf[1], True, "add"),
-     check_equal),
-    ("int32 max", "i32_seg",
-     lambda xf: gpuscan.segmented_scan(xf[0], xf[1], "max"),
-     lambda xf: segmented_reference(xf[0], xf[1], False, "max"),
-     check_equal),
-]
-
-TEACHING_SEGMENTED_CASES = [
-    ("int32 add, exclusive, blelloch", "i32_seg",
-     lambda xf: gpuscan.segmented_scan(xf[0], xf[1], exclusive=True, algorithm="blelloch"),
-     lambda xf: segmented_reference(xf[0], xf[1], True, "add"),
-     check_equal),
-    ("int32 max, blelloch", "i32_seg",
-     lambda xf: gpuscan.segmented_scan(xf[0], xf[1], "max", algorithm="blelloch"),
-     lambda xf: segmented_reference(xf[0], xf[1], False, "max"),
-     check_equal),
-]
-
-REDUCE_CASES = [
-    ("float32 add", "f32",
-     lambda x: gpuscan.reduce(x),
-     lambda x: np.add.reduce(x),
-     check_sum_bound(None)),
-    ("int32 add -> int64", "i32",
-     lambda x: gpuscan.reduce(x),
-     lambda x: np.add.reduce(x, dtype=np.int64),
-     check_equal),
-    ("float32 max", "f32",
-     lambda x: gpuscan.reduce(x, "max"),
-     lambda x: np.maximum.reduce(x),
-     check_equal),
-    ("uint8 xor", "u8",
-     lambda x: gpuscan.reduce(x, "xor"),
-     lambda x: np.bitwise_xor.reduce(x),
-     check_equal),
-    ("float64 add, axis=1 (1000 rows)", "f64_rows",
-     lambda x: gpuscan.reduce(x, axis=1),
-     lambda x: np.add.reduce(x, axis=1),
-     check_sum_bound(1)),
-    ("float32 add, axis=0 (1000 cols)", "f32_cols",
-     lambda x: gpuscan.reduce(x, axis=0),
-     lambda x: np.add.reduce(x, axis=0),
-     check_sum_bound(0)),
-]
-
-
-def split_reference(x, flags):
-    """NumPy's stable partition: the flagged values, then the others, and their count."""
-    return np.concatenate([x[flags], x[~flags]]), int(flags.sum())
-
-
-def check_split(out, ref, x):
-    """split's (out, count) against NumPy's, bit for bit."""
-    ok, note = check_equal(np.asarray(out[0]), np.asarray(ref[0]), x)
-    if ok and out[1] != ref[1]:
-        return False, f"count {out[1]}, NumPy {ref[1]}"
+def split_check(result, reference, samples):
+    """split's (values, count): the values bit for bit, the count as a Python int."""
+    ok, note = exact(result[0], reference[0], samples)
+    if ok and (type(result[1]) is not int or result[1] != reference[1]):
+        return False, f"count {result[1]!r}, NumPy {reference[1]!r}"
     return ok, note
 
 
-SPLIT_CASES = [
-    ("float32, bool flags (half set)", "f32_half",
-     lambda xf: gpuscan.split(xf[0], xf[1]),
-     lambda xf: split_reference(xf[0], xf[1]),
-     lambda out, ref, xf: check_split(out, ref, xf[0])),
-    ("int32 compact, bool flags", "i32_half",
-     lambda xf: gpuscan.compact(xf[0], xf[1]),
-     lambda xf: xf[0][xf[1]],
-     lambda out, ref, xf: check_equal(out, ref, xf[0])),
-]
+# --------------------------------------------------------------------------------------------
+# The rows.  A row: the primitive, a label, the samples (names of Data), gpuscan's call, NumPy's
+# (gpuscan._slow's twin: NumPy's own function where it has one), and the check.
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Row:
+    primitive: str
+    label: str
+    samples: tuple
+    run: Callable
+    numpy: Callable
+    check: Callable
 
-HISTOGRAM_CASES = [
-    ("float32, 256 bins", "f32",
-     lambda x: gpuscan.histogram(x, bins=256, range=(-1, 1))[0],
-     lambda x: np.histogram(x, bins=256, range=(-1, 1))[0],
-     check_equal),
-    ("float32, 65536 bins, autodetected", "f32",
-     lambda x: gpuscan.histogram(x, bins=65536)[0],
-     lambda x: np.histogram(x, bins=65536)[0],
-     check_equal),
-    ("uint8, 256 bins", "u8",
-     lambda x: gpuscan.histogram(x, bins=256, range=(0, 256))[0],
-     lambda x: np.histogram(x, bins=256, range=(0, 256))[0],
-     check_equal),
-]
 
-BINCOUNT_CASES = [
-    ("uint8", "u8",
-     lambda x: gpuscan.bincount(x),
-     lambda x: np.bincount(x),
-     check_equal),
-]
+def row(primitive, label, samples, *args, check=exact, algorithm=None, **kwargs):
+    """A row whose gpuscan call and NumPy twin take the samples and the same arguments
+    (algorithm=, a teaching variant, goes to gpuscan's alone).  The functions are looked up
+    when the row runs."""
+    teach = {} if algorithm is None else {"algorithm": algorithm}
+    return Row(primitive, label, tuple(samples.split()),
+               lambda *s: getattr(gpuscan, primitive)(*s, *args, **kwargs, **teach),
+               lambda *s: getattr(_slow, primitive)(*s, *args, **kwargs), check)
 
-# Every primitive the demo knows; those this build lacks are skipped.  Adding one is one entry.
-PRIMITIVES = {
-    "scan": SCAN_CASES,
-    "segmented_scan": SEGMENTED_CASES,
-    "reduce": REDUCE_CASES,
-    "split": SPLIT_CASES,
-    "histogram": HISTOGRAM_CASES,
-    "bincount": BINCOUNT_CASES,
-}
 
-# The teaching variants, shown after the production rows under a heading of their own.
-TEACHING = {
-    "scan": TEACHING_SCAN_CASES,
-    "segmented_scan": TEACHING_SEGMENTED_CASES,
-}
-TEACHING_HEADING = ("Teaching variants (algorithm=\"hillis_steele\", \"blelloch\"): the textbook "
-                    "algorithms, one parallel\nstep at a time, written to be read, not to be fast "
-                    "(gpuscan.trace shows their steps); one run each:")
+SCAN_BOUND = within_bound(_slow.scan_error)
+
+
+def main_rows():
+    """Every primitive's rows, in the order of the table."""
+    return [
+        row("scan", "float32 add", "f32", check=SCAN_BOUND),
+        row("scan", "int32 add -> int64", "i32"),
+        row("scan", "int32 add, exclusive", "i32", exclusive=True),
+        row("scan", "int64 mul (wraps)", "odd_i64", "mul"),
+        row("scan", "float32 max", "f32", "max"),
+        row("scan", "uint8 xor, exclusive", "u8", np.bitwise_xor, exclusive=True),
+        row("scan", "float64 add, axis=1", "f64_rows", axis=1,
+            check=within_bound(lambda r, x: _slow.scan_error(r, x, axis=1))),
+        row("scan", "float32 min, axis=0", "f32_cols", "min", axis=0),
+        row("segmented_scan", "int32 add, exclusive", "i32 heads", exclusive=True),
+        row("segmented_scan", "int32 max", "i32 heads", "max"),
+        row("reduce", "float32 add", "f32", check=within_bound(_slow.reduce_error)),
+        row("reduce", "int32 add -> int64", "i32"),
+        row("reduce", "float32 max", "f32", "max"),
+        row("reduce", "uint8 xor", "u8", "xor"),
+        row("reduce", "float64 add, axis=1", "f64_rows", axis=1,
+            check=within_bound(lambda r, x: _slow.reduce_error(r, x, 1))),
+        row("reduce", "float32 add, axis=0", "f32_cols", axis=0,
+            check=within_bound(lambda r, x: _slow.reduce_error(r, x, 0))),
+        row("reduceat", "float32 add", "f32 starts", check=within_bound(_slow.segments_error)),
+        row("reduceat", "int32 max", "i32 starts", "max"),
+        row("segmented_reduce", "float32 add", "f32 heads",
+            check=within_bound(lambda r, x, f: _slow.segments_error(
+                r, x, np.flatnonzero(np.r_[True, f[1:]])))),
+        row("segmented_reduce", "int32 min", "i32 heads", "min"),
+        row("linear_recurrence", "float32, a in [0.9, 1)", "decay f32",
+            check=within_bound(_slow.recurrence_error)),
+        row("linear_recurrence", "float64, axis=1", "decay_rows f64_rows",
+            check=within_bound(_slow.recurrence_error)),
+        row("split", "float32, half flagged", "f32 half", check=split_check),
+        row("compact", "int32, half flagged", "i32 half"),
+        row("histogram", "float32, 256 bins", "f32", bins=256, range=(-1, 1)),
+        row("histogram", "float32, 65536 bins", "f32", bins=65536),
+        row("histogram", "uint8, 256 bins", "u8", bins=256, range=(0, 256)),
+        row("bincount", "uint8", "u8"),
+        row("bincount", "int32 in [0, 1000)", "keys"),
+    ]
+
+
+def teaching_rows():
+    """The teaching variants (algorithm=): the same answers, by the textbook algorithms."""
+    return [
+        row("scan", "int32 add, hillis_steele", "i32", algorithm="hillis_steele"),
+        row("scan", "float32 add, hillis_steele", "f32", algorithm="hillis_steele",
+            check=SCAN_BOUND),
+        row("scan", "int32 add excl, blelloch", "i32", exclusive=True, algorithm="blelloch"),
+        row("scan", "float32 add, blelloch", "f32", algorithm="blelloch", check=SCAN_BOUND),
+        row("segmented_scan", "int32 add excl, blelloch", "i32 heads", exclusive=True,
+            algorithm="blelloch"),
+        row("segmented_scan", "int32 max, blelloch", "i32 heads", "max", algorithm="blelloch"),
+    ]
+
+
+TEACHING_HEADING = ('Teaching variants (algorithm="hillis_steele", "blelloch"): the textbook '
+                    "algorithms, one parallel\nstep at a time, written to be read, not to be "
+                    "fast (gpuscan.trace shows their steps):")
+
+
+def legend(n):
+    """What the columns mean, as (term, explanation) pairs (printed under the tables)."""
+    return [
+        ("gpuscan, NumPy",
+         f"milliseconds per call, NumPy arrays in and out (on the CUDA backend the copies to "
+         f"and from the GPU included): the median of the two calls made in turn for about "
+         f"{_timing.TARGET_S:g} s ({_timing.MIN_REPS} to {_timing.MAX_REPS} times each) after a "
+         f"warm-up, the way the benchmarks time their host cases (gpuscan/_timing.py).  NumPy "
+         f"is NumPy's own function; segmented_scan, segmented_reduce, linear_recurrence and "
+         f"split, which NumPy lacks, are timed as plain NumPy formulations (gpuscan/_slow.py)."),
+        ("speed-up", "NumPy's time over gpuscan's: above 1, gpuscan is faster."),
+        ("check", "ok when gpuscan's result is NumPy's: the same dtype, shape and bits, or for a "
+                  "float sum within the contract's bound, (log2 n + 2) * eps * sum|x| over the "
+                  "n values added."),
+        ("of the bound", '"exact" when the bits are NumPy\'s; for a float sum, the largest '
+                         "error as a fraction of that bound (1: at the bound), and NumPy's own "
+                         "in brackets."),
+        ("samples", f"{n:,} elements; axis=1 runs along {LINE_ROWS} rows, axis=0 along "
+                    f"{LINE_ROWS} columns; the segments and reduceat's slices hold {SEGMENT} "
+                    f"values on average."),
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # Running and reporting.
 # --------------------------------------------------------------------------------------------
-def best_time(fn, x, repeat):
-    result, best = None, math.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn(x)
-        best = min(best, time.perf_counter() - t0)
-    return result, best
+COLUMNS = (("primitive", 17, "<"), ("case", 26, "<"), ("check", 5, "<"), ("gpuscan", 8, ">"),
+           ("NumPy", 8, ">"), ("speed-up", 8, ">"), ("of the bound", 0, "<"))
 
 
-def fmt_ms(seconds):
-    return f"{seconds * 1e3:9.2f} ms" if math.isfinite(seconds) else "        -   "
+def fmt_line(*cells):
+    """One line of the table: the cells in their columns, two spaces before the last."""
+    *fixed, last = (f"{c:{a}{w}}" for c, (_, w, a) in zip(cells, COLUMNS))
+    return (" ".join(fixed) + "  " + last).rstrip()
 
 
-def run_case(data, label, data_name, run, reference, check, repeat):
-    x = data.get(data_name)
+def fmt_ms(ms):
+    """Milliseconds in at most 8 characters."""
+    if not math.isfinite(ms):
+        return "-"
+    return f"{ms:.3f}" if ms < 1000 else f"{ms:.1f}"
+
+
+def fmt_speedup(ratio):
+    """A speed-up in at most 8 characters."""
+    if not math.isfinite(ratio):
+        return "-"
+    return f"{ratio:.2f}x" if ratio < 100 else f"{ratio:.0f}x"
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    gpuscan_ms: float
+    numpy_ms: float
+    note: str
+
+
+def run_row(data, row):
+    """Check the row's call against NumPy's (one call each), then time both by the benchmarks'
+    host policy; a call that raises fails the row, and the others still run."""
+    samples = tuple(data.get(name) for name in row.samples)
     try:
-        out, t_gs = best_time(run, x, repeat)
-        ref, t_np = best_time(reference, x, repeat)
-        # A tuple (split's (out, count)) goes to its check as it is.
-        ok, note = check(*(r if isinstance(r, tuple) else np.asarray(r) for r in (out, ref)), x)
-    except Exception as exc:  # a failing case is reported, and the others still run
-        return False, math.inf, math.inf, f"{type(exc).__name__}: {exc}"
-    return ok, t_gs, t_np, note
+        ok, note = row.check(row.run(*samples), row.numpy(*samples), samples)
+        mine, numpys = _timing.time_calls(lambda: row.run(*samples),
+                                          lambda: row.numpy(*samples))
+    except Exception as exc:
+        return Outcome(False, math.inf, math.inf, f"{type(exc).__name__}: {exc}")
+    return Outcome(ok, mine.ms, numpys.ms, note)
+
+
+def print_row(row, outcome):
+    speedup = outcome.numpy_ms / outcome.gpuscan_ms if outcome.gpuscan_ms > 0 else math.inf
+    cells = [row.primitive, row.label, "ok" if outcome.ok else "FAIL", fmt_ms(outcome.gpuscan_ms),
+             fmt_ms(outcome.numpy_ms), fmt_speedup(speedup)]
+    line = fmt_line(*cells, outcome.note)
+    if len(line) <= WIDTH:
+        print(line, flush=True)
+        return
+    # A long note (what a failed check found, an exception): on the lines under the row.
+    print(fmt_line(*cells, "(below)"), flush=True)
+    print(textwrap.fill(outcome.note, WIDTH, initial_indent="    ", subsequent_indent="    "),
+          flush=True)
+
+
+def run_table(rows, data):
+    """Print one line per row; returns the number of failures."""
+    failures = 0
+    for row in rows:
+        if not hasattr(gpuscan, row.primitive):
+            continue
+        outcome = run_row(data, row)
+        failures += not outcome.ok
+        print_row(row, outcome)
+    return failures
 
 
 def backend_line():
-    """One line: the backend, and why it is this one (raises as backend() does)."""
+    """The backend, and why it is this one (raises as backend() does)."""
     active = gpuscan.backend()
     note = _gpuscan._build_note()  # setup.py's: the kernels' targets, or why there are none
     if active == "cuda":
@@ -392,32 +326,31 @@ def backend_line():
     return f"backend: cpu, because {_gpuscan._backend_reason()} (this build has {note})"
 
 
-def run_table(title, tables, data, repeat):
-    """Print one row per case of tables {primitive: cases}; returns the number of failures."""
-    failures = 0
-    if title:
-        print(f"\n{title}")
-    for primitive, cases in tables.items():
-        if not hasattr(gpuscan, primitive):
-            continue
-        for label, data_name, run, reference, check in cases:
-            ok, t_gs, t_np, note = run_case(data, label, data_name, run, reference, check, repeat)
-            failures += not ok
-            speedup = f"{t_np / t_gs:7.2f}x" if math.isfinite(t_gs) and t_gs > 0 else "       -"
-            print(f"{primitive:<15} {label:<33} {'ok' if ok else 'FAIL':<5} {fmt_ms(t_gs)} "
-                  f"{fmt_ms(t_np)} {speedup}  {note}", flush=True)
-    return failures
+def say(text):
+    """Print text with every line folded to WIDTH columns (continuations indented)."""
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        print(textwrap.fill(line, WIDTH, subsequent_indent=indent) if line else "", flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m gpuscan",
+        description="Run every gpuscan primitive on sample data on the active backend, check "
+                    "each result against NumPy's and time both calls.",
+        epilog="Exit status: 0 when every check passes, 1 when one fails, 2 when the backend "
+               "cannot be used.  GPUSCAN_BACKEND=cpu or cuda picks the backend.")
+    parser.add_argument("-n", type=int, default=10**7,
+                        help="elements per sample (default: 10000000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    args = parser.parse_args(argv)
+    if args.n < 10 * SEGMENT:
+        parser.error(f"-n must be at least {10 * SEGMENT}")
+    return args
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m gpuscan", description=__doc__.split("\n")[0])
-    parser.add_argument("-n", type=int, default=10**7, help="elements per sample (10**7)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per call, best kept (3)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    args = parser.parse_args(argv)
-    if args.n < 1000 or args.repeat < 1:
-        parser.error("-n must be at least 1000 and --repeat at least 1")
-
+    args = parse_args(argv)
     print(f"gpuscan {gpuscan.__version__}, NumPy {np.__version__}, "
           f"Python {platform.python_version()}")
     try:
@@ -426,22 +359,26 @@ def main(argv=None):
     except Exception as exc:
         print(f"backend unusable: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    print(line)
+    say(line)
     for key, value in info.items():
         if key != "backend":
-            print(f"  {key}: {value}")
+            say(f"  {key}: {value}")
     if info["backend"] == "cuda":
-        print("NumPy in, NumPy out: gpuscan times include the host<->device copies.")
-    print(f"samples of {args.n:,} elements; best of {args.repeat} runs\n")
-
-    header = (f"{'primitive':<15} {'case':<33} {'check':<5} {'gpuscan':>12} {'NumPy':>12} "
-              f"{'speed-up':>8}  note")
+        print("NumPy in, NumPy out: gpuscan's times include the copies to and from the GPU.")
+    print()
+    header = fmt_line(*(name for name, _, _ in COLUMNS))
     print(header)
-    print("-" * len(header))
+    print("-" * WIDTH)
     data = Data(args.n, args.seed)
-    failures = run_table(None, PRIMITIVES, data, args.repeat)
-    failures += run_table(TEACHING_HEADING, TEACHING, data, 1)
-
+    failures = run_table(main_rows(), data)
+    print()
+    say(TEACHING_HEADING)
+    failures += run_table(teaching_rows(), data)
+    print()
+    print("Columns:")
+    for term, text in legend(args.n):
+        print(textwrap.fill(f"{term}: {text}", WIDTH, initial_indent="  ",
+                            subsequent_indent="    "))
     print()
     if failures:
         print(f"{failures} case(s) FAILED", file=sys.stderr)

@@ -1,6 +1,8 @@
 """The CUB comparison's bookkeeping (benchmarks/bench_cub.py), without a GPU: cub_driver's output
-read or refused, CUB's times becoming rows whose "vs cub" ratio and goals come out right, and
-the driver built when nvcc is there.  The timing itself needs a GPU: python
+read or refused, CUB's times becoming rows whose "vs cub" ratio and goals come out right, the
+checks of gpuscan's results (on the host, by gpuscan/_slow.py's twins) passing right answers and
+catching wrong ones, the harness's host cases timed by the package's policy, and the driver
+built when nvcc is there.  The device timing itself needs a GPU: python
 benchmarks/bench_cub.py.  Skipped, with the reason, without the source tree's benchmarks/."""
 import os
 import re
@@ -8,8 +10,10 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+import gpuscan
 from conftest import ROOT
 
 BENCH = os.path.join(ROOT, "benchmarks")
@@ -19,6 +23,10 @@ if not os.path.isfile(os.path.join(BENCH, "bench_cub.py")):
 sys.path.insert(0, BENCH)
 
 import bench_cub  # noqa: E402
+import bench_hist  # noqa: E402
+import bench_scan  # noqa: E402
+import bench_segreduce  # noqa: E402
+import bench_split  # noqa: E402
 import harness  # noqa: E402
 from bench_cub import DriverError, parse_driver  # noqa: E402
 
@@ -133,6 +141,75 @@ def test_split_has_cub_and_cub_with_its_count_read_back(cpu_harness):
     assert [g.status for g in h.goals] == ["MISS", "info"]
     assert h.goals[1].figure == f"{bench_cub.SPLIT} vs cub+sync"
     assert h.goals[1].value == f"{ext[1]['ms'] / ms:.2f}x"
+
+
+def wrong(result):
+    """result with its middle element changed."""
+    bad = np.array(result, copy=True)
+    bad.reshape(-1)[bad.size // 2] += 1
+    return bad
+
+
+def test_the_checks_pass_right_answers_and_catch_wrong_ones():
+    """The checks bench_cub hands the harness (through h.on_host, on NumPy copies)."""
+    rng = np.random.default_rng(5)
+    n = 3 * 2**16 + 7
+    x_i = rng.integers(-1000, 1000, n).astype(np.int32)
+    x_f = rng.random(n, dtype=np.float32)
+    heads = (np.arange(n) % bench_cub.SEG_LEN == 0).astype(np.uint8)
+    flags = (rng.random(n) < 0.5).astype(np.uint8)
+    cases = [
+        (bench_scan.host_check(bench_scan.CASE[bench_cub.SCAN_I32]),
+         gpuscan.scan(x_i, dtype=np.int32), (x_i,)),
+        (bench_scan.host_check(bench_scan.CASE[bench_cub.SCAN_F32]), gpuscan.scan(x_f), (x_f,)),
+        (bench_segreduce.check_seg, gpuscan.segmented_scan(x_i, heads, dtype=np.int32),
+         (x_i, heads)),
+        (bench_segreduce.check_sum(), np.asarray(gpuscan.reduce(x_f)), (x_f,)),
+        (bench_segreduce.check_sum(), np.asarray(gpuscan.reduce(x_i, dtype=np.int32)),
+         (x_i,)),
+        (bench_hist.check_hist(4096, 0.0, 1.0), gpuscan.histogram(x_f, 4096, range=(0, 1))[0],
+         (x_f,)),
+        (bench_split.check(False), gpuscan.split(x_i, flags)[0], (x_i, flags)),
+    ]
+    for check, result, inputs in cases:
+        assert check(result, *inputs) is None
+        assert check(wrong(result), *inputs), check
+
+
+def test_host_cases_time_the_libraries_in_turn(cpu_harness, monkeypatch):
+    h = cpu_harness
+    x = np.arange(1000, dtype=np.int32)
+    calls = []
+
+    def lib(name, fn):
+        def call(a):
+            calls.append(name)
+            return fn(a)
+        return call
+
+    def broken(a):
+        raise ValueError("no such call")
+
+    rows = h.host_case("scan", x.size, [x], [
+        ("gpuscan", "gpuscan.scan(x)", lib("gpuscan", gpuscan.scan)),
+        ("numpy", "np.cumsum(x)", lib("numpy", np.cumsum)),
+        ("cupy", "a call that fails", broken),
+    ], check=lambda r, a: None if np.array_equal(r, np.cumsum(a)) else "differs",
+        check_libs=("gpuscan", "numpy"))
+    gs, nps, bad = rows
+    assert gs.check == nps.check == "ok" and not gs.error and not nps.error
+    assert bad.error.startswith("ValueError") and bad.ms is None
+    assert gs.reps == nps.reps >= harness._timing.MIN_REPS
+    assert gs.ratios["numpy"] == pytest.approx(nps.ms / gs.ms)
+    assert "cupy" not in gs.ratios
+    # The two libraries' calls alternate once timed (gpuscan/_timing.py's turns).
+    timed = calls[2:]
+    assert len(timed) == 2 * (gs.reps + 2) and timed.count("gpuscan") == timed.count("numpy")
+    assert all(timed[i] != timed[i + 1] for i in range(0, len(timed), 2))
+    assert not h.failures
+    h.host_case("scan", x.size, [x], [("gpuscan", "wrong", lambda a: np.cumsum(a) + 1)],
+                check=lambda r, a: None if np.array_equal(r, np.cumsum(a)) else "differs")
+    assert h.failures and "differs" in h.failures[-1]
 
 
 @pytest.mark.slow

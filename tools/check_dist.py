@@ -27,7 +27,8 @@ NOT_SHIPPED = (".ci/", ".gitignore")
 MANYLINUX_LIBS = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
                   "libstdc++.so.6", "libgcc_s.so.1", "libutil.so.1", "libresolv.so.2",
                   "libnsl.so.1", "libcrypt.so.1", "ld-linux-x86-64.so.2"}
-PACKAGE_FILES = ["__init__.py", "__main__.py", "trace.py", "_gpuscan.pyi", "py.typed"]
+PACKAGE_FILES = ["__init__.py", "__main__.py", "trace.py", "_slow.py", "_timing.py", "_gpuscan.pyi",
+                 "py.typed"]
 EXTRAS = {"test", "notebooks", "dask"}
 
 

@@ -1,41 +1,43 @@
 #!/usr/bin/env bash
-# tools/gpu_check.sh - the GPU check: build, test, sanitize and benchmark gpuscan on a CUDA
-# machine, then print a short summary table LAST.
+# tools/gpu_check.sh - the GPU check: build gpuscan on a CUDA machine, run the whole test suite
+# with the CUDA backend, run compute-sanitizer over a run that touches every kernel, run the
+# benchmarks; full logs into a folder, a short summary table printed last.
 #
 #   tools/gpu_check.sh [OUTDIR]        (OUTDIR default: $OUT, else ./gpu_check_out)
 #
 # Steps (GPU_CHECK_STEPS, comma-separated, default "build,tests,sanitize,bench"):
-#   build     GPUSCAN_CUDA_ARCHS=${GPUSCAN_CUDA_ARCHS:-90} pip install --no-build-isolation
-#             --no-deps -e .                                              -> build.log
-#   (always)  nvidia-smi -L, gpuscan.backend() and device_info()         -> stdout
-#   tests     pytest tests with GPUSCAN_BACKEND=cuda                      -> tests.log
-#   sanitize  compute-sanitizer memcheck, racecheck, synccheck over
-#             tools/sanitize_run.py (racecheck with --reduced)            -> sanitizer.log
-#   bench     benchmarks/bench_scan.py, bench_segreduce.py, bench_split.py, bench_hist.py (BENCH_SCRIPTS) --out OUTDIR
-#             $BENCH_ARGS                                                 -> bench.log and the
-#             result files <gpu>-<date>[-tag].txt for benchmarks/results/
-#   summary.txt holds the final table.  At most 8 files land in OUTDIR (the device tool
-#   returns 8).
+#   build     pip install --no-build-isolation --no-deps -v -e .            -> build.log
+#             (GPUSCAN_CUDA_ARCHS as set; unset, the build compiles for the GPUs it sees)
+#   (always)  nvidia-smi -L, gpuscan.backend() and device_info()          -> stdout
+#   tests     python -m pytest $GPU_CHECK_TESTS with GPUSCAN_BACKEND=cuda   -> tests.log
+#   sanitize  compute-sanitizer --tool memcheck, racecheck, synccheck over
+#             tools/sanitize_run.py (racecheck with --reduced)             -> sanitizer.log
+#   bench     benchmarks/<script>.py --out OUTDIR $BENCH_ARGS for each of
+#             $BENCH_SCRIPTS                                               -> bench.log and the
+#             result files <gpu>-<date>-<tag>.txt (+ .json) for benchmarks/results/
+#   summary.txt holds the final table.
 #
 # A failed step does not stop the later ones (a failing test still lets the sanitizers and the
-# benchmark run), but the exit status is 1 if any step failed or could not run.
+# benchmarks run), but the exit status is 1 if any step failed or could not run.  A machine
+# whose commands are cut off after some minutes runs the steps in separate calls
+# (GPU_CHECK_STEPS=build,tests, then sanitize, then bench) and sets GPU_CHECK_DEADLINE a little
+# under its limit, so that the summary is still printed.
 #
 # Environment:
-#   GPU_CHECK_STEPS        subset of steps, e.g. "sanitize" on a machine where build ran
-#   GPU_CHECK_DEADLINE     seconds the whole script may take (default 570: the device tool
-#                          kills a command at 600 s); each step gets what is left, so the
-#                          summary always prints
-#   GPU_CHECK_TEST_TIMEOUT per-test timeout of pytest-timeout (default 300)
-#   GPU_CHECK_TEST_CAP     seconds the test step may take at most (default 240: a subset; the
-#                          whole suite took 378-452 s on an H100 in November 2026, so run it
-#                          in a call of its own, e.g. GPU_CHECK_STEPS=build,tests with the cap
-#                          at 560 and GPU_CHECK_DEADLINE=590)
-#   GPU_CHECK_TESTS        the test files or folders (default "tests")
+#   GPU_CHECK_STEPS        the steps to run (default build,tests,sanitize,bench)
+#   GPU_CHECK_TIMEOUT      seconds one step's command may take (default 3600: a hang must not
+#                          hold the machine; each sanitizer and each benchmark is one command)
+#   GPU_CHECK_DEADLINE     seconds the whole script may take (default: none); each command then
+#                          gets at most what is left of it, less 20 s for the summary
+#   GPU_CHECK_TESTS        the test files or folders (default "tests": the whole suite)
+#   GPU_CHECK_TEST_TIMEOUT per-test timeout of pytest-timeout, where it is installed (default 600)
 #   PYTEST_ARGS            extra pytest arguments (e.g. "-x" or "-m 'not slow'")
 #   SANITIZE_ARGS          arguments of sanitize_run.py under memcheck and synccheck (e.g.
 #                          "--only apps,split" for the cases of the kernels a change touched)
 #   SANITIZE_RACE_ARGS     ... under racecheck (default --reduced)
-#   BENCH_ARGS             arguments of the benchmark (e.g. "--quick")
+#   BENCH_SCRIPTS          benchmarks to run (default "bench_cub bench_scan bench_segreduce
+#                          bench_split bench_hist bench_apps bench_pipeline")
+#   BENCH_ARGS             arguments of every benchmark (e.g. "--min-log2 16 --step 4")
 #   PYTHON                 interpreter (default python3)
 set -u -o pipefail
 
@@ -49,10 +51,11 @@ OUTDIR="$(cd "$OUTDIR" && pwd)"
 
 PY="${PYTHON:-python3}"
 STEPS=",${GPU_CHECK_STEPS:-build,tests,sanitize,bench},"
-DEADLINE="${GPU_CHECK_DEADLINE:-570}"
+TIMEOUT="${GPU_CHECK_TIMEOUT:-3600}"
+DEADLINE="${GPU_CHECK_DEADLINE:-}"
+BENCHES="${BENCH_SCRIPTS:-bench_cub bench_scan bench_segreduce bench_split bench_hist bench_apps bench_pipeline}"
 export PYTHONUNBUFFERED=1              # Python's output interleaves with ours, in order
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"   # the in-place build, even if pip's link is gone
-export GPUSCAN_CUDA_ARCHS="${GPUSCAN_CUDA_ARCHS:-90}"
 
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -65,12 +68,13 @@ want() { [[ "$STEPS" == *",$1,"* ]]; }
 add() { SUMMARY+=("$1|$2|$3"); }
 fail() { FAILED=1; add "$1" "FAIL" "$2"; }
 
-# Seconds a step may run: its own cap, or what is left of the deadline less 20 s for the
-# summary.  Prints 0 when too little is left.
+# Seconds the next command may run: GPU_CHECK_TIMEOUT, or less when GPU_CHECK_DEADLINE leaves
+# less (20 s kept for the summary).  Prints 0 when too little is left to start it.
 budget() {
-    local cap=$1 left
+    local left
+    if [[ -z "$DEADLINE" ]]; then echo "$TIMEOUT"; return; fi
     left=$(( DEADLINE - ($(date +%s) - T0) - 20 ))
-    if (( left < 30 )); then echo 0; elif (( left < cap )); then echo "$left"; else echo "$cap"; fi
+    if (( left < 30 )); then echo 0; elif (( left < TIMEOUT )); then echo "$left"; else echo "$TIMEOUT"; fi
 }
 
 # run_limited SECONDS CMD...: CMD under `timeout` where the machine has it.
@@ -85,12 +89,13 @@ run_limited() {
 
 timed_out() { [[ $1 -eq 124 || $1 -eq 137 ]]; }
 
-log "gpu_check in $ROOT, output to $OUTDIR, steps ${STEPS:1:-1}, deadline ${DEADLINE}s"
+log "gpu_check in $ROOT, output to $OUTDIR, steps ${STEPS:1:-1}, ${TIMEOUT}s a command${DEADLINE:+, deadline ${DEADLINE}s}"
 
 # ---- build --------------------------------------------------------------------------------
 if want build; then
-    secs=$(budget 300)
-    log "build: pip install -e . (GPUSCAN_CUDA_ARCHS=$GPUSCAN_CUDA_ARCHS, limit ${secs}s) -> build.log"
+    secs=$(budget)
+    log "build: pip install -e . (GPUSCAN_CUDA_ARCHS=${GPUSCAN_CUDA_ARCHS:-unset: the visible GPUs}," \
+        "limit ${secs}s) -> build.log"
     if (( secs == 0 )); then
         fail build "not run: deadline"
     else
@@ -101,7 +106,7 @@ if want build; then
             if grep -q "building the CPU backend only" "$OUTDIR/build.log"; then
                 fail build "built WITHOUT CUDA kernels (see build.log)"
             else
-                add build ok "$(grep -m1 -o 'building CUDA kernels with .*' "$OUTDIR/build.log" || echo 'pip install -e . ok')"
+                add build ok "$(grep -m1 -o 'built gpuscan._gpuscan with .*' "$OUTDIR/build.log" || echo 'pip install -e . ok')"
             fi
         else
             timed_out $rc && why="timed out after ${secs}s" || why="exit $rc"
@@ -119,10 +124,8 @@ info=$(GPUSCAN_BACKEND=cuda "$PY" - <<'EOF' 2>&1
 import os, sys
 try:
     import gpuscan
-    from gpuscan import _gpuscan
     print("gpuscan", getattr(gpuscan, "__version__", "?"), "from", os.path.dirname(gpuscan.__file__))
     print("device_info()", gpuscan.device_info())
-    print("scan tile NV", _gpuscan._scan_tile_items())
     print("backend()", gpuscan.backend())
 except Exception as exc:
     print(f"gpuscan not usable with GPUSCAN_BACKEND=cuda: {type(exc).__name__}: {exc}")
@@ -139,14 +142,14 @@ fi
 
 # ---- tests --------------------------------------------------------------------------------
 if want tests; then
-    secs=$(budget "${GPU_CHECK_TEST_CAP:-240}")
-    log "tests: pytest with GPUSCAN_BACKEND=cuda (limit ${secs}s) -> tests.log"
+    secs=$(budget)
+    log "tests: pytest ${GPU_CHECK_TESTS:-tests} with GPUSCAN_BACKEND=cuda (limit ${secs}s) -> tests.log"
     if (( secs == 0 )); then
         fail tests "not run: deadline"
     else
         targs=(-q -rfEs -p no:cacheprovider)
         if "$PY" -c "import pytest_timeout" 2>/dev/null; then
-            targs+=("--timeout=${GPU_CHECK_TEST_TIMEOUT:-300}")
+            targs+=("--timeout=${GPU_CHECK_TEST_TIMEOUT:-600}")
         fi
         # shellcheck disable=SC2206  # PYTEST_ARGS is split on purpose
         extra=(${PYTEST_ARGS:-})
@@ -180,7 +183,7 @@ if want sanitize; then
     else
         for tool in memcheck racecheck synccheck; do
             if [[ $tool == racecheck ]]; then sargs="${SANITIZE_RACE_ARGS:---reduced}"; else sargs="${SANITIZE_ARGS:-}"; fi
-            secs=$(budget 180)
+            secs=$(budget)
             log "sanitize: compute-sanitizer --tool $tool tools/sanitize_run.py $sargs (limit ${secs}s) -> sanitizer.log"
             if (( secs == 0 )); then
                 fail "$tool" "not run: deadline"
@@ -212,11 +215,11 @@ if want sanitize; then
     fi
 fi
 
-# ---- benchmark ----------------------------------------------------------------------------
+# ---- benchmarks ---------------------------------------------------------------------------
 if want bench; then
     : >"$OUTDIR/bench.log"
-    for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split bench_hist}; do
-        secs=$(budget 300)
+    for script in $BENCHES; do
+        secs=$(budget)
         log "bench: benchmarks/$script.py --out $OUTDIR ${BENCH_ARGS:-} (limit ${secs}s) -> bench.log"
         if (( secs == 0 )); then
             fail "$script" "not run: deadline"
@@ -235,7 +238,6 @@ if want bench; then
             fail "$script" "$why; ${result:-no result file}"
         fi
     done
-    rm -f "$OUTDIR"/*.json   # the .txt files carry the same figures; the device returns 8 files
 fi
 
 # ---- summary (last) -----------------------------------------------------------------------
@@ -248,7 +250,7 @@ fi
         printf '%-16s %-5s %s\n' "$step" "$status" "$detail"
     done
     if want bench; then
-        for script in ${BENCH_SCRIPTS:-bench_scan bench_segreduce bench_split bench_hist}; do
+        for script in $BENCHES; do
             [[ -f "$SCRATCH/$script.log" ]] || continue
             echo
             sed -n '/^=== gpuscan bench summary/,$p' "$SCRATCH/$script.log"
