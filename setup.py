@@ -215,7 +215,7 @@ class BuildExt(build_ext):
                 say("to compile the CUDA kernels anyway, set GPUSCAN_CUDA_ARCHS (for example "
                     "GPUSCAN_CUDA_ARCHS=90 for Hopper) and build again")
             summary = f"no CUDA kernels: {note}"
-        # module.c returns it from _gpuscan._build_note(): printable ASCII, no quote or backslash.
+        # module/hooks.c returns it in _gpuscan._config(): printable ASCII, no quote or backslash.
         literal = '"' + re.sub(r'[^ -~]|["\\]', "'", summary) + '"'
         for ext in self.extensions:
             ext.define_macros.append(("GS_BUILD_NOTE", literal))

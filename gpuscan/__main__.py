@@ -314,10 +314,11 @@ def run_table(rows, data):
 def backend_line():
     """The backend, and why it is this one (raises as backend() does)."""
     active = gpuscan.backend()
-    note = _gpuscan._build_note()  # setup.py's: the kernels' targets, or why there are none
+    config = _gpuscan._config()
+    note = config["build_note"]  # setup.py's: the kernels' targets, or why there are none
     if active == "cuda":
         return f"backend: cuda ({note})"
-    if not _gpuscan._built_with_cuda():
+    if not config["built_with_cuda"]:
         line = f"backend: cpu, because this build has {note}"
         if "no GPU was visible" in note:
             line += ("\n  (for a GPU that was not visible then, build again with its "

@@ -28,7 +28,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)  # tests/reference.py importable as `reference`
 
 # Tile size of the device-wide scan, in elements: the sizes below reach the paths around it.
-NV = _gpuscan._scan_tile_items()
+NV = _gpuscan._config()["scan_tile_items"]
 
 # Sizes named after the path they exercise.  SMALL_SIZES go into the full op x dtype product;
 # LARGE_SIZES only into a few cases.

@@ -29,11 +29,11 @@ def test_backend(backend):
     assert backend in ("cuda", "cpu")
     assert gpuscan.backend() == backend  # decided once, stable
     if backend == "cuda":
-        assert _gpuscan._built_with_cuda()
+        assert _gpuscan._config()["built_with_cuda"]
 
 
 def test_built_with_cuda_is_bool():
-    assert isinstance(_gpuscan._built_with_cuda(), bool)
+    assert isinstance(_gpuscan._config()["built_with_cuda"], bool)
 
 
 def test_device_info(backend):
@@ -134,7 +134,7 @@ def test_bad_backend_name_does_not_break_import():
 # The private helpers the tests and benchmarks rely on.
 # ------------------------------------------------------------------------------------------
 def test_scan_tile_items():
-    nv = _gpuscan._scan_tile_items()
+    nv = _gpuscan._config()["scan_tile_items"]
     assert isinstance(nv, int)
     assert nv == NV
     assert nv >= 64 and nv % 32 == 0  # whole warps of values

@@ -180,8 +180,8 @@ def test_help_is_plain_text():
 
 
 def test_build_note_matches_the_build():
-    note = _gpuscan._build_note()
-    if _gpuscan._built_with_cuda():
+    note = _gpuscan._config()["build_note"]
+    if _gpuscan._config()["built_with_cuda"]:
         assert note.startswith("CUDA kernels for sm_") and "PTX compute_" in note, note
     else:
         assert note.startswith("no CUDA kernels: ") and len(note) > len("no CUDA kernels: "), note
@@ -200,11 +200,12 @@ def test_demo_says_why_the_backend_is_the_cpu():
     assert proc.returncode == 0, proc.stderr[-3000:]
     reason, line = proc.stdout.splitlines()[:2]
     assert reason == repr("GPUSCAN_BACKEND=cpu")
-    if _gpuscan._built_with_cuda():
+    config = _gpuscan._config()
+    if config["built_with_cuda"]:
         assert line == (f"backend: cpu, because GPUSCAN_BACKEND=cpu (this build has "
-                        f"{_gpuscan._build_note()})")
+                        f"{config['build_note']})")
     else:  # the build's reason comes first: without kernels CUDA was never a choice
-        assert line.startswith(f"backend: cpu, because this build has {_gpuscan._build_note()}")
+        assert line.startswith(f"backend: cpu, because this build has {config['build_note']}")
 
 
 def test_backend_reason_in_process(backend):

@@ -16,7 +16,7 @@ from gpuscan import _gpuscan
 from reference import bits, check_linrec, linrec_python
 
 CPU_CHUNK = 16384  # cpu/linrec.c's GS_LR_CHUNK: steps per chunk of a row
-NV = _gpuscan._linrec_tile_items()  # the CUDA kernels' tile (GS_LR_NV, half the scan's)
+NV = _gpuscan._config()["linrec_tile_items"]  # the CUDA kernels' tile (GS_LR_NV, half the scan's)
 # The CUDA lookahead driver runs once the tiles number 4x its resident blocks: float32 2112
 # tiles on an H100 or H200 (4 blocks on each of 132 multiprocessors), float64 1056; this many
 # steps reach it on any current GPU (B200: 148 multiprocessors, 2368 float32 tiles).

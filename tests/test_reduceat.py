@@ -269,7 +269,7 @@ def test_reduceat_deterministic(rng):
 # (32800 values: 65 tiles, a boundary every 32 NV values), then those tiles' (one tile), so slices
 # cross tiles at the first level and at the second.
 LEVELS_N = 2050 * NV - 7
-SEG_W = _gpuscan._segreduce_tile_items()
+SEG_W = _gpuscan._config()["segreduce_tile_items"]
 
 
 def levels_indices(rng):
@@ -630,7 +630,7 @@ def test_scratch_bytes():
     assert _gpuscan._segreduce_scratch_bytes(10 * NV, 7, False) == 0  # a warp per segment
     # Two buffers of 2 partials and an id per tile (a warp's SEG_W values): the values' tiles,
     # and the tiles of their 2 * tiles partials.
-    w = _gpuscan._segreduce_tile_items()
+    w = _gpuscan._config()["segreduce_tile_items"]
     assert w % 32 == 0 and NV % w == 0
     for tiles in (1, 10, 5000):
         s = _gpuscan._segreduce_scratch_bytes(tiles * w, 7, True)

@@ -931,7 +931,7 @@ import gpuscan
 from reference import assert_sum_within_bound, scan_reference
 assert gpuscan.backend() == "cpu", gpuscan.backend()
 assert gpuscan.device_info()["threads"] == {threads}, gpuscan.device_info()
-nv = gpuscan._gpuscan._scan_tile_items()
+nv = gpuscan._gpuscan._config()["scan_tile_items"]
 rng = np.random.default_rng(5)
 for n in (0, 1, 33, nv - 1, nv + 1, 7 * nv + 5, 2**20 + 17):
     a = rng.integers(-2**62, 2**62, size=n, dtype=np.int64)

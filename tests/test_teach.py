@@ -3,7 +3,7 @@ segmented_scan(algorithm="blelloch") and gpuscan.trace.
 
 The variants must equal algorithm="auto" bit for bit on integers (every op and dtype, inclusive
 and exclusive, axis=) and stay within the contract's bound on float sums.  Sizes are named after
-the path they reach: the Blelloch tile on CUDA (T = _teach_tile_items()), one tile, one more,
+the path they reach: the Blelloch tile on CUDA (T = _config()["teach_tile_items"]), one tile, one more,
 several tiles (one recursion level) and T*T + more (two levels).  The traces' work and span are
 checked against the formulas at powers of two and against an independent count (a plain Python
 run of the same steps) at other sizes.
@@ -20,7 +20,7 @@ import gpuscan
 from gpuscan import _gpuscan
 from conftest import DTYPES, DTYPE_IDS, ROOT, random_array
 
-T = _gpuscan._teach_tile_items()
+T = _gpuscan._config()["teach_tile_items"]
 OPS = ["add", "mul", "min", "max", "and", "or", "xor"]
 ALGOS = ["hillis_steele", "blelloch"]
 

@@ -230,7 +230,7 @@ def algorithm_cases(run, nv):
     """The teaching variants: Hillis-Steele (double buffering, in place), the Blelloch tiles
     (one tile, one recursion level, two levels; padded and unpadded shared memory), the flagged
     Blelloch, and the trace steps (one launch each, with the atomic work counter)."""
-    tile = _gpuscan._teach_tile_items()
+    tile = _gpuscan._config()["teach_tile_items"]
     for n in (1, 2, tile - 1, tile + 1, 3 * nv + 7, tile * tile + 5):
         x = run.rng.integers(-100, 100, n).astype(np.int32)
         dx = dev(x)
@@ -389,7 +389,7 @@ def apps_cases(run, nv, reduced):
     bf = rng.random(big.size) < 0.05
     # A warp per 8 tiles as one range (the default takes it from 2^25 values on): runs carried
     # from tile to tile at level 0 and, with ids, at level 1.
-    rw = 8 * _gpuscan._segreduce_tile_items()
+    rw = 8 * _gpuscan._config()["segreduce_tile_items"]
     rx = rng.uniform(-1, 1, 300 * rw + 37).astype(np.float32)  # 2 tiles of partials
     ri = np.unique(np.concatenate([[0, rw - 1, rw, rw + 1], rng.integers(0, rx.size, 3000)]))
 
@@ -479,7 +479,7 @@ def linrec_driver_cases(run, cp, reduced):
     tiles read element by element (reversed with n not a multiple of a 16-byte piece; an
     unaligned CuPy view), rows starting inside tiles with h0, float64, in place."""
     rng = np.random.default_rng(17)
-    lr_nv = _gpuscan._linrec_tile_items()
+    lr_nv = _gpuscan._config()["linrec_tile_items"]
     n = 4096 * lr_nv + 5
 
     def prefix_sum(dt, reverse=False, cupy_offset=False, in_place=False):
@@ -740,7 +740,7 @@ def main():
             cp.cuda.set_pinned_memory_allocator(None)
         except ImportError:
             pass
-    nv = _gpuscan._scan_tile_items()
+    nv = _gpuscan._config()["scan_tile_items"]
     print(f"sanitize_run: device {gpuscan.device_info().get('name')}, NV = {nv}, "
           f"{'reduced' if args.reduced else 'full'} set"
           + (", NumPy operands (--host)" if ON_HOST else ""), flush=True)

@@ -10,7 +10,7 @@
  * pool thread copies it out, faulting the result's pages in on the way: one more pass over host
  * memory, and the page faults (kernel zeroing) on top.  Page-locked memory from the driver is
  * no answer per call: cudaHostAlloc of 1 GiB takes 530-750 ms and cudaFreeHost 170 ms (H100
- * host, benchmarks/results/...-pinned.txt).  So blocks are made once, cheaply - an anonymous
+ * host, docs/performance-notes.md).  So blocks are made once, cheaply - an anonymous
  * mapping on transparent huge pages, populated by the pool's threads (MADV_POPULATE_WRITE, one
  * huge page per task), then registered (cudaHostRegister: 35 ms per GiB of resident pages) -
  * handed out as results, and taken back into the cache when the NumPy array that owns one is

@@ -17,11 +17,6 @@
 #include "gpuscan/launch.h" /* gs_launch_hist_last */
 #endif
 
-static PyObject *scan_tile_items(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(GS_NV);
-}
-
 /* A count of values, n >= 0, from a Python int. */
 static int size_arg(PyObject *arg, int64_t *n)
 {
@@ -81,11 +76,6 @@ static PyObject *segreduce_scratch_bytes(PyObject *self, PyObject *args)
     return PyLong_FromSize_t(gs_segreduce_scratch_bytes((int64_t)n, (int64_t)nseg, sorted));
 }
 
-static PyObject *segreduce_tile_items(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(GS_SEG_W);
-}
-
 static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
 {
     long long tiles;
@@ -103,20 +93,10 @@ static PyObject *segreduce_set_many(PyObject *self, PyObject *args)
     return was;
 }
 
-static PyObject *linrec_tile_items(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(GS_LR_NV);
-}
-
 static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
 {
     int64_t n;
     return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_linrec_scratch_bytes(n));
-}
-
-static PyObject *teach_tile_items(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(GS_TEACH_TILE);
 }
 
 static PyObject *teach_scratch_bytes(PyObject *self, PyObject *args)
@@ -152,15 +132,6 @@ static PyObject *teach_set_unpadded(PyObject *self, PyObject *flag)
     int was = gs_test_knobs.teach_unpadded;
     gs_test_knobs.teach_unpadded = on;
     return PyBool_FromLong(was);
-}
-
-static PyObject *built_with_cuda(PyObject *self, PyObject *unused)
-{
-#ifdef GS_HAVE_CUDA
-    Py_RETURN_TRUE;
-#else
-    Py_RETURN_FALSE;
-#endif
 }
 
 static PyObject *hist_last_launch(PyObject *self, PyObject *unused)
@@ -271,14 +242,25 @@ static PyObject *backend_reason(PyObject *self, PyObject *unused)
 #define GS_BUILD_NOTE "not recorded: built without setup.py"
 #endif
 
-static PyObject *build_note(PyObject *self, PyObject *unused)
+/* _config(): how the extension was built and the kernels' tiles. */
+static PyObject *config(PyObject *self, PyObject *unused)
 {
-    return PyUnicode_FromString(GS_BUILD_NOTE);
+#ifdef GS_HAVE_CUDA
+    PyObject *cuda = Py_True;
+#else
+    PyObject *cuda = Py_False;
+#endif
+    return Py_BuildValue("{sOsssisisisi}", "built_with_cuda", cuda, "build_note", GS_BUILD_NOTE,
+                         "scan_tile_items", GS_NV, "segreduce_tile_items", GS_SEG_W,
+                         "linrec_tile_items", GS_LR_NV, "teach_tile_items", GS_TEACH_TILE);
 }
 
 PyMethodDef gs_hook_methods[] = {
-    { "_scan_tile_items", scan_tile_items, METH_NOARGS,
-      "_scan_tile_items()\n--\n\nValues per tile of the device scan (GS_NV), for tests." },
+    { "_config", config, METH_NOARGS,
+      "_config()\n--\n\nHow the extension was built (built_with_cuda; build_note: setup.py's line "
+      "on the kernels' targets, or why there are none) and the kernels' tiles in values "
+      "(scan_tile_items GS_NV, segreduce_tile_items GS_SEG_W, linrec_tile_items GS_LR_NV, "
+      "teach_tile_items GS_TEACH_TILE), for the tests and the demo." },
     { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
     { "_split_scratch_bytes", split_scratch_bytes, METH_O,
@@ -298,18 +280,9 @@ PyMethodDef gs_hook_methods[] = {
     { "_segreduce_scratch_bytes", segreduce_scratch_bytes, METH_VARARGS,
       "_segreduce_scratch_bytes(n, nseg, sorted)\n--\n\nScratch bytes of a device segmented "
       "reduction, for tests." },
-    { "_segreduce_tile_items", segreduce_tile_items, METH_NOARGS,
-      "_segreduce_tile_items()\n--\n\nValues per tile of the device segmented reductions' "
-      "levels (GS_SEG_W: a warp's), for tests." },
-    { "_linrec_tile_items", linrec_tile_items, METH_NOARGS,
-      "_linrec_tile_items()\n--\n\nSteps per tile of the device linear recurrence (GS_LR_NV), "
-      "for tests." },
     { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
       "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
       "values, for tests." },
-    { "_teach_tile_items", teach_tile_items, METH_NOARGS,
-      "_teach_tile_items()\n--\n\nValues per tile of the Blelloch scan on CUDA "
-      "(GS_TEACH_TILE), for tests." },
     { "_teach_scratch_bytes", teach_scratch_bytes, METH_VARARGS,
       "_teach_scratch_bytes(algorithm, n, row_len, out_itemsize, segmented, in_place)\n--\n\n"
       "Scratch bytes of a teaching scan on CUDA, for tests." },
@@ -323,8 +296,6 @@ PyMethodDef gs_hook_methods[] = {
       "(CUDA; 0: the launcher's default for either); returns the previous (tiles, per_warp).  "
       "For tests and benchmarks: a low count reaches the ranges' carried runs at small "
       "sizes." },
-    { "_built_with_cuda", built_with_cuda, METH_NOARGS,
-      "_built_with_cuda()\n--\n\nWhether the extension was compiled with the CUDA kernels." },
     { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,
       "_pipeline_prefault(on=None, /)\n--\n\nWhether the host<->device pipeline faults in the "
       "pages of a contiguous NumPy result ahead of unpacking into it (True by default); with "
@@ -342,8 +313,5 @@ PyMethodDef gs_hook_methods[] = {
     { "_backend_reason", backend_reason, METH_NOARGS,
       "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
       "found'), None on CUDA." },
-    { "_build_note", build_note, METH_NOARGS,
-      "_build_note()\n--\n\nHow the build went for CUDA: the kernels' targets, or why there "
-      "are none." },
     { NULL, NULL, 0, NULL },
 };

@@ -239,7 +239,7 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 /* ---- histogram kernels (dispatch/hist.cu) ---- */
 
 /* Threads per histogram block: 32 warps, one block per multiprocessor (H200, 2^28 float32
- * values, tools/hist_check.cu: 256 bins 0.252 ms with 1024 threads against 0.258 ms with two
+ * values: 256 bins 0.252 ms with 1024 threads against 0.258 ms with two
  * blocks of 512 and 0.272 ms with three; 4096 bins 0.260 against 0.278 ms): a single block per
  * multiprocessor may take all its shared memory, so 65536 bins split in two slices, not three,
  * and half as many blocks merge into the device result. */

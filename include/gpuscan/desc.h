@@ -40,10 +40,10 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *                  ops layer hands every backend wider flags as bool (nonzero, NaN too).
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
  *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
- *   epoch (GS_ALGO_AUTO): 0, the launcher zeroes the scratch first; else the scratch was zeroed
- *                  once and every scan over it since had a distinct epoch below GS_EPOCH_LIMIT
- *                  (its look-back descriptors are tagged with it, and each scan leaves the
- *                  tile counter at zero): no zeroing, one launch.
+ *   epoch (GS_ALGO_AUTO, CUDA): in [1, GS_EPOCH_LIMIT); the scratch was zeroed once and every
+ *                  scan over it since had a distinct epoch (its look-back descriptors are tagged
+ *                  with it, and each scan leaves the tile counter at zero): no zeroing, one
+ *                  launch (csrc/cuda/scan_scratch.c keeps the epochs).
  *   carry_in, carry_out (GS_ALGO_AUTO, row_len == 0; NULL for none): GS_CARRY_BYTES each, in
  *                  the backend's memory.  The scan runs as the continuation of an earlier one:
  *                  carry_in holds the running value before element 0 (element 0 is then no

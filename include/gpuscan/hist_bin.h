@@ -181,7 +181,7 @@ GS_HIST_FN int64_t gs_hist_bin(const gs_hist_desc *d, char kind, gs_hist_mode mo
  * compute it (so the window is exact: a wider one sends more values to the edges, and at 65536
  * bins a window of a few ulps of nb sent every warp there), widened by two ulps of 1; no window
  * at all when D >= 1/2 or when p is not finite at some edge.  Host code (csrc/ops/hist.c sets up
- * every call with it; tools/hist_check.cu too).
+ * every call with it).
  */
 #define GS_HIST_UNIFORM_SETUP_DEF(sfx, T, EPS, NEXT)                                        \
     static inline void gs_hist_uniform_setup_##sfx(const T *e, int64_t nb, gs_hist_desc *d) \

@@ -25,11 +25,10 @@ cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch, size_t sc
 /* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
 cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream);
 
-/* Enqueue the scan on `stream`: one kernel launch, after a memset of the scratch when
- * d->epoch is 0.  `scratch` holds at least gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h);
- * with a nonzero epoch its tile counter is zero and no word of it carries this epoch's tag (the
- * scratch was zeroed, and every scan over it since had another epoch).  Returns the first CUDA
- * error. */
+/* Enqueue the scan on `stream`: one kernel launch.  `scratch` holds at least
+ * gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h), its tile counter zero and no word of it
+ * tagged with d->epoch (the scratch was zeroed, and every scan over it since had another epoch).
+ * Returns the first CUDA error. */
 cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
                            cudaStream_t stream);
 

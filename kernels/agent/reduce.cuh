@@ -201,7 +201,7 @@ static __device__ __forceinline__ void GS_FN(piece_words)(uint4 q, uint32_t *w)
 
 /* The 16-byte piece of an item at value offset `off`, read as a stream (ld.global.cs: evict
  * first; every byte is read once): at 2^28 values 1-2% faster than a plain load (an H200,
- * results/nvidia-h200-2026-11-27-reduce-staged.txt). */
+ * docs/performance-notes.md). */
 static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src, int off, int size,
                                                                 uint32_t *w)
 {
@@ -216,7 +216,7 @@ static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src,
  * at most, after the conversion: error <= 2u * sum|x|, u = eps/2), which cuts the round's Sum2
  * steps from 16 to 4: the items' kernel issued 10.8M warp instructions at 2^24 against CUB's 2.5M,
  * and issue, at its blocks' tails, is what it lost to CUB
- * (results/nvidia-h200-2026-11-27-reduce-lean.txt). */
+ * (docs/performance-notes.md). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate_round)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, uint32_t (*w)[4],
                             int pieces)

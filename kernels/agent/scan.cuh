@@ -314,13 +314,6 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
                                                            GS_FN(gs_scan_smem) *sm)
 {
     const GS_R id = GS_FN(identity)(op, out_t);
-#ifdef GS_NO_LOOKBACK /* tuning only: the data movement alone (wrong results) */
-    if (threadIdx.x == 0) {
-        sm->excl_hi = id;
-        sm->excl_lo = (GS_R)0;
-        sm->excl_d = 0.0;
-    }
-#else
 #if GS_R_KIND == 'f'
     if (!GS_FN(exact)(op)) {
         GS_FN(gs_part) excl;
@@ -353,7 +346,6 @@ static __device__ __forceinline__ void GS_FN(learn_prefix)(gs_op op, gs_dtype ou
             sm->excl_lo = excl.lo;
         }
     }
-#endif
     __syncthreads();
 }
 

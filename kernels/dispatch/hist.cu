@@ -18,7 +18,7 @@
 
 /* The largest result that the kernel's block 0 zeroes itself (8 bytes an accumulator: 8192 bins).
  * cudaMemsetAsync costs the host 1.2 us up to 4 KiB and 3.5 us past it (an H200 host,
- * results/nvidia-h200-2026-11-27-hist-zero.txt), but one block of GS_HIST_NT threads writes
+ * docs/performance-notes.md), but one block of GS_HIST_NT threads writes
  * only about 4 bytes a cycle: past 64 KiB the memset's bandwidth wins (64 MiB: 27 us against
  * 1.07 ms), and on the global-atomics path every other block would wait for block 0. */
 #define GS_HIST_ZERO_IN_KERNEL_BYTES (64 * 1024)

@@ -55,14 +55,6 @@
 /* The rows whose operator is exact (integers, min/max, bitwise): any grouping gives the same
  * bits, so their scans may combine from the nearest published prefix (device/lookback.cuh); float
  * add and mul take the anchored look-back. */
-#ifdef GS_TUNING_SUBSET /* tools/kernel_check.cu: only the rows it times, a quicker build */
-#define GS_EXACT_KERNELS(X)                 \
-    X(GS_OP_ADD, GS_UINT32, GS_UINT32, u32) \
-    X(GS_OP_ADD, GS_INT32, GS_UINT64, u64)  \
-    X(GS_OP_ADD, GS_UINT64, GS_UINT64, u64) \
-    X(GS_OP_MAX, GS_INT32, GS_INT32, i32)   \
-    X(GS_OP_MIN, GS_FLOAT32, GS_FLOAT32, f32)
-#else
 #define GS_EXACT_KERNELS(X)       \
     GS_KT_ARITH_INT(X, GS_OP_ADD) \
     GS_KT_ARITH_INT(X, GS_OP_MUL) \
@@ -71,7 +63,6 @@
     GS_KT_BITS(X, GS_OP_AND)      \
     GS_KT_BITS(X, GS_OP_OR)       \
     GS_KT_BITS(X, GS_OP_XOR)
-#endif
 #define GS_TYPED_KERNELS(X)         \
     GS_EXACT_KERNELS(X)             \
     GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \

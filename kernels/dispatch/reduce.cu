@@ -31,7 +31,7 @@ typedef struct gs_reduce_kparams {
 
 /* The items' kernels' launch bounds: eight blocks a multiprocessor (32 registers) where four-
  * byte registers reach it without spilling (the int32 sum took 39 registers and six blocks:
- * 2^22 and 2^24 values 3-10% slower, results/nvidia-h200-2026-11-27-reduce-parts.txt); eight-byte
+ * 2^22 and 2^24 values 3-10% slower, docs/performance-notes.md); eight-byte
  * ones as ptxas likes (eight would spill the products into uint64, and a minimum of one block
  * gives the float64 sum 56 registers where none gives it 32). */
 #define GS_REDUCE_BOUNDS_u32 GS_NT, 8
@@ -128,7 +128,7 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
 
     /* ---- More: a block per chunk, refilled by the hardware as blocks finish (the first
      * wave's fences and counts, and its imbalance between multiprocessors, cost more than a
-     * second launch: results/nvidia-h200-2026-11-27-reduce-parts.txt), then a block per row
+     * second launch: docs/performance-notes.md), then a block per row
      * combining the row's partials, launched as the first launch's programmatic dependent on
      * devices that have it (sm_90+). ---- */
     if (items > INT_MAX) /* a block per item: 2^31 chunks of thousands of values, more than any

@@ -34,14 +34,13 @@ extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size
     const int64_t tiles = gs_scan_tiles(d->n);
     gs_scan_kernel kernel, ahead;
     gs_scan_kparams p;
-    cudaError_t err;
 
     if (d->n == 0)
         return cudaSuccess;
     gs_scan_kernels_for(d->in_type, d->out_type, d->op, d->row_len > 0 || d->flags != NULL, &kernel,
                         &ahead);
     if (kernel == NULL || scratch_bytes < gs_scan_scratch_bytes(d->n) || tiles > INT32_MAX ||
-        d->epoch >= GS_EPOCH_LIMIT ||
+        d->epoch == 0 || d->epoch >= GS_EPOCH_LIMIT ||
         (d->flags != NULL && gs_dtype_size(d->flag_type) != 1) || /* 1-byte flags only */
         (d->row_len > 0 && (d->carry_in != NULL || d->carry_out != NULL)))
         return cudaErrorInvalidValue;
@@ -58,11 +57,6 @@ extern "C" cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size
     p.vec_flags = ((uintptr_t)d->flags % 16) == 0;
     p.carry_in = d->carry_in;
     p.carry_out = d->carry_out;
-
-    /* ---- A scratch without an epoch: zero the tile counter and descriptors. ---- */
-    if (d->epoch == 0 &&
-        (err = cudaMemsetAsync(scratch, 0, gs_scan_scratch_bytes(d->n), stream)) != cudaSuccess)
-        return err;
 
     /* ---- The one scan launch: the lookahead driver's persistent grid when the tiles fill
      * the device several times over, else a block per tile. ---- */

@@ -2,40 +2,29 @@
  * dispatch/tuning.h - the kernels' launch-bound tuning: the blocks per multiprocessor each
  * register type's kernels are compiled for.
  *
- * Level: dispatch.  Each constant may be overridden with -D for tuning runs
- * (tools/kernel_check.cu); the measurements behind them are in benchmarks/NOTES.md.
+ * Level: dispatch.  The measurements behind them are in docs/performance-notes.md.
  */
 #ifndef GS_TUNING_H
 #define GS_TUNING_H
 
 /* Blocks per multiprocessor the register budget must allow, by register type: 4-byte
  * registers leave room for more resident blocks than 8-byte ones. */
-#ifndef GS_MIN_BLOCKS_4
 #define GS_MIN_BLOCKS_4 5 /* measured best for one tile per block (H200) */
-#endif
-#ifndef GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_8 2
-#endif
 #define GS_MIN_BLOCKS_u32 GS_MIN_BLOCKS_4
 #define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
 /* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
  * kernel spilled (ptxas: 120 bytes), and 4 blocks measured faster (H200, float32 add in the
  * three passes that preceded the anchored look-back: 46% of memcpy at 2^28 against 40%). */
-#ifndef GS_MIN_BLOCKS_f32
 #define GS_MIN_BLOCKS_f32 4
-#endif
 #define GS_MIN_BLOCKS_u64 GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_f64 GS_MIN_BLOCKS_8
 
 /* The lookahead driver holds three input tiles in shared memory: 4-byte inputs leave room for
  * four blocks per multiprocessor (H100/H200), 8-byte ones for two. */
-#ifndef GS_AHEAD_MIN_BLOCKS_4 /* overridable for tuning (tools/kernel_check.cu) */
 #define GS_AHEAD_MIN_BLOCKS_4 4
-#endif
-#ifndef GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_8 2
-#endif
 #define GS_AHEAD_MIN_BLOCKS_u32 GS_AHEAD_MIN_BLOCKS_4
 #define GS_AHEAD_MIN_BLOCKS_i32 GS_AHEAD_MIN_BLOCKS_4
 #define GS_AHEAD_MIN_BLOCKS_f32 GS_AHEAD_MIN_BLOCKS_4
@@ -46,9 +35,7 @@
  * three tiles of 4 or 8 KiB, not 32: at least three blocks.  Under three, ptxas fits the
  * uint8 -> uint64 kernel in 80 registers with no spills (126 under two, which left the
  * multiprocessors 16 warps); int32 -> int64 would spill 12 bytes, 8-byte inputs 36-48. */
-#ifndef GS_AHEAD_MIN_BLOCKS_NARROW
 #define GS_AHEAD_MIN_BLOCKS_NARROW 3
-#endif
 #define GS_AHEAD_NARROW(in)                                                     \
     ((in) == GS_BOOL || (in) == GS_INT8 || (in) == GS_UINT8 || (in) == GS_INT16 || \
      (in) == GS_UINT16)
@@ -63,27 +50,17 @@
  * multiprocessor with 7 KiB of static shared memory and 1 KiB reserved per block; 64 KiB and
  * three for float64).  Occupancy is the recurrence's lever: its look-back leaves a block's warps
  * waiting at a barrier, and other blocks fill the time (2^28 float32, H100: two blocks 62%, four
- * 75%, five 76%: see benchmarks/NOTES.md).  ptxas (sm_90, CUDA 13, GS_LR_VT 8): one tile
+ * 75%, five 76%: see docs/performance-notes.md).  ptxas (sm_90, CUDA 13, GS_LR_VT 8): one tile
  * float32 63 registers under 3 blocks, float64 80 under 2, no spills; lookahead float32 48 under
  * 5 (12 bytes of spills), float64 80 under 3 (4 bytes). */
-#ifndef GS_LR_MIN_BLOCKS_f32
 #define GS_LR_MIN_BLOCKS_f32 3
-#endif
-#ifndef GS_LR_MIN_BLOCKS_f64
 #define GS_LR_MIN_BLOCKS_f64 2
-#endif
-#ifndef GS_LR_AHEAD_MIN_BLOCKS_f32
 #define GS_LR_AHEAD_MIN_BLOCKS_f32 5
-#endif
-#ifndef GS_LR_AHEAD_MIN_BLOCKS_f64
 #define GS_LR_AHEAD_MIN_BLOCKS_f64 3
-#endif
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
  * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
  * (below that the two tie or one tile per block wins: H200). */
-#ifndef GS_AHEAD_MIN_WAVES
 #define GS_AHEAD_MIN_WAVES 4
-#endif
 
 #endif /* GS_TUNING_H */
