@@ -46,10 +46,27 @@ extern PyObject *gs_AxisError;
  *   'p' the exception already set (KeyboardInterrupt from gs_interrupt_check). */
 int gs_raise(const gs_fail *f);
 
+/*
+ * The GIL released around work that may call back into Python without it (the stop check, a
+ * streamed split's result): GS_BEGIN_UNLOCKED keeps the thread state it releases in gs_released,
+ * where gs_gil_take (and gs_gil_give after it) take the GIL back on the caller's own state, in
+ * whatever interpreter it runs.  They nest; outside them gs_released is NULL.
+ */
+extern _Thread_local PyThreadState *gs_released;
+#define GS_BEGIN_UNLOCKED                             \
+    {                                                 \
+        PyThreadState *const gs_outer_ = gs_released; \
+        gs_released = PyEval_SaveThread();
+#define GS_END_UNLOCKED                \
+    PyEval_RestoreThread(gs_released); \
+    gs_released = gs_outer_;           \
+    }
+void gs_gil_take(void);
+void gs_gil_give(void);
+
 /* The check a long call makes between its pieces (installed at import as host/pool.h's stop
- * check): takes the GIL for a moment, runs Python's signal handlers, and returns nonzero with
- * their exception (KeyboardInterrupt) set when one raised.  For the thread that made the call,
- * with the GIL released. */
+ * check): inside GS_BEGIN_UNLOCKED, takes the GIL for a moment, runs Python's signal handlers,
+ * and returns nonzero with their exception (KeyboardInterrupt) set when one raised; elsewhere 0. */
 int gs_interrupt_check(void);
 
 /* ---- backend.c ---------------------------------------------------------------------------- */

@@ -99,9 +99,9 @@ static int xfer(const gs_view *src, const gs_view *dst)
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = gs_xfer_copy(src, dst, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : 0;
 }
 

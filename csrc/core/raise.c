@@ -62,11 +62,26 @@ int gs_raise(const gs_fail *f)
     }
 }
 
+_Thread_local PyThreadState *gs_released;
+
+void gs_gil_take(void)
+{
+    PyEval_RestoreThread(gs_released);
+}
+
+void gs_gil_give(void)
+{
+    gs_released = PyEval_SaveThread();
+}
+
 int gs_interrupt_check(void)
 {
-    PyGILState_STATE gil = PyGILState_Ensure();
-    const int rc = PyErr_CheckSignals();
+    int rc;
 
-    PyGILState_Release(gil);
+    if (gs_released == NULL)
+        return 0;
+    gs_gil_take();
+    rc = PyErr_CheckSignals();
+    gs_gil_give();
     return rc < 0;
 }

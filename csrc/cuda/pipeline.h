@@ -69,11 +69,11 @@ int gs_pipe_run(const gs_pipe *p, gs_fail *f);
 /* The primitives streamed through it (cuda/stream.c): the CUDA table's streamed entries. */
 int gs_cuda_stream_scan(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
                         const gs_view *out, gs_fail *f);
-int64_t gs_cuda_stream_parts(int64_t n, gs_dtype type);
+int64_t gs_cuda_stream_chunk(int64_t n, gs_dtype type);
 int gs_cuda_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_view *out,
                           gs_fail *f);
 int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops, const gs_view *in,
-                            int64_t base, int64_t n, void *parts, gs_fail *f);
+                            int64_t base, int64_t n, int64_t chunk, void *parts, gs_fail *f);
 int gs_cuda_stream_hist(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,
                         const gs_view *out, gs_fail *f);
 int gs_cuda_stream_split(const gs_split_desc *d, const gs_view *in, const gs_view *flags,

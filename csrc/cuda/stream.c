@@ -152,15 +152,17 @@ static int reduce_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *con
     return 0;
 }
 
-/* The reduction of elements [base, base + n) of `in` as c describes it, its results left on
- * the device. */
-static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, const gs_view *in, gs_fail *f)
+/* The reduction of elements [base, base + n) of `in` as c describes it, in chunks of `chunk`
+ * (0: the pipeline's own), its results left on the device. */
+static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, int64_t chunk, const gs_view *in,
+                       gs_fail *f)
 {
     gs_pipe p;
 
     memset(&p, 0, sizeof(p));
     p.base = base;
     p.n = n;
+    p.chunk = chunk;
     p.nin = 1;
     p.in[0].view = in;
     p.in[0].dtype = c->d.in_type;
@@ -170,17 +172,15 @@ static int reduce_pipe(reduce_ctx *c, int64_t base, int64_t n, const gs_view *in
     return gs_pipe_run(&p, f);
 }
 
-int64_t gs_cuda_stream_parts(int64_t n, gs_dtype type)
+int64_t gs_cuda_stream_chunk(int64_t n, gs_dtype type)
 {
-    const int64_t chunk = gs_pipe_chunk(n, (int64_t)gs_dtype_size(type), 1);
-    return chunk > 0 ? (n + chunk - 1) / chunk : 0;
+    return gs_pipe_chunk(n, (int64_t)gs_dtype_size(type), 1);
 }
 
 int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops, const gs_view *in,
-                            int64_t base, int64_t n, void *parts, gs_fail *f)
+                            int64_t base, int64_t n, int64_t chunk, void *parts, gs_fail *f)
 {
-    const int64_t k = gs_cuda_stream_parts(n, d->in_type);
-    const size_t bytes = (size_t)k * gs_dtype_size(d->out_type);
+    const size_t bytes = (size_t)((n + chunk - 1) / chunk) * gs_dtype_size(d->out_type);
     reduce_ctx c;
 
     memset(&c, 0, sizeof(c));
@@ -191,7 +191,7 @@ int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops,
         if (gs_cuda_alloc((void **)&c.dev_res[i], bytes, f) < 0)
             goto done;
     }
-    if (reduce_pipe(&c, base, n, in, f) < 0)
+    if (reduce_pipe(&c, base, n, chunk, in, f) < 0)
         goto done;
     for (int i = 0; i < nops; i++)
         GS_CUDA_TRY(
@@ -217,7 +217,7 @@ int gs_cuda_stream_reduce(const gs_reduce_desc *d, const gs_view *in, const gs_v
     if (gs_cuda_alloc((void **)&c.dev_res[0], (size_t)d->rows * gs_dtype_size(d->out_type), f) < 0)
         return -1;
     gs_view_contiguous(&res, out, c.dev_res[0], GS_MEM_DEVICE, d->out_type);
-    if (reduce_pipe(&c, 0, d->rows * d->row_len, in, f) == 0)
+    if (reduce_pipe(&c, 0, d->rows * d->row_len, 0, in, f) == 0)
         (void)gs_xfer_copy(&res, out, f);
     gs_cuda_free(c.dev_res[0]);
     return f->kind ? -1 : 0;
@@ -408,7 +408,7 @@ int gs_cuda_stream_split(const gs_split_desc *d, const gs_view *in, const gs_vie
     counts = malloc((size_t)c.nchunks * 8 + 1);
     c.before = malloc(((size_t)c.nchunks + 1) * sizeof(int64_t));
     if (counts == NULL || c.before == NULL) {
-        gs_fail_set(f, 'e', ENOMEM, "malloc", ((size_t)c.nchunks + 1) * 16);
+        gs_fail_set(f, 'e', ENOMEM, "malloc", (size_t)c.nchunks * 16 + 9);
         goto done;
     }
     /* Pass 1: each chunk's flagged count, so every value's place is known before pass 2. */

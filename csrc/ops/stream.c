@@ -11,6 +11,7 @@
  */
 #include "ops/ops.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "host/pack.h"
@@ -21,9 +22,9 @@ int gs_stream_scan(const gs_backend_ops *be, const gs_scan_desc *d, const gs_vie
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->stream_scan(d, in, flags, out, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : 0;
 }
 
@@ -34,7 +35,7 @@ int gs_stream_scan(const gs_backend_ops *be, const gs_scan_desc *d, const gs_vie
 static int long_row(const gs_backend_ops *be, const gs_reduce_desc *d, const gs_op *ops, int nops,
                     const gs_view *in, int64_t base, int64_t n, char *res, gs_fail *f)
 {
-    const int64_t k = be->stream_parts(n, d->in_type);
+    const int64_t chunk = be->stream_chunk(n, d->in_type), k = (n + chunk - 1) / chunk;
     const size_t acc = gs_dtype_size(d->out_type);
     char *parts = malloc((size_t)(k * nops) * acc);
     int rc = -1;
@@ -43,7 +44,7 @@ static int long_row(const gs_backend_ops *be, const gs_reduce_desc *d, const gs_
         gs_fail_set(f, 'e', ENOMEM, "malloc", (size_t)(k * nops) * acc);
         goto done;
     }
-    if (be->stream_partials(d, ops, nops, in, base, n, parts, f) < 0)
+    if (be->stream_partials(d, ops, nops, in, base, n, chunk, parts, f) < 0)
         goto done;
     for (int i = 0; i < nops; i++) {
         gs_reduce_desc c = *d;
@@ -69,7 +70,7 @@ static int reduce_rows(const gs_backend_ops *be, const gs_reduce_desc *d, const 
 {
     char value[8];
 
-    if (be->stream_parts(d->row_len, d->in_type) <= 1)
+    if (be->stream_chunk(d->row_len, d->in_type) == d->row_len) /* whole rows fit a chunk */
         return be->stream_reduce(d, in, out, f);
     for (int64_t r = 0; r < d->rows; r++) {
         if (long_row(be, d, &d->op, 1, in, r * d->row_len, d->row_len, value, f) < 0)
@@ -85,9 +86,9 @@ int gs_stream_reduce(const gs_backend_ops *be, const gs_reduce_desc *d, const gs
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = reduce_rows(be, d, in, out, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : 0;
 }
 
@@ -104,9 +105,9 @@ int gs_stream_min_max(const gs_backend_ops *be, const gs_view *in, uint64_t out[
     d.in_type = d.out_type = in->dtype;
     d.rows = 1;
     d.row_len = gs_view_size(in);
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = long_row(be, &d, min_max, 2, in, 0, d.row_len, res, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         return gs_raise(&f);
     out[0] = out[1] = 0;
@@ -123,9 +124,9 @@ int gs_stream_hist(const gs_backend_ops *be, const gs_hist_desc *d, const gs_vie
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->stream_hist(d, in, weights, out, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : 0;
 }
 
@@ -139,10 +140,10 @@ typedef struct split_result {
 static int make_result(void *ctx, int64_t len, gs_view *out)
 {
     split_result *r = ctx;
-    PyGILState_STATE gil = PyGILState_Ensure();
 
+    gs_gil_take();
     r->res = gs_result_streamed(r->be, 1, &len, r->dtype, out);
-    PyGILState_Release(gil);
+    gs_gil_give();
     return r->res != NULL ? 0 : -1;
 }
 
@@ -153,9 +154,9 @@ int gs_stream_split(const gs_backend_ops *be, const gs_split_desc *d, const gs_v
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->stream_split(d, in, flags, make_result, &r, total, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0) {
         Py_CLEAR(r.res);
         return gs_raise(&f);

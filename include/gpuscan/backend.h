@@ -111,19 +111,18 @@ typedef struct gs_backend_ops {
      * `flags`, NULL for none) into `out`, each of the same shape. */
     int (*stream_scan)(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,
                        const gs_view *out, gs_fail *f);
-    /* The partials stream_partials leaves for n values of `type`: one per chunk.  A row whose
-     * values make one partial is no longer than a chunk. */
-    int64_t (*stream_parts)(int64_t n, gs_dtype type);
+    /* The elements of a chunk of n values of `type` (n itself when they fit one). */
+    int64_t (*stream_chunk)(int64_t n, gs_dtype type);
     /* d->rows reductions of d->row_len values, each row no longer than a chunk: `in` has
      * d->rows * d->row_len elements in C order (the rows consecutive), `out` d->rows. */
     int (*stream_reduce)(const gs_reduce_desc *d, const gs_view *in, const gs_view *out,
                          gs_fail *f);
-    /* Elements [base, base + n) of `in` (as d->in_type) reduced chunk by chunk by each of the
-     * nops operators: parts (host memory) receives, operator after operator, the
-     * stream_parts(n, d->in_type) partials of each (d->out_type values, in chunk order), which
-     * the caller combines. */
+    /* Elements [base, base + n) of `in` (as d->in_type) reduced in chunks of `chunk` by each of
+     * the nops operators: parts (host memory) receives, operator after operator, the k =
+     * ceil(n / chunk) partials of each (d->out_type values, in chunk order), which the caller
+     * combines. */
     int (*stream_partials)(const gs_reduce_desc *d, const gs_op *ops, int nops, const gs_view *in,
-                           int64_t base, int64_t n, void *parts, gs_fail *f);
+                           int64_t base, int64_t n, int64_t chunk, void *parts, gs_fail *f);
     /* A histogram of `in` (as d->in_type) and `weights` (as d->w_type; NULL for none) into
      * `out` (d->nbins accumulators of gs_hist_acc_type). */
     int (*stream_hist)(const gs_hist_desc *d, const gs_view *in, const gs_view *weights,

@@ -13,6 +13,17 @@
 
 #include "gpuscan/types.h"
 
+/* A ctype read from or written to p: directly on the device (aligned device memory), by memcpy
+ * on the host (any buffer, and no question of aliasing). */
+#ifdef __CUDA_ARCH__
+#define GS_VALUE_GET(ctype, p, x) ((x) = *(const ctype *)(p))
+#define GS_VALUE_PUT(ctype, p, x) (*(ctype *)(p) = (x))
+#else
+#include <string.h>
+#define GS_VALUE_GET(ctype, p, x) memcpy(&(x), (p), sizeof(ctype))
+#define GS_VALUE_PUT(ctype, p, x) memcpy((p), &(x), sizeof(ctype))
+#endif
+
 typedef struct gs_value {
     char kind; /* 'i', 'u' (bool too) or 'f' */
     int64_t i;
@@ -52,13 +63,16 @@ static inline GS_HD gs_value gs_value_load(gs_dtype t, const void *p)
 static inline GS_HD void gs_value_store(gs_dtype t, void *p, gs_value v)
 {
     switch (t) {
-#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                                \
-    case code:                                                                                  \
-        if (kind_ == 'b')                                                                       \
-            *(uint8_t *)p = v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0;   \
-        else                                                                                    \
-            *(ctype *)p = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u; \
-        break;
+#define GS_X_STORE(code, ctype, sfx, kind_, npy)                                           \
+    case code: {                                                                           \
+        ctype x;                                                                           \
+        if (kind_ == 'b')                                                                  \
+            x = (ctype)(v.kind == 'f' ? v.f != 0.0 : v.kind == 'i' ? v.i != 0 : v.u != 0); \
+        else                                                                               \
+            x = v.kind == 'f' ? (ctype)v.f : v.kind == 'i' ? (ctype)v.i : (ctype)v.u;      \
+        GS_VALUE_PUT(ctype, p, x);                                                         \
+        break;                                                                             \
+    }
         GS_DTYPES(GS_X_STORE)
 #undef GS_X_STORE
     default:

@@ -51,9 +51,10 @@ static struct {
 
 static gs_memo_entry *gs_memo_slot(int device, const void *kernel, long long key)
 {
-    const unsigned long long h =
-        ((uintptr_t)kernel >> 4) * 0x9e3779b97f4a7c15ull ^ (unsigned long long)key * 31u ^ device;
-    return &gs_memo.entry[(h >> 32) % GS_MEMO_SLOTS];
+    /* Every part mixed in before the multiply, whose top bits pick the slot. */
+    const unsigned long long x = (uintptr_t)kernel ^ (unsigned long long)key * 0x100000001b3ull ^
+                                 (unsigned long long)device << 56;
+    return &gs_memo.entry[((x * 0x9e3779b97f4a7c15ull) >> 56) % GS_MEMO_SLOTS];
 }
 
 /* 1 with *value when the value of (device, kernel, key) is known, else 0. */
