@@ -13,36 +13,9 @@ The results are gpuscan's single-array results on the whole array: integers (and
 min/max) bit for bit, a float sum within the contract's bound for the whole length, and the
 same bits on every run for the same chunking and method.
 
-Functions
----------
-scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential")
-    Prefix scan in two levels: every chunk scanned by ``gpuscan.scan``, the chunk totals along
-    ``axis`` (``gpuscan.reduce``) combined into one carry per chunk, the carry combined into
-    the chunk's scan.  ``method="sequential"`` chains the carries one task per chunk;
-    ``"blelloch"`` combines them in an up-sweep/down-sweep tree (2 log2(chunks) levels).
-    ``axis=None`` scans the array flattened in C order (a 1-D result, as ``np.cumsum``); an
-    integer axis carries along that axis only.
-segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None)
-    ``gpuscan.segmented_scan`` over ``x`` and ``flags`` (same shape), read together in C order:
-    a segment's running value crosses chunk boundaries until the next nonzero flag.
-reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None)
-    ``gpuscan.reduce`` per chunk, then a tree of ``gpuscan.reduce`` over the partial results.
-histogram(x, bins, range=None, weights=None, density=None)
-    As ``dask.array.histogram``: ``bins`` an int (``range`` then required) or the edges; the
-    counts (a 1-D dask array) are ``gpuscan.histogram``'s per chunk, summed; the edges are a
-    NumPy array.
-bincount(x, weights=None, minlength=0)
-    ``gpuscan.bincount`` per chunk of a 1-D ``x``, summed; the length depends on the data, so the
-    result's chunk size is unknown (``nan``) until computed.
-compact(x, flags)
-    ``x[flags != 0]`` flattened in C order: one chunk of unknown size per chunk of ``x``.
-split(x, flags)
-    ``(out, count)``: the stable partition of the flattened ``x`` (flagged values first, then
-    the others, each group in order) as a 1-D dask array of unknown chunk sizes, and the number
-    flagged as a 0-d dask array.
-gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs)
-    A ``distributed.SpecCluster`` of one worker process per GPU, each with its
-    ``CUDA_VISIBLE_DEVICES`` set to one device (what ``dask_cuda.LocalCUDACluster`` does).
+``scan``, ``segmented_scan``, ``reduce``, ``histogram``, ``bincount``, ``compact`` and ``split``
+are the single-array functions over dask arrays; ``gpu_cluster`` makes a local cluster of one
+worker per GPU.
 """
 
 import functools
@@ -314,16 +287,53 @@ def _lines(x, axis):
 # Public functions
 # ================================================================================================
 def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential"):
-    """Lazy ``gpuscan.scan`` of a dask array.
+    """Lazy ``gpuscan.scan`` of a dask array, in two levels.
 
-    The result equals ``gpuscan.scan(x.compute(), op, axis=axis, exclusive=exclusive,
-    dtype=dtype)``: ``axis=None`` scans the C-order flattening (1-D result), an integer axis
-    scans along it (same shape and chunks; blocks are combined along that axis only).  ``op``,
-    ``dtype``, ``exclusive`` and the result dtype are gpuscan's.  ``method``: ``"sequential"``
-    (each chunk's carry waits for the one before) or ``"blelloch"`` (the carries from an
-    up-sweep/down-sweep over the chunk totals).  Integer results and float min/max are
-    bit-identical to the single call; a float sum stays within the contract's bound (the
-    carries are combined with compensated additions, so the chunk count adds no error).
+    Every chunk is scanned by ``gpuscan.scan``, its total along the axis found by
+    ``gpuscan.reduce``, and each chunk combines the carry of the chunks before it.  Float sums
+    combine their carries with compensated (TwoSum) additions, so the number of chunks adds
+    no error.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The input (other array-likes become one-chunk dask arrays).
+    op : str or numpy.ufunc, optional
+        As for :func:`gpuscan.scan`.
+    axis : int or None, optional
+        None (default) scans the C-order flattening (dask rechunks an N-D array so that each
+        block is a run of that order) and gives a 1-D result; an integer axis scans along it,
+        the result keeping ``x``'s shape and chunks (blocks are combined along that axis only).
+    exclusive : bool, optional
+        As for :func:`gpuscan.scan`.
+    dtype : dtype, optional
+        As for :func:`gpuscan.scan`.
+    method : {"sequential", "blelloch"}, optional
+        How the carries are found: a chain of tasks, each chunk's carry waiting for the one
+        before (``"sequential"``, as ``dask.array.cumsum``), or an up-sweep/down-sweep over the
+        chunk totals (``"blelloch"``: 2*log2(chunks) levels of tasks instead of one per chunk).
+
+    Returns
+    -------
+    dask.array.Array
+        ``gpuscan.scan(x.compute(), op, axis=axis, exclusive=exclusive, dtype=dtype)``, lazily:
+        integer results and float min/max bit-identical to it, a float sum within the
+        contract's bound for the whole length, the same bits on every run for a given chunking
+        and method.  CuPy chunks give CuPy chunks.
+
+    Raises
+    ------
+    ValueError, TypeError, numpy.exceptions.AxisError
+        At once, for the arguments ``gpuscan.scan`` refuses, and for an unknown ``method``.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> x = da.arange(10, chunks=4)
+    >>> gsd.scan(x).compute()
+    array([ 0,  1,  3,  6, 10, 15, 21, 28, 36, 45])
+    >>> gsd.scan(x, method="blelloch", exclusive=True).compute()
+    array([ 0,  0,  1,  3,  6, 10, 15, 21, 28, 36])
     """
     x = _as_dask(x)
     dt = gpuscan.scan(_probe(x), op, axis=axis, exclusive=exclusive, dtype=dtype).dtype
@@ -352,13 +362,38 @@ def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequent
 
 
 def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
-    """Lazy ``gpuscan.segmented_scan`` of two dask arrays of the same shape.
+    """Lazy ``gpuscan.segmented_scan`` of a dask array.
 
-    ``x`` and ``flags`` are read together in C order (``flags`` is rechunked to ``x``'s chunks
-    where they differ); a nonzero flag starts a segment, element 0 always does, and a segment's
-    running value carries across chunk boundaries until the next head.  The result has ``x``'s
-    shape and equals the single-array call (bit for bit for integers; floats within the bound
-    per segment).
+    ``x`` and ``flags`` are read together in C order; a segment's running value crosses chunk
+    boundaries until the next nonzero flag.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The values.
+    flags : dask.array.Array or array_like
+        ``x``'s shape (rechunked to ``x``'s chunks); a nonzero flag starts a segment.
+    op, exclusive, dtype : optional
+        As for :func:`gpuscan.segmented_scan`.
+
+    Returns
+    -------
+    dask.array.Array
+        ``x``'s shape: the single-array call's result (bit for bit for integers; floats within
+        the bound per segment).
+
+    Raises
+    ------
+    ValueError, TypeError
+        At once: shapes that differ, and the arguments ``gpuscan.segmented_scan`` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, gpuscan.dask as gsd
+    >>> x = da.arange(10, chunks=4)
+    >>> heads = da.from_array(np.array([1, 0, 0, 1, 0, 0, 1, 0, 0, 0]), chunks=4)
+    >>> gsd.segmented_scan(x, heads).compute()
+    array([ 0,  1,  3,  3,  7, 12,  6, 13, 21, 30])
     """
     x, flags = _as_dask(x), _as_dask(flags, "flags")
     _same_shape(x, flags)
@@ -397,12 +432,39 @@ def _reduce_part(block, axis, keepdims, op, dtype, identity):
 
 
 def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None):
-    """Lazy ``gpuscan.reduce`` of a dask array: each chunk reduced by gpuscan, the partial
-    results reduced by gpuscan in a tree (``split_every`` as in ``dask.array.sum``).
+    """Lazy ``gpuscan.reduce`` of a dask array.
 
-    ``axis`` None, an int or a tuple; ``dtype=``, ``keepdims`` and the result dtype as
-    ``gpuscan.reduce``; a min/max over nothing raises NumPy's ``ValueError`` here.  A full
-    reduction is a 0-d dask array.
+    Each chunk is reduced by ``gpuscan.reduce``, then the partial results by ``gpuscan.reduce``
+    in a tree, as ``dask.array.sum`` does.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The input.
+    op, axis, dtype, keepdims : optional
+        As for :func:`gpuscan.reduce` (``axis`` None, an int or a tuple of ints).
+    split_every : int or dict, optional
+        How many partial results each task of the tree combines, as in ``dask.array.sum``.
+
+    Returns
+    -------
+    dask.array.Array
+        The single-array call's result, lazily (a 0-d dask array for a full reduction).
+
+    Raises
+    ------
+    ValueError, TypeError, numpy.exceptions.AxisError
+        At once, for the arguments ``gpuscan.reduce`` refuses; an empty min or max is NumPy's
+        ``ValueError``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, gpuscan.dask as gsd
+    >>> gsd.reduce(da.arange(10, chunks=4)).compute()
+    np.int64(45)
+    >>> m = da.ones((4, 6), dtype=np.int32, chunks=(2, 3))
+    >>> gsd.reduce(m, axis=0).compute()
+    array([4, 4, 4, 4, 4, 4])
     """
     x = _as_dask(x)
     known = not any(math.isnan(s) for s in x.shape)
@@ -451,14 +513,43 @@ def _density(counts, edges):
 
 
 def histogram(x, bins, range=None, weights=None, density=None):
-    """Lazy ``gpuscan.histogram`` of a dask array: ``(counts, edges)``, as
-    ``dask.array.histogram``.
+    """Lazy ``gpuscan.histogram`` of a dask array, as ``dask.array.histogram``.
 
-    ``bins`` is an int, in which case ``range`` is required (a dask array's min and max are not
-    known without computing them), or a monotonically increasing sequence of edges.  ``counts``
-    is a 1-D dask array (int64, the weights' dtype with ``weights``, float64 with ``density``):
-    the counts equal NumPy's on the whole array exactly; ``edges`` is NumPy's (a NumPy array).
-    ``weights``, if given, is an array of ``x``'s shape (rechunked to ``x``'s chunks).
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The values (bool, integers or floats).
+    bins : int or sequence of scalars
+        An int, in which case ``range`` is required (a dask array's min and max are not known
+        without computing them), or the monotonically increasing edges.  An estimator name is
+        a ``ValueError``.
+    range : (float, float), optional
+        The outer edges of ``bins`` equal-width bins.
+    weights : dask.array.Array or array_like, optional
+        ``x``'s shape (rechunked to ``x``'s chunks).
+    density : bool, optional
+        As for :func:`gpuscan.histogram`.
+
+    Returns
+    -------
+    counts : dask.array.Array
+        1-D: int64 counts (the weights' dtype with ``weights``, float64 with ``density``),
+        equal to NumPy's on the whole array exactly.
+    edges : numpy.ndarray
+        NumPy's edges.
+
+    Raises
+    ------
+    ValueError, TypeError
+        At once: an int ``bins`` without ``range``, an estimator name, weights of another
+        shape, and what ``gpuscan.histogram`` refuses.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> counts, edges = gsd.histogram(da.arange(10, chunks=4), 5, range=(0, 10))
+    >>> counts.compute(), edges
+    (array([2, 2, 2, 2, 2]), array([ 0.,  2.,  4.,  6.,  8., 10.]))
     """
     x = _as_dask(x)
     if isinstance(bins, str):
@@ -505,10 +596,34 @@ def _bincount_chunk(block, weights, minlength):
 def bincount(x, weights=None, minlength=0):
     """Lazy ``gpuscan.bincount`` of a 1-D dask array of non-negative integers.
 
-    The result is ``np.bincount(x.compute(), weights, minlength)``: int64 counts (float64 with
-    weights).  Its length is ``max(x) + 1`` (at least ``minlength``), which is known only once
-    computed, so the result's one chunk has an unknown size (``nan``); a negative value raises
-    NumPy's ``ValueError`` when it is computed.
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        1-D, bool or integers.
+    weights : dask.array.Array or array_like, optional
+        ``x``'s shape (rechunked to ``x``'s chunks).
+    minlength : int, optional
+        The least number of bins.
+
+    Returns
+    -------
+    dask.array.Array
+        ``np.bincount(x.compute(), weights, minlength)``: int64 counts (float64 with weights).
+        Its length is ``max(x) + 1`` (at least ``minlength``), known only once computed, so the
+        result's one chunk has an unknown size (``nan``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        At once, for weights of another shape and what ``gpuscan.bincount`` refuses; a
+        negative value raises NumPy's ``ValueError`` when the result is computed.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, gpuscan.dask as gsd
+    >>> x = da.from_array(np.array([0, 1, 1, 3, 2, 1, 7]), chunks=3)
+    >>> gsd.bincount(x).compute()
+    array([1, 3, 1, 1, 0, 0, 0, 1])
     """
     x = _as_dask(x)
     if weights is not None:
@@ -549,9 +664,33 @@ def _compact_chunk(block, flags):
 
 
 def compact(x, flags):
-    """Lazy ``gpuscan.compact``: ``x[flags != 0]`` flattened in C order, as a 1-D dask array
-    with one chunk of unknown size per chunk of the flattened ``x`` (as dask's boolean
-    indexing)."""
+    """Lazy ``gpuscan.compact``: ``x[flags != 0]`` flattened in C order.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The values (any dtype ``gpuscan.compact`` moves).
+    flags : dask.array.Array or array_like
+        ``x``'s shape; nonzero is kept.
+
+    Returns
+    -------
+    dask.array.Array
+        1-D, with one chunk of unknown size per chunk of the flattened ``x`` (as dask's
+        boolean indexing gives).
+
+    Raises
+    ------
+    ValueError, TypeError
+        At once: shapes that differ, and what ``gpuscan.compact`` refuses.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> x = da.arange(10, chunks=4)
+    >>> gsd.compact(x, x % 3 == 0).compute()
+    array([0, 3, 6, 9])
+    """
     xf, ff = _flat_pair(x, flags)
     return da.map_blocks(_compact_chunk, xf, ff, chunks=((math.nan,) * xf.numblocks[0],),
                          dtype=xf.dtype, meta=_meta(xf, xf.dtype, 1),
@@ -574,12 +713,35 @@ def _split_count(res):
 
 
 def split(x, flags):
-    """Lazy ``gpuscan.split``: ``(out, count)``.
+    """Lazy ``gpuscan.split``: the stable partition of the C-order flattening of ``x``.
 
-    ``out`` is the stable partition of the C-order flattening of ``x``: the values whose flag
-    is nonzero, in order, then the others, in order; a 1-D dask array whose chunks (two per
-    chunk of ``x``: its flagged values, then, after all of those, its others) have unknown
-    sizes.  ``count`` is the number flagged, a 0-d int64 dask array.  Values move bit for bit.
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        The values (any dtype ``gpuscan.split`` moves, bit for bit).
+    flags : dask.array.Array or array_like
+        ``x``'s shape; an element is flagged when its flag is nonzero.
+
+    Returns
+    -------
+    out : dask.array.Array
+        The flagged values, in order, then the others, in order: 1-D, two chunks of unknown
+        size per chunk of ``x`` (its flagged values, then, after all of those, its others).
+    count : dask.array.Array
+        The number flagged, a 0-d int64 dask array.
+
+    Raises
+    ------
+    ValueError, TypeError
+        At once: shapes that differ, and what ``gpuscan.split`` refuses.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> x = da.arange(10, chunks=4)
+    >>> out, count = gsd.split(x, x % 3 == 0)
+    >>> out.compute(), count.compute()
+    (array([0, 3, 6, 9, 1, 2, 4, 5, 7, 8]), np.int64(4))
     """
     xf, ff = _flat_pair(x, flags)
     nb = xf.numblocks[0]
@@ -609,15 +771,33 @@ def split(x, flags):
 def gpu_cluster(devices=None, *, threads_per_worker=1, env=None, **kwargs):
     """A local ``distributed.SpecCluster`` with one worker process per GPU.
 
-    Worker i runs with ``CUDA_VISIBLE_DEVICES`` set to ``devices[i]`` (default: every GPU that
-    ``nvidia-smi -L`` lists, else those named by this process's ``CUDA_VISIBLE_DEVICES``), so
-    gpuscan and CuPy in it see that one GPU as device 0 and never touch the others: the same
-    layout as ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  ``env``: more
-    environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).  The workers share
-    the host's page-locked memory: unless ``env`` or this process sets ``GPUSCAN_PINNED_BYTES``,
-    each worker's limit is the default (a quarter of physical memory) divided among them.  Other
-    keyword arguments go to ``SpecCluster`` (e.g. ``asynchronous``); connect with
-    ``distributed.Client(cluster)``.
+    Worker i runs with ``CUDA_VISIBLE_DEVICES`` set to ``devices[i]``, so gpuscan and CuPy in
+    it see that one GPU as device 0 and never touch the others: the same layout as
+    ``dask_cuda.LocalCUDACluster``, without needing dask-cuda.  The workers share the host's
+    page-locked memory: unless ``env`` or this process sets ``GPUSCAN_PINNED_BYTES``, each
+    worker's limit is the default (a quarter of physical memory) divided among them.
+
+    Parameters
+    ----------
+    devices : sequence of int or str, optional
+        The GPUs, one worker each (default: every GPU that ``nvidia-smi -L`` lists, else those
+        named by this process's ``CUDA_VISIBLE_DEVICES``).
+    threads_per_worker : int, optional
+        Threads of each worker (default 1).
+    env : dict, optional
+        More environment variables for every worker (e.g. ``GPUSCAN_NUM_THREADS``).
+    **kwargs
+        Passed to ``SpecCluster`` (e.g. ``asynchronous``).
+
+    Returns
+    -------
+    distributed.SpecCluster
+        Connect with ``distributed.Client(cluster)``.
+
+    Raises
+    ------
+    RuntimeError
+        No GPU found and none named.
     """
     from distributed import Nanny, Scheduler, SpecCluster
 

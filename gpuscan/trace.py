@@ -5,25 +5,13 @@ step is one kernel launch, on the CPU one parallel loop, exactly the steps the a
 After each step the working array is copied out, and the operator applications the step made
 are counted as they happen (an atomic counter in the kernel, a counter in the CPU loop).  The
 steps themselves run in the C extension (``gpuscan._gpuscan._trace``); this module only labels
-and draws them (``split`` puts a traced scan together with gpuscan's own scan and split).  Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
+and draws them (``split`` puts a traced scan together with gpuscan's own scan and split).
+Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
 
-Functions
----------
-scan(a, algorithm="blelloch", op="add", *, exclusive=False)
-    Hillis-Steele (``"hillis_steele"``: ceil(log2 n) steps, step d combining each element with
-    the one 2**d before it) or Blelloch (``"blelloch"``: up-sweep, down-sweep from a cleared
-    root, and for an inclusive scan one more step combining the input back in; the input is
-    padded with the identity to the next power of two).
-segmented_scan(a, flags, op="add", *, exclusive=False, algorithm="blelloch")
-    Blelloch's flagged sweeps: the up-sweep combines only into nodes with no head below them
-    and ORs the flags; the down-sweep resets the right child to the identity where the original
-    flag just right of the left child is set.
-split(a, flags)
-    The classic split: e (the flags), f (exclusive scan of e, traced with Blelloch), NF (the
-    number of flagged elements), t = i - f + NF (NF plus an exclusive scan of 1 - e),
-    addr = e ? f : t, out[addr] = a (gpuscan.split on the active backend).
-
-Each returns a ``Trace``.
+``scan`` traces Hillis-Steele and Blelloch, ``segmented_scan`` the flagged Blelloch sweeps and
+``split`` the classic split; each returns a ``Trace``.  The same algorithms run at full size as
+``gpuscan.scan(..., algorithm="hillis_steele" | "blelloch")`` and
+``gpuscan.segmented_scan(..., algorithm="blelloch")``.
 """
 
 from typing import TYPE_CHECKING, Any, Literal
@@ -233,12 +221,20 @@ def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "bl
          op: "_Op" = "add", *, exclusive: bool = False) -> Trace:
     """Trace a scan step by step on the active backend.
 
+    Hillis-Steele (``"hillis_steele"``) takes ceil(log2 n) steps, step d combining each element
+    with the one 2**d before it.  Blelloch (``"blelloch"``) pads the input with the identity
+    to the next power of two, sweeps up (each step combining pairs of partial sums one level
+    up the tree), clears the root and sweeps down (each step handing a node's value to its left
+    child and combining it with the left child's sum into the right one); an inclusive scan
+    adds one step combining the input back in.
+
     Parameters
     ----------
     a : array_like
         At most 2**16 values (flattened); cast to the scan's accumulation dtype (NumPy's rule:
         add and mul take bool and narrow integers to 64 bits).
     algorithm : {"blelloch", "hillis_steele"}
+        The algorithm traced.
     op : str or numpy.ufunc
         As for :func:`gpuscan.scan`.
     exclusive : bool
@@ -248,7 +244,7 @@ def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "bl
     Returns
     -------
     Trace
-        Hillis-Steele: span ceil(log2 n), work sum over steps d of (n - 2**d), which is
+        Hillis-Steele: span ceil(log2 n), work the sum over steps d of (n - 2**d), which is
         n*log2(n) - n + 1 for n a power of two.  Blelloch, exclusive: span 2*log2(m) and work
         2*(m - 1) for the padded length m; inclusive adds one step and n applications.
 
@@ -256,6 +252,22 @@ def scan(a: npt.ArrayLike, algorithm: Literal["blelloch", "hillis_steele"] = "bl
     ------
     ValueError
         More than 2**16 elements, an unknown algorithm or op.
+
+    Examples
+    --------
+    >>> import gpuscan
+    >>> t = gpuscan.trace.scan([3, 1, 4, 1, 5, 9, 2, 6], "hillis_steele")
+    >>> t
+    Trace('hillis_steele', op='add', 4 arrays, work=17, span=3)
+    >>> for label, values in t.steps:
+    ...     print(f"{label:20} {values}")
+    input                [3 1 4 1 5 9 2 6]
+    d=0: x[i-1] + x[i]   [ 3  4  5  5  6 14 11  8]
+    d=1: x[i-2] + x[i]   [ 3  4  8  9 11 19 17 22]
+    d=2: x[i-4] + x[i]   [ 3  4  8  9 14 23 25 31]
+    >>> t = gpuscan.trace.scan([3, 1, 4, 1, 5, 9, 2, 6], "blelloch", exclusive=True)
+    >>> t.result, t.work, t.span
+    (array([ 0,  3,  4,  8,  9, 14, 23, 25]), 14, 6)
     """
     return _run(algorithm, a, None, op, exclusive)
 
@@ -264,10 +276,40 @@ def segmented_scan(a: npt.ArrayLike, flags: npt.ArrayLike, op: "_Op" = "add", *,
                    exclusive: bool = False, algorithm: Literal["blelloch"] = "blelloch") -> Trace:
     """Trace the flagged Blelloch scan (``segmented_scan(..., algorithm="blelloch")``).
 
-    ``flags`` has ``a``'s size; a nonzero flag starts a segment.  ``algorithm`` names the one
-    algorithm traced, ``"blelloch"`` (accepted as ``trace.scan`` and ``segmented_scan`` take
-    it).  ``Trace.flag_steps`` holds the up-swept flags after each step.  Raises ``ValueError``
-    beyond 2**16 elements, when the sizes differ, or for another algorithm.
+    The up-sweep combines only into nodes with no segment head below them and ORs the flags up
+    the tree; the down-sweep resets the right child to the identity where the original flag
+    just right of the left child is set.  ``Trace.flag_steps`` holds the up-swept flags after
+    each step.
+
+    Parameters
+    ----------
+    a : array_like
+        At most 2**16 values (flattened), as for :func:`scan`.
+    flags : array_like
+        ``a``'s size; a nonzero flag starts a segment (element 0 always starts one).
+    op : str or numpy.ufunc
+        As for :func:`gpuscan.segmented_scan`.
+    exclusive : bool
+        Exclusive scan within each segment.
+    algorithm : {"blelloch"}
+        The one algorithm traced (accepted as :func:`scan` and
+        :func:`gpuscan.segmented_scan` take it).
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    ValueError
+        More than 2**16 elements, sizes that differ, another algorithm, an unknown op.
+
+    Examples
+    --------
+    >>> import gpuscan
+    >>> t = gpuscan.trace.segmented_scan([4, 2, 1, 3, 0, 2, 1, 5], [1, 0, 0, 1, 0, 0, 1, 0])
+    >>> t.result
+    array([4, 6, 7, 3, 3, 5, 1, 6])
     """
     if algorithm != "blelloch":
         raise ValueError(f"trace.segmented_scan: algorithm must be 'blelloch', got {algorithm!r}")
@@ -280,13 +322,39 @@ def split(a: npt.ArrayLike, flags: npt.ArrayLike) -> Trace:
     The arrays of the formulation are in ``Trace.arrays`` and, in this order, ``Trace.steps``:
     ``e`` (the flags as 0/1), ``f`` (the exclusive scan of e, run as a traced Blelloch scan),
     ``NF`` (the number of flagged elements: the last f plus the last e), ``t`` (i - f + NF: where
-    an unflagged element goes), ``addr`` (e ? f : t) and ``out`` (out[addr] = a).  ``result`` is
-    ``(out, NF)``.  The parallel steps run on the active backend through gpuscan's own
-    primitives: f is the traced scan, t is NF plus the exclusive scan of 1 - e (i - f counts the
-    unflagged elements before i), and the scatter out[addr] = a is :func:`gpuscan.split`; the
-    element-wise maps (1 - e, + NF, the select e ? f : t) and NF's one addition are NumPy.
-    ``work`` counts the scan's operator applications and NF's one addition; ``span`` is the
-    scan's steps plus one step each for NF, t, addr and the scatter.
+    an unflagged element goes), ``addr`` (e ? f : t) and ``out`` (out[addr] = a).  The parallel
+    steps run on the active backend through gpuscan's own primitives: f is the traced scan, t is
+    NF plus the exclusive scan of 1 - e (i - f counts the unflagged elements before i), and the
+    scatter out[addr] = a is :func:`gpuscan.split`; the element-wise maps (1 - e, + NF, the
+    select e ? f : t) and NF's one addition are NumPy.
+
+    Parameters
+    ----------
+    a : array_like
+        At most 2**16 values (flattened).
+    flags : array_like
+        ``a``'s size; an element is flagged when its flag is nonzero.
+
+    Returns
+    -------
+    Trace
+        ``result`` is ``(out, NF)``; ``work`` counts the scan's operator applications and NF's
+        one addition; ``span`` is the scan's steps plus one step each for NF, t, addr and the
+        scatter.
+
+    Raises
+    ------
+    ValueError
+        More than 2**16 elements, or sizes that differ.
+
+    Examples
+    --------
+    >>> import gpuscan
+    >>> t = gpuscan.trace.split([5, 7, 3, 1, 4, 2, 7, 2], [1, 1, 0, 1, 0, 0, 1, 0])
+    >>> t.arrays["addr"]
+    array([0, 1, 4, 2, 5, 6, 3, 7])
+    >>> t.result
+    (array([5, 7, 1, 7, 3, 4, 2, 2]), 4)
     """
     import gpuscan  # the package's primitives (gpuscan imports this module)
 
