@@ -2,7 +2,6 @@
  * dispatch/kernel_table.cuh - the one table of typed kernels: the (op, in, out, register type)
  * combinations every primitive with a typed accumulation stamps (scan, reduce, the teaching
  * scans), and how a requested (in, out, op) maps onto a row of it.
- *
  * Level: dispatch (read by the kernel stamps and the launchers of kernels/dispatch/).  Dtypes
  * whose bits behave the same under an operator share a kernel (signed and unsigned integers of
  * one width under add, mul and the bitwise ops), so the table stays small.
