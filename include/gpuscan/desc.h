@@ -1,6 +1,5 @@
 /*
  * gpuscan/desc.h - the descriptors of one call of each primitive: what a backend is asked to do.
- *
  * Level: include (plain C, read by both compilers: the CUDA kernels, the CPU backend and the
  * host layers).  A backend sees only flat, C-contiguous buffers of known dtypes described by the
  * structs below; everything about Python objects, strides, byte order, `out=` and result dtypes
@@ -41,23 +40,21 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
  *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
  *   epoch (GS_ALGO_AUTO, CUDA): in [1, GS_EPOCH_LIMIT); the scratch was zeroed once and every
- *                  scan over it since had a distinct epoch (its look-back descriptors are tagged
- *                  with it, and each scan leaves the tile counter at zero): no zeroing, one
- *                  launch (csrc/cuda/scan_scratch.c keeps the epochs).
+ *                  scan over it since had a distinct epoch, so it needs no zeroing
+ *                  (csrc/cuda/scan_scratch.c keeps the epochs).
  *   carry_in, carry_out (GS_ALGO_AUTO, row_len == 0; NULL for none): GS_CARRY_BYTES each, in
  *                  the backend's memory.  The scan runs as the continuation of an earlier one:
  *                  carry_in holds the running value before element 0 (element 0 is then no
  *                  head unless its flag says so), and the scan leaves its own running value
- *                  in carry_out (the value since its last head, for a segmented scan).  The
+ *                  in carry_out (the value since its last head, for a segmented scan). The
  *                  bytes are the backend's wide form of the value (a float add keeps its
  *                  rounding error beside it), written only by a carry_out of a scan with the
- *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them, so its
- *                  error does not grow with the number of chunks.
+ *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them.
  *   unpadded (GS_ALGO_BLELLOCH, CUDA): the tiles' shared memory without its bank-conflict
  *                  padding (the same results; the tests run both layouts).  0: padded.
  */
-#define GS_CARRY_BYTES 16
-#define GS_EPOCH_LIMIT (1u << 29)
+#define GS_CARRY_BYTES 16         /* a double-word carry of two 8-byte values */
+#define GS_EPOCH_LIMIT (1u << 29) /* epochs fit the status word's tag bits (tile_state.cuh) */
 typedef struct gs_scan_desc {
     const void *in;
     void *out;

@@ -1,6 +1,5 @@
 /*
  * gpuscan/types.h - the one dtype table and the one operator table.
- *
  * Level: shared by the host layer (csrc/, plain C) and the device layer (kernels/, CUDA C).
  * Nothing here depends on Python, NumPy or the CUDA runtime, so both sides and both backends
  * agree on what a dtype code and an op code mean.  Everything that is generic over dtypes is
@@ -48,10 +47,7 @@ typedef enum gs_dtype {
         GS_NDTYPES
 } gs_dtype;
 
-/*
- * X(CODE, name, ufunc) - the contract's operators, by their string name and the NumPy ufunc
- * that matches them.
- */
+/* X(CODE, name, ufunc) - the contract's operators, by their string name and matching ufunc. */
 #define GS_OPS(X)                      \
     X(GS_OP_ADD, "add", "add")         \
     X(GS_OP_MUL, "mul", "multiply")    \
