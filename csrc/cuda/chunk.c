@@ -4,7 +4,6 @@
  * its outputs ahead of the unpack (on; the knob _gpuscan._pipeline_prefault, for benchmarks),
  * and the limit of the page-locked result cache (cuda/pinned.c: $GPUSCAN_PINNED_BYTES, default
  * a quarter of physical memory; the knob _gpuscan._pinned_limit).
- *
  * Level: backend (CUDA), host side; in every build (a build without CUDA keeps the setting and
  * streams nothing), so the knob behaves the same everywhere.
  */

@@ -36,10 +36,8 @@ done:
 }
 
 /* A few bytes from the device into a host view laid out as the device holds them
- * (gs_view_ready), through a reply (cuda/reply.c: a one-warp kernel writes them into
- * page-locked memory the device maps, and the host waits on the event after it), where the
- * pipeline would stage them and take a copy engine's hop: bincount's largest key, a min/max
- * pair, a 0-d result's get(). */
+ * (gs_view_ready), through a reply (cuda/reply.c) rather than the pipeline: bincount's largest
+ * key, a min/max pair, a 0-d result's get(). */
 static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes, gs_fail *f)
 {
     gs_reply *r = NULL;
