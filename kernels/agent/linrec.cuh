@@ -150,12 +150,10 @@ static __device__ __forceinline__ void GS_FN(lr_prefetch)(const gs_linrec_kparam
     }
 }
 
-/*
- * This thread's leaves of `tile`: a[k*C + c] and lb[k*C + c] = a*x + b (x: h0 at a row's first
+/* This thread's leaves of `tile`: a[k*C + c] and lb[k*C + c] = a*x + b (x: h0 at a row's first
  * step, else 0), and the head bits returned; past n the identity (1, 0).  a and b come from
  * `pre` (a tile buffer slot cp.async filled) when pre >= 0, else from memory; with keep >= 0 a
- * and the leaves are left in that slot for the emit phase.
- */
+ * and the leaves are left in that slot for the emit phase. */
 static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kparams *p,
                                                             int64_t tile, int pre, int keep,
                                                             GS_R *a, GS_R *lb)

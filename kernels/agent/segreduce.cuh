@@ -106,14 +106,12 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
            __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
 }
 
-/*
- * The head bits of the warp tile at `start` and their prefix counts, with the run's end (offset
+/* The head bits of the warp tile at `start` and their prefix counts, with the run's end (offset
  * n - start, if at most GS_SEG_W) marked as a head; called by the whole warp. Level 0: the starts
  * from *k (the starts below the tile) that fall in [start, start + GS_SEG_W]; *k becomes the next
  * tile's. Above: value 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).
  * Returns the words that hold a bit (bit w: word w), the same in every lane; with none, the
- * prefix counts are not made.
- */
+ * prefix counts are not made. */
 static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
                                                                     int64_t start, int64_t *k,
                                                                     gs_seg_bits *b, int64_t *ids)

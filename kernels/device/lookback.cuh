@@ -61,12 +61,10 @@ static __device__ __forceinline__ int GS_FN(await_window)(gs_tile_state ts, int6
     }
 }
 
-/*
- * Exact operators: the exclusive prefix of `tile` (> 0) as a carry.  Called by all 32 lanes of
+/* Exact operators: the exclusive prefix of `tile` (> 0) as a carry.  Called by all 32 lanes of
  * one warp after the tile's aggregate is published; every lane returns the same carry.  The
  * window slides back 32 tiles at a time until it holds a stop, so a tile far from the tiles
- * that have their prefix still resolves in a few round trips.
- */
+ * that have their prefix still resolves in a few round trips. */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(look_back)(gs_op op, gs_dtype t, gs_tile_state ts, int64_t tile)
 {
@@ -96,8 +94,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     }
 }
 
-/*
- * Rounding operators (float add, float mul): an anchored look-back, one fixed grouping on every
+/* Rounding operators (float add, float mul): an anchored look-back, one fixed grouping on every
  * run. Every tile publishes its aggregate as soon as it has it; every GS_ANCHOR_EVERY-th tile (an
  * anchor) also publishes its exclusive prefix. Tile T's exclusive prefix is that of its anchor
  * a(T), the last anchor at least GS_ANCHOR_LAG tiles before T (0 while there is none), combined
@@ -108,8 +105,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
  * aggregate of T-1 and the prefix of a tile LAG tiles back (its look-back long done when LAG
  * exceeds the tiles started during one look-back). Deadlock-free as above: everything waited for
  * belongs to an earlier tile. Float add combines double-word (compensated) carries, float32 add
- * in double, so the grouping costs no accuracy; float mul rounds each product, as NumPy's does.
- */
+ * in double, so the grouping costs no accuracy; float mul rounds each product, as NumPy's does. */
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_ANCHOR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
 #if GS_ANCHOR_PER_THREAD > 31
@@ -253,12 +249,10 @@ typedef struct GS_FN(gs_lookback_smem) {
     unsigned heads[GS_NWARPS];
 } GS_FN(gs_lookback_smem);
 
-/*
- * The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
+/* The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
  * called by every thread of the block after the tile's aggregate is published; valid in thread
  * 0.  An anchor publishes it (as a carry).  `first` is tile 0's exclusive prefix: the identity,
- * or the carry of the scan this one continues.
- */
+ * or the carry of the scan this one continues. */
 static __device__ __forceinline__ GS_FN(gs_part)
     GS_FN(look_back_anchored)(gs_op op, gs_dtype t, int seg, gs_tile_state ts, int64_t tile,
                               GS_FN(gs_carry) first, GS_FN(gs_lookback_smem) *sm)

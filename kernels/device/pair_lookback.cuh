@@ -139,11 +139,9 @@ typedef struct gs_lr_lookback_smem {
     gs_dpair part[GS_LR_SLOT(GS_NT)];
 } gs_lr_lookback_smem;
 
-/*
- * The exclusive prefix of `tile` (> 0), called by every thread of the block after the tile's
+/* The exclusive prefix of `tile` (> 0), called by every thread of the block after the tile's
  * aggregate is published; its B part (h just before the tile's first step) is returned in thread
- * 0, rounded to double.  An anchor publishes its prefix.
- */
+ * 0, rounded to double.  An anchor publishes its prefix. */
 static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t tile,
                                                          gs_lr_lookback_smem *sm)
 {

@@ -10,8 +10,7 @@
 
 #include "thread/load_store.cuh"
 
-/*
- * Tile descriptors of the look-back (device/lookback.cuh). A tile publishes a value as one 16-byte
+/* Tile descriptors of the look-back (device/lookback.cuh). A tile publishes a value as one 16-byte
  * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits
  * 0-31} and {status:32 | value bits 32-63}. PTX makes each aligned 8-byte access single-copy
  * atomic but not the 16-byte pair, so a reader accepts a word only when both halves show the same
@@ -23,8 +22,7 @@
  * word written by another scan over the same scratch reads as INVALID, so a scratch reused by
  * scans with distinct epochs needs no zeroing between them.  Tag 0 is a zeroed scratch's (or one
  * whose every polled word was written first: the split's and the segment heads' count passes,
- * agent/split.cuh).
- */
+ * agent/split.cuh). */
 #define GS_ST_INVALID 0u
 #define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */
 #define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */

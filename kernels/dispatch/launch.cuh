@@ -25,14 +25,12 @@ static inline cudaError_t gs_launch_check(cudaStream_t stream)
     return err;
 }
 
-/*
- * The launch memo: an int per (device, kernel, key), computed once (a runtime query costs
+/* The launch memo: an int per (device, kernel, key), computed once (a runtime query costs
  * microseconds, a launch's own budget).  Launches come from any thread (the GIL is released
  * around device work): the table is read and written under one lock, and a value is computed
  * outside it, so two threads may both compute one (the same value) and neither waits on the
  * other's query.  Direct-mapped: an entry whose slot another takes is computed again when next
- * asked.  One table per translation unit.
- */
+ * asked.  One table per translation unit. */
 #define GS_MEMO_SLOTS 256
 /* The keys of a kernel's figures (a histogram's occupancy is keyed by its shared memory: >= 0). */
 #define GS_MEMO_RESIDENT (-1LL) /* gs_resident_blocks */

@@ -299,16 +299,14 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     }
 }
 
-/*
- * Every tile's inclusive flagged count published as its prefix, from the count pass's
+/* Every tile's inclusive flagged count published as its prefix, from the count pass's
  * aggregates, so that a heads block's look-back stops at the tile before it (rather than walking
  * back over every tile in flight). One launch, a block per group of GS_HP_NT tiles: the group's
  * sum published (in the unused second word of its first tile's descriptor, tagged: a count has
  * no compensation), the sums of the groups before it read as they are published, then each
  * tile's prefix from them and a block scan of its group. A block waits only for blocks of lower
  * index: it relies on blocks starting in index order, as CUB's single-pass scan does, when they
- * are not all resident at once (the scan's own look-backs take tiles from a counter instead).
- */
+ * are not all resident at once (the scan's own look-backs take tiles from a counter instead). */
 #define GS_HP_NT 1024 /* tiles a block sums: the most threads a block may have */
 
 /* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
