@@ -25,13 +25,11 @@ typedef struct gs_view {
     int64_t strides[GS_MAX_NDIM];
 } gs_view;
 
-/*
- * The first failure of a call, recorded where it happens (often without the GIL) and raised as
+/* The first failure of a call, recorded where it happens (often without the GIL) and raised as
  * a Python exception once the GIL is held again (csrc/core/raise.c gs_raise: the one converter).
  *   kind 'c': code is a cudaError_t (GpuscanError naming `call`, or MemoryError with `bytes`);
  *   kind 'e': code is an errno value (ENOMEM: MemoryError; others: RuntimeError);
- *   kind 'p': a Python exception is already set.
- */
+ *   kind 'p': a Python exception is already set. */
 typedef struct gs_fail {
     char kind; /* 0 while nothing failed */
     int code;

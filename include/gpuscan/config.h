@@ -99,8 +99,7 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
     return (size_t)(gs_split_mask_offset(n) + tiles * (GS_NV / 8));
 }
 
-/*
- * The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
+/* The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
  * partials are combined in chunk order. A chunk holds GS_REDUCE_MIN_CHUNK values, or for rows of
  * more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
  * GS_REDUCE_SPLIT chunks, up to GS_REDUCE_MAX_CHUNK values. Small rows thus spread over many
@@ -108,8 +107,7 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
  * finishes at about the same time; docs/performance-notes.md, reduce). The chunks depend on
  * row_len only, so a float sum is grouped the same way on every run, device and thread count. A
  * multiple of 16 values keeps every chunk as aligned as the row's first, and of 4096 matches the
- * CPU backend's blocks (cpu/reduce.c).
- */
+ * CPU backend's blocks (cpu/reduce.c). */
 #define GS_REDUCE_MIN_CHUNK 4096
 #define GS_REDUCE_SPLIT 4096
 #define GS_REDUCE_MAX_CHUNK (4 * GS_REDUCE_MIN_CHUNK)
@@ -234,12 +232,10 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #error "GS_HIST_NT must be a multiple of the warp size"
 #endif
 
-/*
- * How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
+/* How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
  * `budget` bytes of shared memory per block: `slices` blocks each take slice_bins bins (the
  * last one fewer), with `replicas` copies of the slice (one per group of warps, cutting
- * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it.
- */
+ * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it. */
 static inline GS_HD void gs_hist_plan(int64_t nbins, int acc_bytes, int64_t budget, int64_t *slices,
                                       int64_t *slice_bins, int *replicas)
 {
