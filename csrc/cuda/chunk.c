@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The default: 32 MiB of staging per direction and slot.  H2D and D2H of 32 MiB take ~0.6 ms
- * at 55 GB/s, so a chunk's fixed costs (~20 us of events and launches) stay small; three slots
- * each way pin 192 MiB of host memory. */
+/* The default: 32 MiB of staging per direction and slot, so a chunk's copies take far longer
+ * than its fixed costs (events, launches); three slots each way pin 192 MiB of host memory. */
 #define GS_CHUNK_DEFAULT ((size_t)32 << 20)
 /* The smallest chunk: room for one element of each of a pipeline's arrays. */
 #define GS_CHUNK_MIN ((size_t)64)

@@ -1,7 +1,6 @@
 /*
  * cuda/pinned.c - page-locked host memory for the NumPy results that the pipeline fills, kept
  * in a bounded cache.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (the table of a build without CUDA
  * has no host_take, so results are NumPy's own memory there).
  * Why: a copy engine writes into page-locked memory at full speed, but a NumPy result made for

@@ -216,14 +216,12 @@ static int chunk_pieces(const pipe_run *r, int64_t k, gs_pipe_piece *pc)
     return 1;
 }
 
-/*
- * Faulting in a fresh result. A NumPy result made for the call has no host pages yet, and with
+/* Faulting in a fresh result. A NumPy result made for the call has no host pages yet, and with
  * 1 MiB unpack tasks two threads would meet on each 2 MiB huge page, one waiting for the other's
  * zeroing. So while chunk k + 1 is packed, its output's pages are populated, one task per huge
  * page (madvise(MADV_POPULATE_WRITE), which changes no byte of a page already there), and its
  * unpack, two sections later, writes into resident memory. Views that are not C-contiguous and
- * outputs in pieces (gs_pipe.pieces) fault as they write.
- */
+ * outputs in pieces (gs_pipe.pieces) fault as they write. */
 static atomic_int populate_works = 1; /* cleared if the kernel lacks MADV_POPULATE_WRITE */
 
 /* The host bytes [*lo, *hi) of elements [e0, e0 + len) of a C-contiguous view; 0 if the view

@@ -1,7 +1,6 @@
 /*
  * cuda/transfer.c - the one place data moves between host and device memory (through the
  * pipeline; a few bytes to the host through a reply), and the device's strided copies.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  * core/move.c's gs_move routes every move of an operand or a result through here when a side
  * is device memory; to_device() and DeviceArray.get() come through gs_move too.  A host side of

@@ -186,11 +186,9 @@ static int indices_on_host(const reduceat_plan *p, const gs_view *placed, gs_bag
     return gs_move(placed, &host, bag);
 }
 
-/*
- * The flat segments of every row (row r's values start at r * n) in host memory owned by the
+/* The flat segments of every row (row r's values start at r * n) in host memory owned by the
  * bag: *nseg starts, and ends (NULL for a sorted partition: increasing indices).  *gap: every
- * row has one more segment in front, [row start, first index), whose result is dropped.
- */
+ * row has one more segment in front, [row start, first index), whose result is dropped. */
 static int build_segments(const reduceat_plan *p, const int64_t *idx, int sorted, gs_bag *bag,
                           int64_t **starts, int64_t **ends, int64_t *nseg, int *gap)
 {
