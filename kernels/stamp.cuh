@@ -1,7 +1,6 @@
 /*
  * stamp.cuh - stamps the per-type layers (thread, warp, block, look-back) and one agent
  * (GS_AGENT, a header name) once for every register type.  The one list of register types.
- *
  * Usage, in a primitive's .cu:  #define GS_AGENT "agent/scan.cuh"  #include "stamp.cuh"
  * (without GS_AGENT: the layers alone, for an agent that is not per register type).
  */

@@ -1,7 +1,6 @@
 /*
  * binding/args.c - argument parsing shared by the Python-facing functions: operators, algorithms,
  * dtypes, axes, and NumPy's result-dtype rules.
- *
  * Level: binding.  Pure functions of their arguments; every failure is the exception NumPy
  * would raise (TypeError for dtypes, AxisError for axes, ValueError for names), with a message
  * that lists the valid choices.

@@ -1,7 +1,6 @@
 /*
  * binding/binding.h - Python objects in: arguments parsed, operands made views of host or device
  * memory, and gpuscan.DeviceArray's Python type.
- *
  * Level: binding, below ops/ (which call it) and above core/.  Declares:
  *   args.c         op / algorithm / axis parsing and NumPy's result dtype rules;
  *   operand.c      Python objects -> views of host or device memory (CAI v2/v3, DLPack);
@@ -57,11 +56,9 @@ int gs_shape_error(const char *have_name, int have_nd, const int64_t *have, cons
 
 /* ---- operand.c ------------------------------------------------------------------------ */
 
-/*
- * A Python argument: a NumPy array (`host`: a new reference), or a device array whose memory
+/* A Python argument: a NumPy array (`host`: a new reference), or a device array whose memory
  * is kept alive by `owner` (the producer, or a consumed DLPack capsule) and, for DLPack,
- * released through `managed`'s deleter.  `view` describes it once gs_operand_info succeeded.
- */
+ * released through `managed`'s deleter.  `view` describes it once gs_operand_info succeeded. */
 typedef struct gs_operand {
     int on_device;
     int readonly;

@@ -1,7 +1,6 @@
 /*
  * binding/devarray.c - gpuscan.DeviceArray's Python type, a C-contiguous array in device memory
  * (core/core.h has its struct and makes new ones), and to_device().
- *
  * Level: binding.  A DeviceArray either owns a pool allocation (freed with cudaFreeAsync on
  * gpuscan's stream when it dies, so the memory is reused only after the work that reads it) or
  * keeps its memory's owner alive.  It speaks both device-array protocols: a version 3

@@ -1,6 +1,5 @@
 /*
  * binding/dlpack.h - the few DLPack ABI structs gpuscan exchanges, written out per the DLPack ABI.
- *
  * Level: binding, shared by binding/operand.c (consuming "dltensor" capsules) and
  * binding/devarray.c (producing them).  Only the legacy, unversioned DLManagedTensor is used: every
  * producer hands it out when no max_version is asked for, and every consumer accepts it.  Layouts

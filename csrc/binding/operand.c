@@ -1,7 +1,6 @@
 /*
  * binding/operand.c - Python arguments as the host layer sees them: a NumPy array, or a view of
  * device memory owned by someone else.
- *
  * Level: binding.  Recognises, in this order: gpuscan.DeviceArray; NumPy arrays; objects
  * exposing __cuda_array_interface__ (versions 0-3: CuPy, PyTorch, Numba); objects whose
  * __dlpack_device__() is a CUDA device (the "dltensor" capsule is consumed, renamed

@@ -1,7 +1,6 @@
 /*
  * core/backend.c - which backend runs the calls of this process, decided once, at first use, and
  * its table; the private knobs the ops carry to it.
- *
  * Level: core.  $GPUSCAN_BACKEND=cuda|cpu forces a backend; unset (or "auto") picks CUDA
  * when the build has it and a device is usable, else the CPU.  Importing never touches CUDA, so
  * a machine without a GPU or driver imports fine; a forced but unusable CUDA makes every call

@@ -2,7 +2,6 @@
  * core/core.h - what binding/ and ops/ share below them: the backend of a call, the one converter
  * from a failure record to a Python exception, the dtype table as NumPy sees it, the bag of a
  * call's buffers, the one router of data between views, and the C side of a call's results.
- *
  * Level: core, the lowest level that knows Python: below binding/ (Python objects in) and ops/
  * (one file per primitive family), above the backends (csrc/cpu/, csrc/cuda/, neither of which
  * knows Python) and csrc/host/.  Every .c file that talks to Python or NumPy includes this header
@@ -89,13 +88,11 @@ int gs_require_cuda(void);
 const gs_backend_ops *gs_backend_table(gs_backend backend);
 const gs_backend_ops *gs_backend_for(gs_backend backend, int device);
 
-/*
- * Settings that the private hooks (module/hooks.c) change for the tests and benchmarks, read by
+/* Settings that the private hooks (module/hooks.c) change for the tests and benchmarks, read by
  * the ops under the GIL and carried to the backend in the descriptors: no launcher reads them.
  *   teach_unpadded      gs_scan_desc.unpadded of the teaching scans;
  *   segreduce_many      gs_segreduce_desc.many_tiles (0: the launcher's default);
- *   segreduce_per_warp  gs_segreduce_desc.per_warp (0: the launcher's default).
- */
+ *   segreduce_per_warp  gs_segreduce_desc.per_warp (0: the launcher's default). */
 typedef struct gs_knobs {
     int teach_unpadded;
     int64_t segreduce_many;
@@ -123,11 +120,9 @@ const char *gs_supported_dtypes(void);
 
 /* ---- move.c ------------------------------------------------------------------------------- */
 
-/*
- * The buffers one call holds (host memory or device memory from the pool); gs_bag_free gives
+/* The buffers one call holds (host memory or device memory from the pool); gs_bag_free gives
  * them all back (device ones stream-ordered, after the work enqueued on them).  Zero it
- * before use.
- */
+ * before use. */
 #define GS_BAG_MAX 16
 typedef struct gs_bag {
     int n;
@@ -145,12 +140,10 @@ void gs_bag_free(gs_bag *bag);
 /* *out = a new C-contiguous buffer in the bag, in `mem`, of `like`'s shape and `dtype`. */
 int gs_temp_like(gs_bag *bag, const gs_view *like, gs_mem mem, gs_dtype dtype, gs_view *out);
 
-/*
- * dst[...] = src[...]: the same shape, any strides, any memories, converting dtypes as NumPy's
+/* dst[...] = src[...]: the same shape, any strides, any memories, converting dtypes as NumPy's
  * unsafe casting does.  Host to host is NumPy's copy; device to device the copy kernel; across
  * memories the transfer pipeline (cuda/transfer.c), without the GIL and honouring Ctrl-C.
- * Returns when a host destination holds its values.  Raises on failure.
- */
+ * Returns when a host destination holds its values.  Raises on failure. */
 int gs_move(const gs_view *src, const gs_view *dst, gs_bag *bag);
 
 /* *out = v as the backend reads it (gs_view_ready in `mem` for `dtype`): v itself when it

@@ -1,7 +1,6 @@
 /*
  * core/dtype.c - the dtype table (gpuscan/types.h) as NumPy sees it: NumPy dtypes to gs_dtype and
  * back, and their names for messages.
- *
  * Level: core.
  */
 #include "core/core.h"

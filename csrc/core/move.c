@@ -1,7 +1,6 @@
 /*
  * core/move.c - the buffers of a call, and moving an array's values between views: placing an
  * operand where its backend reads it, delivering a result where the caller wants it.
- *
  * Level: core.  gs_move is the one router of data: host to host by NumPy's own copy (any
  * strides, byte order and unsafe cast, as NumPy casts); device to device by the copy kernel;
  * host to device and back by the transfer module (cuda/transfer.c: the chunked pipeline, which

@@ -1,7 +1,6 @@
 /*
  * core/raise.c - the module's exceptions, the one converter from a failure record to a Python
  * exception, and the check for Ctrl-C that long calls make between their pieces.
- *
  * Level: core.
  */
 #include "core/core.h"

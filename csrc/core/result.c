@@ -1,7 +1,6 @@
 /*
  * core/result.c - a call's new results: NumPy arrays on the host (for a streamed call, in the
  * memory the backend's copies reach fastest) and DeviceArrays on the device.
- *
  * Level: core.  The DeviceArray's Python type (its methods and array protocols) is
  * binding/devarray.c's, registered in gs_devarray_type at import; what is here is the C side of
  * making one: its memory from the pool and its view.

@@ -1,7 +1,6 @@
 /*
  * cuda/backend.c - the CUDA backend's table (gpuscan/backend.h): the launchers of kernels/dispatch/
  * with the scratch each needs.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c fills the table
  * otherwise).  Every entry runs without the GIL, enqueues on gpuscan's stream and waits only
  * where its contract says so (a flagged count the host must know).  Scratch comes from the
@@ -104,13 +103,9 @@ static void cuda_split_end(void *state)
     gs_split_scratch_give(state);
 }
 
-/*
- * The last histogram's edges (or byte table) on the device, kept so that a repeated histogram
- * (the same bins and range, the usual case) does not upload them again: a copy from pageable
- * memory waits for the work already enqueued, which would serialise the host's preparation of a
- * call with the device's work on the previous one.  A replaced copy is freed stream-ordered,
- * after the kernels that read it.
- */
+/* The last histogram's edges (or byte table) on the device, kept so that a repeated histogram
+ * does not upload them again (a copy from pageable memory waits for the work already enqueued).
+ * A replaced copy is freed stream-ordered, after the kernels that read it. */
 static pthread_mutex_t edge_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     void *host; /* a copy of what `dev` holds (NULL: empty) */
@@ -189,12 +184,10 @@ done:
     return f->kind ? -1 : 0;
 }
 
-/* The heads' count: the split's count pass (its heads' variant), then one launch that publishes
- * the tiles' prefixes and writes the count (element 0 made a head) into the reply, read back;
- * the scratch is the state that the positions pass reads (split_end gives it back).  The positions
- * (those that fit in the room) are enqueued before the host waits for the count: the device
- * writes them while the host reads it, and a count within the room needs no more launches
- * before the reduction. */
+/* The heads' count (gs_launch_heads_count), read back from the reply; the scratch is the state
+ * that the positions pass reads (split_end gives it back). The positions that fit in the room
+ * are enqueued before the host waits for the count, so a count within the room needs no more
+ * launches before the reduction. */
 static int cuda_heads_count(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
                             int64_t *count, int *placed, gs_fail *f)
 {

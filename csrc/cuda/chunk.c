@@ -4,7 +4,6 @@
  * its outputs ahead of the unpack (on; the knob _gpuscan._pipeline_prefault, for benchmarks),
  * and the limit of the page-locked result cache (cuda/pinned.c: $GPUSCAN_PINNED_BYTES, default
  * a quarter of physical memory; the knob _gpuscan._pinned_limit).
- *
  * Level: backend (CUDA), host side; in every build (a build without CUDA keeps the setting and
  * streams nothing), so the knob behaves the same everywhere.
  */
@@ -14,9 +13,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The default: 32 MiB of staging per direction and slot.  H2D and D2H of 32 MiB take ~0.6 ms
- * at 55 GB/s, so a chunk's fixed costs (~20 us of events and launches) stay small; three slots
- * each way pin 192 MiB of host memory. */
+/* The default: 32 MiB of staging per direction and slot, so a chunk's copies take far longer
+ * than its fixed costs (events, launches); three slots each way pin 192 MiB of host memory. */
 #define GS_CHUNK_DEFAULT ((size_t)32 << 20)
 /* The smallest chunk: room for one element of each of a pipeline's arrays. */
 #define GS_CHUNK_MIN ((size_t)64)

@@ -1,14 +1,11 @@
 /*
  * cuda/cuda.h - what the rest of the extension asks of the CUDA runtime glue.
- *
- * Level: backend (CUDA), host side; no Python.  These functions exist in every build: a build
- * with the kernels implements them in runtime.c, device.c, transfer.c and chunk.c; a build without
- * CUDA links stubs.c, whose functions fail with "gpuscan was built without CUDA" (nothing reaches
- * them but a forced backend, since no device operand exists there).  No CUDA type appears here,
- * so the layers above compile the same way in both builds.  The CUDA-typed internals (the
- * stream, the error macro) are in cuda/cuda_rt.h, for csrc/cuda/ alone.  Functions that return
- * int return 0, or -1 with the failure in *f (a record core/raise.c turns into the exception);
- * none needs the GIL, and those that wait must be called without it.
+ * Level: backend (CUDA), host side; no Python. These functions exist in every build: a build
+ * with the kernels implements them in runtime.c, device.c, transfer.c and chunk.c; a build
+ * without CUDA links stubs.c, whose functions fail with "gpuscan was built without CUDA" (see
+ * there). No CUDA type appears here (those are in cuda/cuda_rt.h, for csrc/cuda/ alone).
+ * Functions that return int return 0, or -1 with the failure in *f (core/raise.c turns it into
+ * the exception); none needs the GIL, and those that wait must be called without it.
  */
 #ifndef GS_CUDA_H
 #define GS_CUDA_H

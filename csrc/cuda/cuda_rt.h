@@ -1,7 +1,6 @@
 /*
  * cuda/cuda_rt.h - the CUDA-typed internals of csrc/cuda/: the stream, the device, the one
- * error macro.  Included by the files of csrc/cuda/ only, and only in a build with CUDA.
- *
+ * error macro. Included by the files of csrc/cuda/ only, and only in a build with CUDA.
  * Level: backend (CUDA), host side.
  */
 #ifndef GS_CUDA_RT_H

@@ -2,7 +2,6 @@
  * cuda/device.c - the device as the module's services see it: device_info()'s figures and
  * free_cached_memory() over the runtime's pool (runtime.c) and the page-locked result cache
  * (pinned.c).
- *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  */
 #ifdef GS_HAVE_CUDA

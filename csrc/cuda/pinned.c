@@ -1,22 +1,17 @@
 /*
  * cuda/pinned.c - page-locked host memory for the NumPy results that the pipeline fills, kept
  * in a bounded cache.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (the table of a build without CUDA
  * has no host_take, so results are NumPy's own memory there).
- *
- * Why: a copy engine writes into page-locked memory at PCIe speed (H100: 1 GiB in 20 ms), but
- * a NumPy result made for the call has no pages yet, so the pipeline stages each chunk and a
- * pool thread copies it out, faulting the result's pages in on the way: one more pass over host
- * memory, and the page faults (kernel zeroing) on top.  Page-locked memory from the driver is
- * no answer per call: cudaHostAlloc of 1 GiB takes 530-750 ms and cudaFreeHost 170 ms (H100
- * host, docs/performance-notes.md).  So blocks are made once, cheaply - an anonymous
- * mapping on transparent huge pages, populated by the pool's threads (MADV_POPULATE_WRITE, one
- * huge page per task), then registered (cudaHostRegister: 35 ms per GiB of resident pages) -
- * handed out as results, and taken back into the cache when the NumPy array that owns one is
- * freed; the next result of a similar size takes it again and the copy engine writes straight
- * into it (pipeline.c: "direct" outputs), with no staging copy and no fault.
- *
+ * Why: a copy engine writes into page-locked memory at full speed, but a NumPy result made for
+ * the call has no pages yet, so the pipeline stages each chunk and a pool thread copies it out,
+ * faulting the result's pages in on the way. Page-locked memory from the driver is far too slow
+ * to make per call (docs/performance-notes.md, "NumPy in, NumPy out"). So blocks are made once,
+ * cheaply - an anonymous mapping on transparent huge pages, populated by the pool's threads
+ * (MADV_POPULATE_WRITE, one huge page per task), then registered (cudaHostRegister) - handed out
+ * as results, and taken back into the cache when the NumPy array that owns one is freed; the next
+ * result of a similar size takes it again and the copy engine writes straight into it
+ * (pipeline.c: "direct" outputs), with no staging copy and no fault.
  * Bounds: every block, in use or cached, counts against one limit (gs_xfer_pinned_limit:
  * GPUSCAN_PINNED_BYTES, default a quarter of physical memory, 0 turns the cache off).  A
  * request that would pass it first releases cached blocks, and failing that gets NULL: the

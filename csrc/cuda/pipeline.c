@@ -1,24 +1,19 @@
 /*
  * cuda/pipeline.c - the chunked, overlapped host<->device pipeline (cuda/pipeline.h).
- *
  * Level: backend (CUDA), host side; a build with CUDA only.
- *
  * Chunk k of n elements goes through one of GS_PIPE_RING slots: the pool's threads pack it
  * from the host arrays into the slot's pinned staging buffer; the host-to-device stream copies
  * it into the slot's device buffer; the compute stream (gpuscan's stream) runs the primitive on
  * it; the device-to-host stream copies its outputs into the slot's pinned output buffer; the
  * pool's threads unpack them into the host arrays.  Per slot, events order each step after the
  * one before it and after the previous chunk that used the slot:
- *
  *   up[s]    recorded after the upload of the slot's chunk: the compute waits for it, and the
  *            host before packing the slot again;
  *   done[s]  after the compute: the download waits for it, and the next upload into the slot;
  *   down[s]  after the download: the host waits before unpacking, the next compute into the
  *            slot's output before writing it.
- *
  * The host issues chunk k, then packs chunk k + 1 and unpacks chunk k - 1 in one parallel
  * section: the two copy engines, the kernels and the host's threads all work at once.
- *
  * An array the copy engines can reach as it is - C-contiguous, in the device's dtype and byte
  * order, in page-locked memory (a result from cuda/pinned.c's cache, or memory allocated or
  * registered with CUDA) - is "direct": its chunks are copied straight from or into it, with no
@@ -221,16 +216,12 @@ static int chunk_pieces(const pipe_run *r, int64_t k, gs_pipe_piece *pc)
     return 1;
 }
 
-/*
- * Faulting in a fresh result.  A NumPy result made for the call has no host pages yet: the
- * unpack's first write to each faults it in (the kernel zeroes a 2 MiB transparent huge page,
- * or 512 small ones), and with 1 MiB unpack tasks two threads meet on each huge page, one
- * waiting for the other's zeroing.  So while chunk k + 1 is packed, its output's pages are
- * populated - one task per huge page of the output's bytes, madvise(MADV_POPULATE_WRITE),
- * which changes no byte of a page already there (out= costs a page-table walk) - and its
- * unpack, two sections later, writes into resident memory.  Views that are not C-contiguous
- * and outputs in pieces (gs_pipe.pieces) fault as they write.
- */
+/* Faulting in a fresh result. A NumPy result made for the call has no host pages yet, and with
+ * 1 MiB unpack tasks two threads would meet on each 2 MiB huge page, one waiting for the other's
+ * zeroing. So while chunk k + 1 is packed, its output's pages are populated, one task per huge
+ * page (madvise(MADV_POPULATE_WRITE), which changes no byte of a page already there), and its
+ * unpack, two sections later, writes into resident memory. Views that are not C-contiguous and
+ * outputs in pieces (gs_pipe.pieces) fault as they write. */
 static atomic_int populate_works = 1; /* cleared if the kernel lacks MADV_POPULATE_WRITE */
 
 /* The host bytes [*lo, *hi) of elements [e0, e0 + len) of a C-contiguous view; 0 if the view

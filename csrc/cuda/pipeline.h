@@ -1,9 +1,7 @@
 /*
  * cuda/pipeline.h - the one chunked, overlapped host<->device pipeline (cuda/pipeline.c) and
  * the primitives streamed through it (cuda/stream.c).
- *
  * Level: backend (CUDA), host side; a build with CUDA only.
- *
  * A pipeline moves n elements of up to GS_PIPE_MAX host arrays (any strides, byte order,
  * broadcast, cast on the way) to the device chunk by chunk, lets the primitive enqueue its work
  * on each chunk, and moves up to GS_PIPE_MAX outputs back, unpacking them into host arrays.

@@ -1,17 +1,14 @@
 /*
  * cuda/reply.c - small answers from the device (a count, an index check's words) that the host
  * waits for without waiting for the rest of gpuscan's stream.
- *
  * Level: backend (CUDA), host side; a build with CUDA only.
- *
  * Why: a copy to pageable memory is synchronous (the runtime stages it), and
- * cudaStreamSynchronize waits for everything enqueued.  A reply is a few page-locked bytes the
- * device maps and an event: a one-warp kernel copies the words there (gs_launch_reply: a
- * cudaMemcpyAsync took a copy engine's hop each way, 6-9 us each on an H100), the event is
- * recorded after it, and work that does not depend on the answer can be enqueued before the host
- * waits on the event alone (reduceat enqueues its reduction behind the index check that guards
- * it).  Replies are made once (cudaHostAlloc and an event are slow to make) and kept on a free
- * list for the next call.
+ * cudaStreamSynchronize waits for everything enqueued. A reply is a few page-locked bytes the
+ * device maps and an event: a one-warp kernel copies the words there (gs_launch_reply: cheaper
+ * than a cudaMemcpyAsync's copy-engine hop), the event is recorded after it, and work that does
+ * not depend on the answer can be enqueued before the host waits on the event alone (reduceat
+ * enqueues its reduction behind the index check that guards it). Replies are made once
+ * (cudaHostAlloc and an event are slow to make) and kept on a free list.
  */
 #ifdef GS_HAVE_CUDA
 

@@ -1,7 +1,6 @@
 /*
  * cuda/runtime.c - the CUDA runtime glue: initialisation, the stream, the pool, errors, foreign
  * streams.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  * Guarantees:
  *   - one blocking stream (cudaStreamCreate), so work that CuPy or PyTorch enqueue on the legacy

@@ -1,40 +1,32 @@
 /*
  * cuda/scan_scratch.c - the single-pass scans' shared look-back scratch, and its epochs; the
  * reductions' shared scratch; the histograms' ready word.
- *
  * Level: backend (CUDA), host side; a build with CUDA only.
- *
- * The one place the epoch protocol is explained.  A single-pass scan's look-back starts from a
- * zero tile counter and no descriptor that reads as published (device/tile_state.cuh).  Zeroing
- * a fresh scratch before every scan costs a memset on the stream (3.5 us on an H200: 6.5% of an
- * int32 scan of 2^24 values).  Instead every scan shares one scratch, zeroed once when it is
- * allocated, and tags its descriptors with its own epoch (gs_scan_desc.epoch, in the status
- * word's high bits): a descriptor another scan left reads as unpublished, and each scan leaves
- * the tile counter at zero (the block that takes the last tile resets it).  After
- * GS_EPOCH_LIMIT - 1 scans the tags would repeat, so the scratch is zeroed again.  The lock
- * keeps epoch, buffer and launch in one order on the stream, so a buffer replaced by a larger
- * one is freed in stream order, after every scan enqueued on it.
- *
+ * The one place the epoch protocol is explained. A single-pass scan's look-back starts from a
+ * zero tile counter and no descriptor that reads as published (device/tile_state.cuh). Rather
+ * than a memset on the stream before every scan (a measurable part of a small scan), every scan
+ * shares one scratch, zeroed once when it is allocated, and tags its descriptors with its own
+ * epoch (gs_scan_desc.epoch, in the status word's high bits): a descriptor another scan left
+ * reads as unpublished, and each scan leaves the tile counter at zero (the block that takes the
+ * last tile resets it). After GS_EPOCH_LIMIT - 1 scans the tags would repeat, so the scratch is
+ * zeroed again. The lock keeps epoch, buffer and launch in one order on the stream, so a buffer
+ * replaced by a larger one is freed in stream order, after every scan enqueued on it.
  * Reductions share a scratch of their own the same way (without epochs): a reduction leaves its
  * rows' counters at zero (the last chunk of a row resets them), and its partials are written
  * before they are read.  But one reduction's partials lie where a later one with more rows keeps
  * counters, so the scratch remembers how many of its first bytes are known to be zero, and a
  * reduction that needs more counters zeroes only the difference: a repeated reduction of the
  * same shape needs no memset and no allocation.
- *
  * Histograms share one device word: the kernel's block 0 zeroes the result and then writes the
  * launch's epoch there, which the other blocks wait for (agent/hist.cuh).  Any value differing
  * from what the launches before left will do, so the epoch is a 64-bit counter (it never wraps),
  * handed out and enqueued under the lock like the scans'.
- *
- * A split's scratch (gpuscan/config.h) needs only its header's running word at zero,
- * which each count pass leaves so: one scratch is kept for the next split, so that a small
- * split needs neither an allocation nor a memset (2.5 and 1.2 us of host time on an H200 host).
- * A split holds its scratch from the count pass to the scatter, with the GIL taken between them
- * (the result is made there), so a second split in flight does not wait for the kept one: it
- * takes a new one, zeroed when allocated.  Only a scratch of up to SPLIT_KEEP_BYTES is kept (2^24
- * values' fits): what a larger split would save is small beside its passes, and a kept buffer
- * is never trimmed.
+ * A split's scratch (gpuscan/config.h) needs only its header's running word at zero, which each
+ * count pass leaves so: one scratch is kept, so a small split needs neither an allocation nor a
+ * memset. A split holds its scratch from the count pass to the scatter, with the GIL taken
+ * between them, so a second split in flight does not wait for the kept one: it takes a new one,
+ * zeroed when allocated. Only a scratch of up to SPLIT_KEEP_BYTES is kept: a larger split would
+ * save little beside its passes, and a kept buffer is never trimmed.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -148,7 +140,7 @@ cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d)
     return err;
 }
 
-#define SPLIT_KEEP_BYTES ((size_t)4 << 20)
+#define SPLIT_KEEP_BYTES ((size_t)4 << 20) /* the scratch of a split of 2^24 values fits */
 
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_split_scratch *split_spare; /* the kept scratch while no split holds it */

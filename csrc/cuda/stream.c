@@ -1,9 +1,7 @@
 /*
  * cuda/stream.c - the primitives streamed through the pipeline (cuda/pipeline.h): the CUDA
  * backend's streamed entries (gpuscan/backend.h), for host operands and results.
- *
  * Level: backend (CUDA), host side; a build with CUDA only.
- *
  *   scan      chunk by chunk, each chunk continuing the one before through a carry kept on the
  *             device in the kernels' wide form (gs_scan_desc.carry_in/out: two of them, used in
  *             turn); a head resets it.  Rows no longer than a chunk travel whole, several per

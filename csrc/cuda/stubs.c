@@ -1,7 +1,6 @@
 /*
  * cuda/stubs.c - the CUDA glue of a build without CUDA: the same functions (cuda/cuda.h) and
  * the same table (gpuscan/backend.h), each saying that gpuscan was built without CUDA.
- *
  * Level: backend (CUDA), host side; a build without CUDA only.  Nothing reaches these but a
  * forced backend: gs_cuda_init fails, so the backend is the CPU one and no device operand is
  * ever made (binding/operand.c asks gs_require_cuda first).  They exist so that the layers

@@ -1,7 +1,6 @@
 /*
  * cuda/transfer.c - the one place data moves between host and device memory (through the
  * pipeline; a few bytes to the host through a reply), and the device's strided copies.
- *
  * Level: backend (CUDA), host side; a build with CUDA only (stubs.c stands in otherwise).
  * core/move.c's gs_move routes every move of an operand or a result through here when a side
  * is device memory; to_device() and DeviceArray.get() come through gs_move too.  A host side of
@@ -36,10 +35,8 @@ done:
 }
 
 /* A few bytes from the device into a host view laid out as the device holds them
- * (gs_view_ready), through a reply (cuda/reply.c: a one-warp kernel writes them into
- * page-locked memory the device maps, and the host waits on the event after it), where the
- * pipeline would stage them and take a copy engine's hop: bincount's largest key, a min/max
- * pair, a 0-d result's get(). */
+ * (gs_view_ready), through a reply (cuda/reply.c) rather than the pipeline: bincount's largest
+ * key, a min/max pair, a 0-d result's get(). */
 static int fetch_small(const gs_view *dev, const gs_view *host, size_t bytes, gs_fail *f)
 {
     gs_reply *r = NULL;

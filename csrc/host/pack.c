@@ -1,7 +1,6 @@
 /*
  * host/pack.c - the host side of the transfer pipeline: a range of an array's elements gathered
  * into a contiguous staging buffer, or scattered back out of one.
- *
  * Level: host; plain C, no Python and no CUDA call, so the pool's threads run it (the CUDA
  * pipeline splits a chunk among them).  An element range is taken in C order over a
  * view of any strides (negative, or zero for a broadcast), any byte order, converting the dtype
@@ -107,11 +106,9 @@ static void copy_run(const char *src, int64_t ss, gs_dtype st, int sswap, char *
         store(dt, dst + i * ds, dswap, load(st, src + i * ss, sswap));
 }
 
-/*
- * Walk elements [e0, e0 + n) of v in C order, one run of its last dimension at a time: calls
+/* Walk elements [e0, e0 + n) of v in C order, one run of its last dimension at a time: calls
  * run(ctx, address of the run's first element, its stride, the run's length, the position of
- * its first element in the range).
- */
+ * its first element in the range). */
 static void walk(const gs_view *v, int64_t e0, int64_t n,
                  void (*run)(void *ctx, char *p, int64_t stride, int64_t len, int64_t at),
                  void *ctx)

@@ -1,7 +1,6 @@
 /*
  * host/pack.h - gathering a range of an array's elements into a contiguous buffer, and
  * scattering them back (host/pack.c): the host side of the transfer pipeline.
- *
  * Level: host; plain C.
  */
 #ifndef GS_PACK_H

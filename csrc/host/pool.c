@@ -1,13 +1,10 @@
 /*
  * host/pool.c - the process's worker threads (host/pool.h), and the check for a request to stop.
- *
  * Level: host, below both backends; plain C11 and POSIX threads, nothing of Python.
- *
  * One process-wide pool of gs_cpu_threads() - 1 workers, created on the first parallel call and
  * kept for the next ones.  gs_cpu_parallel_for posts a job (fn, ctx, ntasks) with one ticket per
  * worker it wants; the caller and the workers that took a ticket then pull task numbers from one
  * atomic counter, so every task runs exactly once and a slow thread never holds up the others.
- *
  * Guarantees:
  *  - when gs_cpu_parallel_for returns, every task has finished and its writes are visible to the
  *    caller (the workers check out under the pool's lock, which the caller then takes); the

@@ -1,6 +1,5 @@
 /*
  * host/view.c - the geometry of an array view (host/view.h).
- *
  * Level: host; plain C.
  */
 #include "host/view.h"

@@ -1,7 +1,6 @@
 /*
  * host/view.h - the geometry of an array view (gpuscan/backend.h's gs_view): its size and
  * layout, new strides, and how two views relate.
- *
  * Level: host (below both backends and every layer above them); plain C, no Python, no CUDA.
  */
 #ifndef GS_VIEW_H

@@ -3,7 +3,6 @@
  * kernels' configuration (tile sizes, scratch sizes, histogram plans), how the extension was
  * built and how the last histogram launch counted, and set the knobs of core/core.h's
  * gs_test_knobs and of the pipeline.
- *
  * Level: module.  None of these is public API: their names start with an underscore and
  * gpuscan/__init__.py re-exports none of them.  A knob is read by the ops under the GIL and
  * carried to the backend in a descriptor, so setting one never races with a launch.

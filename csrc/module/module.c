@@ -1,6 +1,5 @@
 /*
  * module/module.c - the gpuscan._gpuscan module: its functions, exception and type.
- *
  * Level: module, the top: it registers the ops' entry points (csrc/ops/), DeviceArray
  * (binding/devarray.c), the module's services below, and the private hooks (hooks.c); the
  * docstrings are binding/docstrings.c's.  Importing does not touch CUDA: the backend is chosen

@@ -1,7 +1,6 @@
 /*
  * module/module.h - the module's own files: module.c (the module, its functions and type) and
  * hooks.c (the private hooks).
- *
  * Level: module, the top of the extension (above ops/, which it registers).
  */
 #ifndef GS_MODULE_H

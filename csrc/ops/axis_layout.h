@@ -1,7 +1,6 @@
 /*
  * ops/axis_layout.h - whether the axes a reduction or a scan runs along can be read in place, as
  * rows x row_len x inner (gs_reduce_desc and gs_scan_desc's `inner`).
- *
  * Level: ops (ops/reduce.c; ops/scan.c's single axis needs no search).  A C-contiguous array
  * whose picked axes are one run of consecutive axes is, with no copy, `rows` blocks (the axes
  * before the run) of `row_len` rows (the run) of `inner` values (the axes after it): a backend

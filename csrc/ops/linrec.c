@@ -1,13 +1,10 @@
 /*
  * ops/linrec.c - gpuscan.linear_recurrence(): h[t] = a[t] * h[t-1] + b[t] along an axis.
- *
- * Level: ops.  Settled first: the dtype the recurrence runs in (float32 or float64: out's, else
+ * Level: ops. Settled first: the dtype the recurrence runs in (float32 or float64: out's, else
  * float64 when a or b is, else float32; anything else is a TypeError, as the contract says),
  * a and b of one shape, the axis, h0 (None, a scalar, or a's shape without the axis) and `out`.
- * Then one path for every backend: a, b and the result seen with the axis last (so the rows of
- * the recurrence are consecutive), placed, h0 placed as one value per row (a scalar
- * broadcast), the backend's linrec entry without the GIL, and the delivery.  The result may be
- * `a` or `b` itself (out=a: in place).
+ * Then the steps of ops/ops.h with the axis last (the recurrence's rows consecutive), h0 placed
+ * as one value per row (a scalar broadcast). The result may be `a` or `b` itself (in place).
  */
 #include "ops/ops.h"
 

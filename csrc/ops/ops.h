@@ -1,7 +1,6 @@
 /*
  * ops/ops.h - the seam between the ops (csrc/ops/: one file per primitive family) and the two
  * backends (csrc/cpu/, csrc/cuda/).
- *
  * Level: ops.  An op settles its arguments (binding/), then runs in four steps, the same on
  * either backend and for host or device operands alike:
  *   place    every operand as a contiguous buffer of the dtype the backend reads, in the
@@ -38,13 +37,11 @@ PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- streaming host operands through a backend's memory (stream.c) ------------------------- */
 
-/*
- * The backend's streamed entries (gpuscan/backend.h), for host operands on a backend with memory
+/* The backend's streamed entries (gpuscan/backend.h), for host operands on a backend with memory
  * of its own: each runs the entry without the GIL (honouring Ctrl-C between chunks) and raises
- * its failure.  gs_stream_reduce and gs_stream_min_max also combine, on the host, the per-chunk
+ * its failure. gs_stream_reduce and gs_stream_min_max also combine, on the host, the per-chunk
  * partials of rows longer than a chunk (with the CPU backend's compensated reduction), and
- * gs_stream_split makes the split's result (gs_result_streamed) once its length is known.
- */
+ * gs_stream_split makes the split's result (gs_result_streamed) once its length is known. */
 int gs_stream_scan(const gs_backend_ops *be, const gs_scan_desc *d, const gs_view *in,
                    const gs_view *flags, const gs_view *out);
 int gs_stream_reduce(const gs_backend_ops *be, const gs_reduce_desc *d, const gs_view *in,

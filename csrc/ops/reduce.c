@@ -1,17 +1,13 @@
 /*
  * ops/reduce.c - gpuscan.reduce(), and the min/max reduction other ops use.
- *
- * Level: ops.  As np.add.reduce and friends: everything about Python objects is settled first
+ * Level: ops. As np.add.reduce and friends: everything about Python objects is settled first
  * (the operator, the reduced axes, the accumulation dtype, the result's shape, empty
- * reductions), then one path for every backend (ops/ops.h): the input seen with the reduced
- * axes last, placed where the backend reads it as `rows` contiguous rows of `row_len` values
- * (gs_reduce_desc), reduced without the GIL into the result or a temporary, delivered.  A
- * backend whose table sets inner_axes (the CPU's) reads reduced axes that are one run of axes
- * in place instead (rows x row_len x inner, ops/axis_layout.h): no transposed copy.  The
- * result is a NumPy array for NumPy input (a NumPy scalar for a full reduction, as NumPy
- * returns) and a DeviceArray for device input (0-d for a full reduction), so that nothing
- * travels to the host unless asked.  Empty reductions never reach a backend: row_len == 0
- * gives the identity (min/max: NumPy's ValueError), rows == 0 an empty result.
+ * reductions), then the steps of ops/ops.h with the reduced axes last, as `rows` contiguous rows
+ * of `row_len` values (gs_reduce_desc; a backend whose table sets inner_axes reads one run of
+ * reduced axes in place instead, ops/axis_layout.h). A full reduction of NumPy input returns a
+ * NumPy scalar, as NumPy does; of device input, a 0-d DeviceArray, so that nothing travels to
+ * the host unless asked. Empty reductions never reach a backend: row_len == 0 gives the
+ * identity (min/max: NumPy's ValueError), rows == 0 an empty result.
  */
 #include "ops/axis_layout.h"
 #include "ops/ops.h"

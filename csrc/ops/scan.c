@@ -1,17 +1,12 @@
 /*
  * ops/scan.c - gpuscan.scan() and gpuscan.segmented_scan().
- *
- * Level: ops.  Everything about Python objects is settled first, by code the two functions
+ * Level: ops. Everything about Python objects is settled first, by code the two functions
  * share: the operator, the accumulation dtype (NumPy's accumulate rules, dtype=, out=), the
- * axis (scan) or the flags (segmented_scan: a's shape, any dtype) and the result's shape.  Then
- * one path for every backend and every mix of NumPy and device operands (ops/ops.h): the
- * views seen with the scanned axis last (axis=None, 0-d, 1-d and segmented scans: the elements
- * in C order; a backend whose table sets inner_axes, the CPU's, scans another axis than the
- * last in place instead, as rows x row_len x inner: ops/axis_layout.h), the input and the
- * flags placed where the backend reads them, the result written
- * in place when it can be, else through a temporary, the backend's scan without the GIL, and
- * the delivery into the result (a new NumPy array for NumPy input, a DeviceArray when an
- * operand is on the device, or `out`).  Ctrl-C is honoured when the scan returns.
+ * axis (scan) or the flags (segmented_scan: a's shape, any dtype) and the result's shape. Then
+ * the steps of ops/ops.h, with the views seen with the scanned axis last (axis=None, 0-d, 1-d
+ * and segmented scans: the elements in C order; a backend whose table sets inner_axes scans
+ * another axis in place instead, as rows x row_len x inner: ops/axis_layout.h). Ctrl-C is
+ * honoured when the scan returns.
  */
 #include "ops/ops.h"
 

@@ -1,20 +1,17 @@
 /*
  * ops/segreduce.c - gpuscan.reduceat() and gpuscan.segmented_reduce(): one reduction per segment.
- *
  * Level: ops.  Both settle everything about Python objects first (the operator, the
  * accumulation dtype by reduce's rules, dtype=, out=, the axis or the flags), then turn their
  * segments into the backend's one form (gs_segreduce_desc): starts (and ends) over a flat run
  * of values in the backend's memory.
  *   reduceat      np.<ufunc>.reduceat: the indices are placed where the backend reads them and
- *                 checked against [0, n) there (IndexError).  One row of increasing indices
- *                 is itself a sorted partition's starts (on the device, reduced behind the
- *                 check before its answer is back: reduceat_run); any other indices are read
- *                 on the host and become, for every row of the input seen with `axis` last,
- *                 either a sorted partition (indices that strictly increase: one segment from
- *                 each index to the next, the last to the row's end; rows whose first index is
- *                 past 0 get one more segment in front, whose result is dropped, so that a row's
- *                 last segment stops at its end) or explicit [start, end) pairs (any other
- *                 indices: an index not smaller than the next is the one value at it).
+ *                 checked against [0, n) there (IndexError). One row of increasing indices is
+ *                 itself a sorted partition's starts (reduceat_run); any other indices are read
+ *                 on the host and become, for every row seen with `axis` last, either a sorted
+ *                 partition (strictly increasing indices; a row whose first index is past 0
+ *                 gets one more segment in front, whose result is dropped, so that the row
+ *                 before ends at its end) or explicit [start, end) pairs (an index not smaller
+ *                 than the next is the one value at it).
  *   segmented_reduce  a nonzero flag starts a segment and element 0 always does: the backend
  *                 counts the heads, the host sizes the result, the backend writes their
  *                 positions, and they are a sorted partition of the flat values.
@@ -189,11 +186,9 @@ static int indices_on_host(const reduceat_plan *p, const gs_view *placed, gs_bag
     return gs_move(placed, &host, bag);
 }
 
-/*
- * The flat segments of every row (row r's values start at r * n) in host memory owned by the
+/* The flat segments of every row (row r's values start at r * n) in host memory owned by the
  * bag: *nseg starts, and ends (NULL for a sorted partition: increasing indices).  *gap: every
- * row has one more segment in front, [row start, first index), whose result is dropped.
- */
+ * row has one more segment in front, [row start, first index), whose result is dropped. */
 static int build_segments(const reduceat_plan *p, const int64_t *idx, int sorted, gs_bag *bag,
                           int64_t **starts, int64_t **ends, int64_t *nseg, int *gap)
 {
@@ -275,14 +270,11 @@ static int reduceat_target(const gs_backend_ops *be, const gs_view *res, gs_view
     return 0;
 }
 
-/*
- * Check, place, target, run, deliver: the settled reduceat of `in` into `res`.  Where the check's
- * answer is still on its way (CUDA) and the indices are one row's, the reduction of them as
- * increasing indices is enqueued behind the check, guarded by it, before the host waits: the
- * device goes from the check to the reduction with no round trip.  Indices the check finds
- * bad leave everything untouched (IndexError); indices that do not increase are reduced again
- * the general way.
- */
+/* Check, place, target, run, deliver: the settled reduceat of `in` into `res`. Where the check's
+ * answer is still on its way (CUDA) and the indices are one row's, their reduction as increasing
+ * indices is enqueued behind the check, guarded by it, before the host waits. Indices the check
+ * finds bad leave everything untouched (IndexError); indices that do not increase are reduced
+ * again the general way. */
 static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const gs_operand *in,
                         gs_view res, gs_bag *bag)
 {
@@ -415,8 +407,8 @@ done:
 /* ---- segmented_reduce() ------------------------------------------------------------------- */
 
 /* Positions the backend may write before the host knows their count: all of them up to 65536,
- * then one for every 32 values more (segments of 32 values on average; 64 MiB at 2^28).  More
- * segments than that cost one more positions pass (an eighth of a byte a value). */
+ * then one for every 32 values more (segments of 32 values on average). More segments than
+ * that cost one more positions pass. */
 static int64_t heads_room(int64_t n)
 {
     const int64_t room = 65536 + n / 32;

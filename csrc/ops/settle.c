@@ -2,7 +2,6 @@
  * ops/settle.c - what the ops settle the same way: the `out=` operand, the accumulation dtype
  * (dtype=, out's, NumPy's rule) with the checks of `out`, shapes that must agree, a placed input
  * kept apart from the buffer written over it, and the operands' release after a call.
- *
  * Level: ops.  Every failure is the exception NumPy raises for the same mistake.
  */
 #include "ops/ops.h"

@@ -1,13 +1,9 @@
 /*
  * ops/split.c - gpuscan.split() and gpuscan.compact().
- *
- * Level: ops.  Both take `a` and `flags` of the same shape (any supported dtypes), read in C
- * order, and move a's values as bits (every dtype, NaN payloads kept).  One path for every
- * backend (ops/ops.h): both operands placed where the backend reads them, each in its own
- * dtype; the backend's count pass (a compact learns its length from it: one small wait on
- * CUDA); the result (a NumPy array for NumPy input, a DeviceArray when an operand is on the
- * device) written directly or through a temporary by the scatter pass, which also hands back
- * split's count; the delivery.  Ctrl-C is honoured when the passes return.
+ * Level: ops. Both take `a` and `flags` of the same shape (any supported dtypes), read in C
+ * order, and move a's values as bits (every dtype, NaN payloads kept). The steps of ops/ops.h,
+ * with the run in two passes: the count (a compact learns its length from it) and the scatter
+ * (which also hands back split's count). Ctrl-C is honoured when the passes return.
  */
 #include "ops/ops.h"
 
@@ -135,13 +131,11 @@ done:
 
 /* ---- values of any fixed-size dtype ---------------------------------------------------- */
 
-/*
- * A split moves values without reading them, so a host array of a dtype the table lacks
+/* A split moves values without reading them, so a host array of a dtype the table lacks
  * (float16, complex, datetime, bytes and str, structured; not one holding Python objects) is
  * split as its bits: viewed as unsigned integers of its item size when that is 1, 2, 4 or 8
  * bytes (the result viewed back, byte order and all), else as the indices 0..n-1 (split by the
- * backend, then the values gathered by NumPy).  Device operands come with table dtypes only.
- */
+ * backend, then the values gathered by NumPy). Device operands come with table dtypes only. */
 typedef struct bits_plan {
     PyArray_Descr *descr; /* the input's dtype (a new reference), NULL: no bits path */
     PyObject *values;     /* the input, for the gather of the indices path, else NULL */

@@ -1,7 +1,6 @@
 /*
  * ops/stream.c - host operands streamed through a backend's own memory (its streamed entries,
  * gpuscan/backend.h): each entry run without the GIL, and what the backend leaves to the host.
- *
  * Level: ops.  The entries honour Ctrl-C between chunks through host/pool.h's stop check
  * (core's gs_interrupt_check, installed at import).  Left to the host here:
  *   - a reduction's rows longer than a chunk: the backend leaves one partial per chunk, combined

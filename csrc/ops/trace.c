@@ -1,7 +1,6 @@
 /*
  * ops/trace.c - _gpuscan._trace: a teaching scan run one parallel step at a time on the active
  * backend, with the working array recorded after every step (gpuscan/trace.py builds on it).
- *
  * Level: ops.  The steps are the backend table's `step` entry (CUDA: one kernel launch each;
  * CPU: one parallel loop each); the operator applications are counted by the steps as they
  * happen (an atomic counter on the device, per-task counts on the CPU), never computed here.

@@ -1,7 +1,6 @@
 /*
  * gpuscan/backend.h - what the host layer asks of a backend: arrays as views, the failure
  * record, and the table of a backend's entries.
- *
  * Level: include, host only (C; never compiled for the device).  The tables are
  * csrc/cpu/backend.c's and csrc/cuda/backend.c's (a build without CUDA links
  * csrc/cuda/stubs.c's); csrc/core/ picks one per call.  Nothing here knows Python.
@@ -26,13 +25,11 @@ typedef struct gs_view {
     int64_t strides[GS_MAX_NDIM];
 } gs_view;
 
-/*
- * The first failure of a call, recorded where it happens (often without the GIL) and raised as
+/* The first failure of a call, recorded where it happens (often without the GIL) and raised as
  * a Python exception once the GIL is held again (csrc/core/raise.c gs_raise: the one converter).
  *   kind 'c': code is a cudaError_t (GpuscanError naming `call`, or MemoryError with `bytes`);
  *   kind 'e': code is an errno value (ENOMEM: MemoryError; others: RuntimeError);
- *   kind 'p': a Python exception is already set.
- */
+ *   kind 'p': a Python exception is already set. */
 typedef struct gs_fail {
     char kind; /* 0 while nothing failed */
     int code;
@@ -52,13 +49,10 @@ static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call,
     return -1;
 }
 
-/*
- * One table per backend (csrc/cpu/backend.c, csrc/cuda/backend.c; a build without CUDA links
- * csrc/cuda/stubs.c's).  Every entry works on flat, C-contiguous buffers in the backend's
- * memory (`mem`) described by the descriptors above, is called WITHOUT the GIL, and returns 0,
- * or -1 with the failure in *f.  Work may be left enqueued (CUDA): a later move to the host
- * waits for it.
- */
+/* One table per backend (see the file's header). Every entry works on flat, C-contiguous
+ * buffers in the backend's memory (`mem`) described by the descriptors above, is called WITHOUT
+ * the GIL, and returns 0, or -1 with the failure in *f. Work may be left enqueued (CUDA): a
+ * later move to the host waits for it. */
 typedef struct gs_backend_ops {
     const char *name; /* "cpu" or "cuda" */
     gs_mem mem;       /* where its buffers live */
@@ -80,12 +74,11 @@ typedef struct gs_backend_ops {
     /* A segmented reduction (reduceat, segmented_reduce). */
     int (*segreduce)(const gs_segreduce_desc *d, gs_fail *f);
     /* The segment heads of d->flags (element 0, and every element whose flag is nonzero) in
-     * two phases, as a split's.  heads_count: their number into *count (waiting for it), and
+     * two phases, as a split's. heads_count: their number into *count (waiting for it), and
      * when it is at most `room` their positions, ascending, into `positions` (the backend's
-     * memory, room int64; CUDA enqueues them before it waits, so the device is not idle while
-     * the host reads the count), *placed set; *state keeps what the positions need.  heads:
-     * the positions into `positions` (*count int64), for a count over the room.  split_end
-     * releases *state on every path. */
+     * memory; CUDA enqueues them before it waits), *placed set; *state keeps what the positions
+     * need. heads: the positions (*count int64), for a count over the room. split_end releases
+     * *state on every path. */
     int (*heads_count)(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
                        int64_t *count, int *placed, gs_fail *f);
     int (*heads)(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f);
@@ -100,13 +93,13 @@ typedef struct gs_backend_ops {
     /* First-order linear recurrences (linear_recurrence). */
     int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
 
-    /* Streamed entries (NULL for a backend whose memory is the host's: the CPU): the same work
-     * with operands and results in host memory, views of any strides, byte order and dtype
-     * (converted on the way as NumPy's unsafe casting does), moved through the backend's memory
-     * chunk by chunk, so that arrays larger than it work and the copies overlap the work.  The
-     * descriptors' pointers are unused; their dtypes are the ones the backend computes in.  They
-     * return when the host results hold their values; between chunks they ask
-     * gs_stop_requested() (host/pool.h) and stop with a failure of kind 'p' when it says so. */
+    /* Streamed entries (NULL for the CPU, whose memory is the host's): the same work with
+     * operands and results in host memory, views of any strides, byte order and dtype (converted
+     * as NumPy's unsafe casting does), moved through the backend's memory chunk by chunk, so
+     * that arrays larger than it work and the copies overlap the work. The descriptors' pointers
+     * are unused; their dtypes are the ones computed in. They return when the host results hold
+     * their values; between chunks they ask gs_stop_requested() (host/pool.h) and stop with a
+     * failure of kind 'p' when it says so. */
     /* A scan (row_len 0: one over every element in C order; else rows of row_len) of `in` (and
      * `flags`, NULL for none) into `out`, each of the same shape. */
     int (*stream_scan)(const gs_scan_desc *d, const gs_view *in, const gs_view *flags,

@@ -1,6 +1,5 @@
 /*
  * gpuscan/config.h - tile geometry of the device-wide kernels, defined once.
- *
  * Level: configuration, shared by kernels/ and csrc/ (csrc reports it to the tests, which pick
  * their sizes from it: NV-1, NV, NV+1, many tiles).  Vocabulary as in moderngpu: NT threads per
  * block, VT values per thread, NV = NT*VT values per tile.  Everything else is derived.
@@ -48,13 +47,11 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 
 /* Bytes of one tile's look-back descriptor: two 16-byte words (value, compensation). */
 #define GS_TILE_DESC_BYTES 32
-/* The anchored look-back of float add and mul (device/lookback.cuh): every GS_ANCHOR_EVERY-th tile
- * publishes its exclusive prefix in two more 16-byte words (value, compensation), and a tile
- * starts from the last anchor at least GS_ANCHOR_LAG tiles before it: more tiles than start
- * during one look-back, so that anchor's prefix is out.  A tile reads LAG to LAG + EVERY - 1
- * aggregates: 224 + 31 = 255, one per thread of a block (H200, float32 add at 2^28, the kernel
- * otherwise the same: 80% of memcpy with LAG 224, 73% with 256, two reads per thread; an
- * earlier kernel: 49% with 128, tiles waiting for anchors). */
+/* The anchored look-back of float add and mul (device/lookback.cuh): every GS_ANCHOR_EVERY-th
+ * tile publishes its exclusive prefix in two more 16-byte words (value, compensation), and a tile
+ * starts from the last anchor at least GS_ANCHOR_LAG tiles back: more tiles than start during one
+ * look-back, so that anchor's prefix is out. A tile then reads LAG to LAG + EVERY - 1 aggregates,
+ * 224 + 31 = 255: one per thread of a block (measured, docs/performance-notes.md). */
 #ifndef GS_ANCHOR_EVERY
 #define GS_ANCHOR_EVERY 32
 #endif
@@ -66,12 +63,9 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
 #endif
 #define GS_ANCHOR_DESC_BYTES 32
 
-/*
- * Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line),
- * one descriptor per tile and one per anchor: zeroed once and reused by scans with distinct
- * epochs (gs_scan_desc), or zeroed before the launch (epoch 0).  Pure, so the tests
- * can check it.
- */
+/* Scratch of one decoupled look-back scan over n values: the tile counter (padded to a line),
+ * one descriptor per tile and one per anchor; zeroed once and reused by scans with distinct
+ * epochs (gs_scan_desc). Pure, so the tests can check it. */
 static inline size_t gs_scan_scratch_bytes(int64_t n)
 {
     int64_t tiles = gs_scan_tiles(n);
@@ -81,21 +75,16 @@ static inline size_t gs_scan_scratch_bytes(int64_t n)
                     GS_ANCHOR_DESC_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
 }
 
-/*
- * Scratch of one split or compact over n values (kernels/dispatch/split.cu): a header line of
- * 64-bit words (below), one look-back descriptor per tile (every word that is read is written
- * first by the count pass, so never zeroed), then the flags as one bit per value, GS_NV / 8
- * bytes per tile (written in full by the count pass, never zeroed).  The header's running word
- * (its sum and finished blocks) is zero when a count pass starts and it leaves it zero, so a
- * scratch is zeroed once, when it is allocated, and kept (cuda/scan_scratch.c).  Pure, so the
- * tests can check it.
- */
+/* Scratch of one split or compact over n values (kernels/dispatch/split.cu): a header line of
+ * 64-bit words (below), one look-back descriptor per tile, then the flags as one bit per value
+ * (GS_NV / 8 bytes per tile); the count pass writes every descriptor and mask word it reads. The
+ * header's running word is zero when a count pass starts and it leaves it zero, so a scratch is
+ * zeroed once, when allocated (cuda/scan_scratch.c). Pure, so the tests can check it. */
 #define GS_SPLIT_TOTAL 0   /* header word: the flagged count, written by the count pass */
 #define GS_SPLIT_RUNNING 1 /* header word: the count pass's running sum and finished blocks */
-/* The running word: the flagged values counted so far in its low GS_SPLIT_SUM_BITS bits, the
- * blocks finished above them, so that one atomic per block adds both and tells the last block
- * (no fence: one address).  A count pass of more blocks than the high bits hold (2^24: 2^39
- * values, far more than a device holds) is refused. */
+/* The running word: the flagged count so far in its low GS_SPLIT_SUM_BITS bits, the finished
+ * blocks above them, so one atomic per block adds both and tells the last block (no fence: one
+ * address). More blocks than the high 24 bits hold (2^39 values) are refused. */
 #define GS_SPLIT_SUM_BITS 40
 static inline GS_HD int64_t gs_split_mask_offset(int64_t n)
 {
@@ -110,21 +99,15 @@ static inline size_t gs_split_scratch_bytes(int64_t n)
     return (size_t)(gs_split_mask_offset(n) + tiles * (GS_NV / 8));
 }
 
-/*
- * The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
- * partials are combined in chunk order.  A chunk holds GS_REDUCE_MIN_CHUNK values, or for rows of
+/* The chunks of a reduction's row: one block reduces one chunk into a partial, and the row's
+ * partials are combined in chunk order. A chunk holds GS_REDUCE_MIN_CHUNK values, or for rows of
  * more than GS_REDUCE_SPLIT of those, a multiple of it that cuts the row into about
- * GS_REDUCE_SPLIT chunks, up to GS_REDUCE_MAX_CHUNK values: longer rows get more chunks of that
- * length.  Small rows thus spread over many blocks (2^16 values: 16 blocks, not one); long ones
- * over at least about four waves of blocks on the largest devices (the waves a stream of
- * short-lived blocks needs for every multiprocessor to finish at once, as CUB's one tile of 4096
- * values a block does), and past 2^26 values over more waves of blocks no longer than 64 KiB of
- * float32, so that the last wave is a small part of the time; one block combines a row's
- * partials, 16384 of them at 2^28 values.  The chunks depend on row_len only, so a float sum is
- * grouped the same way on every run, device and thread count.  A multiple of 16 values keeps
- * every chunk of a row as aligned as its first, and of 4096 the CPU backend's blocks
- * (cpu/reduce.c).
- */
+ * GS_REDUCE_SPLIT chunks, up to GS_REDUCE_MAX_CHUNK values. Small rows thus spread over many
+ * blocks; long ones over several waves of short-lived blocks (so that every multiprocessor
+ * finishes at about the same time; docs/performance-notes.md, reduce). The chunks depend on
+ * row_len only, so a float sum is grouped the same way on every run, device and thread count. A
+ * multiple of 16 values keeps every chunk as aligned as the row's first, and of 4096 matches the
+ * CPU backend's blocks (cpu/reduce.c). */
 #define GS_REDUCE_MIN_CHUNK 4096
 #define GS_REDUCE_SPLIT 4096
 #define GS_REDUCE_MAX_CHUNK (4 * GS_REDUCE_MIN_CHUNK)
@@ -144,14 +127,10 @@ static inline GS_HD int64_t gs_reduce_chunks(int64_t row_len)
     return (row_len + c - 1) / c;
 }
 
-/*
- * Scratch of one reduction: a partial (room for two 8-byte words: value and compensation) per
- * chunk of every row of more than one chunk, and one counter per row (in a one-launch reduction
- * the chunk to finish last combines the row's partials, in chunk order; a two-launch one leaves
- * the counters alone).  The counters are zero when a reduction starts and zero again when it
- * ends, so one zeroed scratch serves every reduction in stream order.  Pure, so the tests can
- * check it.
- */
+/* Scratch of one reduction: a partial (two 8-byte words: value and compensation) per chunk of
+ * every row of more than one chunk, and one counter per row (in a one-launch reduction the chunk
+ * to finish last combines the row's partials). The counters are zero when a reduction starts and
+ * when it ends, so one zeroed scratch serves every reduction in stream order. Pure (tests). */
 static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
 {
     int64_t chunks = gs_reduce_chunks(row_len);
@@ -160,9 +139,7 @@ static inline size_t gs_reduce_scratch_bytes(int64_t rows, int64_t row_len)
     return (size_t)(gs_round_up(4 * rows, GS_SCRATCH_ALIGN) + 16 * rows * chunks);
 }
 
-/*
- * The segmented reductions' tile (dispatch/segreduce.cu): a warp's, GS_VT values per lane.
- */
+/* The segmented reductions' tile (dispatch/segreduce.cu): a warp's, GS_VT values per lane. */
 #define GS_SEG_W (GS_WARP * GS_VT)
 
 static inline GS_HD int64_t gs_segreduce_tiles(int64_t n)
@@ -170,14 +147,10 @@ static inline GS_HD int64_t gs_segreduce_tiles(int64_t n)
     return (n + GS_SEG_W - 1) / GS_SEG_W;
 }
 
-/*
- * Scratch of one segmented reduction over n values in nseg segments (dispatch/segreduce.cu).  A
- * sorted partition runs in levels of a warp per tile: two buffers that the levels write in turn
- * (level 0 the first, sized for its tiles; level 1 the second, sized for its 2 * tiles values;
- * every later level has fewer tiles), each 24 bytes per tile: 2 partials of at most 8 bytes and
- * an int64 id.  Any other segments take a warp each and need none.  Pure, so the tests can check
- * it.
- */
+/* Scratch of one segmented reduction over n values in nseg segments (dispatch/segreduce.cu): a
+ * sorted partition's levels write two buffers in turn (level 0 the first, level 1 the second,
+ * sized for its 2 * tiles values; later levels are smaller), 24 bytes per tile: 2 partials of at
+ * most 8 bytes and an int64 id. Any other segments need none. Pure, so the tests can check it. */
 static inline int64_t gs_segreduce_part_bytes(int64_t tiles)
 {
     return gs_round_up(24 * tiles, GS_SCRATCH_ALIGN);
@@ -197,13 +170,10 @@ static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sor
                     gs_segreduce_part_bytes(gs_segreduce_tiles(2 * gs_segreduce_tiles(n))));
 }
 
-/*
- * The linear recurrence's tile (dispatch/linrec.cu): GS_LR_VT steps per thread, GS_LR_NV per
- * tile.  Half the scan's: a step reads two values (a and b), so a float32 tile of a and b is
- * 16 KiB, as an int32 scan tile, and the lookahead driver's three tiles in shared memory (48 KiB)
- * leave room for four blocks per multiprocessor, as the scan's do (H100/H200).  Both of the
- * recurrence's drivers use it: they give the same bits.
- */
+/* The linear recurrence's tile (dispatch/linrec.cu): GS_LR_VT steps per thread. Half the
+ * scan's, since a step reads two values (a and b): a float32 tile of both is 16 KiB as an int32
+ * scan tile is, and the lookahead driver's three tiles in shared memory leave room for four blocks
+ * per multiprocessor. Both drivers use it, so they give the same bits. */
 #ifndef GS_LR_VT /* overridable for tuning */
 #define GS_LR_VT 8
 #endif
@@ -218,14 +188,11 @@ static inline GS_HD int64_t gs_linrec_tiles(int64_t n)
     return (n + GS_LR_NV - 1) / GS_LR_NV;
 }
 
-/*
- * Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
- * line), one look-back descriptor per tile (two 16-byte words: the tile's pair (A, B) as
- * doubles) and one per anchor (four words: the anchor's exclusive prefix as double-double
- * numbers A, B), zeroed before the launch.  Pure, so the tests can check it.
- */
-#define GS_LINREC_TILE_BYTES 32
-#define GS_LINREC_ANCHOR_BYTES 64
+/* Scratch of one linear recurrence over n values (dispatch/linrec.cu): the tile counter (a
+ * line), one look-back descriptor per tile and one per anchor, zeroed before the launch. Pure,
+ * so the tests can check it. */
+#define GS_LINREC_TILE_BYTES 32   /* two 16-byte words: the tile's pair (A, B) as doubles */
+#define GS_LINREC_ANCHOR_BYTES 64 /* four: the anchor's exclusive prefix, double-double A, B */
 
 static inline size_t gs_linrec_scratch_bytes(int64_t n)
 {
@@ -238,11 +205,9 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 
 /* ---- histogram kernels (dispatch/hist.cu) ---- */
 
-/* Threads per histogram block: 32 warps, one block per multiprocessor (H200, 2^28 float32
- * values: 256 bins 0.252 ms with 1024 threads against 0.258 ms with two
- * blocks of 512 and 0.272 ms with three; 4096 bins 0.260 against 0.278 ms): a single block per
- * multiprocessor may take all its shared memory, so 65536 bins split in two slices, not three,
- * and half as many blocks merge into the device result. */
+/* Threads per histogram block: 32 warps, one block per multiprocessor (measured best on an
+ * H200, docs/performance-notes.md): a single block may take all of its shared memory, so large
+ * bin counts split into fewer slices, and fewer blocks merge into the device result. */
 #ifndef GS_HIST_NT
 #define GS_HIST_NT 1024
 #endif
@@ -251,10 +216,8 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #ifndef GS_HIST_UNROLL
 #define GS_HIST_UNROLL 4
 #endif
-/* Blocks per multiprocessor the kernels are compiled for (__launch_bounds__) and the shared
- * memory is planned for (dispatch/hist.cu gives each block 1/GS_HIST_MIN_BLOCKS of a
- * multiprocessor's): one lets ptxas use the registers the unrolled loads need (47-53, no spills).
- */
+/* Blocks per multiprocessor the kernels are compiled and their shared memory planned for: one
+ * lets ptxas use the registers the unrolled loads need, with no spills. */
 #ifndef GS_HIST_MIN_BLOCKS
 #define GS_HIST_MIN_BLOCKS 1
 #endif
@@ -269,12 +232,10 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #error "GS_HIST_NT must be a multiple of the warp size"
 #endif
 
-/*
- * How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
+/* How a shared-memory histogram of nbins accumulators of acc_bytes each splits to fit
  * `budget` bytes of shared memory per block: `slices` blocks each take slice_bins bins (the
  * last one fewer), with `replicas` copies of the slice (one per group of warps, cutting
- * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it.
- */
+ * contention) when acc_bytes == 4 and they fit.  Pure, so the tests can check it. */
 static inline GS_HD void gs_hist_plan(int64_t nbins, int acc_bytes, int64_t budget, int64_t *slices,
                                       int64_t *slice_bins, int *replicas)
 {

@@ -1,6 +1,5 @@
 /*
  * gpuscan/desc.h - the descriptors of one call of each primitive: what a backend is asked to do.
- *
  * Level: include (plain C, read by both compilers: the CUDA kernels, the CPU backend and the
  * host layers).  A backend sees only flat, C-contiguous buffers of known dtypes described by the
  * structs below; everything about Python objects, strides, byte order, `out=` and result dtypes
@@ -23,8 +22,7 @@ extern "C" {
  * variants (kernels/dispatch/teach.cu, csrc/cpu/teach.c). */
 typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOCH } gs_algorithm;
 
-/*
- * One scan call.  `in` and `out` hold n contiguous elements; `out` may equal `in` (in place)
+/* One scan call.  `in` and `out` hold n contiguous elements; `out` may equal `in` (in place)
  * when in_type == out_type.  The pair (in_type, out_type, op) satisfies gs_scan_pair_direct().
  *   row_len > 0: the n elements are n / row_len consecutive rows, each scanned independently
  *                (a row start is a segment head); row_len == 0: one scan over all n.
@@ -41,23 +39,20 @@ typedef enum gs_algorithm { GS_ALGO_AUTO, GS_ALGO_HILLIS_STEELE, GS_ALGO_BLELLOC
  *   exclusive: out[i] combines the elements before i in its segment (the identity at a head).
  *   algorithm: GS_ALGO_AUTO, or a teaching variant (Hillis-Steele: not with flags).
  *   epoch (GS_ALGO_AUTO, CUDA): in [1, GS_EPOCH_LIMIT); the scratch was zeroed once and every
- *                  scan over it since had a distinct epoch (its look-back descriptors are tagged
- *                  with it, and each scan leaves the tile counter at zero): no zeroing, one
- *                  launch (csrc/cuda/scan_scratch.c keeps the epochs).
+ *                  scan over it since had a distinct epoch, so it needs no zeroing
+ *                  (csrc/cuda/scan_scratch.c keeps the epochs).
  *   carry_in, carry_out (GS_ALGO_AUTO, row_len == 0; NULL for none): GS_CARRY_BYTES each, in
  *                  the backend's memory.  The scan runs as the continuation of an earlier one:
  *                  carry_in holds the running value before element 0 (element 0 is then no
  *                  head unless its flag says so), and the scan leaves its own running value
- *                  in carry_out (the value since its last head, for a segmented scan).  The
+ *                  in carry_out (the value since its last head, for a segmented scan). The
  *                  bytes are the backend's wide form of the value (a float add keeps its
  *                  rounding error beside it), written only by a carry_out of a scan with the
- *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them, so its
- *                  error does not grow with the number of chunks.
+ *                  same (op, in_type, out_type); a chunked scan ping-pongs two of them.
  *   unpadded (GS_ALGO_BLELLOCH, CUDA): the tiles' shared memory without its bank-conflict
- *                  padding (the same results; the tests run both layouts).  0: padded.
- */
-#define GS_CARRY_BYTES 16
-#define GS_EPOCH_LIMIT (1u << 29)
+ *                  padding (the same results; the tests run both layouts).  0: padded. */
+#define GS_CARRY_BYTES 16         /* a double-word carry of two 8-byte values */
+#define GS_EPOCH_LIMIT (1u << 29) /* epochs fit the status word's tag bits (tile_state.cuh) */
 typedef struct gs_scan_desc {
     const void *in;
     void *out;
@@ -77,8 +72,7 @@ typedef struct gs_scan_desc {
     int unpadded;
 } gs_scan_desc;
 
-/*
- * One reduction: `rows` independent reductions of `row_len` contiguous values each (the
+/* One reduction: `rows` independent reductions of `row_len` contiguous values each (the
  * reduced axes are last and contiguous; axis=None is rows = 1).  out receives `rows` values of
  * out_type; (in_type, out_type, op) satisfies gs_scan_pair_direct() (the same widening rules as
  * accumulate).  row_len >= 1: empty reductions are settled by the host (identity or
@@ -89,8 +83,7 @@ typedef struct gs_scan_desc {
  *              C order, reduced over the middle: out receives rows x inner values, out[r][c]
  *              the reduction of in[r][0..row_len)[c] (the reduced axes are a block of axes
  *              followed by kept ones, read in place with no transposed copy).  0 or 1: the
- *              layout above (a zeroed descriptor keeps it).
- */
+ *              layout above (a zeroed descriptor keeps it). */
 typedef struct gs_reduce_desc {
     const void *in;
     void *out;
@@ -102,8 +95,7 @@ typedef struct gs_reduce_desc {
     gs_op op;
 } gs_reduce_desc;
 
-/*
- * One segmented reduction over n contiguous values `in`: out[s] = in[starts[s]] op ... op
+/* One segmented reduction over n contiguous values `in`: out[s] = in[starts[s]] op ... op
  * in[ends[s] - 1] for each of the nseg segments (out_type values), with (in_type, out_type,
  * op) as gs_reduce_desc has them.  starts and ends (int64, in the backend's memory) hold
  * 0 <= starts[s] < ends[s] <= n; the host settles that (and the empty cases) first.
@@ -121,8 +113,7 @@ typedef struct gs_reduce_desc {
  *          when the check found them fine.
  *   many_tiles, per_warp (CUDA; 0: the launcher's defaults): a level of a sorted partition's
  *          reduction with at least many_tiles tiles gives each warp per_warp tiles as one range
- *          (the tests lower many_tiles to reach that path at small sizes).
- */
+ *          (the tests lower many_tiles to reach that path at small sizes). */
 typedef struct gs_segreduce_desc {
     const void *in;
     void *out;
@@ -148,8 +139,7 @@ typedef struct gs_index_answer {
     void *state; /* the backend's, until index_wait */
 } gs_index_answer;
 
-/*
- * One first-order linear recurrence per row: the n values of `a` and `b` (`type`: GS_FLOAT32
+/* One first-order linear recurrence per row: the n values of `a` and `b` (`type`: GS_FLOAT32
  * or GS_FLOAT64) are n / row_len rows of row_len values (row_len >= 1 divides n), and
  *   h[t] = a[t] * h[t-1] + b[t] along each row, h[-1] = h0[row] (h0: n / row_len values of
  *   `type`, or NULL for 0);
@@ -157,8 +147,7 @@ typedef struct gs_index_answer {
  * `h` (n values of `type`) may be `a` or `b` themselves (in place), and overlaps neither
  * otherwise.  Deterministic (a grouping fixed by n and row_len), and within
  * 4 (log2(row_len) + 2) eps m[t] of the exact h[t], m being the same recurrence on |a|, |b|
- * and |h0|.
- */
+ * and |h0|. */
 typedef struct gs_linrec_desc {
     const void *a;
     const void *b;
@@ -170,11 +159,9 @@ typedef struct gs_linrec_desc {
     int reverse;
 } gs_linrec_desc;
 
-/*
- * A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
+/* A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
  * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
- * negative or zero (broadcast source).
- */
+ * negative or zero (broadcast source). */
 typedef struct gs_copy_desc {
     const void *src;
     void *dst;
@@ -186,13 +173,11 @@ typedef struct gs_copy_desc {
     int64_t dst_strides[GS_MAX_NDIM];
 } gs_copy_desc;
 
-/*
- * One split (stable partition) or compact: the n values of `in` (moved as bits of in_type's
+/* One split (stable partition) or compact: the n values of `in` (moved as bits of in_type's
  * width: any dtype, NaN payloads kept) whose flag is nonzero (flags[i] in flag_type: for floats
  * -0.0 is zero and NaN nonzero) go first, in order, then (split only) the others, in order.
  * `out` holds n values (split) or the flagged count (compact) and never overlaps `in` or
- * `flags`.
- */
+ * `flags`. */
 typedef struct gs_split_desc {
     const void *in;
     const void *flags;
@@ -203,8 +188,7 @@ typedef struct gs_split_desc {
     int compact;
 } gs_split_desc;
 
-/*
- * One parallel step of a teaching algorithm over a working array (kernels/dispatch/teach.cu runs it
+/* One parallel step of a teaching algorithm over a working array (kernels/dispatch/teach.cu runs it
  * as one kernel launch, csrc/cpu/teach.c as one parallel loop).  The array is `rows` rows of `m`
  * values of `type`, row r at buf + r*m; each step below acts on every row. GS_STEP_HS
  * Hillis-Steele: buf[i] = src[i - s] op src[i] where i's place in its row is
@@ -220,8 +204,7 @@ typedef struct gs_split_desc {
  *   GS_STEP_INCL  buf[i] = buf[i] op src[i] (the exclusive scan made inclusive) for the first
  *                 `len` values of each row (the rest is padding and is left alone).
  * `work` (may be NULL) is increased by the operator applications performed, counted as they
- * happen.
- */
+ * happen. */
 typedef enum gs_step_kind { GS_STEP_HS, GS_STEP_UP, GS_STEP_DOWN, GS_STEP_INCL } gs_step_kind;
 
 typedef struct gs_step_desc {
@@ -261,8 +244,7 @@ typedef struct gs_hist_bound {
     double f;
 } gs_hist_bound;
 
-/*
- * One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
+/* One histogram (or bincount) of n contiguous values `in` into `nbins` accumulators `out`,
  * zeroed by the backend first (unless `accumulate`): int64 counts, or with `weights` (n values of
  * w_type) their sums, in double for float weights and in int64 (wrapping) for bool and integer
  * weights. UNIFORM: a value x is kept when lo <= x <= hi (compared in its own type: NaN never is);
@@ -276,8 +258,7 @@ typedef struct gs_hist_bound {
  *            edges[0] <= x <= edges[nbins], its bin the largest i < nbins with edges[i] <= x.
  *   INDEX:   integer input; x is kept when 0 <= x < nbins, and x is its bin.
  *   TABLE:   1-byte input; edges holds 256 int32: the bin of each byte value (its bits), -1
- *            for one that is dropped (the host fills it with UNIFORM's or SEARCH's rule).
- */
+ *            for one that is dropped (the host fills it with UNIFORM's or SEARCH's rule). */
 typedef struct gs_hist_desc {
     const void *in;
     int64_t n;

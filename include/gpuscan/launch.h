@@ -1,7 +1,6 @@
 /*
  * gpuscan/launch.h - the CUDA launchers of kernels/dispatch/ (extern "C"), as csrc/cuda/ calls
  * them.
- *
  * Level: include, for the host side of a build with CUDA only: the launchers' definitions
  * (the .cu files of kernels/dispatch/, compiled by nvcc) and their one caller, csrc/cuda/.  Each
  * enqueues on `stream` and returns the first CUDA error; device pointers throughout.
@@ -25,17 +24,16 @@ cudaError_t gs_launch_teach_scan(const gs_scan_desc *d, void *scratch, size_t sc
 /* Enqueue one teaching step on `stream` (device pointers; work a device counter or NULL). */
 cudaError_t gs_launch_step(const gs_step_desc *d, cudaStream_t stream);
 
-/* Enqueue the scan on `stream`: one kernel launch.  `scratch` holds at least
+/* Enqueue the scan on `stream`: one kernel launch. `scratch` holds at least
  * gs_scan_scratch_bytes(d->n) bytes (gpuscan/config.h), its tile counter zero and no word of it
- * tagged with d->epoch (the scratch was zeroed, and every scan over it since had another epoch).
- * Returns the first CUDA error. */
+ * tagged with d->epoch (csrc/cuda/scan_scratch.c). */
 cudaError_t gs_launch_scan(const gs_scan_desc *d, void *scratch, size_t scratch_bytes,
                            cudaStream_t stream);
 
 /* Enqueue the reduction on `stream`: the row partials and the deterministic final combine, in
- * one launch.  `scratch` holds at least gs_reduce_scratch_bytes(rows, row_len) bytes, its first
- * 4 * rows bytes (the rows' counters) zero; the launch leaves them zero again, so a scratch
- * zeroed once serves every reduction enqueued after it on the stream. */
+ * one launch or two (dispatch/reduce.cu). `scratch` holds at least
+ * gs_reduce_scratch_bytes(rows, row_len) bytes, its first 4 * rows bytes (the rows' counters)
+ * zero, and is left so: a scratch zeroed once serves every reduction after it on the stream. */
 cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scratch_bytes,
                              cudaStream_t stream);
 
@@ -47,15 +45,12 @@ cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 
 /* The split in two launches on `stream`, with `scratch` of gs_split_scratch_bytes(d->n) bytes
- * (gpuscan/config.h) kept between them, whose header's GS_SPLIT_RUNNING word is zero (zeroed
- * once when it is allocated: the count pass leaves it zero).
+ * (gpuscan/config.h) kept between them, whose GS_SPLIT_RUNNING word is zero (zeroed once when
+ * allocated: the count pass leaves it zero). `reply`, when not NULL, is a device-visible word
+ * (e.g. a page-locked reply, cuda/reply.c) that receives the flagged count as a uint64.
  * gs_launch_split_count runs the count pass (d->out unused), with no memset: afterwards the
- * scratch's first 8 bytes (GS_SPLIT_TOTAL) hold the flagged count as a uint64, which it also
- * writes to `reply` when that is not NULL (any device-visible word: a compact's page-locked
- * reply, which sizes its output, or the streamed split's count of a chunk).
- * gs_launch_split_scatter then writes d->out and, when `reply` is not NULL (a device-visible
- * word: the view of a page-locked reply, cuda/reply.c), the flagged count there as a uint64
- * (nothing for n == 0).  Both return the first CUDA error. */
+ * scratch's first 8 bytes (GS_SPLIT_TOTAL) hold the flagged count, also written to `reply`.
+ * gs_launch_split_scatter then writes d->out, and the count to `reply` (nothing for n == 0). */
 cudaError_t gs_launch_split_count(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                                   unsigned long long *reply, cudaStream_t stream);
 /* The count pass for segment heads (gs_launch_heads_count): no total (the scratch's header is

@@ -2,9 +2,7 @@
  * gpuscan/linrec.h - the pair operator of the linear recurrence h[t] = a[t] h[t-1] + b[t], and
  * the double-double arithmetic its long carries use: one definition for both backends (the CPU
  * backend's C, csrc/cpu/linrec.c, and the CUDA kernels, kernels/agent/linrec.cuh).
- *
  * Level: shared by the host layer and the device layer, as gpuscan/types.h.
- *
  * A run of steps maps h to A h + B (A the product of its a, B the run's h from 0); one run then
  * another is the pair
  *     (A1, B1) . (A2, B2) = (A1 A2, A2 B1 + B2),

@@ -1,7 +1,6 @@
 /*
  * gpuscan/teach_config.h - geometry and scratch sizes of the teaching scans (Hillis-Steele and
  * Blelloch), defined once.
- *
  * Level: configuration, shared by kernels/dispatch/teach.cu and csrc/ (which sizes the scratch and
  * reports the tile to the tests, so they pick sizes around it).  Pure functions only.
  */
@@ -37,13 +36,11 @@ static inline GS_HD int gs_ceil_log2(int64_t n)
     return d;
 }
 
-/*
- * Scratch of a teaching scan on the device, in bytes.  Pure, so the tests can check it.
+/* Scratch of a teaching scan on the device, in bytes. Pure, so the tests can check it.
  *  Hillis-Steele: the second buffer of the double buffering (n values of out_type), and a third
  *    when the scan is in place (the first step must not write the array it reads).
  *  Blelloch: per level of the recursion over tiles, one total per tile (out_type) and, when
- *    segmented, one head flag per tile (bytes); a level of one tile per row needs none.
- */
+ *    segmented, one head flag per tile (bytes); a level of one tile per row needs none. */
 static inline size_t gs_teach_scratch_bytes(const gs_scan_desc *d)
 {
     const int64_t size = (int64_t)gs_dtype_size(d->out_type);

@@ -1,6 +1,5 @@
 /*
  * gpuscan/types.h - the one dtype table and the one operator table.
- *
  * Level: shared by the host layer (csrc/, plain C) and the device layer (kernels/, CUDA C).
  * Nothing here depends on Python, NumPy or the CUDA runtime, so both sides and both backends
  * agree on what a dtype code and an op code mean.  Everything that is generic over dtypes is
@@ -19,15 +18,13 @@
 #define GS_HD
 #endif
 
-/*
- * X(CODE, ctype, sfx, kind, npy_typenum)
+/* X(CODE, ctype, sfx, kind, npy_typenum)
  *   CODE   enumerator of gs_dtype
  *   ctype  C storage type (bool is stored as one byte holding 0 or 1, as NumPy does)
  *   sfx    short suffix used to name generated functions and kernels
  *   kind   'b' bool, 'i' signed integer, 'u' unsigned integer, 'f' IEEE float
  *   npy    NumPy type number (a bare token: only csrc/, which includes NumPy, expands it)
- * The order is the order of gs_dtype and must not change without rebuilding everything.
- */
+ * The order is the order of gs_dtype and must not change without rebuilding everything. */
 #define GS_DTYPES(X)                             \
     X(GS_BOOL, uint8_t, b1, 'b', NPY_BOOL)       \
     X(GS_INT8, int8_t, i8, 'i', NPY_INT8)        \
@@ -48,10 +45,7 @@ typedef enum gs_dtype {
         GS_NDTYPES
 } gs_dtype;
 
-/*
- * X(CODE, name, ufunc) - the contract's operators, by their string name and the NumPy ufunc
- * that matches them.
- */
+/* X(CODE, name, ufunc) - the contract's operators, by their string name and matching ufunc. */
 #define GS_OPS(X)                      \
     X(GS_OP_ADD, "add", "add")         \
     X(GS_OP_MUL, "mul", "multiply")    \
@@ -114,13 +108,11 @@ static inline GS_HD int gs_op_is_bitwise(gs_op op)
     return op == GS_OP_AND || op == GS_OP_OR || op == GS_OP_XOR;
 }
 
-/*
- * Whether a backend scans `in` straight into `out` under `op` without a separate cast pass:
+/* Whether a backend scans `in` straight into `out` under `op` without a separate cast pass:
  * the same dtype, or the widening that NumPy's add/mul accumulate rules ask for (bool and
  * integers narrower than 64 bits into a 64-bit integer; each input value is first converted
  * value-preservingly, then taken modulo 2^64).  For every other (in, out) pair the host layer
- * casts the input to `out`'s dtype first.
- */
+ * casts the input to `out`'s dtype first. */
 static inline GS_HD int gs_scan_pair_direct(gs_dtype in, gs_dtype out, gs_op op)
 {
     if (in == out)

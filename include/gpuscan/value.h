@@ -2,7 +2,6 @@
  * gpuscan/value.h - one value of any dtype held exactly, and the conversions between dtypes that
  * C casts make (NumPy's unsafe casting): the device's strided copy (kernels/dispatch/copy.cu) and
  * the host's pack and unpack (csrc/host/pack.c) convert through these two functions.
- *
  * Level: include (plain C, both compilers).  A value passes through the widest exact type of its
  * kind (int64, uint64 or double), so a conversion rounds at most once, as a C cast from the
  * source type would.  Bool reads as its byte != 0 (NumPy's True is any nonzero byte) and is

@@ -1,48 +1,34 @@
 /*
  * agent/linrec.cuh - a block's part in the linear recurrence h[t] = a[t] h[t-1] + b[t]: the tiles
  * of the single-pass scan of pairs (gpuscan/linrec.h) with the anchored look-back
- * (device/pair_lookback.cuh).  Included once per floating type (GS_R float or double, GS_RS f32
+ * (device/pair_lookback.cuh). Included once per floating type (GS_R float or double, GS_RS f32
  * or f64, GS_LR_DT its gs_dtype) after warp/warp_pair.cuh and block/block_pair.cuh.
- *
- * The steps are scanned in order (from the end when reversed: step g is memory index n - 1 - g,
- * which turns every row around and the rows' order with it), n / row_len rows one after the
- * other, a row's first step a head.  A step is the leaf (a, a*x + b): x is h0 of its row at a
- * head, else 0, so h0 needs no step of its own and a step from 0 is the loop's own a*0 + b.
- *
- * A tile is GS_LR_NV steps (gpuscan/config.h), thread t holding the GS_LR_VT steps t*VT ..
- * t*VT+VT-1: R = VT / C pieces of C = 16 / sizeof(GS_R) values, one 16-byte access each (the
- * warp's loads and stores move whole 512-byte spans, lr_move_at).  Its phases, as
- * agent/scan.cuh's:
+ * The steps are scanned in order (reversed: step g is memory index n - 1 - g, which turns every
+ * row and the rows' order around), n / row_len rows one after the other, a row's first step a
+ * head. A step is the leaf (a, a*x + b): x is h0 of its row at a head, else 0, so h0 needs no
+ * step of its own.
+ * A tile is GS_LR_NV steps, thread t holding steps t*VT .. t*VT+VT-1: R = VT / C pieces of
+ * C = 16 / sizeof(GS_R) values, one 16-byte access each (a warp moves whole 512-byte spans,
+ * lr_move_at). A run per thread, not a piece of each of R rows, makes one block scan a tile
+ * instead of R. Its phases, as agent/scan.cuh's:
  *   aggregate  each thread composes its steps into one pair, the block scans them
- *              (block_pair_scan: one warp scan and one barrier), and the tile's pair is
- *              published;
+ *              (block_pair_scan), and the tile's pair is published;
  *   look back  h just before the tile (tile 0: 0), from the anchored look-back in double and
  *              double-double;
  *   emit       h before the thread's steps = e.A * h_before + e.B (e its exclusive prefix) in
- *              double, then its VT steps as the loop runs them, one FMA a step in the type (the
- *              run's pair composed again for every step cost four times as many
- *              instructions).
- * Each thread holding a run of the tile, not a piece of each of R rows of it, makes one block
- * scan a tile instead of R (2^28 float32: 105 instructions a step with two).
+ *              double, then its VT steps as the loop runs them, one FMA a step in the type.
  * Two drivers, as the scan's, with the same arithmetic in the same order (the same bits):
  * - linrec_tile: one tile per block, a and the leaves kept in registers across the look-back.
  * - linrec_tiles_ahead (many tiles; dispatch/linrec.cu decides): agent/scan.cuh's lookahead
- *   driver for pairs, with two tile buffers in dynamic shared memory (a and b each; three made
- *   the buffers 48 KiB and the blocks four a multiprocessor, two make them 32 KiB and five).
- *   An iteration aggregates its current tile and publishes it, then looks back and emits its
- *   previous tile, then refills that tile's buffer with the next tile (cp.async).  The
- *   aggregate goes out before the look-back waits: a look-back that came first would hold back
- *   the block's aggregate, which later tiles' look-backs wait for, and chain the blocks (35% of
- *   memcpy against 76%).  The aggregate phase leaves a and the leaves in the tile's buffer (the
- *   leaves over b), so the emit reads them back from there and no register holds a tile across
- *   a look-back.  Deadlock-free as the scan's: tiles are taken in launch order (previous <
- *   current < next), and the earliest tile still waiting is some block's previous tile, whose
- *   predecessors have all published their aggregates (and the anchors before it their
- *   prefixes: their look-backs are done).
- * Accuracy: h before a thread's steps comes from a warp scan and the warps' scan in the tile,
- * applied to the carry, which holds the earlier tiles' pairs composed in double-double; the
- * thread's VT steps then run in the type (VT roundings of eps/2 at most): the error grows with
- * log2 of the tile, not with the number of tiles (the contract's bound: 4 (log2 n + 2) eps m).
+ *   driver for pairs, two tile slots (a and b) in dynamic shared memory (three would leave four
+ *   blocks a multiprocessor, two leave five). An iteration aggregates and publishes its current
+ *   tile, then looks back and emits its previous tile, then refills that slot with the next tile
+ *   (cp.async). The aggregate goes out before the look-back waits, or the blocks would chain on
+ *   each other's aggregates. The aggregate phase leaves a and the leaves (over b) in the slot, so
+ *   no register holds a tile across a look-back. Deadlock-free as the scan's (agent/scan.cuh).
+ * Accuracy: h before a thread's steps comes from the tile's warp and block scans applied to the
+ * carry (the earlier tiles' pairs composed in double-double); the VT steps then run in the type:
+ * the error grows with log2 of the tile, not with the number of tiles (bound: gpuscan/desc.h).
  */
 
 /* A float of the type from its bits. */
@@ -87,8 +73,7 @@ static __device__ __forceinline__ void GS_FN(lr_put_piece)(const gs_linrec_kpara
 }
 
 /* g % row_len: from the host's 1 / row_len (p->inv_row) below 2^40, where the double product
- * is within one of the quotient; a 64-bit integer division is a call of about a hundred
- * instructions, and the gather asks once per piece (with one row, the 1-D case, never). */
+ * is within one of the quotient (a 64-bit division is a call of ~100 instructions). */
 static __device__ __forceinline__ int64_t GS_FN(lr_row_offset)(const gs_linrec_kparams *p,
                                                                int64_t g)
 {
@@ -104,10 +89,8 @@ static __device__ __forceinline__ int64_t GS_FN(lr_row_offset)(const gs_linrec_k
     return r;
 }
 
-/* Step g0 of this thread's piece k of `tile` (thread t holds steps t*VT .. t*VT+VT-1 of the
- * tile, R = VT / C pieces), where the piece lies in memory (its first element; reversed,
- * n - g0 - C), and where in a tile buffer of shared memory (at its step: a buffer holds its
- * tile's pieces in step order). */
+/* Step g0 of this thread's piece k of `tile`, where the piece lies in memory (its first
+ * element; reversed, n - g0 - C), and where in a tile buffer (at its step: step order). */
 static __device__ __forceinline__ int64_t GS_FN(lr_piece_step)(int64_t tile, int k)
 {
     const int C = 16 / (int)sizeof(GS_R);
@@ -167,12 +150,10 @@ static __device__ __forceinline__ void GS_FN(lr_prefetch)(const gs_linrec_kparam
     }
 }
 
-/*
- * This thread's leaves of `tile`: a[k*C + c] and lb[k*C + c] = a*x + b (x: h0 at a row's first
+/* This thread's leaves of `tile`: a[k*C + c] and lb[k*C + c] = a*x + b (x: h0 at a row's first
  * step, else 0), and the head bits returned; past n the identity (1, 0).  a and b come from
  * `pre` (a tile buffer slot cp.async filled) when pre >= 0, else from memory; with keep >= 0 a
- * and the leaves are left in that slot for the emit phase.
- */
+ * and the leaves are left in that slot for the emit phase. */
 static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kparams *p,
                                                             int64_t tile, int pre, int keep,
                                                             GS_R *a, GS_R *lb)
@@ -202,8 +183,7 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
                 }
             }
             /* ---- Row starts (one remainder per piece), and the leaves: a piece with none,
-             * the usual case, is C fused a*0 + b and no test per step (a test per step, with
-             * the row's division in its branch, was a branch per step). ---- */
+             * the usual case, is C fused a*0 + b and no test per step. ---- */
             const int64_t r = GS_FN(lr_row_offset)(p, g0);
             const int64_t first = r ? p->row_len - r : 0; /* steps to the next row start */
             if (first >= C) {
@@ -357,11 +337,9 @@ static __device__ __forceinline__ GS_R GS_FN(lr_step)(unsigned head, GS_R a, GS_
 }
 
 /* Emit phase (a, lb: the thread's GS_LR_VT steps): h before them from the thread's exclusive
- * prefix applied to h before the tile, in double, rounded to the type once; then the steps one
- * after the other as the loop runs them, in the type (one FMA a step: three conversions to and
- * from double a step cost more than the FMA), with the zero rule of gpuscan/linrec.h (from 0, a
- * step's h is its leaf); then the store (lr_store, through `stage`).  A piece with no row start,
- * the usual case, tests no head bit. */
+ * prefix applied to h before the tile, in double, rounded to the type once; then the steps as
+ * the loop runs them, in the type (one FMA a step), with the zero rule of gpuscan/linrec.h; then
+ * the store (lr_store, through `stage`). A piece with no row start tests no head bit. */
 static __device__ __forceinline__ void GS_FN(lr_emit)(const gs_linrec_kparams *p, int64_t tile,
                                                       const GS_R *a, const GS_R *lb,
                                                       const GS_FN(gs_lr_mine) *mine,

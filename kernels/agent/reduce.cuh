@@ -2,7 +2,6 @@
  * agent/reduce.cuh - a block's part in a reduction: it reduces work items (one chunk of
  * p->chunk_len values of one row, gs_reduce_chunk_len).  Included once per register type after
  * device/lookback.cuh.
- *
  * Each thread accumulates 16-byte pieces of the chunk, four loads in flight, consecutive
  * threads on consecutive pieces; the block combines the threads in a fixed tree.  A row of one
  * chunk is written at once; otherwise each chunk leaves a partial in the scratch, and the
@@ -11,23 +10,17 @@
  *  - reduce_items, one launch of at most the resident blocks, a grid-stride loop over the items:
  *    the chunk of the row to finish last (a per-row counter, after a fence) combines the row's
  *    partials with the whole block and sets the counter back to zero for the next reduction on
- *    the scratch.  While a block combines one item (its tree, the partial's fence and count),
- *    the first four pieces of its next item are already on their way into shared memory
- *    (cp.async), so that the device's loads do not stop at every block's tail.
+ *    the scratch. While a block combines one item, the first four pieces of its next item are
+ *    already on their way into shared memory (cp.async), so the loads do not stop at its tail.
  *  - reduce_parts then reduce_combine, two launches for more items than resident blocks: a block
- *    per item, the hardware refilling the multiprocessors as blocks finish (so that those memory
- *    serves faster take more items), each leaving its partial with no fence or count and no other
- *    work at its tail; then a block per row combines the row's partials, launched as the first
- *    one's dependent (gs_grid_wait) so that its launch overlaps the last wave.
- *
- * No floating-point atomics anywhere: the grouping depends on the row length only, so float
- * results have the same bits on every run, device and launch shape.  Float add accumulates each
- * round of a thread's values (16 at most; for float32 the four sums of its pieces' values, each
- * a pairwise float sum) with TwoSum's errors gathered apart (Sum2, see accumulate) into a
- * double-word carry; threads and chunks combine as parts (device/lookback.cuh: float32 in double,
- * float64 in double-word carries).  The error is within eps * sum|x| (float32: the pieces' own
- * pairwise sums, at most two roundings a value) plus second-order terms, well inside the
- * contract's (log2(n) + 2) eps sum|x| at any length.
+ *    per item (the hardware refills the multiprocessors as blocks finish), each leaving its
+ *    partial with no fence, count or other work at its tail; then a block per row combines the
+ *    partials, launched as the first one's dependent (gs_grid_wait) to overlap the last wave.
+ * No floating-point atomics: the grouping depends on the row length only, so float results have
+ * the same bits on every run, device and launch shape. Float add accumulates each round of a
+ * thread's values with TwoSum's errors gathered apart (Sum2, see accumulate) into a double-word
+ * carry; threads and chunks combine as parts (device/lookback.cuh). The error is within
+ * eps * sum|x| plus second-order terms, well inside the contract's (log2(n) + 2) eps sum|x|.
  */
 
 typedef struct GS_FN(gs_reduce_smem) {
@@ -176,9 +169,8 @@ static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out
 }
 
 /* The combining launch after reduce_parts' (its programmatic dependent): blocks take rows in a
- * grid-stride loop, sixteen words in flight a thread (a kernel of its own, with a register bound
- * of its own: under the streaming kernels' 32 registers ptxas issued a float32 sum's sixteen
- * 8-byte loads seven at a time). */
+ * grid-stride loop, sixteen words in flight a thread (a kernel of its own so that its register
+ * bound is its own: the streaming kernels' would serialise the loads). */
 static __device__ __forceinline__ void GS_FN(reduce_combine)(gs_op op, gs_dtype out_t,
                                                              const gs_reduce_kparams *p)
 {
@@ -200,8 +192,7 @@ static __device__ __forceinline__ void GS_FN(piece_words)(uint4 q, uint32_t *w)
 }
 
 /* The 16-byte piece of an item at value offset `off`, read as a stream (ld.global.cs: evict
- * first; every byte is read once): at 2^28 values 1-2% faster than a plain load (an H200,
- * docs/performance-notes.md). */
+ * first; every byte is read once; docs/performance-notes.md). */
 static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src, int off, int size,
                                                                 uint32_t *w)
 {
@@ -209,14 +200,11 @@ static __device__ __forceinline__ void GS_FN(reduce_load_piece)(const char *src,
 }
 
 /* The values of `pieces` 16-byte pieces (reduce_load_piece's words) accumulated into a thread's
- * carry in order: for float add as one Sum2 run folded into the carry with TwoSum, so that the
- * run's second-order error stays negligible at any row length; for the other operators straight
- * into the carry.  A piece of four-byte values summed in float32 (float32, or int32 / uint32
- * with dtype=float32) enters the run as the pairwise sum of its four values (two roundings a value
- * at most, after the conversion: error <= 2u * sum|x|, u = eps/2), which cuts the round's Sum2
- * steps from 16 to 4: the items' kernel issued 10.8M warp instructions at 2^24 against CUB's 2.5M,
- * and issue, at its blocks' tails, is what it lost to CUB
- * (docs/performance-notes.md). */
+ * carry in order: for float add as one Sum2 run folded into the carry with TwoSum (the run's
+ * second-order error stays negligible at any row length); other operators straight into the
+ * carry. A piece of four-byte values summed in float32 enters the run as the pairwise sum of its
+ * four values (error <= 2u * sum|x|, u = eps/2), which cuts the Sum2 steps by four: instruction
+ * issue is what limits this kernel (docs/performance-notes.md). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(accumulate_round)(gs_op op, gs_dtype in_t, GS_FN(gs_carry) acc, uint32_t (*w)[4],
                             int pieces)
@@ -271,9 +259,8 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     return acc;
 }
 
-/* The first of the two-launch shape: the block's item (a block per item: the launcher checks that
- * they fit a grid), its partial left in the scratch for reduce_combine.  Nothing else at a block's
- * tail (no loop, staging, fence or count): its tail is time in which its loads stop. */
+/* The first of the two-launch shape: the block's item (the launcher checks that the items fit a
+ * grid), its partial left in the scratch for reduce_combine; nothing else at the block's tail. */
 static __device__ __forceinline__ void GS_FN(reduce_parts)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                            const gs_reduce_kparams *p)
 {
@@ -323,8 +310,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
         acc = GS_FN(accumulate_item)(op, in_t, acc, it, off);
 
         /* ---- The next item's first four pieces staged while this block combines (the
-         * block tree, the partial's fence and count below), so that its loads are in flight
-         * through them. ---- */
+         * tree, fence and count below). ---- */
         staged = 0;
         if (item + gridDim.x < items) {
             it = GS_FN(reduce_item)(p, item + gridDim.x, size, step);

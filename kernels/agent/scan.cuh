@@ -1,28 +1,22 @@
 /*
  * agent/scan.cuh - a block's part in the single-pass scan.  Included once per register type
  * after device/lookback.cuh.
- *
  * Layout: a tile is GS_VT / C rows of GS_NT * C consecutive values, C the values in 16 bytes
  * of the wider of the input and output dtypes.  Thread t holds values t*C .. t*C+C-1 of every
  * row, so each load and store instruction of a warp covers one contiguous span with whole
  * sectors.  The threads scan their rows' partials across the block all at once (the same two
  * barriers as one scan), and the rows' totals chain the rows together.
- *
  * A tile goes through three phases: aggregate (read it, scan it within the block, publish its
  * aggregate), look back (learn its exclusive prefix from the tiles before it, device/lookback.cuh)
  * and emit (scan each piece from its prefix, write the tile).  Two drivers:
  * - scan_tiles: one tile per block, the phases back to back.
- * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid
- *   whose blocks hold three tiles: they publish the aggregate of their current tile before
- *   waiting on the look-back of their previous one, while the next streams into shared
- *   memory (cp.async, 16 bytes per copy even where a piece of the input is narrower).  Every
- *   tile in flight then has its aggregate out early and the memory system stays busy while
- *   blocks wait.
- *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
- *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
- *   published their aggregates (and, for float add and mul, the anchors before it their
- *   prefixes: their look-backs are done).
- *
+ * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid whose blocks hold
+ *   three tiles: they publish the aggregate of their current tile before waiting on the look-back
+ *   of their previous one, while the next streams into shared memory (cp.async, 16 bytes per copy
+ *   even where a piece of the input is narrower). Deadlock-free: a block's tiles are taken in
+ *   launch order (previous < current < next), and the earliest tile still waiting is some block's
+ *   previous tile, whose predecessors have all published their aggregates (and, for float add and
+ *   mul, the anchors before it their prefixes: their look-backs are done).
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
  * earlier tiles kept as a double-word number (float32: a double, which also chains the rows), so
@@ -175,10 +169,9 @@ static __device__ __forceinline__ unsigned GS_FN(flags_heads)(const gs_scan_kpar
 }
 
 /* Segment heads among this thread's values of `tile`, one bit each: row starts (one division
- * per piece) or 1-byte flags (a piece's flags in one access when the array is aligned: a flag
- * costs one byte per value).  The flags' width is a compile-time constant: with it a run-time
- * dtype, the segmented families took 20 times as long to compile (scan_one_seg.cu: 350 s
- * against 20 s for sm_90) for a switch in every piece. */
+ * per piece) or 1-byte flags (a piece's flags in one access when the array is aligned). The
+ * flags' width is a compile-time constant: a run-time dtype costs a switch in every piece and
+ * many times the compile time. */
 static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_dtype out_t,
                                                              const gs_scan_kparams *p, int64_t tile)
 {
@@ -497,8 +490,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
     if (t.pre_c)
         GS_FN(prefetch)(in_t, C, R, p->in, t.cur, GS_BUF(t.bc));
     /* A segmented scan's flags are read one iteration ahead too, into registers (cp.async
-     * would need shared memory that a fourth block does not leave): their load's latency was
-     * exposed in every tile's aggregate phase. */
+     * would need shared memory that a fourth block does not leave), off the aggregate's path. */
     uint32_t fl_c[GS_VT / 4], fl_n[GS_VT / 4];
     int flc = seg && GS_FN(flag_pieces)(in_t, out_t, p, t.cur);
     if (flc)

@@ -1,7 +1,6 @@
 /*
  * agent/scan_params.cuh - the parameters of every single-pass scan kernel (passed by value),
  * filled by the launcher (dispatch/scan.cu) and read by the agent (agent/scan.cuh).
- *
  * Level: agent.
  */
 #ifndef GS_SCAN_PARAMS_CUH

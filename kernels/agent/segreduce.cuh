@@ -1,44 +1,30 @@
 /*
  * agent/segreduce.cuh - a warp's part in a segmented reduction (reduceat, segmented_reduce).
  * Included once per register type by stamp.cuh.
- *
- * Two agents:
- *   segreduce_tiles  a sorted partition (segment s is [starts[s], starts[s+1]), the last one to
- *                    n): one level of a tree of segmented reductions, a WARP per tile of GS_SEG_W
- *                    values and no look-back, no block barrier: no warp ever waits for another.
- *                    Lane l holds, in each row k of the tile, the piece of C values at
- *                    k * 32 C + l C (one 16-byte access; a row is one contiguous 32 C span).  The
- *                    tile's head bits go to the warp's shared words (level 0: from the starts
- *                    that fall in it, found by a 32-way search of the warp; a higher level: from
- *                    the ids of the level below), then each row is reduced per lane, scanned
- *                    across the lanes segmented at the heads (the flags as one ballot, the values
- *                    by shuffles), chained to the rows before it, and each value followed by a
- *                    head or by the end of the run settles what it ends.  A warp takes
- *                    per_warp consecutive tiles (8 where a level has many), one RANGE w: a run
- *                    open at a tile's end is carried into the next tile (seg_carry, in the
- *                    warp's shared memory),
- *                    and the range writes
- *                    - a segment whose head lies in the range: its result, out[its id];
+ *   segreduce_tiles  a sorted partition (segment s is [starts[s], starts[s+1]), the last to n):
+ *                    one level of a tree of segmented reductions, a WARP per tile of GS_SEG_W
+ *                    values, no look-back and no block barrier (no warp waits for another; a
+ *                    block per tile stalled at its barriers, docs/performance-notes.md). Lane l
+ *                    holds, in row k of the tile, the C values at k * 32 C + l C (one 16-byte
+ *                    access). The tile's head bits go to the warp's shared words (level 0: the
+ *                    starts found by a 32-way search of the warp; above: the ids of the level
+ *                    below); each row is reduced per lane, scanned across the lanes segmented at
+ *                    the heads (flags by ballot, values by shuffles) and chained to the rows
+ *                    before; a value followed by a head or the run's end settles its segment. A
+ *                    warp takes per_warp consecutive tiles as one RANGE w (a run open at a tile's
+ *                    end is carried into the next in seg_carry), and the range writes
+ *                    - a segment whose head lies in the range: out[its id];
  *                    - the range's open run (no head before it in the range): part[2 w];
- *                    - at the range's last value, a run that goes on past the range and started
- *                      in it: part[2 w + 1], and its id in part_ids[w].
- *                    The next level reduces the 2 partials per range the same way, segmented at
- *                    the odd partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), and
- *                    writes the segments that crossed ranges; levels follow until one warp holds
- *                    the run (dispatch/segreduce.cu).  The values are read once; float add and
- *                    mul group a segment by a tree fixed by the positions alone (a sequential
- *                    piece, a tree over the lanes, a chain over the rows - in double for
- *                    float32 add - a chain over a range's tiles - in double for float32 add -
- *                    then the levels; a tile with no head: each lane's values, then a tree over
- *                    the lanes), so every result is deterministic.
- *   segreduce_warps  any segments (starts and ends, overlapping or out of order): a warp per
- *                    segment, lanes striding over it, a fixed tree across the lanes.  Simple and
- *                    deterministic; a long segment is slow (one warp), which only reduceat's
- *                    indices that do not increase reach.
- *
- * Why a warp per tile (H100, 2^28 float32 in ~1000-value slices): the block-per-tile level 0
- * that reused the scan's phases ran at 64% of memcpy, a third of its stalls at the block's
- * barriers (building the head bits, then the block scan) at half occupancy.  A warp needs none.
+ *                    - at its last value, a run that started in it and goes on: part[2 w + 1],
+ *                      its id in part_ids[w].
+ *                    The next level reduces the partials the same way, segmented at the odd
+ *                    partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), until one
+ *                    warp holds the run (dispatch/segreduce.cu). Float add and mul group a
+ *                    segment by a tree fixed by the positions alone (piece, lanes, rows and tiles
+ *                    - the last two in double for float32 add - then the levels): deterministic.
+ *   segreduce_warps  any segments (overlapping or out of order): a warp per segment, lanes
+ *                    striding over it, a fixed tree across the lanes; deterministic, slow only
+ *                    for a long segment.
  */
 #ifndef GS_SEGREDUCE_ONCE
 #define GS_SEGREDUCE_ONCE
@@ -100,7 +86,7 @@ static __device__ __forceinline__ int gs_seg_last_head(const gs_seg_bits *b, int
 }
 
 /* The number of starts below `at` (starts strictly ascending), the same in every lane: a search
- * of the whole warp, 32 probes a round (2^18 starts: four rounds and a last look). */
+ * of the whole warp, 32 probes a round. */
 static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int64_t nseg,
                                                       int64_t at)
 {
@@ -120,15 +106,12 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
            __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
 }
 
-/*
- * The head bits of the warp tile at `start` and their prefix counts, with the end of the run
- * (offset n - start, when it is at most GS_SEG_W) marked as a head; called by the whole warp.
- * Level 0: the starts from *k (the number of starts below the tile: its first head's segment)
- * that fall in [start, start + GS_SEG_W]; *k becomes the next tile's.  A higher level: value
- * 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).  Returns the
- * words that hold a bit (bit w: word w), the same in every lane; with none, the prefix counts
- * are not made (nothing will ask for them).
- */
+/* The head bits of the warp tile at `start` and their prefix counts, with the run's end (offset
+ * n - start, if at most GS_SEG_W) marked as a head; called by the whole warp. Level 0: the starts
+ * from *k (the starts below the tile) that fall in [start, start + GS_SEG_W]; *k becomes the next
+ * tile's. Above: value 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).
+ * Returns the words that hold a bit (bit w: word w), the same in every lane; with none, the
+ * prefix counts are not made. */
 static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
                                                                     int64_t start, int64_t *k,
                                                                     gs_seg_bits *b, int64_t *ids)
@@ -227,12 +210,10 @@ static __device__ __forceinline__ int64_t GS_FN(seg_id)(const gs_segreduce_kpara
                        : first - 1 + (int64_t)gs_seg_count(b, off);
 }
 
-/* A warp's open run carried from one of its tiles to the next (a warp takes per_warp tiles; in
- * shared memory, registers being what the values in flight need):
- * its value, in double too for float32 add, its segment (level 0: its id; a level above: the
- * id its head's pair carried, GS_SEG_NO_ID for a run already written), whether it holds
- * anything yet, and whether a head came before in the warp's tiles (else the run is the warp's
- * open run, the one before its first head: its part[2 w]). */
+/* A warp's open run carried from one of its tiles to the next (in shared memory: the registers
+ * hold the values in flight): its value (in double too for float32 add), its segment (as
+ * seg_id), whether it holds anything yet, and whether a head came before in the warp's tiles
+ * (else it is the range's open run, part[2 w]). */
 typedef struct GS_FN(seg_carry) {
     GS_R v;
     double d;
@@ -241,13 +222,10 @@ typedef struct GS_FN(seg_carry) {
     int head;
 } GS_FN(seg_carry);
 
-/* What value `off` of warp tile `tile` (its segmented prefix y from the tile's start or its
- * head; `opened`: a head of the tile at or before it, whose segment is sid) settles, when it is
- * followed by a head or by the end of the run (`ends`) or is the tile's last (`off == last`).
- * The warp's tiles are one range for the partials: a run open at a tile's end goes on into the
- * next tile (cr: this tile's carry in the warp's shared memory; *cout: the next tile's, written
- * by the lane of the tile's last value), and only the range's last tile (range_last) writes the
- * range's partials w (see the file's header):
+/* What value `off` of warp tile `tile` (its segmented prefix y; `opened`: a head of the tile at
+ * or before it, of segment sid) settles when followed by a head or the run's end (`ends`) or
+ * when it is the tile's last (`off == last`). cr: this tile's carry; *cout: the next tile's,
+ * written by the lane of the tile's last value; only the range's last tile writes partials:
  *   - a run that ends: out[its segment], or part[2 w] for the range's open run;
  *   - at the range's last value: part[2 w + 1] and part_ids[w] for a run that goes on past it
  *     and has a head in the range, or part[2 w] (and no head) for the open run. */
@@ -468,11 +446,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     if (lane == 0 && range_first && sp->part != NULL && (b->word[0] & 1u))
         gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, seed));
 
-    /* ---- No head and no end in the tile (most tiles of long segments): its total, the open
-     * run's part, settled by the lane of its last value.  The lanes' values first, then a tree
-     * across the lanes: a grouping by position that leaves element order only where the order
-     * cannot show (float min and max, whose NaN and signed-zero ties pick the first, take the
-     * rows in order below). ---- */
+    /* ---- No head and no end in the tile (most tiles of long segments): its total, settled by
+     * the lane of its last value; the lanes' values, then a tree across the lanes. That leaves
+     * element order, so float min and max (whose NaN and signed-zero ties pick the first) take
+     * the rows in order below. ---- */
     if (nz == 0 && !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX))) {
         GS_R v = x[0];
 #pragma unroll
@@ -518,11 +495,9 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     }
 }
 
-/* Warp w of the grid: warp tiles w * per_warp .. of one level, in order, the first one's
- * starts found by the warp's search and each next one's carried on, each next one's values
- * loaded before the work on the one before (see the file's header).  ids_all: NULL at level 0
- * (the kernel is compiled without the ids' code), else the block's shared room for its warps'
- * ids (GS_NWARPS * GS_SEG_W / 2) above it. */
+/* Warp w of the grid: warp tiles w * per_warp .. of one level, in order; each next tile's
+ * values loaded before the work on the one before. ids_all: NULL at level 0 (compiled without
+ * the ids' code), else the block's shared room for its warps' ids (GS_NWARPS * GS_SEG_W / 2). */
 static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
                                                               gs_dtype out_t,
                                                               const gs_segreduce_kparams *sp,
@@ -535,11 +510,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
-    /* Indices that an index check enqueued before found bad (or not increasing): no start is
-     * read and nothing is written, on every level (the host raises, or reduces them another
-     * way).  Level 0 loads its first tile of the caller's values while the guard is looked at
-     * (a load in bounds either way); a level above reads the partials only after it (level 0
-     * wrote none when it is set). */
+    /* Indices that the index check enqueued before found bad (or not increasing): nothing is
+     * read from starts or written, on every level (the host raises or takes the general way).
+     * Level 0 loads its first tile (in bounds either way) while the guard is read; a level
+     * above reads the partials only after it (level 0 wrote none when it is set). */
     unsigned long long bad = 0;
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
@@ -550,10 +524,9 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (bad != 0)
         return;
     int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
-    /* The warp's carry in shared memory, two slots used in turn: tile t reads slot t % 2 and its
-     * last value's lane writes the other one for tile t + 1 (a lane may settle a value that
-     * reads the carry after the last value's lane wrote the next one); the __syncwarp at the
-     * start of each tile's head bits orders the two. */
+    /* The warp's carry, two slots in turn: tile t reads slot t % 2 and its last value's lane
+     * writes the other for tile t + 1 (another lane may still read this one); the __syncwarp
+     * at the start of each tile's head bits orders the two. */
     __shared__ GS_FN(seg_carry) carry[GS_NWARPS][2];
     GS_FN(seg_carry) *const cr = carry[threadIdx.x / GS_WARP];
     if ((threadIdx.x & (GS_WARP - 1)) == 0) {

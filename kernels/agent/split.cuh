@@ -2,17 +2,14 @@
  * agent/split.cuh - a block's part in the split (stable partition) and compact.  Included once,
  * after the u32 layers (block/block_scan.cuh: the block scan of per-piece counts) and the u64
  * layers (device/lookback.cuh: the look-back over flagged counts) are stamped.
- *
  * Two passes over a tile of GS_NV values (the scan's tiles):
- *
  *   count   a warp per tile reads the tile's flags at their own width (16 flags per lane per
  *           step, whole 16-byte vectors when aligned), writes them back as one bit per value
  *           (GS_NV / 8 bytes per tile), publishes the tile's flagged count as its look-back
  *           aggregate (tile 0: as its prefix) and adds it to the total; its last block also
- *           writes the total to `reply` for a compact, which sizes its output by it.  The
- *           segment heads' count pass (total NULL: dispatch/segreduce.cu) adds to no total and
- *           clears the tile's second descriptor word instead, so that its scratch needs no
- *           memset: the heads' prefix pass sums the counts and polls those words.
+ *           writes the total to `reply` for a compact. The segment heads'
+ *           count pass (total NULL: dispatch/segreduce.cu) adds to no total and clears the
+ *           tile's second descriptor word instead (no memset: the heads' prefix pass polls it).
  *   scatter a block per tile loads its values as whole 16-byte pieces (agent_scan's layout: rows
  *           of GS_NT * C values, C = 16 / value size, thread t holding values t*C .. t*C+C-1 of
  *           every row) and their bits, block-scans the per-piece counts, looks back for the
@@ -20,10 +17,8 @@
  *           values through shared memory into output order and writes two coalesced runs:
  *           flagged ones at out[flagged_before + rank], unflagged ones at
  *           out[total + unflagged_before + rank], unflagged_before = tile_start - flagged_before.
- *           Tile 0's block also writes the total to `reply` (the device's view of a page-locked
- *           host word, cuda/reply.c), so that the host learns split's count from the scatter's
- *           own completion, without a launch to copy it.
- *
+ *           Tile 0's block also writes the total to `reply` (a page-locked host word,
+ *           cuda/reply.c), so the host learns split's count without a launch to copy it.
  * Values are moved as bits of their width (any dtype, NaN payloads kept).
  */
 #include "device/tile_state.cuh"
@@ -54,13 +49,9 @@ typedef struct gs_split_kparams {
     "the split needs GS_VT >= 16: every row of a thread is a whole 16-byte piece, 16 one-byte values"
 #endif
 
-/*
- * ---- The count pass: warp w of block b counts tile b * GS_NWARPS + w. ----
- * Every group of every tile is written, zeros past n, so the scatter pass reads whole words.
- * The aggregates are published before the scatter pass reads any (it waits for this pass to
- * complete before it reads the mask: dispatch/split.cu), so its look-back never waits: it only
- * walks back to a prefix.
- */
+/* ---- The count pass: warp w of block b counts tile b * GS_NWARPS + w. ----
+ * Every group of every tile is written, zeros past n, so the scatter pass reads whole words. The
+ * scatter reads the aggregates after this pass completes, so its look-back never waits. */
 static __device__ __forceinline__ void gs_split_count_tiles(gs_dtype ft, const gs_split_kparams *p)
 {
     __shared__ unsigned warp_count[GS_NWARPS];
@@ -156,10 +147,8 @@ static __device__ __forceinline__ void gs_split_load(gs_dtype vt, const gs_split
     }
 }
 
-/*
- * ---- The scatter pass: block b moves tile b. ----
- * `buf` is shared memory for GS_NV values of vt's width (the tile in output order).
- */
+/* ---- The scatter pass: block b moves tile b. ----
+ * `buf` is shared memory for GS_NV values of vt's width (the tile in output order). */
 static __device__ __forceinline__ void gs_split_scatter_tile(gs_dtype vt, void *buf,
                                                              const gs_split_kparams *p)
 {

@@ -1,7 +1,6 @@
 /*
  * agent/teach.cuh - a block's part in the teaching scans, written as the textbooks write them.
  * Included once per register type (stamp.cuh, after thread/thread_ops.cuh).
- *
  *   hs_step        one Hillis-Steele step over the whole array: each thread makes one value of
  *                  the next array from two of the previous one (grid-stride, any n);
  *   tree_step      one up-sweep, down-sweep or inclusive step of Blelloch's tree over a working
@@ -9,8 +8,7 @@
  *   blelloch_tile  a whole tile of GS_TEACH_TILE values scanned in shared memory by the
  *                  work-efficient up-sweep / down-sweep (plain or flagged), its root seeded with
  *                  the carry of the tiles before it; or, in reduce mode, the up-sweep alone,
- *                  which leaves the tile's total (and whether it holds a segment head) at the
- *                  root.
+ *                  which leaves the tile's total (and whether it holds a head) at the root.
  * Every combine takes the earlier operand first (float min/max keep np.minimum's first-operand
  * rule, so a tree returns the first NaN as a sequential scan does).  Operator applications are
  * counted per thread and added to `work` once per thread when it is given.

@@ -12,11 +12,8 @@ typedef struct GS_FN(gs_block_scan_smem) {
     GS_R v[GS_ROWS_MAX][GS_NWARPS];
 } GS_FN(gs_block_scan_smem);
 
-/*
- * On return, for each row k < rows: (ef[k], ev[k]) combines the pairs of the threads before
- * this one (flag 0 and the identity of `op` for dtype t in thread 0), (af[k], av[k]) the
- * whole row.
- */
+/* On return, for each row k < rows: (ef[k], ev[k]) combines the pairs of the threads before
+ * this one (flag 0 and the identity of `op` for dtype t in thread 0), (af[k], av[k]) the row. */
 static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int seg,
                                                          int *f, GS_R *v, int *ef, GS_R *ev,
                                                          int *af, GS_R *av,

@@ -2,14 +2,11 @@
  * device/lookback.cuh - device level: the decoupled look-back of a single-pass scan (Merrill &
  * Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016), made
  * deterministic, for one register type (included once per type after warp/warp_scan.cuh).
- *
  * Exact operators: each tile publishes its aggregate A_T as soon as it has it, then its
- * inclusive prefix L_T.
- * Tile T reads the descriptors of 32 tiles at once (one per lane), sliding back until it
- * finds a stop (the nearest tile k with a published prefix, or whose aggregate holds a segment
- * head) with every tile after it aggregated, and combines them:
+ * inclusive prefix L_T. Tile T reads the descriptors of 32 tiles at once (one per lane), sliding
+ * back until it finds a stop (the nearest tile k with a published prefix, or whose aggregate
+ * holds a segment head) with every tile after it aggregated, and combines them:
  * L_{T-1} = ((L_k + A_{k+1}) + A_{k+2}) + ... + A_{T-1}.
- *
  * - Deterministic: integers wrap exactly, min and max select and bitwise ops are exact, so
  *   the result does not depend on which stop a tile found.  Float add and mul round, and a
  *   grouping that depends on which tiles published first would round differently from run to
@@ -64,12 +61,10 @@ static __device__ __forceinline__ int GS_FN(await_window)(gs_tile_state ts, int6
     }
 }
 
-/*
- * Exact operators: the exclusive prefix of `tile` (> 0) as a carry.  Called by all 32 lanes of
+/* Exact operators: the exclusive prefix of `tile` (> 0) as a carry.  Called by all 32 lanes of
  * one warp after the tile's aggregate is published; every lane returns the same carry.  The
  * window slides back 32 tiles at a time until it holds a stop, so a tile far from the tiles
- * that have their prefix still resolves in a few round trips.
- */
+ * that have their prefix still resolves in a few round trips. */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(look_back)(gs_op op, gs_dtype t, gs_tile_state ts, int64_t tile)
 {
@@ -99,25 +94,18 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     }
 }
 
-/*
- * Rounding operators (float add, float mul): an anchored look-back whose every value is
- * combined in the same fixed grouping on every run.  Every tile publishes its aggregate as soon
- * as it has it; every GS_ANCHOR_EVERY-th tile (an anchor) also publishes its exclusive prefix.
- * The exclusive prefix of tile T is the prefix of its anchor a(T) combined with the aggregates
- * of tiles a(T) .. T-1, a(T) being the last anchor at least GS_ANCHOR_LAG tiles before T (0
- * while there is none).  The block reads those aggregates (at most LAG + EVERY - 1: one per
- * thread with the defaults of gpuscan/config.h) and combines them in a tree fixed by T - a(T) (each
- * thread's reads, then each group of GS_ANCHOR_GROUP threads' parts through shared memory,
- * then the groups across warp 0): the result is a function of the aggregates alone.  An anchor's
- * prefix comes from its own anchor, LAG tiles further back, so the chain of prefixes advances LAG
- * tiles per link, and a tile waits for nothing younger than the aggregate of T-1 (published before
- * its block waits on any look-back of its own, though in the lookahead driver T-1 may still be
- * another block's next tile) and the prefix of a tile LAG tiles back (its look-back long done when
- * LAG exceeds the tiles started during one look-back).  Deadlock-free as above: everything waited
- * for belongs to an earlier tile.  Float add combines in double-word (compensated) carries, float32
- * add in double (and its emit phase starts the rows from that double), so the grouping costs no
- * accuracy; float mul rounds each product, as NumPy's does.
- */
+/* Rounding operators (float add, float mul): an anchored look-back, one fixed grouping on every
+ * run. Every tile publishes its aggregate as soon as it has it; every GS_ANCHOR_EVERY-th tile (an
+ * anchor) also publishes its exclusive prefix. Tile T's exclusive prefix is that of its anchor
+ * a(T), the last anchor at least GS_ANCHOR_LAG tiles before T (0 while there is none), combined
+ * with the aggregates of tiles a(T) .. T-1. The block reads those (at most LAG + EVERY - 1, one
+ * per thread by default) and combines them in a tree fixed by T - a(T) (each thread's reads, then
+ * groups of GS_ANCHOR_GROUP threads through shared memory, then the groups across warp 0): the
+ * result is a function of the aggregates alone. A tile waits for nothing younger than the
+ * aggregate of T-1 and the prefix of a tile LAG tiles back (its look-back long done when LAG
+ * exceeds the tiles started during one look-back). Deadlock-free as above: everything waited for
+ * belongs to an earlier tile. Float add combines double-word (compensated) carries, float32 add
+ * in double, so the grouping costs no accuracy; float mul rounds each product, as NumPy's does. */
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_ANCHOR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
 #if GS_ANCHOR_PER_THREAD > 31
@@ -125,8 +113,8 @@ static __device__ __forceinline__ GS_FN(gs_carry)
 #endif
 
 /* A carry from one descriptor word (two when `split` holds a float64 add's compensation in the
- * next word, both read before either is checked: the loads are volatile, so a check between
- * them would put two L2 round trips in a row); 0 while unpublished. */
+ * next word: both read before either is checked, one L2 round trip, not two); 0 while
+ * unpublished. */
 static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, const ulonglong2 *w,
                                                         int split, GS_FN(gs_carry) *c, int *head)
 {
@@ -142,13 +130,9 @@ static __device__ __forceinline__ int GS_FN(read_carry)(gs_op op, unsigned tag, 
     return 1;
 }
 
-/*
- * A partial sum of the anchored look-back's tree.  Float32 add sums in double: one DADD per
- * combination (53 bits, more than the double-float carry keeps), where a double-float
- * combination is a chain of eleven dependent float operations; every other rounding operator
- * combines carries.  Either way the grouping alone decides the bits.  Which member a part
- * holds is fixed by the operator (part_double).
- */
+/* A partial sum of the anchored look-back's tree: a double for float32 add (one DADD, 53 bits,
+ * against a chain of eleven float operations for a double-float), a carry for every other
+ * rounding operator (part_double decides). Either way the grouping alone decides the bits. */
 typedef union GS_FN(gs_part) {
     double d;
     GS_FN(gs_carry) c;
@@ -265,12 +249,10 @@ typedef struct GS_FN(gs_lookback_smem) {
     unsigned heads[GS_NWARPS];
 } GS_FN(gs_lookback_smem);
 
-/*
- * The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
+/* The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
  * called by every thread of the block after the tile's aggregate is published; valid in thread
  * 0.  An anchor publishes it (as a carry).  `first` is tile 0's exclusive prefix: the identity,
- * or the carry of the scan this one continues.
- */
+ * or the carry of the scan this one continues. */
 static __device__ __forceinline__ GS_FN(gs_part)
     GS_FN(look_back_anchored)(gs_op op, gs_dtype t, int seg, gs_tile_state ts, int64_t tile,
                               GS_FN(gs_carry) first, GS_FN(gs_lookback_smem) *sm)
@@ -281,9 +263,8 @@ static __device__ __forceinline__ GS_FN(gs_part)
     const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(identity)(op, t));
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
-     * once and folded latest first.  The anchor's prefix is waited for last, after the tree:
-     * a link of the chain of anchors then costs reading one prefix and combining it, not the
-     * aggregates' barrier and tree too. ---- */
+     * once and folded latest first. The anchor's prefix is waited for last, after the tree,
+     * so a link of the chain of anchors costs one read and one combination. ---- */
     GS_FN(gs_carry) x[GS_ANCHOR_PER_THREAD], a = anchor > 0 ? id : first;
     int xf[GS_ANCHOR_PER_THREAD];
     unsigned pending = 0;

@@ -2,7 +2,6 @@
  * device/pair_lookback.cuh - device level: the linear recurrence's tile state and its anchored,
  * deterministic look-back over pairs (the pair operator of gpuscan/linrec.h), whatever the
  * recurrence's floating type.
- *
  * As device/lookback.cuh's look_back_anchored does for float add: every tile publishes its
  * aggregate pair (A, B) as soon as it has it (two descriptor words, A and B as doubles, a head
  * bit in their status: the tile holds a row's first step); every GS_ANCHOR_EVERY-th tile (an
@@ -102,9 +101,8 @@ static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs
     return 1;
 }
 
-/* An anchor's exclusive prefix (double-double A and B), or 0 while any word is unpublished.  The
- * four words are read at once and checked after: a check after each read kept the next one from
- * being issued (the loads are volatile), four L2 round trips in a row on the anchors' chain. */
+/* An anchor's exclusive prefix (double-double A and B), or 0 while any word is unpublished. The
+ * four words are read at once and checked after: one L2 round trip on the anchors' chain. */
 static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t anchor, int *f,
                                                         gs_dd *A, gs_dd *B)
 {
@@ -141,11 +139,9 @@ typedef struct gs_lr_lookback_smem {
     gs_dpair part[GS_LR_SLOT(GS_NT)];
 } gs_lr_lookback_smem;
 
-/*
- * The exclusive prefix of `tile` (> 0), called by every thread of the block after the tile's
+/* The exclusive prefix of `tile` (> 0), called by every thread of the block after the tile's
  * aggregate is published; its B part (h just before the tile's first step) is returned in thread
- * 0, rounded to double.  An anchor publishes its prefix.
- */
+ * 0, rounded to double.  An anchor publishes its prefix. */
 static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t tile,
                                                          gs_lr_lookback_smem *sm)
 {
@@ -155,9 +151,8 @@ static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t 
     const gs_dpair id = { 0, 1.0, 0.0 };
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
-     * once.  The anchor's prefix is waited for last, after the tree: the chain of anchors (one
-     * link every LAG tiles) then costs a link no more than reading one prefix and composing it,
-     * not the aggregates' barrier and tree too. ---- */
+     * once. The anchor's prefix is waited for last, after the tree, so a link of the chain of
+     * anchors costs one read and one composition. ---- */
     gs_dpair x[GS_LR_PER_THREAD];
     unsigned pending = 0;
 #pragma unroll

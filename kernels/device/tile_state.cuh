@@ -2,7 +2,6 @@
  * device/tile_state.cuh - the device-wide state of a single-pass scan: the tile counter and the
  * tiles' look-back descriptors, how they are published and read, and how a scratch buffer is
  * carved into them.
- *
  * Level: device (below the look-back, device/lookback.cuh, and the agents).  The epoch tags of
  * the descriptors are explained once, in csrc/cuda/scan_scratch.c.
  */
@@ -11,22 +10,19 @@
 
 #include "thread/load_store.cuh"
 
-/*
- * Tile descriptors of the look-back (device/lookback.cuh).  A tile publishes a value as one 16-byte
+/* Tile descriptors of the look-back (device/lookback.cuh). A tile publishes a value as one 16-byte
  * word written and read by a single vector access of two 8-byte halves: {status:32 | value bits
- * 0-31} and {status:32 | value bits 32-63}.  PTX makes each aligned 8-byte access single-copy
+ * 0-31} and {status:32 | value bits 32-63}. PTX makes each aligned 8-byte access single-copy
  * atomic but not the 16-byte pair, so a reader accepts a word only when both halves show the same
  * status: a tile's status only moves forward (INVALID, AGGREGATE, PREFIX), so equal statuses mean
- * both halves come from the same publication, and no fence is needed on either side.  A second word
- * carries the compensation term of a float64 add, validated the same way.  Accesses use .cg (L2): a
- * word read early from a stale L1 line would never change.
- *
+ * both halves come from the same publication, and no fence is needed on either side. A second
+ * word carries the compensation of a float64 add, validated the same way. Accesses use .cg (L2):
+ * a word read early from a stale L1 line would never change.
  * The status's bits from GS_ST_TAG_SHIFT up hold the scan's tag (its epoch, gs_scan_desc): a
  * word written by another scan over the same scratch reads as INVALID, so a scratch reused by
  * scans with distinct epochs needs no zeroing between them.  Tag 0 is a zeroed scratch's (or one
  * whose every polled word was written first: the split's and the segment heads' count passes,
- * agent/split.cuh).
- */
+ * agent/split.cuh). */
 #define GS_ST_INVALID 0u
 #define GS_ST_AGGREGATE 1u /* the tile's aggregate is published */
 #define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */

@@ -2,7 +2,6 @@
  * dispatch/kernel_table.cuh - the one table of typed kernels: the (op, in, out, register type)
  * combinations every primitive with a typed accumulation stamps (scan, reduce, the teaching
  * scans), and how a requested (in, out, op) maps onto a row of it.
- *
  * Level: dispatch (read by the kernel stamps and the launchers of kernels/dispatch/).  Dtypes
  * whose bits behave the same under an operator share a kernel (signed and unsigned integers of
  * one width under add, mul and the bitwise ops), so the table stays small.
@@ -13,14 +12,12 @@
 #include "dispatch/launch.cuh"
 #include "dispatch/tuning.h"
 
-/*
- * X(op, in, out, rs): one kernel that takes `in` values to `out` values under `op` in
+/* X(op, in, out, rs): one kernel that takes `in` values to `out` values under `op` in
  * registers of suffix rs; every primitive with a typed accumulation (scan, reduce) stamps one
  * kernel per row.
  * add/mul: unsigned same-width (signed shares them) and the widening of narrow integers to 64
  * bits (the input's signedness decides its extension); min/max: every dtype; bitwise: bool
- * and unsigned widths.  Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic).
- */
+ * and unsigned widths.  Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic). */
 #define GS_KT_ARITH_INT(X, op)       \
     X(op, GS_UINT8, GS_UINT8, u32)   \
     X(op, GS_UINT16, GS_UINT16, u32) \
@@ -83,11 +80,9 @@ static gs_dtype gs_unsigned_of(gs_dtype t)
     }
 }
 
-/*
- * The table row for a (in, out, op) triple that gs_scan_pair_direct() accepts: NumPy's bool
+/* The table row for a (in, out, op) triple that gs_scan_pair_direct() accepts: NumPy's bool
  * arithmetic (+ is or, * is and; min/max likewise), and signedness dropped where the bits do
- * not see it (only a narrower input's extension does).
- */
+ * not see it (only a narrower input's extension does). */
 static void gs_kernel_key(gs_dtype *in, gs_dtype *out, gs_op *op)
 {
     if (*out == GS_BOOL) {

@@ -1,7 +1,6 @@
 /*
  * dispatch/launch.cuh - what every launcher shares: the one check after a launch, the size of
  * a resident (persistent or grid-stride) grid, and a launch as a programmatic dependent.
- *
  * Level: dispatch (host code of kernels/dispatch/).  As CUB's launch idiom: the launch's own
  * error first (cudaGetLastError: a bad configuration), then, in the opt-in debug mode
  * (GPUSCAN_DEBUG_SYNC=1, set by the host at initialisation), a synchronization so that an
@@ -26,14 +25,12 @@ static inline cudaError_t gs_launch_check(cudaStream_t stream)
     return err;
 }
 
-/*
- * The launch memo: an int per (device, kernel, key), computed once (a runtime query costs
+/* The launch memo: an int per (device, kernel, key), computed once (a runtime query costs
  * microseconds, a launch's own budget).  Launches come from any thread (the GIL is released
  * around device work): the table is read and written under one lock, and a value is computed
  * outside it, so two threads may both compute one (the same value) and neither waits on the
  * other's query.  Direct-mapped: an entry whose slot another takes is computed again when next
- * asked.  One table per translation unit.
- */
+ * asked.  One table per translation unit. */
 #define GS_MEMO_SLOTS 256
 /* The keys of a kernel's figures (a histogram's occupancy is keyed by its shared memory: >= 0). */
 #define GS_MEMO_RESIDENT (-1LL) /* gs_resident_blocks */
@@ -80,13 +77,10 @@ static void gs_memo_put(int device, const void *kernel, long long key, int value
     pthread_mutex_unlock(&gs_memo.lock);
 }
 
-/*
- * Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
- * same for one kernel) that fit on the current device at once (a persistent or grid-stride
- * grid), computed once per kernel and device.  Shared memory past 48 KiB needs an opt-in, set
- * here once per kernel.  (Even a wrong count would only size a grid: every driver takes its
- * tiles or chunks dynamically.)
- */
+/* Blocks of `kernel` (launched with `dynamic_smem` bytes of dynamic shared memory, always the
+ * same for one kernel) that fit on the current device at once, computed once per kernel and
+ * device. Shared memory past 48 KiB needs an opt-in, set here once per kernel. (A wrong count
+ * would only size a grid: every driver takes its tiles or chunks dynamically.) */
 static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, int *blocks)
 {
     int device, sms, per_sm;
@@ -106,13 +100,9 @@ static cudaError_t gs_resident_blocks(const void *kernel, size_t dynamic_smem, i
     return cudaSuccess;
 }
 
-/*
- * Whether `kernel` may be launched as a programmatic dependent on `device`: the device has
- * compute capability 9.0 or more, and the kernel's code comes from PTX of 9.0 or later, so that
- * gs_grid_wait() was compiled into it (a build for compute_80 alone runs on an H100 from PTX
- * without it, and would read what the kernel before it has not finished writing).  Computed
- * once per kernel and device.
- */
+/* Whether `kernel` may be launched as a programmatic dependent on `device`: compute capability
+ * 9.0 or more, and the kernel's code from PTX of 9.0 or later, so that gs_grid_wait() was
+ * compiled into it (a compute_80 build run on an H100 lacks it). Once per kernel and device. */
 static cudaError_t gs_pdl_allowed(const void *kernel, int device, int *ok)
 {
     cudaFuncAttributes fa;
@@ -130,13 +120,10 @@ static cudaError_t gs_pdl_allowed(const void *kernel, int device, int *ok)
     return cudaSuccess;
 }
 
-/*
- * A launch of `kernel` (one parameter at `params`, GS_NT threads a block, no dynamic shared
+/* A launch of `kernel` (one parameter at `params`, GS_NT threads a block, no dynamic shared
  * memory) on `blocks` blocks as the programmatic dependent of the kernel launched just before it
- * on `stream`, where gs_pdl_allowed: it may start while that one's last blocks run, and waits for
- * it in gs_grid_wait() (thread/load_store.cuh); elsewhere an ordinary launch in stream order,
- * where gs_grid_wait() compiles to nothing.  Ends with the check.
- */
+ * on `stream`, where gs_pdl_allowed (it waits for that one in gs_grid_wait(),
+ * thread/load_store.cuh); elsewhere an ordinary launch. Ends with the check. */
 static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void *params,
                                        cudaStream_t stream)
 {
@@ -162,12 +149,10 @@ static cudaError_t gs_launch_dependent(const void *kernel, int64_t blocks, void 
     return err != cudaSuccess ? err : check;
 }
 
-/*
- * The one launch of a single-pass primitive over `tiles` tiles (GS_NT threads a block): `one`, a
- * block per tile, or, once the tiles number GS_AHEAD_MIN_WAVES times the blocks of the lookahead
- * kernel `ahead` resident on the device, those blocks of `ahead` with its `ahead_smem` bytes of
- * dynamic shared memory.  `params` points to the kernels' one parameter.  Ends with the check.
- */
+/* The one launch of a single-pass primitive over `tiles` tiles (GS_NT threads a block): `one`, a
+ * block per tile, or, once the tiles number GS_AHEAD_MIN_WAVES times the resident blocks of the
+ * lookahead kernel `ahead`, those blocks of `ahead` with its `ahead_smem` bytes of dynamic shared
+ * memory. `params` points to the kernels' one parameter. Ends with the check. */
 static cudaError_t gs_launch_tiles(const void *one, const void *ahead, size_t ahead_smem,
                                    int64_t tiles, void *params, cudaStream_t stream)
 {

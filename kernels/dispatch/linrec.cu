@@ -1,7 +1,6 @@
 /*
  * dispatch/linrec.cu - the linear recurrence h[t] = a[t] h[t-1] + b[t]: its __global__ kernels
  * (float32, float64; one tile per block and the lookahead driver) and the extern "C" launcher.
- *
  * Level: device-wide algorithm (kernels + dispatch).  One launch after zeroing the scratch: the
  * tiles, taken in launch order, each read a and b once and write h once (12 n bytes for
  * float32), chained by the anchored look-back over pairs (device/pair_lookback.cuh).  A block

@@ -1,6 +1,5 @@
 /*
  * dispatch/reduce.cu - reductions: their __global__ kernels and the extern "C" launcher.
- *
  * Level: device-wide algorithm (kernels + dispatch).  Three kernels per row of GS_TYPED_KERNELS
  * (dispatch/kernel_table.cuh), shared with the scan; rows and row length are run-time parameters,
  * so axis=None (one row), the last axis (many rows) and everything between are one launch.
@@ -30,10 +29,8 @@ typedef struct gs_reduce_kparams {
 #define GS_REDUCE_COMBINE_NAME(op, in, out) gs_reduce_combine_##op##_##in##_##out
 
 /* The items' kernels' launch bounds: eight blocks a multiprocessor (32 registers) where four-
- * byte registers reach it without spilling (the int32 sum took 39 registers and six blocks:
- * 2^22 and 2^24 values 3-10% slower, docs/performance-notes.md); eight-byte
- * ones as ptxas likes (eight would spill the products into uint64, and a minimum of one block
- * gives the float64 sum 56 registers where none gives it 32). */
+ * byte registers reach it without spilling (docs/performance-notes.md); eight-byte ones as
+ * ptxas likes (eight would spill). */
 #define GS_REDUCE_BOUNDS_u32 GS_NT, 8
 #define GS_REDUCE_BOUNDS_i32 GS_NT, 8
 #define GS_REDUCE_BOUNDS_f32 GS_NT, 8
@@ -43,8 +40,7 @@ typedef struct gs_reduce_kparams {
 
 /* Three kernels a row of the table: the one-launch items (a grid-stride loop, the last chunk of a
  * row combining it), the items a block each (the first of two launches) and the rows' partials
- * combined (the second: one block a multiprocessor is all it needs, and under the streaming
- * kernels' 32 registers ptxas issued a float32 sum's sixteen 8-byte loads seven at a time). */
+ * combined (the second: its own register bound, agent/reduce.cuh). */
 #define GS_X_KERNEL(op, in, out, rs)                             \
     __global__ void __launch_bounds__(GS_REDUCE_BOUNDS_##rs)     \
         GS_REDUCE_KERNEL_NAME(op, in, out)(gs_reduce_kparams p)  \
@@ -126,11 +122,9 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
         return gs_launch_check(stream);
     }
 
-    /* ---- More: a block per chunk, refilled by the hardware as blocks finish (the first
-     * wave's fences and counts, and its imbalance between multiprocessors, cost more than a
-     * second launch: docs/performance-notes.md), then a block per row
-     * combining the row's partials, launched as the first launch's programmatic dependent on
-     * devices that have it (sm_90+). ---- */
+    /* ---- More: a block per chunk, refilled by the hardware as blocks finish (cheaper than the
+     * fences, counts and imbalance of the first shape: docs/performance-notes.md), then a block
+     * per row combining its partials, as the first launch's programmatic dependent. ---- */
     if (items > INT_MAX) /* a block per item: 2^31 chunks of thousands of values, more than any
                           * device holds */
         return cudaErrorInvalidValue;

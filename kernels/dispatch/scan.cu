@@ -1,6 +1,5 @@
 /*
  * dispatch/scan.cu - the single-pass scan's extern "C" launcher.
- *
  * Level: device-wide algorithm (dispatch).  The kernels are stamped in four files of their own
  * (dispatch/instances/scan_kernels.cuh: one tile per block or the lookahead driver's persistent
  * grid, each for plain scans and for row-wise and segmented ones); the launcher picks the family

@@ -1,32 +1,20 @@
 /*
  * dispatch/segreduce.cu - segmented reductions (reduceat, segmented_reduce) and the positions of
  * segment heads: their __global__ kernels and extern "C" launchers.
- *
  * Level: device-wide algorithm (kernels + dispatch).
- *   gs_launch_segreduce  a sorted partition: levels of segreduce_tiles (agent/segreduce.cuh), a
- *                        warp per tile of GS_SEG_W values and no look-back: level 0 reads the
- *                        values once, finds its tile's starts itself (a search of the warp),
- *                        writes every segment that lies inside one warp's tiles and 2 partials
- *                        per warp; each next level (tiles_up) reduces the partials of the one
- *                        before and writes the segments that crossed warps, until one warp holds
- *                        them all (2^28 values: 2^19 tiles by 65536 warps, then 256 tiles and
- *                        1).  Any other segments: a warp per segment, no scratch.  All stamped
- *                        for every row of GS_TYPED_KERNELS (dispatch/kernel_table.cuh); a level
- *                        above 0 runs the (out, out) row's tiles_up, so the widening rows'
- *                        tiles_up are never launched: their bodies are empty (a third less
- *                        to compile for those rows).
- *   gs_launch_heads_count  the split's count pass (dispatch/split.cu, its heads' variant: no
- *                        memset), which leaves the flags as one bit per value and every tile's
- *                        flagged count as its look-back aggregate, then one launch that
- *                        publishes every tile's prefix and writes the heads' count (element 0
- *                        always one) into the host's reply.
- *   gs_launch_heads      a block per GS_HEADS_TILES tiles ranks their heads and writes the
- *                        positions that fit in the room it is given; its look-back stops at
- *                        the tile before it.  Both are enqueued before the host waits for the
- *                        count, so the device works while the host reads it.
- * Bytes for segmented_reduce of float32 values with uint8 flags and K segments: n (flags) + n/8
- * (bits out) + n/8 (bits in) + 8K (positions out) + 4n (values) + 16K (positions in, K results),
- * about 5.25 n against the 5 n read once.
+ *   gs_launch_segreduce    a sorted partition: levels of segreduce_tiles (agent/segreduce.cuh), a
+ *                          warp per tile of GS_SEG_W values, no look-back. Level 0 reads the values
+ *                          once, writes every segment inside one warp's tiles and 2 partials per
+ *                          warp; each next level (tiles_up) reduces the partials of the one before,
+ *                          until one warp holds them all. Any other segments: a warp per segment.
+ *                          Levels above 0 run the (out, out) row's tiles_up, so the widening rows'
+ *                          tiles_up have empty bodies (never launched).
+ *   gs_launch_heads_count  the split's count pass (its heads' variant), then one launch that
+ *                          publishes every tile's prefix and writes the heads' count (element 0
+ *                          always one) into the host's reply.
+ *   gs_launch_heads        a block per GS_HEADS_TILES tiles writes their heads' positions that fit
+ *                          in `room`; its look-back stops at the tile before it. Both are enqueued
+ *                          before the host waits for the count.
  */
 #include "dispatch/kernel_table.cuh"
 
@@ -51,8 +39,8 @@ typedef struct gs_segreduce_kparams {
 #include "stamp.cuh"
 
 /* Mask groups (of 16 flags, agent/split.cuh); the count pass's tiles a heads block takes (a
- * block per tile was a wave of blocks per ~1000 tiles, each with little to do: 2^28 values are
- * 65536 tiles); the groups each of its threads takes, 8 to a 16-byte load. */
+ * block per tile has too little to do); the groups each of its threads takes, 8 to a 16-byte
+ * load. */
 #define GS_HEADS_GROUP GS_FLAG_GROUP
 #define GS_HEADS_TILES 32
 #define GS_HEADS_PER_THREAD (GS_HEADS_TILES * GS_NV / GS_HEADS_GROUP / GS_NT)
@@ -66,17 +54,13 @@ typedef struct gs_segreduce_kparams {
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
 /* Blocks per multiprocessor a level's kernel is compiled for: a lane holds GS_VT values of its
- * warp's tile and GS_VT of the next one in registers; 4-byte ones fit three blocks with no
- * spill at level 0 (76-78 registers; four spill up to 148 bytes), 8-byte ones two (up to 128).
- * The levels above (tiles_up, latency-bound) spill a few bytes in some rows.  A run carried
- * from tile to tile in registers cost level 0 ~7 registers and 8-24 bytes of spill and 5% of
- * its speed: it lives in shared memory (agent/segreduce.cuh). */
+ * warp's tile and GS_VT of the next in registers; 4-byte values fit three blocks with no spill
+ * at level 0, 8-byte ones two (docs/performance-notes.md, segmented reductions). */
 #define GS_SEG_MIN_BLOCKS_4 3
 #define GS_SEG_MIN_BLOCKS_8 2
-/* Tiles per warp from gs_segreduce_desc.many_tiles tiles on (default GS_SEG_MANY, 2^25 values of
- * 512-value tiles: 16 blocks per multiprocessor of the H100 at one tile per warp).  A warp's tiles
- * are one range for the partials (a run carried from tile to tile): the next level reduces
- * GS_SEG_PER_WARP times fewer (2^28 values: levels of 2^19 tiles, then 256 and 1). */
+/* Tiles per warp from gs_segreduce_desc.many_tiles tiles on (default GS_SEG_MANY: 2^25 values,
+ * where a tile per warp fills the device many times over). A warp's tiles are one range for the
+ * partials: the next level reduces GS_SEG_PER_WARP times fewer (docs/performance-notes.md). */
 #define GS_SEG_PER_WARP 8
 #define GS_SEG_MANY 65536
 #define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
@@ -164,9 +148,8 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         return gs_launch_check(stream);
     }
 
-    /* ---- A sorted partition in levels (the file's header): level 0 over the values, each next
-     * level over the 2 partials per tile of the one before (read as the output dtype), parts
-     * written to two buffers in turn. ---- */
+    /* ---- A sorted partition in levels: level 0 over the values, each next level over the
+     * partials of the one before (read as the output dtype), in two buffers in turn. ---- */
     gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_tiles, up_warps;
     const int64_t many = d->many_tiles > 0 ? d->many_tiles : GS_SEG_MANY;
     const int per_warp = d->per_warp > 0 ? d->per_warp : GS_SEG_PER_WARP;
@@ -256,7 +239,7 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
      * words of two groups each: word j holds the flags of values first + 32 j .. + 31. ---- */
     const int64_t first = group0 * GS_HEADS_GROUP;
     uint32_t words[GS_HEADS_WORDS];
-    /* All of a thread's loads in flight at once: a test per load kept one or two. */
+    /* All of a thread's loads in flight at once (a test per load serialises them). */
     uint4 m[GS_HEADS_WORDS / 4];
     if (group0 + GS_HEADS_PER_THREAD <= groups) {
 #pragma unroll
@@ -302,8 +285,7 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     uint32_t pc[1] = { mine }, ev[1], av[1];
     block_scan_u32(GS_OP_ADD, GS_UINT32, 1, 0, pf, pc, ef, ev, af, av, &bsm);
 
-    /* ---- The positions, in order (most threads have none: 512 values, a head in ~1000 in
-     * the usual segments). ---- */
+    /* ---- The positions, in order (most threads have none). ---- */
     int64_t k = (int64_t)before_sm + ev[0] + forced;
     if (forced && tile == 0 && threadIdx.x == 0)
         p.positions[0] = 0; /* the room holds one at least */
@@ -317,21 +299,15 @@ __global__ void __launch_bounds__(GS_NT) gs_heads_tile(gs_heads_kparams p)
     }
 }
 
-/*
- * Every tile's inclusive flagged count published as its prefix, from the aggregates the count
- * pass published, so that a heads block's look-back stops at the tile before it.  Without, each
- * block walked back over the aggregates of every tile still in flight (about a thousand) to the
- * nearest prefix: 68 us for 2^26 values on the H100, twice the count pass.  One launch, a block
- * per group of GS_HP_NT tiles: the group's sum published (in the unused second word of its first
- * tile's descriptor, tagged as a descriptor: a count has no compensation), the sums of the groups
- * before it read as they are published, then each tile's prefix from them and a block scan of
- * its group.  A block waits only for blocks of lower index, which never wait for it: it relies
- * on blocks starting in index order, as CUB's single-pass scan does, where all of them are not
- * resident at once (two blocks per multiprocessor: past ~2^30 flags on an H100); the scan's own
- * look-backs take their tiles from a counter instead.  (Two launches, the sums then the
- * prefixes, cost the H100 ~4 us more a call.)
- */
-#define GS_HP_NT 1024
+/* Every tile's inclusive flagged count published as its prefix, from the count pass's
+ * aggregates, so that a heads block's look-back stops at the tile before it (rather than walking
+ * back over every tile in flight). One launch, a block per group of GS_HP_NT tiles: the group's
+ * sum published (in the unused second word of its first tile's descriptor, tagged: a count has
+ * no compensation), the sums of the groups before it read as they are published, then each
+ * tile's prefix from them and a block scan of its group. A block waits only for blocks of lower
+ * index: it relies on blocks starting in index order, as CUB's single-pass scan does, when they
+ * are not all resident at once (the scan's own look-backs take tiles from a counter instead). */
+#define GS_HP_NT 1024 /* tiles a block sums: the most threads a block may have */
 
 /* The inclusive scan of v across the block of GS_HP_NT threads; *total: the block's sum. */
 static __device__ __forceinline__ unsigned long long gs_hp_block_scan(unsigned long long v,
@@ -381,8 +357,8 @@ __global__ void __launch_bounds__(GS_HP_NT)
     /* The count pass cleared the words: a group's reads INVALID until published. */
     if (threadIdx.x == 0 && blockIdx.x + 1 < gridDim.x)
         gs_tile_store(gs_hp_group_sum(ts, blockIdx.x), ts.tag, GS_ST_AGGREGATE, group);
-    /* The poll sleeps between reads, as every look-back's: without a call the compiler may
-     * take the loop for one that ends (nvcc 13 dropped it: a sum read before it was out). */
+    /* The poll sleeps between reads, as every look-back's: without the call nvcc may drop the
+     * loop (docs/performance-notes.md, "A poll must sleep"). */
     for (int64_t g = threadIdx.x; g < blockIdx.x; g += GS_HP_NT) {
         gs_tile_word w = gs_tile_load(gs_hp_group_sum(ts, g), ts.tag);
         while (w.status == GS_ST_INVALID) {

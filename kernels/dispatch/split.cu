@@ -1,29 +1,17 @@
 /*
  * dispatch/split.cu - split (stable partition) and compact: their __global__ kernels and the extern
  * "C" launchers.
- *
  * Level: device-wide algorithm (kernels + dispatch).  A count pass (one kernel per flag width,
  * floats apart: -0.0 is not a flag, NaN is) and a scatter pass (one kernel per value width: the
  * values are moved as bits, so every dtype of a width shares it; compact is a run-time switch).
- *
- * Why two launches.  The scatter writes each tile's flagged values to out[flagged_before +
- * rank] and its unflagged ones to out[total + unflagged_before + rank]: the unflagged group's
- * base needs the TOTAL flagged count, which a single pass learns only at its last tile (CUB's
- * Partition::Flagged avoids that by writing the unflagged group reversed from the end; the
- * contract wants both groups in order).  The count pass gets it by reading only the flags
- * (n bytes for one-byte flags, against the 2 * n * size bytes that the values cost), and
- * makes the scatter cheaper in two ways that pay for it:
- *  - it publishes every tile's flagged count as an already-available aggregate of the
- *    look-back (tile 0's as its prefix), so the scatter's look-back never waits on another
- *    block: it walks back over published aggregates to the nearest published prefix;
- *  - it writes the flags back as one bit per value (n / 8 bytes), which the scatter reads
- *    instead of the flags: the scatter is one kernel per value width whatever the flag dtype,
- *    and reads 1/8 byte of flags per value instead of one or more bytes.
- * Bytes moved for int32 values and uint8 flags: n (flags) + n/8 (bits out) + n/8 (bits in) +
- * 4n (values in) + 4n (values out) = 9.25 n, against 9 n for a single pass that could know
- * the total.  A compact learns the total between the launches, to allocate its output
- * exactly, from the count pass's `reply` word; a split's count reaches the host from the
- * scatter's.
+ * Why two launches: the unflagged group's base in `out` needs the TOTAL flagged count, which a
+ * single pass learns only at its last tile (CUB's Partition::Flagged writes the unflagged group
+ * reversed instead; the contract wants both in order). The count pass reads only the flags and
+ * pays for itself: it publishes every tile's count as a look-back aggregate (tile 0's as its
+ * prefix), so the scatter's look-back never waits, and writes the flags back as one bit per
+ * value, so the scatter is one kernel per value width and reads n / 8 bytes of flags. A compact
+ * learns the total between the launches (to size its output) from the count pass's `reply`
+ * word; a split's count reaches the host from the scatter's.
  */
 #include "dispatch/kernel_table.cuh"
 

@@ -1,17 +1,14 @@
 /*
  * dispatch/teach.cu - the teaching scans on CUDA: their __global__ kernels and extern "C"
  * launchers.
- *
  * Level: device-wide algorithm (kernels + dispatch), as dispatch/scan.cu.  One kernel of each
  * family per row of GS_TYPED_KERNELS (dispatch/kernel_table.cuh), so the operator layer
  * (thread/thread_ops.cuh) and the dtype table are the production scan's own.
- *
  *   Hillis-Steele  one launch per step d = 0 .. ceil(log2 row_len) - 1, each thread making
- *                  next[i] = prev[i - 2^d] op prev[i]; two buffers whose roles swap after every
- *                  step (the output and one scratch buffer, chosen so the last step lands in
- *                  the output; never a copy, except for rows of at most two values scanned in
- *                  place, whose single step cannot read and write one array).  An exclusive
- *                  scan reads the input shifted right by one with the identity in front.
+ *                  next[i] = prev[i - 2^d] op prev[i]; the output and one scratch buffer swap
+ *                  roles so the last step lands in the output (a copy only for rows of at most
+ *                  two values scanned in place). An exclusive scan reads the input shifted
+ *                  right by one with the identity in front.
  *   Blelloch       each block scans a tile of GS_TEACH_TILE values in shared memory (up-sweep,
  *                  root, down-sweep); rows of several tiles take three passes: the tiles'
  *                  totals (up-sweep only), the inclusive scan of the totals by this same

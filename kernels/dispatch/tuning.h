@@ -1,8 +1,7 @@
 /*
  * dispatch/tuning.h - the kernels' launch-bound tuning: the blocks per multiprocessor each
  * register type's kernels are compiled for.
- *
- * Level: dispatch.  The measurements behind them are in docs/performance-notes.md.
+ * Level: dispatch. The measurements behind them are in docs/performance-notes.md.
  */
 #ifndef GS_TUNING_H
 #define GS_TUNING_H
@@ -14,8 +13,7 @@
 #define GS_MIN_BLOCKS_u32 GS_MIN_BLOCKS_4
 #define GS_MIN_BLOCKS_i32 GS_MIN_BLOCKS_4
 /* float32 runs add and mul with double-word carries: under the 5-block budget its one-tile
- * kernel spilled (ptxas: 120 bytes), and 4 blocks measured faster (H200, float32 add in the
- * three passes that preceded the anchored look-back: 46% of memcpy at 2^28 against 40%). */
+ * kernel spills, and 4 blocks measured faster. */
 #define GS_MIN_BLOCKS_f32 4
 #define GS_MIN_BLOCKS_u64 GS_MIN_BLOCKS_8
 #define GS_MIN_BLOCKS_i64 GS_MIN_BLOCKS_8
@@ -32,9 +30,8 @@
 #define GS_AHEAD_MIN_BLOCKS_i64 GS_AHEAD_MIN_BLOCKS_8
 #define GS_AHEAD_MIN_BLOCKS_f64 GS_AHEAD_MIN_BLOCKS_8
 /* A 1- or 2-byte input widened to an 8-byte type (uint8 -> uint64: NumPy's add and mul) holds
- * three tiles of 4 or 8 KiB, not 32: at least three blocks.  Under three, ptxas fits the
- * uint8 -> uint64 kernel in 80 registers with no spills (126 under two, which left the
- * multiprocessors 16 warps); int32 -> int64 would spill 12 bytes, 8-byte inputs 36-48. */
+ * three tiles of 4 or 8 KiB, not 32: at least three blocks, which still fit its registers with
+ * no spills (wider inputs would spill). */
 #define GS_AHEAD_MIN_BLOCKS_NARROW 3
 #define GS_AHEAD_NARROW(in)                                                     \
     ((in) == GS_BOOL || (in) == GS_INT8 || (in) == GS_UINT8 || (in) == GS_INT16 || \
@@ -44,23 +41,19 @@
          ? GS_AHEAD_MIN_BLOCKS_NARROW                                              \
          : GS_AHEAD_MIN_BLOCKS_##rs)
 
-/* The linear recurrence's kernels (dispatch/linrec.cu), tiles of GS_LR_NV steps.  One tile per
- * block keeps a tile's a and leaves in registers across the look-back; the lookahead driver keeps
- * them in its shared memory (two slots of a and b: 32 KiB for float32, five blocks per
- * multiprocessor with 7 KiB of static shared memory and 1 KiB reserved per block; 64 KiB and
- * three for float64).  Occupancy is the recurrence's lever: its look-back leaves a block's warps
- * waiting at a barrier, and other blocks fill the time (2^28 float32, H100: two blocks 62%, four
- * 75%, five 76%: see docs/performance-notes.md).  ptxas (sm_90, CUDA 13, GS_LR_VT 8): one tile
- * float32 63 registers under 3 blocks, float64 80 under 2, no spills; lookahead float32 48 under
- * 5 (12 bytes of spills), float64 80 under 3 (4 bytes). */
+/* The linear recurrence's kernels (dispatch/linrec.cu). One tile per block keeps a tile's a and
+ * leaves in registers across the look-back; the lookahead driver keeps them in shared memory
+ * (two slots of a and b: 32 KiB for float32, room for five blocks; 64 KiB and three for
+ * float64). Occupancy is the recurrence's lever: its look-back leaves a block's warps waiting at a
+ * barrier, and other blocks fill the time (docs/performance-notes.md). */
 #define GS_LR_MIN_BLOCKS_f32 3
 #define GS_LR_MIN_BLOCKS_f64 2
 #define GS_LR_AHEAD_MIN_BLOCKS_f32 5
 #define GS_LR_AHEAD_MIN_BLOCKS_f64 3
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
- * (agent/scan.cuh) once the tiles number at least this many times the blocks resident on the device
- * (below that the two tie or one tile per block wins: H200). */
+ * (agent/scan.cuh) once the tiles number at least this many times the resident blocks (below
+ * that, one tile per block is as fast or faster). */
 #define GS_AHEAD_MIN_WAVES 4
 
 #endif /* GS_TUNING_H */

@@ -2,7 +2,6 @@
  * thread/pair_ops.cuh - thread level: the linear recurrence's segmented pairs (f, A, B) in one
  * floating type (included once per type, GS_R float or double, GS_RS f32 or f64, by
  * dispatch/linrec.cu): a step's leaf, and one pair composed before or after another.
- *
  * (f1, A1, B1) . (f2, A2, B2) = f2 ? (1, A2, B2) : (f1, (A1, B1) . (A2, B2)): the pair operator
  * of gpuscan/linrec.h restarted at a head (a row's first step), associative.
  */

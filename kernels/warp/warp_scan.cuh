@@ -1,19 +1,17 @@
 /*
  * warp/warp_scan.cuh - warp level: scans and reductions of (head flag, value) pairs with shuffles,
  * for one register type (included once per type after thread/thread_ops.cuh).
- *
  * The segmented operator (f1, x1) . (f2, x2) = (f1 | f2, f2 ? x2 : x1 op x2) is associative for
  * any associative op, so one routine serves plain scans (all flags zero), row-wise scans (a row
  * start is a head) and segmented scans.
  */
 
-/* Inclusive scan across the warp, lane order = element order.  `seg` (a compile-time constant at
+/* Inclusive scan across the warp, lane order = element order. `seg` (a compile-time constant at
  * the call sites) says whether the flags can be set; without, they are neither read nor moved.
  * With, the flags do not travel either: one ballot gives every lane its span, the lanes since
- * the last head at or before it, and a level of distance d combines where d <= span.  That is
- * the condition the shuffled flags used to give (no head among the d lanes ending at this one),
- * so the tree and its roundings are the same.  On return *f says whether a head is among the
- * lanes up to this one; returns the ballot of the heads (0 without seg). */
+ * the last head at or before it, and a level of distance d combines where d <= span (no head
+ * among the d lanes ending at this one). On return *f says whether a head is among the lanes up
+ * to this one; returns the ballot of the heads (0 without seg). */
 static __device__ __forceinline__ unsigned GS_FN(warp_scan)(gs_op op, int seg, int *f, GS_R *v)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
@@ -30,10 +28,8 @@ static __device__ __forceinline__ unsigned GS_FN(warp_scan)(gs_op op, int seg, i
     return heads;
 }
 
-/*
- * Reduction across the warp of carries where lane l holds an *earlier* element than lane l-1
- * (the look-back window: lane 0 is the nearest predecessor).  Lane 0 receives the total.
- */
+/* Reduction across the warp of carries where lane l holds an *earlier* element than lane l-1
+ * (the look-back window: lane 0 is the nearest predecessor). Lane 0 receives the total. */
 static __device__ __forceinline__ void GS_FN(warp_reduce_reversed)(gs_op op, int *f,
                                                                    GS_FN(gs_carry) *c)
 {
