@@ -11,14 +11,10 @@
 
 /* Threads per block: 8 warps, enough to hide the look-back of one block behind the loads of
  * the other blocks resident on the same multiprocessor. */
-#ifndef GS_NT /* overridable (-DGS_NT=...) so tests and tuning can build other geometries */
 #define GS_NT 256
-#endif
 /* Values per thread: 16 four-byte values are four 16-byte loads in flight per thread, 16 KiB
  * per tile, which amortises one tile's look-back over enough bytes to run at memory speed. */
-#ifndef GS_VT
 #define GS_VT 16
-#endif
 #define GS_NV (GS_NT * GS_VT)
 #define GS_WARP 32
 #define GS_NWARPS (GS_NT / GS_WARP)
@@ -52,12 +48,8 @@ static inline GS_HD int64_t gs_scan_tiles(int64_t n)
  * starts from the last anchor at least GS_ANCHOR_LAG tiles back: more tiles than start during one
  * look-back, so that anchor's prefix is out. A tile then reads LAG to LAG + EVERY - 1 aggregates,
  * 224 + 31 = 255: one per thread of a block (measured, docs/performance-notes.md). */
-#ifndef GS_ANCHOR_EVERY
 #define GS_ANCHOR_EVERY 32
-#endif
-#ifndef GS_ANCHOR_LAG
 #define GS_ANCHOR_LAG 224
-#endif
 #if GS_ANCHOR_LAG < 1 || GS_ANCHOR_EVERY < 1
 #error "an anchor lies at least one tile back (a tile would wait on its own prefix)"
 #endif
@@ -174,9 +166,7 @@ static inline size_t gs_segreduce_scratch_bytes(int64_t n, int64_t nseg, int sor
  * scan's, since a step reads two values (a and b): a float32 tile of both is 16 KiB as an int32
  * scan tile is, and the lookahead driver's three tiles in shared memory leave room for four blocks
  * per multiprocessor. Both drivers use it, so they give the same bits. */
-#ifndef GS_LR_VT /* overridable for tuning */
 #define GS_LR_VT 8
-#endif
 #define GS_LR_NV (GS_NT * GS_LR_VT)
 #if (GS_LR_VT & (GS_LR_VT - 1)) != 0 || GS_LR_VT < 4 || GS_LR_VT > GS_VT
 #error "GS_LR_VT must be a power of two in [4, GS_VT]: whole float32 pieces, the scan's row count"
@@ -208,19 +198,13 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 /* Threads per histogram block: 32 warps, one block per multiprocessor (measured best on an
  * H200, docs/performance-notes.md): a single block may take all of its shared memory, so large
  * bin counts split into fewer slices, and fewer blocks merge into the device result. */
-#ifndef GS_HIST_NT
 #define GS_HIST_NT 1024
-#endif
 /* 16-byte loads in flight per thread: 1024 threads x 4 x 16 B = 64 KiB per multiprocessor per
  * step, above what HBM3's latency x bandwidth per SM asks (~25 KiB). */
-#ifndef GS_HIST_UNROLL
 #define GS_HIST_UNROLL 4
-#endif
 /* Blocks per multiprocessor the kernels are compiled and their shared memory planned for: one
  * lets ptxas use the registers the unrolled loads need, with no spills. */
-#ifndef GS_HIST_MIN_BLOCKS
 #define GS_HIST_MIN_BLOCKS 1
-#endif
 /* Most bin slices (blocks that each count a part of the bin range over the same values) the
  * "auto" method takes before global atomics are faster: each slice reads the values again
  * (from L2 when the slices of one part run together). */

@@ -18,9 +18,7 @@
  */
 #include "device/tile_state.cuh"
 
-#ifndef GS_LOOKBACK_NS
 #define GS_LOOKBACK_NS 20 /* ns between polls: let the tiles ahead publish, not hammer L2 */
-#endif
 
 /* Publish a tile's aggregate (every operator) or its inclusive prefix (exact operators). */
 static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t tile,

@@ -28,6 +28,7 @@
 #define GS_ST_PREFIX 2u    /* the tile's inclusive prefix is published */
 #define GS_ST_HEAD 4u      /* the tile's aggregate contains a segment head */
 #define GS_ST_TAG_SHIFT 3
+static_assert(GS_EPOCH_LIMIT == 1u << (32 - GS_ST_TAG_SHIFT), "an epoch fills the tag's bits");
 
 typedef struct gs_tile_word {
     unsigned status; /* GS_ST_INVALID while the two halves disagree or carry another tag */
