@@ -8,7 +8,11 @@ import numpy.typing as npt
 
 # An operator: its name or the matching NumPy ufunc (np.add, np.multiply, np.minimum,
 # np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor).
-_Op = Literal["add", "mul", "min", "max", "and", "or", "xor"] | np.ufunc
+_Op = (
+    Literal["add", "mul", "min", "max", "and", "or", "xor", "multiply", "minimum", "maximum",
+            "bitwise_and", "bitwise_or", "bitwise_xor"]
+    | np.ufunc
+)
 _ScanAlgorithm = Literal["auto", "hillis_steele", "blelloch"]
 _SegmentedAlgorithm = Literal["auto", "blelloch"]
 _HistogramMethod = Literal["auto", "global", "shared"]
@@ -132,6 +136,7 @@ def reduce(
     out: DeviceArray | None = None,
     keepdims: bool = False,
     initial: Any = None,
+    where: Any = True,
 ) -> DeviceArray: ...
 @overload
 def reduce(
@@ -143,6 +148,7 @@ def reduce(
     out: None = None,
     keepdims: bool = False,
     initial: Any = None,
+    where: Any = True,
 ) -> Any: ...  # a NumPy scalar (every axis reduced) or an array, as np.add.reduce
 @overload
 def reduce(
@@ -154,6 +160,7 @@ def reduce(
     out: _Out,
     keepdims: bool = False,
     initial: Any = None,
+    where: Any = True,
 ) -> _Out: ...
 @overload
 def split(a: DeviceArray, flags: npt.ArrayLike | DeviceArray) -> tuple[DeviceArray, int]: ...

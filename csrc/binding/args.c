@@ -19,7 +19,8 @@ static const char *const op_ufuncs[GS_NOPS] = { GS_OPS(GS_X_UFUNC) };
 
 #define GS_OP_CHOICES                                                                      \
     "'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the matching NumPy ufunc (np.add, " \
-    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor)"
+    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor) " \
+    "or its name ('multiply', 'maximum', ...)"
 
 /* ValueError listing the choices (the contract's), except for an integer: a TypeError with a
  * hint, since np.cumsum(a, 1) and np.sum(a, 1) mean axis=1 there. */
@@ -49,19 +50,19 @@ const char *gs_op_ufunc_name(gs_op op)
     return op >= 0 && op < GS_NOPS ? op_ufuncs[op] : "?";
 }
 
+/* An operator names itself as the contract does ("mul") or as NumPy's ufunc ("multiply"); a
+ * ufunc object by its __name__, the ufunc's spelling only. */
 int gs_parse_op(PyObject *obj, gs_op *op)
 {
     PyObject *name = NULL;
     const char *s;
-    const char *const *table;
-    int rc = -1;
+    int by_name = 0, rc = -1;
 
     if (PyUnicode_Check(obj)) {
-        table = op_names;
+        by_name = 1;
         Py_INCREF(obj);
         name = obj;
     } else if (strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") == 0) {
-        table = op_ufuncs;
         name = PyObject_GetAttrString(obj, "__name__");
         if (name == NULL)
             goto done;
@@ -77,7 +78,7 @@ int gs_parse_op(PyObject *obj, gs_op *op)
     if (s == NULL)
         goto done;
     for (int i = 0; i < GS_NOPS; i++) {
-        if (strcmp(s, table[i]) == 0) {
+        if (strcmp(s, op_ufuncs[i]) == 0 || (by_name && strcmp(s, op_names[i]) == 0)) {
             *op = (gs_op)i;
             rc = 0;
             goto done;

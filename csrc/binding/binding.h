@@ -19,7 +19,7 @@
 typedef enum gs_half_kind { GS_HALF_ACCUMULATE, GS_HALF_HISTOGRAM } gs_half_kind;
 
 /* The float16 door of an op (fn: its own entry; ACCUMULATE: scan, segmented_scan, reduce,
- * HISTOGRAM: histogram): 0 when the call has no float16 NumPy operand (the op goes on), else 1
+ * reduceat, segmented_reduce; HISTOGRAM: histogram): 0 when the call has no float16 NumPy operand (the op goes on), else 1
  * with *ret the float16 call's result (NULL with an exception set on failure). */
 int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
                   PyObject *kwargs, PyObject **ret);

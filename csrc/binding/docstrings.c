@@ -27,7 +27,7 @@ const char gs_doc_scan[] =
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc\n"
     "    (np.add, np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or,\n"
-    "    np.bitwise_xor).\n"
+    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...).\n"
     "exclusive : bool, optional\n"
     "    If True, element i combines the elements before i (the first is the identity:\n"
     "    0 for add/or/xor, 1 for mul, all ones for and, the dtype's largest value for min\n"
@@ -200,7 +200,8 @@ const char gs_doc_segmented_scan[] =
     "array([4, 4, 4, 3, 3, 3, 1, 5])\n";
 
 const char gs_doc_reduce[] =
-    "reduce(a, op='add', *, axis=None, dtype=None, out=None, keepdims=False, initial=None)\n"
+    "reduce(a, op='add', *, axis=None, dtype=None, out=None, keepdims=False, initial=None,\n"
+    "       where=True)\n"
     "--\n"
     "\n"
     "Reduce an array with an operator, like ``np.add.reduce`` and friends.\n"
@@ -214,7 +215,7 @@ const char gs_doc_reduce[] =
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc\n"
     "    (np.add, np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or,\n"
-    "    np.bitwise_xor).\n"
+    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...).\n"
     "axis : None, int or tuple of ints, optional\n"
     "    The axes to reduce (negative ones count from the end): None (default) reduces every\n"
     "    axis, an empty tuple none.\n"
@@ -232,6 +233,10 @@ const char gs_doc_reduce[] =
     "initial : scalar, optional\n"
     "    The value the reduction starts from, cast to the accumulation dtype as NumPy does; an\n"
     "    empty reduction (min and max included) then gives it.  None (default): none.\n"
+    "where : array_like of bool, optional\n"
+    "    Which values take part, broadcast to ``a``'s shape as NumPy's (True, the default: all;\n"
+    "    a bool array, NumPy or on the device; another dtype is NumPy's TypeError).  min and\n"
+    "    max need ``initial`` with a mask, as in NumPy.\n"
     "\n"
     "Returns\n"
     "-------\n"

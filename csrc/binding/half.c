@@ -1,6 +1,7 @@
 /*
- * binding/half.c - float16 NumPy arrays at the door of scan, segmented_scan, reduce and
- * histogram: computed in float32 and rounded once per output, as the contract says.
+ * binding/half.c - float16 input (arrays, and lists, scalars and array-likes that make them) at
+ * the door of scan, segmented_scan, reduce, reduceat, segmented_reduce and histogram: computed in
+ * float32 and rounded once per output, as the contract says.
  *
  * Level: binding.  The backends' dtype table has no float16 (no kernel reads it), so a float16
  * NumPy input is widened to float32 here (exactly: every float16 is a float32), the call runs
@@ -16,6 +17,38 @@
 static int is_half(PyObject *obj)
 {
     return obj != NULL && PyArray_Check(obj) && PyArray_TYPE((PyArrayObject *)obj) == NPY_HALF;
+}
+
+/* A host argument that is not an array yet (a list of float16 scalars, one scalar, an object
+ * whose __array__ or buffer makes float16): *arr the NumPy array it makes when that is float16,
+ * else NULL (the op converts it as always).  Device objects are left alone: no copy to the
+ * host here. */
+static int half_of(PyObject *obj, PyObject **arr)
+{
+    *arr = NULL;
+    if (obj == NULL || PyArray_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) ||
+        PyObject_HasAttrString(obj, "__cuda_array_interface__") ||
+        PyObject_HasAttrString(obj, "__dlpack_device__"))
+        return 0;
+    if ((*arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL)) == NULL)
+        return -1;
+    if (!is_half(*arr))
+        Py_CLEAR(*arr);
+    return 0;
+}
+
+/* Whether obj is float16 input: a float16 array, or an argument half_of finds float16; -1 with
+ * an exception when it cannot be converted (the op would fail the same way). */
+static int half_input(PyObject *obj)
+{
+    PyObject *arr;
+
+    if (obj == NULL || PyArray_Check(obj))
+        return is_half(obj);
+    if (half_of(obj, &arr) < 0)
+        return -1;
+    Py_XDECREF(arr);
+    return arr != NULL;
 }
 
 /* The call's argument `name` (at `pos` or a keyword), borrowed, or NULL when absent. */
@@ -44,7 +77,15 @@ static int set_argument(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const 
 
 static PyObject *as_float32(PyObject *a)
 {
-    return PyArray_Cast((PyArrayObject *)a, NPY_FLOAT32);
+    PyObject *arr, *res;
+
+    if (PyArray_Check(a))
+        return PyArray_Cast((PyArrayObject *)a, NPY_FLOAT32);
+    if ((arr = PyArray_FromAny(a, NULL, 0, 0, 0, NULL)) == NULL)
+        return NULL;
+    res = PyArray_Cast((PyArrayObject *)arr, NPY_FLOAT32);
+    Py_DECREF(arr);
+    return res;
 }
 
 /* Whether a dtype= argument (None or absent: NumPy's rule) leaves a float16 result. */
@@ -132,10 +173,11 @@ static void route_histogram(PyCFunctionWithKeywords fn, PyObject *self, PyObject
     PyObject *weights = argument(args, kwargs, 4, "weights");
     PyObject *numpy = NULL, *edges = NULL, *nargs = NULL, *nkw = NULL, *res = NULL, *w = NULL;
     PyObject *counts = NULL, *ten = PyLong_FromLong(10);
-    int half_a = is_half(a), half_w = is_half(weights), dens;
+    int half_a = half_input(a), half_w = half_input(weights), dens;
 
     *ret = NULL;
-    if (ten == NULL || (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
+    if (ten == NULL || half_a < 0 || half_w < 0 ||
+        (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
         (nargs = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX)) == NULL ||
         (nkw = kwargs != NULL ? PyDict_Copy(kwargs) : PyDict_New()) == NULL)
         goto done;
@@ -187,14 +229,24 @@ done:
 int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
                   PyObject *kwargs, PyObject **ret)
 {
+    const int half = half_input(argument(args, kwargs, 0, "a"));
+
+    if (half < 0) {
+        *ret = NULL;
+        return 1;
+    }
     if (kind == GS_HALF_HISTOGRAM) {
-        if (!is_half(argument(args, kwargs, 0, "a")) &&
-            !is_half(argument(args, kwargs, 4, "weights")))
+        const int half_w = half_input(argument(args, kwargs, 4, "weights"));
+        if (half_w < 0) {
+            *ret = NULL;
+            return 1;
+        }
+        if (!half && !half_w)
             return 0;
         route_histogram(fn, self, args, kwargs, ret);
         return 1;
     }
-    if (!is_half(argument(args, kwargs, 0, "a")))
+    if (!half)
         return 0;
     route_accumulate(fn, self, args, kwargs, ret);
     return 1;

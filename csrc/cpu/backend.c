@@ -102,8 +102,7 @@ static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs
 }
 
 /* Answered at once: no guard, nothing held. */
-static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
-                           gs_fail *f)
+static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a, gs_fail *f)
 {
     memset(a, 0, sizeof(*a));
     return outcome(gs_cpu_index_check(idx, m, n, &a->first_bad, &a->increasing),
@@ -119,6 +118,29 @@ static int cpu_index_wait(gs_index_answer *a, gs_fail *f)
 static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
 {
     return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
+}
+
+/* The selection's tasks: ranges of GS_SELECT_TASK values, moved as their width's integers. */
+#define GS_SELECT_TASK ((int64_t)1 << 16)
+
+static void select_task(void *ctx, int64_t t)
+{
+    const gs_select_desc *d = ctx;
+    const int64_t i0 = t * GS_SELECT_TASK;
+    const int64_t i1 = i0 + GS_SELECT_TASK < d->n ? i0 + GS_SELECT_TASK : d->n;
+    const size_t size = gs_dtype_size(d->type);
+
+    for (int64_t i = i0; i < i1; i++)
+        memcpy((char *)d->out + i * size,
+               d->mask[i] ? (const char *)d->in + i * size : (const char *)&d->fill,
+               size); /* little-endian: fill's low bytes are the value */
+}
+
+static int cpu_select(const gs_select_desc *d, gs_fail *f)
+{
+    return outcome(
+        gs_cpu_parallel_for((d->n + GS_SELECT_TASK - 1) / GS_SELECT_TASK, select_task, (void *)d),
+        "gs_cpu_parallel_for", f);
 }
 
 const gs_backend_ops gs_cpu_backend = {
@@ -138,4 +160,5 @@ const gs_backend_ops gs_cpu_backend = {
     .index_check = cpu_index_check,
     .index_wait = cpu_index_wait,
     .linrec = cpu_linrec,
+    .select = cpu_select,
 };

@@ -309,6 +309,14 @@ done:
     return f->kind ? -1 : 0;
 }
 
+static int cuda_select(const gs_select_desc *d, gs_fail *f)
+{
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    GS_CUDA_TRY(f, gs_launch_select(d, gs_cuda_stream));
+done:
+    return f->kind ? -1 : 0;
+}
+
 const gs_backend_ops gs_cuda_backend = {
     .name = "cuda",
     .mem = GS_MEM_DEVICE,
@@ -325,6 +333,7 @@ const gs_backend_ops gs_cuda_backend = {
     .index_check = cuda_index_check,
     .index_wait = cuda_index_wait,
     .linrec = cuda_linrec,
+    .select = cuda_select,
     .stream_scan = gs_cuda_stream_scan,
     .stream_chunk = gs_cuda_stream_chunk,
     .stream_reduce = gs_cuda_stream_reduce,

@@ -123,6 +123,7 @@ GS_STUB(stub_heads, const gs_split_desc *d, void *state, int64_t *positions)
 GS_STUB(stub_index_check, const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a)
 GS_STUB(stub_index_wait, gs_index_answer *a)
 GS_STUB(stub_linrec, const gs_linrec_desc *d)
+GS_STUB(stub_select, const gs_select_desc *d)
 #undef GS_STUB
 
 /* The two-phase entries leave no state for their end. */
@@ -162,6 +163,7 @@ const gs_backend_ops gs_cuda_backend = {
     .index_check = stub_index_check,
     .index_wait = stub_index_wait,
     .linrec = stub_linrec,
+    .select = stub_select,
 };
 
 #endif /* !GS_HAVE_CUDA */

@@ -479,14 +479,28 @@ static int bincount_check(PyObject *obj, gs_operand *op, int to_typenum, gs_dtyp
     return ok ? 0 : -1;
 }
 
-/* An argument of bincount as an operand: arrays (host or device) as they are, anything else
- * through NumPy's own conversion (PyArray_ContiguousFromAny, as np.bincount), so its errors are
- * NumPy's. */
+/* An argument of bincount as an operand: arrays (host or device) as they are; the values x from
+ * anything else (lists, buffers, memoryviews, objects with __array__) as the array NumPy makes
+ * of them, held to the arrays' rule (integers, as NumPy 2.5: [1.0] is a TypeError, an empty
+ * list is no values); weights as NumPy converts them (PyArray_ContiguousFromAny), so the errors
+ * are NumPy's. */
 static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
 {
     PyObject *arr;
     int rc;
 
+    if (typenum == NPY_INTP && !PyArray_Check(obj) && (rc = gs_operand_get_device(obj, op)) == 0) {
+        if ((arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL)) == NULL)
+            return -1;
+        if (PyArray_SIZE((PyArrayObject *)arr) == 0)
+            Py_SETREF(arr, PyArray_FromAny(arr, PyArray_DescrFromType(NPY_INTP), 0, 0,
+                                           NPY_ARRAY_FORCECAST, NULL));
+        rc = arr == NULL ? -1 : bincount_operand(arr, typenum, op);
+        Py_XDECREF(arr);
+        return rc;
+    } else if (typenum == NPY_INTP && !PyArray_Check(obj)) {
+        return rc < 0 ? -1 : 0;
+    }
     if (PyArray_Check(obj)) {
         if (PyArray_TYPE((PyArrayObject *)obj) != NPY_BOOL &&
             gs_dtype_from_kind(PyArray_DESCR((PyArrayObject *)obj)->kind,

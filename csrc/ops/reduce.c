@@ -12,6 +12,8 @@
 #include "ops/axis_layout.h"
 #include "ops/ops.h"
 
+#include "cpu/cpu.h" /* gs_cpu_identity: the operators' identities, written once */
+
 /* Everything settled about one reduction before any data moves. */
 typedef struct reduce_plan {
     gs_op op;
@@ -26,6 +28,7 @@ typedef struct reduce_plan {
     int64_t row_len;   /* product of the reduced lengths */
     int64_t inner;     /* the kept lengths after the reduced axes when these are one run, else 0 */
     PyObject *initial; /* initial=, a 0-d array of acc_type, or NULL */
+    gs_operand where;  /* where=, a bool array (a zeroed operand: none) */
 } reduce_plan;
 
 /* ---- running ------------------------------------------------------------------------------ */
@@ -108,6 +111,49 @@ static int reduce_backend(const gs_backend_ops *be, const gs_reduce_desc *d)
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
+/* where=: *v (the input) becomes a C-contiguous copy, in the input's memory and of the dtype the
+ * backend reads, whose values the mask leaves out are the operator's identity (in the dtype's
+ * own range for min and max, which then combine with initial=, as NumPy starts from it): a
+ * reduction over every value of that copy is NumPy's over the values the mask keeps.  The mask
+ * broadcasts to the input's shape, as NumPy's. */
+static int where_fill(const reduce_plan *p, gs_view *v, gs_bag *bag)
+{
+    const gs_backend_ops *be =
+        gs_backend_table(v->mem == GS_MEM_DEVICE ? GS_BACKEND_CUDA : GS_BACKEND_CPU);
+    gs_view mask = p->where.view, src, bytes;
+    gs_select_desc d;
+    gs_fail f = { 0 };
+    int rc, k = mask.ndim - 1;
+
+    /* The mask seen with the input's shape: its trailing axes matched, the rest broadcast. */
+    for (int i = v->ndim - 1; i >= 0; i--, k--) {
+        const int64_t len = k >= 0 ? mask.shape[k] : 1, stride = k >= 0 ? mask.strides[k] : 0;
+        if (len != v->shape[i] && len != 1)
+            return gs_shape_error("where", mask.ndim, mask.shape, "the input", v->ndim, v->shape);
+        mask.strides[i] = len == 1 ? 0 : stride;
+        mask.shape[i] = v->shape[i];
+    }
+    if (k >= 0)
+        return gs_shape_error("where", mask.ndim, mask.shape, "the input", v->ndim, v->shape);
+    mask.ndim = v->ndim;
+    memset(&d, 0, sizeof(d));
+    if (gs_place(&mask, v->mem, GS_BOOL, bag, &bytes) < 0 ||
+        gs_temp_like(bag, v, v->mem, p->red_in_type, &src) < 0 || gs_move(v, &src, bag) < 0)
+        return -1;
+    d.in = d.out = src.ptr;
+    d.mask = (const unsigned char *)bytes.ptr;
+    d.n = gs_view_size(v);
+    d.type = p->red_in_type;
+    gs_cpu_identity(p->op, p->red_in_type, &d.fill);
+    Py_BEGIN_ALLOW_THREADS
+        rc = be->select(&d, &f);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        return gs_raise(&f);
+    *v = src;
+    return 0;
+}
+
 /* Place, target, run, deliver: the settled reduction of `in` on its backend, into `out` when
  * given (a zeroed operand: none). */
 static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand *in,
@@ -116,7 +162,7 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
     const int given = out->host != NULL || out->on_device;
     const int device = in->on_device || out->on_device;
     const gs_backend_ops *be = gs_backend_for(backend, device);
-    gs_operand *const used[] = { in, out };
+    gs_operand *const used[] = { in, out, (gs_operand *)&p->where };
     gs_view v = in->view, res, src, dst;
     gs_reduce_desc d;
     gs_bag bag = { 0 };
@@ -131,6 +177,9 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
         if (ret == NULL)
             return NULL;
     }
+    if ((p->where.host != NULL || p->where.on_device) && p->rows > 0 && p->row_len > 0 &&
+        where_fill(p, &v, &bag) < 0)
+        goto fail;
     if (given && p->rows > 0 && p->row_len > 0 && gs_apart_from(&res, &v, 0, &bag) < 0)
         goto fail; /* out= over the input: the input read from a copy */
     if (p->rows > 0 && p->row_len == 0 && identity_into(p, &res, &bag) < 0)
@@ -170,7 +219,7 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
 delivered:
     if (p->initial != NULL && p->rows > 0 && p->row_len > 0 && initial_into(p, &res, &bag) < 0)
         goto fail;
-    if (gs_release_operands(used, 2) < 0)
+    if (gs_release_operands(used, 3) < 0)
         goto fail;
     /* A 0-d host result becomes a NumPy scalar of its dtype, as np.add.reduce returns; out= is
      * returned as it is. */
@@ -253,10 +302,37 @@ static void plan_shape(reduce_plan *p, const int64_t *shape, const unsigned char
             p->perm[k++] = i;
 }
 
+/* where= as NumPy takes it: a bool array (any other dtype is NumPy's TypeError of a 'safe'
+ * cast), or anything that converts to one; True (everything) is no mask at all. */
+static int where_get(PyObject *where, gs_operand *op)
+{
+    PyObject *mask;
+    gs_dtype t;
+    int nd, rc;
+    int64_t shape[GS_MAX_NDIM];
+
+    if (where == Py_True)
+        return 0;
+    if ((rc = gs_operand_get_device(where, op)) != 0) {
+        if (rc > 0 && (gs_operand_info(op, "where", &t, &nd, shape) < 0 || t != GS_BOOL)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "where must be a bool array");
+            return -1;
+        }
+        return rc < 0 ? -1 : 0;
+    }
+    mask = PyArray_FromAny(where, PyArray_DescrFromType(NPY_BOOL), 0, 0, 0, NULL);
+    rc = mask == NULL ? -1 : gs_operand_get(mask, op);
+    Py_XDECREF(mask);
+    return rc < 0 || gs_operand_info(op, "where", &t, &nd, shape) < 0 ? -1 : 0;
+}
+
 PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "a", "op", "axis", "dtype", "out", "keepdims", "initial", NULL };
+    static char *kwlist[] = { "a",        "op",      "axis",  "dtype", "out",
+                              "keepdims", "initial", "where", NULL };
     PyObject *a, *op_obj = NULL, *axis_obj = Py_None, *out_obj = Py_None, *initial = Py_None;
+    PyObject *where = Py_True;
     PyObject *ret = NULL;
     PyArray_Descr *dtype = NULL;
     int keepdims = 0;
@@ -272,9 +348,9 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     memset(&in, 0, sizeof(in));
     memset(&out, 0, sizeof(out));
     memset(&p, 0, sizeof(p));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO&OpO:reduce", kwlist, &a, &op_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO&OpOO:reduce", kwlist, &a, &op_obj,
                                      &axis_obj, PyArray_DescrConverter2, &dtype, &out_obj,
-                                     &keepdims, &initial))
+                                     &keepdims, &initial, &where))
         return NULL;
 
     /* Names and the backend first: they fail the same way whatever the data. */
@@ -313,6 +389,18 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         }
     }
 
+    /* A mask leaves values out: min and max, which have no identity, start from initial=. */
+    if (where_get(where, &p.where) < 0)
+        goto done;
+    if ((p.where.host != NULL || p.where.on_device) && p.initial == NULL &&
+        (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
+        PyErr_Format(PyExc_ValueError,
+                     "reduction operation '%s' does not have an identity, so to use a where mask "
+                     "one has to specify 'initial'",
+                     gs_op_ufunc_name(p.op));
+        goto done;
+    }
+
     /* An empty reduction has the identity, which min and max lack (NumPy's message). */
     if (p.row_len == 0 && p.initial == NULL && (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
         PyErr_Format(PyExc_ValueError,
@@ -325,6 +413,7 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 done:
     gs_operand_release(&in);
     gs_operand_release(&out);
+    gs_operand_release(&p.where);
     Py_XDECREF(p.initial);
     Py_XDECREF(dtype);
     return ret;

@@ -310,11 +310,16 @@ static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const 
     return dst.ptr == res.ptr ? 0 : gs_move(&tview, &res, bag);
 }
 
-/* The axis (an int, 0 when not given; None or a tuple: NumPy's ValueError), the length along
- * it, the rows (the product of the other lengths) and the result's shape. */
+/* The axis (an int, 0 when not given; as NumPy's, a tuple of one axis or None for 1-D input,
+ * whose every axis is one; more axes: NumPy's ValueError), the length along it, the rows (the
+ * product of the other lengths) and the result's shape. */
 static int reduceat_axis(reduceat_plan *p, PyObject *axis_obj, int ndim, const int64_t *shape)
 {
     p->axis = 0;
+    if (axis_obj != NULL && PyTuple_Check(axis_obj) && PyTuple_GET_SIZE(axis_obj) == 1)
+        axis_obj = PyTuple_GET_ITEM(axis_obj, 0);
+    else if (axis_obj == Py_None && ndim == 1)
+        axis_obj = NULL;
     if (axis_obj != NULL && (axis_obj == Py_None || PyTuple_Check(axis_obj))) {
         PyErr_SetString(PyExc_ValueError, "reduceat does not allow multiple axes");
         return -1;
@@ -368,6 +373,8 @@ PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
     reduceat_plan p;
     int ndim;
 
+    if (gs_half_route(GS_HALF_ACCUMULATE, gs_reduceat, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&ind, 0, sizeof(ind));
     memset(&out, 0, sizeof(out));
@@ -504,6 +511,8 @@ PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_op op = GS_OP_ADD;
     int ndim, fnd;
 
+    if (gs_half_route(GS_HALF_ACCUMULATE, gs_segmented_reduce, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&flags, 0, sizeof(flags));
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$O&:segmented_reduce", kwlist, &a,

@@ -92,6 +92,8 @@ typedef struct gs_backend_ops {
     int (*index_wait)(gs_index_answer *a, gs_fail *f);
     /* First-order linear recurrences (linear_recurrence). */
     int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
+    /* The values a reduction's where= leaves out replaced by its start. */
+    int (*select)(const gs_select_desc *d, gs_fail *f);
 
     /* Streamed entries (NULL for the CPU, whose memory is the host's): the same work with
      * operands and results in host memory, views of any strides, byte order and dtype (converted

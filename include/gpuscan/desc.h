@@ -162,6 +162,17 @@ typedef struct gs_linrec_desc {
 /* A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
  * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
  * negative or zero (broadcast source). */
+/* A selection, where= of a reduction: out[i] = mask[i] != 0 ? in[i] : fill, for n contiguous
+ * values of `type` (mask: n bytes; fill: the value's bits, zero-extended).  out may be in. */
+typedef struct gs_select_desc {
+    const void *in;
+    const unsigned char *mask;
+    void *out;
+    int64_t n;
+    gs_dtype type;
+    uint64_t fill;
+} gs_select_desc;
+
 typedef struct gs_copy_desc {
     const void *src;
     void *dst;

@@ -40,6 +40,9 @@ cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch, size_t scra
 /* Enqueue the strided converting copy on `stream`. */
 cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream);
 
+/* Enqueue the selection on `stream`. */
+cudaError_t gs_launch_select(const gs_select_desc *d, cudaStream_t stream);
+
 /* Enqueue the copy of `bytes` (at most 256, any alignment) from device memory `src` to `dst`,
  * the device's view of page-locked host memory (cuda/reply.c), by a kernel. */
 cudaError_t gs_launch_reply(void *dst, const void *src, size_t bytes, cudaStream_t stream);

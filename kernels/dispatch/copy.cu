@@ -28,10 +28,63 @@ __global__ void __launch_bounds__(GS_NT) gs_copy_kernel(gs_copy_desc d, int64_t 
     }
 }
 
+/* Grid-stride loop over the values, each moved as its width's unsigned integer (T). */
+#define GS_X_SELECT(T)                                                            \
+    __global__ void __launch_bounds__(GS_NT) gs_select_##T(gs_select_desc d)      \
+    {                                                                             \
+        for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.n; \
+             i += (int64_t)gridDim.x * blockDim.x)                                \
+            ((T *)d.out)[i] = d.mask[i] ? ((const T *)d.in)[i] : (T)d.fill;       \
+    }
+GS_X_SELECT(uint8_t)
+GS_X_SELECT(uint16_t)
+GS_X_SELECT(uint32_t)
+GS_X_SELECT(uint64_t)
+#undef GS_X_SELECT
+
+/* Blocks for an elementwise grid over n values: enough to fill the device a few times over;
+ * the grid-stride loops cover the rest. */
+static cudaError_t gs_elementwise_blocks(int64_t n, unsigned *blocks)
+{
+    int device, sms;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int64_t want = (n + GS_NT - 1) / GS_NT;
+    *blocks = (unsigned)(want < 8 * (int64_t)sms ? want : 8 * (int64_t)sms);
+    return err;
+}
+
+extern "C" cudaError_t gs_launch_select(const gs_select_desc *d, cudaStream_t stream)
+{
+    unsigned blocks;
+    cudaError_t err;
+
+    if (d->n == 0)
+        return cudaSuccess;
+    if ((err = gs_elementwise_blocks(d->n, &blocks)) != cudaSuccess)
+        return err;
+    switch (gs_dtype_size(d->type)) {
+    case 1:
+        gs_select_uint8_t<<<blocks, GS_NT, 0, stream>>>(*d);
+        break;
+    case 2:
+        gs_select_uint16_t<<<blocks, GS_NT, 0, stream>>>(*d);
+        break;
+    case 4:
+        gs_select_uint32_t<<<blocks, GS_NT, 0, stream>>>(*d);
+        break;
+    default:
+        gs_select_uint64_t<<<blocks, GS_NT, 0, stream>>>(*d);
+        break;
+    }
+    return gs_launch_check(stream);
+}
+
 extern "C" cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream)
 {
     int64_t n = 1;
-    int device, sms;
+    unsigned blocks;
     cudaError_t err;
 
     if (d->ndim < 0 || d->ndim > GS_MAX_NDIM)
@@ -40,16 +93,9 @@ extern "C" cudaError_t gs_launch_copy(const gs_copy_desc *d, cudaStream_t stream
         n *= d->shape[k];
     if (n == 0)
         return cudaSuccess;
-    err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err != cudaSuccess)
+    if ((err = gs_elementwise_blocks(n, &blocks)) != cudaSuccess)
         return err;
-    /* Enough blocks to fill the machine a few times over; the loop covers the rest. */
-    int64_t blocks = (n + GS_NT - 1) / GS_NT;
-    if (blocks > 8 * (int64_t)sms)
-        blocks = 8 * (int64_t)sms;
-    gs_copy_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(*d, n);
+    gs_copy_kernel<<<blocks, GS_NT, 0, stream>>>(*d, n);
     return gs_launch_check(stream);
 }
 
