@@ -208,6 +208,10 @@ static int device_range(hist_state *s, const gs_backend_ops *be, PyArray_Descr *
 
     if (input_place(&s->a, be, &s->bag) < 0 || gs_reduce_min_max(be, &s->a.placed, bits) < 0)
         return -1;
+    if (s->bins.from_bool) { /* bytes of bools: the least and greatest of their values 0 and 1 */
+        bits[0] = bits[0] != 0;
+        bits[1] = bits[1] != 0;
+    }
     mm = Py_BuildValue("(NN)", PyArray_Scalar(&bits[0], descr, NULL),
                        PyArray_Scalar(&bits[1], descr, NULL));
     if (mm == NULL)
@@ -409,6 +413,7 @@ static PyObject *histogram_of(PyObject *a, PyObject *a_half, PyObject *bins, PyO
     bins = bins != NULL ? Py_NewRef(bins) : PyLong_FromLong(10);
     if (bins == NULL || hist_operands(&s, a, weights, &n) < 0)
         goto done;
+    s.bins.from_bool = s.a.op.view.dtype == GS_BOOL; /* counted as uint8, as NumPy converts it */
     be = gs_backend_for(backend, s.a.op.on_device);
 
     /* 1. The edges, by NumPy, and the bins from them, before any data moves (or all of it from
@@ -416,6 +421,7 @@ static PyObject *histogram_of(PyObject *a, PyObject *a_half, PyObject *bins, PyO
     is_str = PyUnicode_Check(bins);
     cacheable = gs_hist_key_of(s.a.type, bins, range, &key);
     key.half = s.bins.half;
+    key.from_bool = s.bins.from_bool;
     if (cacheable && (hit = gs_hist_bins_cached(&key, &s.bins, &d)) < 0)
         goto done;
     if (!hit) {

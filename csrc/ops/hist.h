@@ -21,6 +21,8 @@ typedef struct gs_hist_bins {
     PyObject *first, *last; /* the outer edges NumPy keeps values with (explicit range) */
     int half;               /* the values are float16 widened to float32 (exactly): NumPy keeps
                              * and bins them as float16 (set by the caller) */
+    int from_bool;          /* 1-byte values that are bools read as uint8: a byte stands for 1
+                             * when nonzero, as NumPy's conversion makes it (set by the caller) */
 } gs_hist_bins;
 
 void gs_hist_bins_release(gs_hist_bins *b);
@@ -41,7 +43,8 @@ int gs_hist_plan_bins(gs_hist_bins *b, gs_hist_desc *d, gs_dtype t, int uniform,
  */
 typedef struct gs_hist_key {
     gs_dtype t;
-    int half; /* t is float32 holding float16 values (gs_hist_bins.half) */
+    int half;      /* t is float32 holding float16 values (gs_hist_bins.half) */
+    int from_bool; /* t is uint8 holding bools (gs_hist_bins.from_bool) */
     int64_t nbins;
     char lo_kind, hi_kind; /* 'i' (int) or 'f' (float) */
     int64_t lo_i, hi_i;

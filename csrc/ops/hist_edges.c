@@ -411,9 +411,10 @@ static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
  * 1-byte input: the bin of each of the 256 values, computed here by gs_hist_bin itself, so
  * that the backends look each value up (GS_HIST_TABLE) instead of converting and multiplying.
  * Replaces d's mode and edges; `table` (256 int32) must outlive the call.  Not for more bins
- * than an int32 holds.
+ * than an int32 holds.  from_bool: the bytes are bools, each the value 1 when nonzero.
  */
-static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObject **table)
+static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObject **table,
+                      int from_bool)
 {
     npy_intp dims = 256;
     char kind = gs_dtype_kind(t) == 'i' ? 'i' : 'u';
@@ -427,9 +428,11 @@ static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObj
         return -1;
     bins = PyArray_DATA(*table);
     d->edges = edges;
-    for (int b = 0; b < 256; b++)
-        bins[b] = (int32_t)gs_hist_bin(d, kind, d->mode, d->edge_type, (int8_t)(uint8_t)b,
-                                       (uint64_t)b, 0.0);
+    for (int b = 0; b < 256; b++) {
+        const int v = from_bool ? b != 0 : b;
+        bins[b] = (int32_t)gs_hist_bin(d, kind, d->mode, d->edge_type, (int8_t)(uint8_t)v,
+                                       (uint64_t)v, 0.0);
+    }
     d->mode = GS_HIST_TABLE;
     d->edge_type = GS_INT32;
     d->edges = NULL;
@@ -620,7 +623,7 @@ int gs_hist_plan_bins(gs_hist_bins *s, gs_hist_desc *d, gs_dtype t, int uniform,
         d->hi_f = (float)d->hi.f;
     }
     /* 1-byte input: a table of the 256 values' bins replaces the arithmetic. */
-    if (make_table(d, t, PyArray_DATA(s->kedges), &s->table) < 0)
+    if (make_table(d, t, PyArray_DATA(s->kedges), &s->table, s->from_bool) < 0)
         return -1;
     d->edges = PyArray_DATA(s->table != NULL ? s->table : s->kedges); /* host memory */
     return 0;
@@ -696,8 +699,9 @@ int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key
  * keep the sign). */
 static int same_key(const gs_hist_key *a, const gs_hist_key *b)
 {
-    return a->t == b->t && a->half == b->half && a->nbins == b->nbins && a->lo_kind == b->lo_kind &&
-           a->hi_kind == b->hi_kind && a->lo_i == b->lo_i && a->hi_i == b->hi_i &&
+    return a->t == b->t && a->half == b->half && a->from_bool == b->from_bool &&
+           a->nbins == b->nbins && a->lo_kind == b->lo_kind && a->hi_kind == b->hi_kind &&
+           a->lo_i == b->lo_i && a->hi_i == b->hi_i &&
            memcmp(&a->lo_f, &b->lo_f, sizeof(double)) == 0 &&
            memcmp(&a->hi_f, &b->hi_f, sizeof(double)) == 0;
 }

@@ -10,7 +10,7 @@
  */
 #include "dispatch/launch.cuh"
 
-/* A value of any dtype, exactly. */
+/* A value of any dtype, exactly (a bool as 0 or 1, whatever its byte: NumPy's reading). */
 typedef struct gs_value {
     char kind; /* 'i', 'u' (bool too) or 'f' */
     int64_t i;
@@ -32,6 +32,8 @@ static __device__ __forceinline__ gs_value gs_value_load(gs_dtype t, const char 
             v.f = (double)*(const ctype *)p;     \
         else if (kind_ == 'i')                   \
             v.i = (int64_t) * (const ctype *)p;  \
+        else if (kind_ == 'b')                   \
+            v.u = *(const ctype *)p != 0;        \
         else                                     \
             v.u = (uint64_t) * (const ctype *)p; \
         break;
