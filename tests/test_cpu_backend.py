@@ -51,8 +51,11 @@ for n in (1000, 4097, 2**17 + 3, 2**18 + 5, 2**20 + 17):
             for ex in (False, True):
                 r = gpuscan.scan(a, op, exclusive=ex); check_scan(r, a, op, exclusive=ex); keep(r)
             r = gpuscan.reduce(a, op); check_reduce(r, a, op); keep(r)
-        f = rng.random(n) < 0.01
-        r = gpuscan.segmented_scan(a, f); check_segmented_scan(r, a, f); keep(r)
+        for p, op in ((0.01, "add"), (0.3, "add"), (0.05, "max"), (0.9, "min")):
+            f = rng.random(n) < p
+            for ex in (False, True):
+                r = gpuscan.segmented_scan(a, f, op, exclusive=ex)
+                check_segmented_scan(r, a, f, op, exclusive=ex); keep(r)
         for p in (0.5, 0.01, 0.999):
             m = rng.random(n) < p
             r = gpuscan.split(a, m); check_split(r, a, m); keep(r[0])

@@ -227,6 +227,133 @@ def test_range_outside_dtype_and_narrow_types():
     check_same(b, bins=16, range=(np.float32(-100.5), np.float32(100.25)))
 
 
+# ---- Input narrower than the edges: compared in the edges' dtype, as NumPy compares it ---------
+def test_float16_range_beside_one():
+    # The issue's reproducer: 1.0 + eps (float64) rounds to 1.0 in float16 and float32, yet
+    # NumPy compares the float16 value 1.0 with it in float64 and drops it.
+    a = np.array([1.0], np.float16)
+    eps = np.finfo(np.float64).eps
+    for rng_ in ((1.0 + eps, 2.0), (0.0, 1.0 - eps / 2)):
+        got, edges = gpuscan.histogram(a, bins=1, range=rng_)
+        want, want_edges = np.histogram(a, bins=1, range=rng_)
+        np.testing.assert_array_equal(got, want)
+        assert edges.dtype == want_edges.dtype
+        np.testing.assert_array_equal(edges, want_edges)
+
+
+# NumPy's own TestHistogram::test_precision (numpy/lib/tests/test_histograms.py), as NumPy writes it.
+def do_precision_lower_bound(float_small, float_large):
+    eps = np.finfo(float_large).eps
+    arr = np.array([1.0], float_small)
+    range_ = np.array([1.0 + eps, 2.0], float_large)
+    # test is looking for behavior when the bounds change between dtypes
+    if range_.astype(float_small)[0] != 1:
+        return
+    count, x_loc = gpuscan.histogram(arr, bins=1, range=range_)
+    np.testing.assert_equal(count, [0])
+    np.testing.assert_equal(x_loc.dtype, float_large)
+
+
+def do_precision_upper_bound(float_small, float_large):
+    eps = np.finfo(float_large).eps
+    arr = np.array([1.0], float_small)
+    range_ = np.array([0.0, 1.0 - eps], float_large)
+    # test is looking for behavior when the bounds change between dtypes
+    if range_.astype(float_small)[-1] != 1:
+        return
+    count, x_loc = gpuscan.histogram(arr, bins=1, range=range_)
+    np.testing.assert_equal(count, [0])
+    np.testing.assert_equal(x_loc.dtype, float_large)
+
+
+@pytest.mark.parametrize("float_small,float_large",
+                         [(np.half, np.single), (np.half, np.double), (np.half, np.longdouble),
+                          (np.single, np.double), (np.single, np.longdouble),
+                          (np.double, np.longdouble)],
+                         ids=["half-single", "half-double", "half-longdouble", "single-double",
+                              "single-longdouble", "double-longdouble"])
+def test_precision(float_small, float_large):
+    do_precision_lower_bound(float_small, float_large)
+    do_precision_upper_bound(float_small, float_large)
+
+
+def every_float16():
+    """Every float16 value: the finite ones, both infinities and a NaN."""
+    return np.arange(2**16, dtype=np.uint16).view(np.float16)[::-1].copy()
+
+
+def scalars_of(lo, hi):
+    """A range (lo, hi) as NumPy users write it: Python floats and NumPy scalars of each width."""
+    return [(lo, hi), (np.float16(lo), np.float16(hi)), (np.float32(lo), np.float32(hi)),
+            (np.float64(lo), np.float64(hi)), (np.longdouble(lo), np.longdouble(hi))]
+
+
+# (Not among them: float16 bounds among the subnormals with many bins, where NumPy's own float16
+# arithmetic misses the bin by more than its one-step correction mends, and bounds whose width
+# overflows float16, where NumPy fails; gpuscan's bins there are the exact E[i] <= x < E[i+1].)
+FLOAT16_RANGES = [(0.1, 0.9), (-1.0, 1.0), (1.0 + 2.0**-52, 2.0), (-3.3, 7.7), (-0.0, 0.0),
+                  (1e-4, 5e-3), (-30000.0, 30000.0), (2.0**-14, 1.0 - 2.0**-40)]
+
+
+@pytest.mark.parametrize("bins", [1, 3, 10, 100, 256])
+@pytest.mark.parametrize("lo,hi", FLOAT16_RANGES, ids=[f"{lo!r},{hi!r}" for lo, hi in FLOAT16_RANGES])
+def test_every_float16_value_explicit_range(lo, hi, bins):
+    # Every float16 value against every way of writing the range: the values NumPy keeps (its
+    # float16 comparisons with the bounds) and their bins (compared in the edges' dtype).
+    a = every_float16()
+    for rng_ in scalars_of(lo, hi):
+        check_same(a, bins=bins, range=rng_)
+        if bins == 3:
+            check_same(a, bins=bins, range=rng_, weights=np.linspace(-1, 1, a.size))
+            check_same(a, bins=bins, range=rng_, density=True)
+
+
+@pytest.mark.parametrize("edge_dtype", [np.float16, np.float32, np.float64, np.longdouble, np.int8,
+                                        np.int16, np.int64, np.uint64])
+def test_every_float16_value_array_bins(edge_dtype):
+    # Array edges: NumPy's searchsorted in the common dtype of float16 and the edges.
+    a = every_float16()
+    finite = a[np.isfinite(a)]
+    for edges in (np.array([-3, -1, 0, 1, 2, 100, 1000]), np.array([0, 1, 2, 3, 4]),
+                  np.array([-65504, -100, 7, 65504])):
+        check_same(a, bins=edges.astype(edge_dtype))
+        check_same(finite, bins=edges.astype(edge_dtype), weights=np.ones(finite.size))
+    if np.dtype(edge_dtype).kind == "f":
+        e = np.array([0.1, 0.2, 0.30000001, 1 + 2.0**-30, 3.3], np.float64).astype(edge_dtype)
+        check_same(a, bins=np.unique(e))
+
+
+@pytest.mark.parametrize("bins", [10, 77, "auto", "sturges", "doane"])
+def test_every_float16_value_autodetected(bins):
+    a = every_float16()
+    check_same(a[np.isfinite(a)], bins=bins)
+    check_same(np.array([1.0, 1.0 + 2.0**-10, 1.5, 2.0], np.float16), bins=bins)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.int32])
+def test_long_double_edges(dtype, rng):
+    # long double edges (NumPy compares in long double): the doubles that split the doubles as
+    # the edges do, for input a double holds.
+    a = random_data(rng, dtype, 5000)
+    if np.dtype(dtype).kind == "f":
+        a[:4] = [1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0), 2.0]
+    ld = np.longdouble
+    one_up = ld(1) + ld(np.finfo(ld).eps)
+    for rng_ in ((one_up, ld(2)), (ld(0), ld(1) - ld(np.finfo(ld).eps)), (ld(-3.3), ld(7.7))):
+        for bins in (1, 3, 100):
+            check_same(a, bins=bins, range=rng_)
+    check_same(a, bins=np.array([ld(-5), ld(0), one_up, ld(2), ld(50)]))
+    check_same(a, bins=np.array([ld(0), one_up, ld(2) - ld(np.finfo(ld).eps)]))
+
+
+def test_long_double_edges_of_int64_input():
+    a = np.array([2**60 + 1, 5], np.int64)
+    if np.finfo(np.longdouble).nmant <= np.finfo(np.float64).nmant:
+        pytest.skip("long double is double here")
+    with pytest.raises(TypeError, match="64-bit integer"):
+        gpuscan.histogram(a, bins=np.array([0, 2**60 + 1, 2**61], np.longdouble))
+
+
 def test_large_int64_values(rng):
     a = rng.integers(2**62, 2**62 + 2**20, 10000, dtype=np.int64)
     check_same(a, bins=1000)

@@ -215,6 +215,42 @@ def test_heads_on_lane_patterns(dtype, op, kw, stride, offset, rng):
         check_segmented_scan(res, a, flags, op, exclusive=exclusive, dtype=kw.get("dtype"))
 
 
+# Heads per word of 64 values.  The CPU backend reads the heads of a chunk as words of 64 bits
+# and restarts inside its loops: a word with no head takes the plain loops; 1- and 2-byte dtypes
+# scan a word with up to 4 heads as plain runs between them and a denser one value by value with
+# every start selected by a mask; 4- and 8-byte dtypes rescan each vector of 8 or 4 values with a
+# segmented tree.  2^17 + 77 values: 32 chunks of 4096 (the carries, float add's and mul's
+# carry-in before the first head), on several threads, and a tail of a partial word and vector.
+HEADS_PER_WORD = [0, 1, 4, 5, 16, 63, 64]
+
+
+def flags_per_word(rng, n, per_word):
+    """Flags with exactly `per_word` heads, at random places, in every whole word of 64 values
+    (and as many of the tail as fit)."""
+    flags = np.zeros(n, np.bool_)
+    for start in range(0, n, 64):
+        width = min(64, n - start)
+        flags[start + rng.choice(width, min(per_word, width), replace=False)] = True
+    return flags
+
+
+@pytest.mark.parametrize("per_word", HEADS_PER_WORD)
+@pytest.mark.parametrize("dtype,op", [(np.bool_, "add"), (np.int8, "max"), (np.uint16, "xor"),
+                                      (np.int16, "add"), (np.int32, "min"), (np.uint32, "add"),
+                                      (np.int64, "mul"), (np.float32, "add"), (np.float32, "mul"),
+                                      (np.float64, "add"), (np.float64, "max")],
+                         ids=["bool-add", "int8-max", "uint16-xor", "int16-add", "int32-min",
+                              "uint32-add", "int64-mul", "float32-add", "float32-mul",
+                              "float64-add", "float64-max"])
+def test_heads_per_word(dtype, op, per_word, rng):
+    n = 2**17 + 77
+    a = random_array(rng, dtype, (n,), op)
+    flags = flags_per_word(rng, n, per_word)
+    for exclusive in (False, True):
+        res = gpuscan.segmented_scan(a, flags, op, exclusive=exclusive)
+        check_segmented_scan(res, a, flags, op, exclusive=exclusive)
+
+
 # ------------------------------------------------------------------------------------------
 # Flags of any dtype, at their own width; float flags: -0.0 is not a head, NaN is.
 # ------------------------------------------------------------------------------------------

@@ -7,11 +7,13 @@
  * NumPy input is widened to float32 here (exactly: every float16 is a float32), the call runs
  * as a float32 one, and a result whose dtype NumPy would make float16 (no dtype= or
  * dtype=float16, no out= of another dtype) is rounded back; a float16 out= receives the result
- * by NumPy's cast.  histogram's edges are NumPy's own for a float16 input (np.histogram makes
- * them in float16), so that its counts and edges are np.histogram's.  Device arrays of float16
- * are refused where their dtype is read (no kernel takes them).
+ * by NumPy's cast.  histogram's edges, kept values and bins are NumPy's own for the float16
+ * input (ops/hist.c settles them from the float16 array), so that its counts and edges are
+ * np.histogram's.  Device arrays of float16 are refused where their dtype is read (no kernel
+ * takes them).
  */
 #include "binding/binding.h"
+#include "ops/hist.h"
 
 /* 1 when obj is a NumPy array of float16. */
 static int is_half(PyObject *obj)
@@ -160,70 +162,52 @@ done:
     Py_XDECREF(f32);
 }
 
-/* histogram(a, bins, range, density, weights, *, method): a float16 `a` counted in float32
- * against NumPy's float16 edges (np.histogram_bin_edges makes them as np.histogram does; every
- * float16 compares with them in float32 exactly as in float16), float16 weights summed in
- * float32 and rounded once per bin. */
+/* histogram(a, bins, range, density, weights, *, method): a float16 `a` counted as float32
+ * values (exactly the same values) by ops/hist.c's gs_histogram_widened, which settles the edges,
+ * the values a range keeps and the bins from the float16 array itself, as np.histogram does
+ * (compared in the edges' type when they are wider); float16 weights summed in float32 and
+ * rounded once per bin. */
 static void route_histogram(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
                             PyObject *kwargs, PyObject **ret)
 {
-    PyObject *a = argument(args, kwargs, 0, "a"), *bins = argument(args, kwargs, 1, "bins");
-    PyObject *range = argument(args, kwargs, 2, "range");
-    PyObject *density = argument(args, kwargs, 3, "density");
+    PyObject *a = argument(args, kwargs, 0, "a"), *density = argument(args, kwargs, 3, "density");
     PyObject *weights = argument(args, kwargs, 4, "weights");
-    PyObject *numpy = NULL, *edges = NULL, *nargs = NULL, *nkw = NULL, *res = NULL, *w = NULL;
-    PyObject *counts = NULL, *ten = PyLong_FromLong(10);
+    PyObject *nargs = NULL, *nkw = NULL, *res = NULL, *w = NULL, *wide = NULL, *counts = NULL;
+    PyObject *a16 = NULL; /* a as a float16 array, when it is a list or scalar of float16 */
     int half_a = half_input(a), half_w = half_input(weights), dens;
 
     *ret = NULL;
-    if (ten == NULL || half_a < 0 || half_w < 0 ||
-        (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
+    if (half_a > 0 && !PyArray_Check(a)) {
+        if (half_of(a, &a16) < 0)
+            goto done;
+        a = a16;
+    }
+    if (half_a < 0 || half_w < 0 || (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
         (nargs = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX)) == NULL ||
         (nkw = kwargs != NULL ? PyDict_Copy(kwargs) : PyDict_New()) == NULL)
         goto done;
-    if (half_a) {
-        /* NumPy's edges for the float16 input, handed over as explicit float32 edges. */
-        PyObject *wide;
-        if ((numpy = PyImport_ImportModule("numpy")) == NULL ||
-            (edges = PyObject_CallMethod(numpy, "histogram_bin_edges", "OOOO", a,
-                                         bins != NULL ? bins : ten, range != NULL ? range : Py_None,
-                                         weights != NULL ? weights : Py_None)) == NULL ||
-            (wide = as_float32(a)) == NULL)
-            goto done;
-        if (set_argument(nargs, nkw, 0, "a", wide) < 0) {
-            Py_DECREF(wide);
-            goto done;
-        }
-        Py_DECREF(wide);
-        if ((wide = as_float32(edges)) == NULL)
-            goto done;
-        if (set_argument(nargs, nkw, 1, "bins", wide) < 0 ||
-            (range != NULL && set_argument(nargs, nkw, 2, "range", Py_None) < 0)) {
-            Py_DECREF(wide);
-            goto done;
-        }
-        Py_DECREF(wide);
-    }
+    if (half_a && ((wide = as_float32(a)) == NULL || set_argument(nargs, nkw, 0, "a", wide) < 0))
+        goto done;
     if (half_w) {
         if ((w = as_float32(weights)) == NULL || set_argument(nargs, nkw, 4, "weights", w) < 0)
             goto done;
     }
-    if ((res = fn(self, nargs, nkw)) == NULL)
+    res = half_a ? gs_histogram_widened(self, nargs, nkw, a) : fn(self, nargs, nkw);
+    if (res == NULL)
         goto done;
     counts = Py_NewRef(PyTuple_GET_ITEM(res, 0));
     if (half_w && !dens)
         Py_SETREF(counts, PyObject_CallMethod(counts, "astype", "s", "float16"));
     if (counts != NULL)
-        *ret = PyTuple_Pack(2, counts, half_a ? edges : PyTuple_GET_ITEM(res, 1));
+        *ret = PyTuple_Pack(2, counts, PyTuple_GET_ITEM(res, 1));
 done:
-    Py_XDECREF(ten);
-    Py_XDECREF(numpy);
-    Py_XDECREF(edges);
     Py_XDECREF(nargs);
     Py_XDECREF(nkw);
     Py_XDECREF(res);
     Py_XDECREF(w);
+    Py_XDECREF(wide);
     Py_XDECREF(counts);
+    Py_XDECREF(a16);
 }
 
 int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,

@@ -71,18 +71,6 @@ static GS_ALWAYS_INLINE uint64_t gs_flag_bits(const void *flags, gs_dtype t, int
     return bits;
 }
 
-/* The first set flag in [from, to), or `to`. */
-static inline int64_t gs_flag_next(const void *flags, gs_dtype t, int64_t from, int64_t to)
-{
-    for (int64_t i = from; i < to; i += 64) {
-        int len = to - i < 64 ? (int)(to - i) : 64;
-        uint64_t bits = gs_flag_bits(flags, t, i, len);
-        if (bits != 0)
-            return i + __builtin_ctzll(bits);
-    }
-    return to;
-}
-
 /* The last set flag in [from, to), or -1. */
 static inline int64_t gs_flag_last(const void *flags, gs_dtype t, int64_t from, int64_t to)
 {

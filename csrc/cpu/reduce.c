@@ -7,14 +7,17 @@
  * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
  *
  * Algorithm.  Each of the `rows` rows is cut into chunks of gs_reduce_chunk_len(row_len) values
- * counted from the row's start (the device's chunks, gpuscan/config.h), and then:
+ * counted from the row's start (the device's chunks, gpuscan/config.h; for the exact operators,
+ * whose bits no grouping changes, chunks of at least GS_CPU_TASK_BYTES), and then:
  *   phase 1 (parallel)    each chunk folds its values into a partial (a value, plus a
- *                         compensation term for float add);
+ *                         compensation term for float add), a task taking a few chunks;
  *   phase 2 (sequential)  each row combines its chunks' partials in chunk order and rounds once.
- * Rows of one chunk have no phase 2: tasks take whole rows, many short ones each.  Run on one
- * thread, a row goes chunk after chunk through the same two steps, with no buffer.  With
- * inner > 1 each column is folded in blocks of GS_CPU_BLOCK rows, the blocks combined in order
- * (gs_reduce_cols: tasks take tiles of columns, or single blocks of them).
+ * Rows of one chunk have no phase 2: tasks take whole rows, many short ones each, in one call of
+ * the loops (fold_rows).  Run on one thread, a row goes chunk after chunk through the same two
+ * steps, with no buffer.  With inner > 1 each column is folded in blocks of GS_CPU_BLOCK rows,
+ * the blocks combined in order (gs_reduce_cols: units of tiles of columns, or single blocks of
+ * them, taken by one task per thread with that thread's scratch: a few tiles' worth, whatever
+ * the number of columns).
  *
  * Guarantees:
  *  - the chunks, and the lanes and blocks inside them, depend on row_len only, never on the
@@ -28,11 +31,14 @@
  *    row_len (contract: (log2 row_len + 2) eps * sum|x|); an all -0 sum is +0 as in NumPy;
  *  - float mul is a plain product in the fixed grouping: relative error <= (row_len - 1) eps;
  *  - small inputs run on the calling thread with no thread involved;
+ *  - memory: a partial per chunk (rows) or per block of a tile (columns, when blocks are units),
+ *    at most 16 bytes per 4096 values of the input, plus 512 KiB of scratch per thread;
  *  - on -ENOMEM (the partials could not be allocated) nothing was written and nothing is left.
  */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +78,16 @@
 /* Values per task when tasks take whole rows: a few microseconds of work, far above the cost
  * of handing out a task, and small enough to balance many rows over many threads. */
 #define GS_CPU_TASK_VALUES 16384
+/* Bytes of input per task of phase 1 (several chunks, each still its own partial): a chunk of
+ * 4096 uint8 values is only 4 KiB, read in a fraction of a microsecond, about what handing out a
+ * task costs; 64 KiB a task keeps that small and still makes over a hundred tasks of 10^7
+ * values to balance the threads. */
+#define GS_CPU_TASK_BYTES (1 << 16)
+/* Runs shorter than this fold one value at a time (rows of a few values): below one round of
+ * the float lanes (GS_CPU_LANE_VECS vectors of 8 float32), padding the round and joining its
+ * lanes would cost more than the values.  Results depend on it for float add and mul (the
+ * grouping of a short row), as on GS_CPU_BLOCK. */
+#define GS_CPU_SHORT_RUN 32
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
@@ -94,14 +110,27 @@ typedef struct gs_part {
 typedef struct gs_reduce_kernels {
     /* *p = the partial of in[0, len) */
     void (*fold)(gs_op op, const void *in, int64_t len, gs_part *p);
-    /* part[c] = the partial of column c, rows [0, nrows) at in + r * stride, c < ncols;
-     * scratch holds 2 * ncols values of 8 bytes */
+    /* out[r] = the reduction of in[r * row_len, (r + 1) * row_len), r < nrows: fold() and
+     * store() of rows of one chunk at most */
+    void (*fold_rows)(gs_op op, const void *in, int64_t nrows, int64_t row_len, void *out);
+    /* One block of rows [0, nrows) at in + r * stride of columns [0, ncols) into the column
+     * accumulators acc (ncols values of the dtype, and ncols more for float add: see
+     * cpu/reduce_body.h): the block's partials when `first`, else acc combined with them;
+     * scratch holds 2 * ncols values of 8 bytes; `out`: NULL, or (float add and mul, `first`,
+     * the only block) where the columns' values go instead of acc */
     void (*fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride, int64_t ncols,
-                      gs_part *part, void *scratch);
-    /* fold() and fold_cols() of a narrower integer dtype widened to 64 bits (uint64 only) */
+                      void *acc, int first, void *scratch, void *out);
+    /* acc = acc op x and out = the values of acc, column by column (accumulators as above) */
+    void (*combine_cols)(gs_op op, void *acc, const void *x, int64_t ncols);
+    void (*store_cols)(gs_op op, const void *acc, int64_t ncols, void *out);
+    /* fold(), fold_rows() and fold_cols() of a narrower integer dtype widened to 64 bits (uint64
+     * only) */
     void (*fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len, gs_part *p);
+    void (*fold_rows_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t nrows,
+                              int64_t row_len, void *out);
     void (*fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t nrows,
-                              int64_t stride, int64_t ncols, gs_part *part, void *scratch);
+                              int64_t stride, int64_t ncols, void *acc, int first, void *scratch,
+                              void *out);
     /* *acc = *acc op *x, x holding the values after acc's */
     void (*combine)(gs_op op, gs_part *acc, const gs_part *x);
     /* *out = the value *p stands for, rounded once */
@@ -119,8 +148,12 @@ typedef struct gs_reduce_kernels {
  * above fails to compile here (and cpu/stamp.h checks each body's kind letter and size). */
 #define GS_ISA_ROW(isa, code, sfx, kind)                                         \
     [code] = { GS_NAME3(fold, sfx, isa),                                         \
+               GS_NAME3(fold_rows, sfx, isa),                                    \
                GS_NAME3(fold_cols, sfx, isa),                                    \
+               GS_NAME3(combine_cols, sfx, isa),                                 \
+               GS_NAME3(store_cols, sfx, isa),                                   \
                code == GS_UINT64 ? GS_NAME3(fold_widened, u64, isa) : NULL,      \
+               code == GS_UINT64 ? GS_NAME3(fold_rows_widened, u64, isa) : NULL, \
                code == GS_UINT64 ? GS_NAME3(fold_cols_widened, u64, isa) : NULL, \
                GS_NAME3(combine, sfx, isa),                                      \
                GS_NAME3(store, sfx, isa),                                        \
@@ -135,10 +168,12 @@ typedef struct gs_reduce_job {
     const gs_reduce_kernels *k; /* of the accumulation dtype */
     int widen;                  /* in_type != out_type: widen the input to 64 bits */
     size_t in_size, out_size;
-    int64_t chunk_len; /* values per chunk: gs_reduce_chunk_len(row_len) */
+    int64_t chunk_len; /* values per chunk: gs_reduce_chunk_len(row_len) (float add and mul) */
     int64_t chunks_per_row;
-    int64_t rows_per_task; /* rows of one task when tasks take whole rows */
-    gs_part *part;         /* per chunk of every row: its partial (phase 1) */
+    int64_t rows_per_task;   /* rows of one task when tasks take whole rows */
+    int64_t chunks_per_task; /* chunks of one task of phase 1 */
+    int64_t nchunks;         /* chunks of every row (phase 1) */
+    gs_part *part;           /* per chunk of every row: its partial (phase 1) */
 } gs_reduce_job;
 
 /* *p = the partial of chunk c of row `row`. */
@@ -168,21 +203,36 @@ static void gs_row(const gs_reduce_job *j, int64_t row)
     j->k->store(j->d->op, &acc, (char *)j->d->out + row * (int64_t)j->out_size);
 }
 
-/* Task t reduces rows_per_task whole rows. */
+/* Task t reduces rows_per_task whole rows: rows of one chunk in one call of the kernels (the
+ * same fold and store as gs_row's), longer ones chunk by chunk. */
 static void gs_rows_task(void *ctx, int64_t task)
 {
     const gs_reduce_job *j = ctx;
+    const gs_reduce_desc *d = j->d;
     int64_t first = task * j->rows_per_task;
-    int64_t last = first + j->rows_per_task < j->d->rows ? first + j->rows_per_task : j->d->rows;
+    int64_t last = first + j->rows_per_task < d->rows ? first + j->rows_per_task : d->rows;
+    if (j->chunks_per_row == 1) {
+        const char *in = (const char *)d->in + first * d->row_len * (int64_t)j->in_size;
+        char *out = (char *)d->out + first * (int64_t)j->out_size;
+        if (j->widen)
+            j->k->fold_rows_widened(d->op, in, d->in_type, last - first, d->row_len, out);
+        else
+            j->k->fold_rows(d->op, in, last - first, d->row_len, out);
+        return;
+    }
     for (int64_t row = first; row < last; row++)
         gs_row(j, row);
 }
 
-/* ==== Phase 1: each chunk's partial ====================================================== */
-static void gs_phase1(void *ctx, int64_t chunk)
+/* ==== Phase 1: each chunk's partial, chunks_per_task chunks a task ======================= */
+static void gs_phase1(void *ctx, int64_t task)
 {
     const gs_reduce_job *j = ctx;
-    gs_chunk(j, chunk / j->chunks_per_row, chunk % j->chunks_per_row, &j->part[chunk]);
+    int64_t first = task * j->chunks_per_task;
+    int64_t last =
+        first + j->chunks_per_task < j->nchunks ? first + j->chunks_per_task : j->nchunks;
+    for (int64_t chunk = first; chunk < last; chunk++)
+        gs_chunk(j, chunk / j->chunks_per_row, chunk % j->chunks_per_row, &j->part[chunk]);
 }
 
 /* ==== Phase 2: each row combines its partials in chunk order ============================= */
@@ -199,121 +249,123 @@ static void gs_phase2(const gs_reduce_job *j)
 }
 
 /* ==== Columns: rows x row_len x inner, reduced over the middle ============================
- * Column c of row r is folded block by block (GS_CPU_BLOCK values of the reduced axis each, from
- * the identity: fold_cols), and the blocks' partials are combined in block order: partial(b0)
- * combine partial(b1) combine ...  Tasks take a tile of columns of one row through all its
- * blocks, or, when rows times tiles are too few to keep the threads busy, one block of a tile
- * (partials kept, combined afterwards): the same partials combined the same way either way. */
+ * Column c of row r is folded block by block (GS_CPU_BLOCK values of the reduced axis each) into
+ * its accumulator: the first block's partial, then each next block's combined with it, in block
+ * order (fold_cols).  A unit of work is a tile of columns of one row through all its blocks, or,
+ * when rows times tiles are too few to keep the threads busy and the blocks are several, one
+ * block of a tile, whose accumulators are kept and combined in block order afterwards: the same
+ * partials combined the same way either way.  The exact operators (integers, float min and max)
+ * accumulate straight into the output; float add and mul into accumulators of their own, stored
+ * when the tile is done.  A task is a slot that takes units from a counter until none is left,
+ * with that slot's scratch: the memory held is a few tiles per thread, whatever the number of
+ * columns (and, when blocks are units, an accumulator per block: 1/4096 of the input's values). */
 
 typedef struct gs_cols_job {
     const gs_reduce_job *j;
     int64_t inner, tile, tiles, blocks;
-    gs_part *part;   /* per row, block and column when tasks take single blocks, else NULL */
-    uint64_t *state; /* per task: 2 * tile values of 8 bytes, the columns' states */
+    int64_t units;            /* units of work */
+    int split;                /* units are single blocks, their accumulators kept in `blk` */
+    int direct;               /* an exact operator: the output is the accumulator */
+    size_t acc_bytes;         /* a tile's accumulators: 2 * tile values of the accumulation dtype */
+    char *blk;                /* split: per row, block and tile (in unit order) its accumulators */
+    char *scratch;            /* per slot: a tile's accumulators, then its state (acc_bytes each) */
+    atomic_int_fast64_t next; /* the next unit to take */
 } gs_cols_job;
 
-/* part[0, nc) = the partials of block b of row r, columns [c0, c0 + nc). */
-static void gs_cols_block(const gs_cols_job *cj, int64_t task, int64_t r, int64_t b, int64_t c0,
-                          int64_t nc, gs_part *part)
+/* Unit u, with the scratch of its slot. */
+static void gs_cols_unit(const gs_cols_job *cj, int64_t u, char *slot)
 {
-    uint64_t *state = cj->state + task * 2 * cj->tile;
     const gs_reduce_job *j = cj->j;
     const gs_reduce_desc *d = j->d;
-    int64_t r0 = b * GS_CPU_BLOCK;
-    int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
-    const char *in = (const char *)d->in + ((r * d->row_len + r0) * cj->inner + c0) * j->in_size;
-    if (j->widen)
-        j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, part, state);
-    else
-        j->k->fold_cols(d->op, in, nr, cj->inner, nc, part, state);
-}
-
-/* A task of a tile of columns through every block: task = row * tiles + tile.  Its partials and
- * its blocks' go to part and part + rows * inner (the tile's own columns of each). */
-static void gs_cols_task(void *ctx, int64_t task)
-{
-    const gs_cols_job *cj = ctx;
-    const gs_reduce_job *j = cj->j;
-    const gs_reduce_desc *d = j->d;
-    int64_t r = task / cj->tiles, c0 = task % cj->tiles * cj->tile;
+    int64_t t = u % cj->tiles, rb = u / cj->tiles, c0 = t * cj->tile;
     int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
-    gs_part *acc = cj->part + r * cj->inner + c0;
-    gs_part *blk = acc + d->rows * cj->inner;
+    int64_t r = cj->split ? rb / cj->blocks : rb;
+    int64_t b0 = cj->split ? rb % cj->blocks : 0, b1 = cj->split ? b0 + 1 : cj->blocks;
+    char *out = (char *)d->out + (r * cj->inner + c0) * (int64_t)j->out_size;
+    void *acc = cj->split ? cj->blk + u * cj->acc_bytes : cj->direct ? (void *)out : slot;
+    void *state = slot + cj->acc_bytes;
+    /* float add and mul of one block: the values straight to the output */
+    int once = !cj->split && !cj->direct && cj->blocks == 1;
 
-    gs_cols_block(cj, task, r, 0, c0, nc, acc);
-    for (int64_t b = 1; b < cj->blocks; b++) {
-        gs_cols_block(cj, task, r, b, c0, nc, blk);
-        for (int64_t c = 0; c < nc; c++)
-            j->k->combine(d->op, &acc[c], &blk[c]);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t r0 = b * GS_CPU_BLOCK;
+        int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
+        const char *in =
+            (const char *)d->in + ((r * d->row_len + r0) * cj->inner + c0) * (int64_t)j->in_size;
+        if (j->widen)
+            j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, acc, b == b0, state,
+                                    NULL);
+        else
+            j->k->fold_cols(d->op, in, nr, cj->inner, nc, acc, b == b0, state, once ? out : NULL);
     }
-    for (int64_t c = 0; c < nc; c++)
-        j->k->store(d->op, &acc[c], (char *)d->out + (r * cj->inner + c0 + c) * j->out_size);
+    if (!cj->split && !cj->direct && !once)
+        j->k->store_cols(d->op, acc, nc, out);
 }
 
-/* A task of one block of a tile: task = (row * blocks + block) * tiles + tile. */
-static void gs_cols_block_task(void *ctx, int64_t task)
+/* Slot `slot`: units until none is left. */
+static void gs_cols_slot(void *ctx, int64_t slot)
 {
-    const gs_cols_job *cj = ctx;
-    int64_t t = task % cj->tiles, rb = task / cj->tiles, c0 = t * cj->tile;
-    int64_t nc = cj->inner - c0 < cj->tile ? cj->inner - c0 : cj->tile;
-    gs_cols_block(cj, task, rb / cj->blocks, rb % cj->blocks, c0, nc,
-                  cj->part + rb * cj->inner + c0);
+    gs_cols_job *cj = ctx;
+    char *mine = cj->scratch + slot * 2 * cj->acc_bytes;
+    int64_t u;
+    while ((u = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed)) < cj->units)
+        gs_cols_unit(cj, u, mine);
 }
 
 static int gs_reduce_cols(const gs_reduce_job *j, int parallel)
 {
     const gs_reduce_desc *d = j->d;
-    gs_cols_job cj = { j,    d->inner, d->inner < GS_CPU_COLS ? d->inner : GS_CPU_COLS, 0, 0,
-                       NULL, NULL };
-    int64_t ntasks;
-    int64_t want = 2 * (int64_t)gs_cpu_threads(); /* tasks that keep every thread busy */
-    int split_blocks = 0;
+    gs_cols_job cj = { 0 };
+    int64_t want = 2 * (int64_t)gs_cpu_threads(); /* units that keep every thread busy */
+    int64_t nslots = 1;
     int rc = 0;
 
     /* Tiles as wide as the states allow (each row's tile read whole, in memory order).  Too few
-     * of them for the threads: single blocks as tasks, or, with one block, narrower tiles. */
+     * of them for the threads: single blocks as units, or, with one block, narrower tiles. */
+    cj.j = j;
+    cj.inner = d->inner;
+    cj.tile = d->inner < GS_CPU_COLS ? d->inner : GS_CPU_COLS;
     cj.blocks = (d->row_len + GS_CPU_BLOCK - 1) / GS_CPU_BLOCK;
     cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
     if (parallel && d->rows * cj.tiles < want) {
         if (cj.blocks > 1) {
-            split_blocks = 1;
+            cj.split = 1;
         } else {
             cj.tile = gs_cpu_tile(cj.inner, d->rows, want, GS_CPU_COLS);
             cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
         }
     }
-    /* A partial per block and column when blocks are tasks, else two per column (its own and a
-     * block's); the states of each task's columns. */
-    ntasks = d->rows * (split_blocks ? cj.blocks : 1) * cj.tiles;
-    cj.part =
-        malloc((size_t)(d->rows * (split_blocks ? cj.blocks : 2) * cj.inner) * sizeof(gs_part));
-    cj.state = malloc((size_t)(ntasks * 2 * cj.tile) * sizeof(uint64_t));
-    if (cj.part == NULL || cj.state == NULL) {
+    cj.direct = !(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL));
+    cj.acc_bytes = 2 * (size_t)cj.tile * sizeof(uint64_t);
+    cj.units = d->rows * (cj.split ? cj.blocks : 1) * cj.tiles;
+    if (parallel)
+        nslots = cj.units < gs_cpu_threads() ? cj.units : gs_cpu_threads();
+    cj.scratch = malloc((size_t)nslots * 2 * cj.acc_bytes);
+    if (cj.split)
+        cj.blk = malloc((size_t)cj.units * cj.acc_bytes);
+    if (cj.scratch == NULL || (cj.split && cj.blk == NULL)) {
         rc = -ENOMEM;
         goto finally;
     }
+    atomic_init(&cj.next, 0);
+    if (nslots > 1)
+        rc = gs_cpu_parallel_for(nslots, gs_cols_slot, &cj);
+    else
+        gs_cols_slot(&cj, 0);
 
-    if (!parallel) {
-        for (int64_t t = 0; t < ntasks; t++)
-            gs_cols_task(&cj, t);
-    } else if (!split_blocks) {
-        rc = gs_cpu_parallel_for(ntasks, gs_cols_task, &cj);
-    } else {
-        /* Each block of each tile a task; then each column combines its blocks in order. */
-        rc = gs_cpu_parallel_for(ntasks, gs_cols_block_task, &cj);
-        for (int64_t r = 0; r < d->rows; r++) {
-            for (int64_t c = 0; c < cj.inner; c++) {
-                const gs_part *p = cj.part + r * cj.blocks * cj.inner + c;
-                gs_part acc = p[0];
-                for (int64_t b = 1; b < cj.blocks; b++)
-                    j->k->combine(d->op, &acc, &p[b * cj.inner]);
-                j->k->store(d->op, &acc, (char *)d->out + (r * cj.inner + c) * j->out_size);
-            }
+    /* Single blocks as units: each tile's accumulators combined in block order, then stored. */
+    for (int64_t r = 0; cj.split && r < d->rows; r++) {
+        for (int64_t t = 0; t < cj.tiles; t++) {
+            int64_t c0 = t * cj.tile, nc = cj.inner - c0 < cj.tile ? cj.inner - c0 : cj.tile;
+            char *acc = cj.blk + (r * cj.blocks * cj.tiles + t) * cj.acc_bytes;
+            for (int64_t b = 1; b < cj.blocks; b++)
+                j->k->combine_cols(d->op, acc, acc + b * cj.tiles * cj.acc_bytes, nc);
+            j->k->store_cols(d->op, acc, nc, (char *)d->out + (r * cj.inner + c0) * j->out_size);
         }
     }
 finally:
-    free(cj.part);
-    free(cj.state);
+    free(cj.scratch);
+    free(cj.blk);
     return rc;
 }
 
@@ -339,7 +391,12 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.chunk_len = gs_reduce_chunk_len(d->row_len);
-    j.chunks_per_row = gs_reduce_chunks(d->row_len);
+    if (!(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL)) &&
+        j.chunk_len * (int64_t)j.in_size < GS_CPU_TASK_BYTES)
+        /* An exact operator gives the same bits in any grouping: chunks of a task's bytes, so
+         * that a chunk's fixed costs (its start, the join of its lanes) are spread thinner. */
+        j.chunk_len = GS_CPU_TASK_BYTES / (int64_t)j.in_size;
+    j.chunks_per_row = (d->row_len + j.chunk_len - 1) / j.chunk_len;
     parallel = d->rows * d->row_len * (d->inner > 1 ? d->inner : 1) * (int64_t)j.in_size >=
                    GS_CPU_PARALLEL_MIN_BYTES &&
                gs_cpu_threads() > 1;
@@ -359,11 +416,14 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
         return 0;
     }
 
-    int64_t nchunks = d->rows * j.chunks_per_row;
-    j.part = malloc((size_t)nchunks * sizeof(gs_part));
+    j.nchunks = d->rows * j.chunks_per_row;
+    j.chunks_per_task = GS_CPU_TASK_BYTES / (j.chunk_len * (int64_t)j.in_size);
+    if (j.chunks_per_task < 1)
+        j.chunks_per_task = 1;
+    j.part = malloc((size_t)j.nchunks * sizeof(gs_part));
     if (j.part == NULL)
         return -ENOMEM;
-    gs_cpu_parallel_for(nchunks, gs_phase1, &j);
+    gs_cpu_parallel_for((j.nchunks + j.chunks_per_task - 1) / j.chunks_per_task, gs_phase1, &j);
     gs_phase2(&j);
     free(j.part);
     return 0;

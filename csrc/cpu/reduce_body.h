@@ -35,6 +35,25 @@
 #include "cpu/vec.h"
 #endif
 
+/* One value x into the state (h, l) of a column or a short run, the values in order (float add:
+ * TwoSum, its exact error summed in l; every other op: the operator, the earlier value first). */
+static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, GS_T x)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        GS_T s = *h + x;
+        GS_T bp = s - *h;
+        *l += (*h - (s - bp)) + (x - bp);
+        *h = s;
+        return;
+    }
+#elif GS_KIND == 'b'
+    x = x != 0;
+#endif
+    (void)l;
+    *h = GS_FN(op)(op, *h, x);
+}
+
 #if GS_KIND == 'f'
 /* The first NaN of p[0, len), which holds one. */
 static GS_T GS_FN(first_nan)(const GS_T *p, int64_t len)
@@ -150,6 +169,19 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const
     const GS_T ident = GS_FN(op_identity)(op);
     const GS_VEC id = GS_V(splat)(ident);
     GS_T ahi = acc->hi.GS_SFX, alo = acc->lo.GS_SFX;
+
+    if (len < GS_CPU_SHORT_RUN) {
+        /* A short run (rows of a few values): one value at a time from the identity (float add:
+         * TwoSum, as a column folds), then into *acc; a grouping fixed by len as well. */
+        GS_T h = ident, l = 0;
+        for (int64_t i = 0; i < len; i++)
+            GS_FN(col_step)(op, &h, &l, in[i]);
+        if (op == GS_OP_ADD)
+            GS_FN(pair_add)(&acc->hi.GS_SFX, &acc->lo.GS_SFX, h, l);
+        else
+            acc->hi.GS_SFX = GS_FN(op)(op, ahi, h);
+        return;
+    }
 
     for (int64_t b = 0; b < len; b += GS_CPU_BLOCK) {
         const GS_T *p = in + b;
@@ -356,26 +388,62 @@ static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
     *(GS_T *)out = v;
 }
 
-/* ---- Columns ------------------------------------------------------------------------------- */
-
-/* One value x of a column into its state (h, l) (float add: TwoSum; every other op: the
- * operator, the earlier value first). */
-static GS_ALWAYS_INLINE void GS_FN(col_step)(const gs_op op, GS_T *h, GS_T *l, GS_T x)
+/* The rows of one chunk at most each (gs_reduce_kernels.fold_rows): out[r] = the reduction of
+ * in[r * row_len, (r + 1) * row_len) for r < nrows, each through fold() and store(), inlined. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(rows_loop)(const gs_op op, const GS_T *in,
+                                                          int64_t nrows, int64_t row_len, GS_T *out)
 {
+    for (int64_t r = 0; r < nrows; r++) {
+        gs_part p;
+        p.hi.GS_SFX = GS_FN(op_identity)(op);
+        p.lo.GS_SFX = 0;
 #if GS_KIND == 'f'
-    if (op == GS_OP_ADD) {
-        GS_T s = *h + x;
-        GS_T bp = s - *h;
-        *l += (*h - (s - bp)) + (x - bp);
-        *h = s;
-        return;
-    }
-#elif GS_KIND == 'b'
-    x = x != 0;
+        GS_FN(fold_float)(op, in + r * row_len, row_len, &p);
+#else
+        GS_FN(fold_int)(op, in + r * row_len, row_len, &p);
 #endif
-    (void)l;
-    *h = GS_FN(op)(op, *h, x);
+        GS_FN(store)(op, &p, out + r);
+    }
 }
+
+static GS_ISA_ATTR void GS_FN(fold_rows)(gs_op op, const void *in, int64_t nrows, int64_t row_len,
+                                         void *out)
+{
+    GS_OP_DISPATCH(op, GS_FN(rows_loop), in, nrows, row_len, out)
+}
+
+/* ---- Columns -------------------------------------------------------------------------------
+ * A column accumulator `acc` of ncols columns is ncols values of the dtype (hi), followed for
+ * float add by ncols more (lo): the partial of each column's blocks so far.  The exact operators
+ * (integers, float min and max: any grouping gives the same bits) fold the rows straight into hi,
+ * which may be the output itself; float add and mul fold each block from the identity into a
+ * state (h, l: the scratch) and then join hi (and lo) with it, block after block. */
+
+#if GS_KIND == 'f'
+/* Whether value by value x - x == 0: finite. */
+#define GS_VFINITE(x) GS_V(eq)(GS_V(sub)(x, x), GS_V(splat)(0))
+
+/* pair_add() on every value of a vector of pairs, with the same operations in the same order
+ * (its branches become blends), so the bits are the scalar function's. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vpair_add)(GS_VEC *hi, GS_VEC *lo, GS_VEC xhi,
+                                                          GS_VEC xlo)
+{
+    const GS_VEC zero = GS_V(splat)(0), nz = GS_V(splat)((GS_T)-0.0);
+    GS_VEC s = GS_V(add)(*hi, xhi);
+    GS_VEC bp = GS_V(sub)(s, *hi);
+    GS_VEC e = GS_V(add)(GS_V(sub)(*hi, GS_V(sub)(s, bp)), GS_V(sub)(xhi, bp));
+    e = GS_V(add)(
+        e, GS_V(add)(GS_V(sel)(GS_VFINITE(*lo), *lo, zero), GS_V(sel)(GS_VFINITE(xlo), xlo, zero)));
+    GS_VEC h = GS_V(add)(s, e);
+    GS_VEC bh = GS_V(sub)(h, s);
+    GS_VEC l = GS_V(add)(GS_V(sub)(s, GS_V(sub)(h, bh)), GS_V(sub)(e, bh));
+    /* pair_add's early returns: s not finite, e zero, or h not finite leave (s, -0) */
+    GS_MASK full = GS_V(mand)(GS_VFINITE(s), GS_V(mand)(GS_V(ne)(e, zero), GS_VFINITE(h)));
+    *hi = GS_V(sel)(full, h, s);
+    *lo = GS_V(sel)(full, l, nz);
+}
+#undef GS_VFINITE
+#endif
 
 #if GS_SIZE >= 4
 /* One vector x of columns into their states (hv, lv), as col_step value by value. */
@@ -396,76 +464,282 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_step)(const gs_op op, GS_VEC
 }
 #endif
 
-/*
- * Rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <= GS_CPU_COLS), row r at
- * in + r * stride: column c's state starts from the identity, takes the rows in order (float add:
- * TwoSum), and joins part[c] (float add: pair_add).  The states live in two arrays (h, then
- * ncols values further on, l) that stay in cache while the rows stream past, a vector of columns at
- * a time and GS_CPU_COL_ROWS rows at a time (a state is loaded and stored once per group of rows,
- * taking each row in order in between); the columns past the last whole vector go one by one, with
- * the same operations. Always inlined with a constant op.
- */
-static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *in,
-                                                           int64_t nrows, int64_t stride,
-                                                           int64_t ncols, gs_part *part, GS_T *h)
+/* The end of a block for one column whose state (h, l) has taken every row of the block: float
+ * add and mul join the accumulator (*acc, *alo) with the block's partial (pair_add(identity,
+ * state), or the product), or it becomes the accumulator (`first`); with `out` (the only block)
+ * the value is written there instead, as store() writes a partial. */
+static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T *acc, GS_T *alo,
+                                           const int first, GS_T *out)
 {
-    GS_T *l = h + ncols;
-    const GS_T ident = GS_FN(op_identity)(op);
-    int64_t vcols = 0, r = 0;
-
-    for (int64_t c = 0; c < ncols; c++) {
-        h[c] = ident;
-        l[c] = 0;
-    }
-#if GS_SIZE >= 4
-    vcols = ncols / GS_W * GS_W;
-    for (; r < nrows; r += GS_CPU_COL_ROWS) {
-        const int64_t nr = nrows - r < GS_CPU_COL_ROWS ? nrows - r : GS_CPU_COL_ROWS;
-        const GS_T *rows = in + r * stride;
-        for (int64_t c = 0; c < vcols; c += GS_W) {
-            GS_VEC hv = GS_V(load)(h + c), lv = GS_V(load)(l + c);
-            if (c % (64 / GS_SIZE) == 0 && nr == GS_CPU_COL_ROWS &&
-                r + 2 * GS_CPU_COL_ROWS <= nrows)
-                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
-                    __builtin_prefetch(rows + (GS_CPU_COL_ROWS + k) * stride + c);
-            if (nr == GS_CPU_COL_ROWS) {
-                for (int k = 0; k < GS_CPU_COL_ROWS; k++)
-                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
-            } else {
-                for (int64_t k = 0; k < nr; k++)
-                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
-            }
-            GS_V(store)(h + c, hv);
-            GS_V(store)(l + c, lv);
-        }
-    }
-#endif
-    for (r = 0; r < nrows && vcols < ncols; r++)
-        for (int64_t c = vcols; c < ncols; c++)
-            GS_FN(col_step)(op, &h[c], &l[c], in[r * stride + c]);
-
-    for (int64_t c = 0; c < ncols; c++) {
 #if GS_KIND == 'f'
-        if (op == GS_OP_ADD) {
-            GS_FN(pair_add)(&part[c].hi.GS_SFX, &part[c].lo.GS_SFX, h[c], l[c]);
-            continue;
+    if (op == GS_OP_ADD) {
+        GS_T ph = GS_FN(op_identity)(op), pl = 0;
+        GS_FN(pair_add)(&ph, &pl, h, l);
+        if (out != NULL) {
+            gs_part p;
+            p.hi.GS_SFX = ph;
+            p.lo.GS_SFX = pl;
+            GS_FN(store)(op, &p, out);
+            return;
         }
+        if (!first) {
+            GS_T ah = *acc, al = *alo;
+            GS_FN(pair_add)(&ah, &al, ph, pl);
+            ph = ah;
+            pl = al;
+        }
+        *acc = ph;
+        *alo = pl;
+        return;
+    }
+    if (op == GS_OP_MUL) {
+        if (out != NULL)
+            *out = h;
+        else
+            *acc = first ? h : *acc * h;
+        return;
+    }
 #endif
-        part[c].hi.GS_SFX = GS_FN(op)(op, part[c].hi.GS_SFX, h[c]);
+    (void)l;
+    (void)alo;
+    (void)first;
+    (void)out;
+    *acc = h;
+}
+
+#if GS_SIZE >= 4
+/* finish() on a vector of columns, with the same operations (vpair_add for pair_add). */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vfinish)(const gs_op op, GS_VEC hv, GS_VEC lv,
+                                                        GS_T *acc, GS_T *alo, const int first,
+                                                        GS_T *out)
+{
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        const GS_VEC zero = GS_V(splat)(0);
+        GS_VEC ph = GS_V(splat)(GS_FN(op_identity)(op)), pl = zero;
+        GS_FN(vpair_add)(&ph, &pl, hv, lv);
+        if (out != NULL) {
+            GS_V(store)(out, GS_V(add)(GS_V(add)(ph, pl), zero)); /* as store(): (hi + lo) + 0 */
+            return;
+        }
+        if (!first) {
+            GS_VEC ah = GS_V(load)(acc), al = GS_V(load)(alo);
+            GS_FN(vpair_add)(&ah, &al, ph, pl);
+            ph = ah;
+            pl = al;
+        }
+        GS_V(store)(acc, ph);
+        GS_V(store)(alo, pl);
+        return;
+    }
+    if (op == GS_OP_MUL) {
+        if (out != NULL)
+            GS_V(store)(out, hv);
+        else
+            GS_V(store)(acc, first ? hv : GS_V(mul)(GS_V(load)(acc), hv));
+        return;
+    }
+#endif
+    (void)lv;
+    (void)alo;
+    (void)first;
+    (void)out;
+    GS_V(store)(acc, hv);
+}
+#endif
+
+/* The first value x of a state from the identity: col_step(op, &h, &l, x) from (identity, 0),
+ * with the same bits.  Float add: -0 + x is x, and TwoSum's error is then +0 for a finite x and
+ * NaN otherwise, which is x - x (a NaN lo is dropped at the end, as pair_add drops it, so its
+ * payload does not matter); every other op: op(identity, x) is x. */
+static GS_ALWAYS_INLINE void GS_FN(col_first)(const gs_op op, GS_T *h, GS_T *l, GS_T x)
+{
+#if GS_KIND == 'b'
+    x = x != 0;
+#endif
+    *h = x;
+    *l = GS_KIND == 'f' && op == GS_OP_ADD ? x - x : 0;
+}
+
+/* h[c] = h[c] op x[c] op x[stride + c] ... op x[(n - 1) * stride + c] for c in [c0, c1), every
+ * op but float add (with `init`, h[c] starts as x[c] itself: col_first).  n and init are
+ * constants once inlined, so each count of rows gets one loop the compiler vectorises. */
+static GS_ALWAYS_INLINE void GS_FN(rows_into)(const gs_op op, GS_T *h, const GS_T *restrict x,
+                                              int64_t stride, int64_t c0, int64_t c1, const int n,
+                                              const int init)
+{
+    for (int64_t c = c0; c < c1; c++) {
+        GS_T a = GS_KIND == 'b' ? x[c] != 0 : x[c];
+        if (!init)
+            a = GS_FN(op)(op, h[c], a);
+        for (int k = 1; k < n; k++)
+            a = GS_FN(op)(op, a, GS_KIND == 'b' ? x[k * stride + c] != 0 : x[k * stride + c]);
+        h[c] = a;
     }
 }
 
-/* Columns [0, ncols) (ncols <= GS_CPU_COLS) down rows [0, nrows) (one block: nrows <=
- * GS_CPU_BLOCK), row r at in + r * stride, into part[0, ncols), each from the identity; `scratch`
- * holds 2 * ncols values of 8 bytes (gs_reduce_kernels.fold_cols). */
-static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
-                                         int64_t ncols, gs_part *part, void *scratch)
+/*
+ * One block, rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <=
+ * GS_CPU_COLS), row r at in + r * stride, into the accumulators acc (gs_reduce_kernels.fold_cols;
+ * `first`: acc starts as the block's partial; `out`: see finish()).  Each column's state takes
+ * the rows in order: float add and mul from the identity (add: TwoSum, lo from 0) and then
+ * finish(); the exact operators fold into acc itself.  The rows stream past GS_CPU_COL_ROWS at a
+ * time, a vector of columns at a time, its state in registers within a group of rows and in
+ * `state` (h, then l ncols values further on; acc itself for the exact operators) between groups;
+ * the columns past the last whole vector (every column of 1- and 2-byte dtypes) go one by one in
+ * loops over a row the compiler vectorises, with the same operations.  Always inlined with a
+ * constant op.
+ */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *restrict in,
+                                                           int64_t nrows, int64_t stride,
+                                                           int64_t ncols, GS_T *acc,
+                                                           const int first, GS_T *state, GS_T *out)
 {
-    for (int64_t c = 0; c < ncols; c++) {
-        part[c].hi.GS_SFX = GS_FN(op_identity)(op);
-        part[c].lo.GS_SFX = 0;
+    const int inexact = GS_KIND == 'f' && (op == GS_OP_ADD || op == GS_OP_MUL);
+    const int add = GS_KIND == 'f' && op == GS_OP_ADD;
+    GS_T *h = inexact ? state : acc;
+    GS_T *l = state + ncols; /* float add's compensation terms */
+    int64_t vcols = 0, r;
+
+#if GS_SIZE >= 4
+    vcols = ncols / GS_W * GS_W;
+    for (r = 0; r < nrows; r += GS_CPU_COL_ROWS) {
+        const int64_t nr = nrows - r < GS_CPU_COL_ROWS ? nrows - r : GS_CPU_COL_ROWS;
+        /* a state from the identity starts at the first row itself (see col_first) */
+        const int init = r == 0 && (inexact || first), end = r + GS_CPU_COL_ROWS >= nrows;
+        const GS_T *rows = in + r * stride;
+        for (int64_t c = 0; c < vcols; c += GS_W) {
+            GS_VEC hv, lv = GS_V(splat)(0);
+            int64_t k = 0;
+            if (init) {
+                hv = GS_V(load)(rows + c);
+                if (add)
+                    lv = GS_V(sub)(hv, hv);
+                k = 1;
+            } else {
+                hv = GS_V(load)(h + c);
+                if (add)
+                    lv = GS_V(load)(l + c);
+            }
+            if (c % (64 / GS_SIZE) == 0 && !end && r + 2 * GS_CPU_COL_ROWS <= nrows)
+                for (int q = 0; q < GS_CPU_COL_ROWS; q++)
+                    __builtin_prefetch(rows + (GS_CPU_COL_ROWS + q) * stride + c);
+            if (nr == GS_CPU_COL_ROWS && k == 0) {
+                for (int q = 0; q < GS_CPU_COL_ROWS; q++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + q * stride + c));
+            } else {
+                for (; k < nr; k++)
+                    GS_FN(cols_step)(op, &hv, &lv, GS_V(load)(rows + k * stride + c));
+            }
+            if (!end) {
+                GS_V(store)(h + c, hv);
+                if (add)
+                    GS_V(store)(l + c, lv);
+            } else {
+                GS_FN(vfinish)(op, hv, lv, acc + c, acc + ncols + c, first,
+                               out != NULL ? out + c : NULL);
+            }
+        }
     }
-    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, part, scratch)
+#endif
+    if (vcols == ncols)
+        return;
+    for (r = 0; r < nrows; r += GS_CPU_COL_ROWS) {
+        const int64_t nr = nrows - r < GS_CPU_COL_ROWS ? nrows - r : GS_CPU_COL_ROWS;
+        const int init = r == 0 && (inexact || first);
+        const GS_T *restrict x = in + r * stride;
+        if (add) {
+            for (int64_t c = vcols; c < ncols; c++) {
+                int64_t k = 0;
+                if (init) {
+                    GS_FN(col_first)(op, &h[c], &l[c], x[c]);
+                    k = 1;
+                }
+                for (; k < nr; k++)
+                    GS_FN(col_step)(op, &h[c], &l[c], x[k * stride + c]);
+            }
+            continue;
+        }
+        /* the rows of the group in one pass over the columns, unrolled per count of rows */
+#define GS_ROWS_CASE(n)                                             \
+    case n:                                                         \
+        if (init)                                                   \
+            GS_FN(rows_into)(op, h, x, stride, vcols, ncols, n, 1); \
+        else                                                        \
+            GS_FN(rows_into)(op, h, x, stride, vcols, ncols, n, 0); \
+        break;
+        _Static_assert(GS_CPU_COL_ROWS == 4, "the switch below takes groups of 1 to 4 rows");
+        switch (nr) {
+            GS_ROWS_CASE(1)
+            GS_ROWS_CASE(2)
+            GS_ROWS_CASE(3)
+        default:
+            GS_FN(rows_into)(op, h, x, stride, vcols, ncols, 4, init);
+        }
+#undef GS_ROWS_CASE
+    }
+    if (inexact)
+        for (int64_t c = vcols; c < ncols; c++)
+            GS_FN(finish)(op, h[c], l[c], acc + c, acc + ncols + c, first,
+                          out != NULL ? out + c : NULL);
+}
+
+/* gs_reduce_kernels.fold_cols: cols_block() specialised per operator. */
+static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
+                                         int64_t ncols, void *acc, int first, void *scratch,
+                                         void *out)
+{
+    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, acc, first, scratch, out)
+}
+
+/* acc = acc op x column by column, x holding the accumulators of the rows after acc's
+ * (gs_reduce_kernels.combine_cols): combine() on each column, in vectors where whole for float
+ * add (vpair_add: the same bits). */
+static GS_ISA_ATTR void GS_FN(combine_cols)(gs_op op, void *acc, const void *x, int64_t ncols)
+{
+    GS_T *a = acc;
+    const GS_T *y = x;
+    int64_t c = 0;
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        for (; c + GS_W <= ncols; c += GS_W) {
+            GS_VEC ah = GS_V(load)(a + c), al = GS_V(load)(a + ncols + c);
+            GS_FN(vpair_add)(&ah, &al, GS_V(load)(y + c), GS_V(load)(y + ncols + c));
+            GS_V(store)(a + c, ah);
+            GS_V(store)(a + ncols + c, al);
+        }
+        for (; c < ncols; c++)
+            GS_FN(pair_add)(&a[c], &a[ncols + c], y[c], y[ncols + c]);
+        return;
+    }
+#endif
+    for (; c < ncols; c++)
+        a[c] = GS_FN(op)(op, a[c], y[c]);
+}
+
+/* out[c] = the value accumulator c stands for, rounded once: store() on each column
+ * (gs_reduce_kernels.store_cols). */
+static GS_ISA_ATTR void GS_FN(store_cols)(gs_op op, const void *acc, int64_t ncols, void *out)
+{
+    const GS_T *a = acc;
+    GS_T *o = out;
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD) {
+        int64_t c = 0;
+        for (; c + GS_W <= ncols; c += GS_W) /* as store(): (hi + lo) + 0 */
+            GS_V(store)
+        (o + c, GS_V(add)(GS_V(add)(GS_V(load)(a + c), GS_V(load)(a + ncols + c)), GS_V(splat)(0)));
+        for (; c < ncols; c++) {
+            gs_part p;
+            p.hi.GS_SFX = a[c];
+            p.lo.GS_SFX = a[ncols + c];
+            GS_FN(store)(op, &p, o + c);
+        }
+        return;
+    }
+#endif
+    (void)op;
+    memcpy(o, a, (size_t)ncols * sizeof(GS_T));
 }
 
 #if GS_KIND == 'u' && GS_SIZE == 8
@@ -489,21 +763,38 @@ static GS_ISA_ATTR void GS_FN(fold_widened)(gs_op op, const void *in, gs_dtype i
     }
 }
 
-/* Columns of a narrower integer dtype added (or multiplied) into 64 bits down the rows: a loop per
- * input dtype over the row's values, which the compiler vectorises with the widening folded in
- * (VPMOVSXDQ and an add on AVX2), the accumulators in cache while the rows stream past. */
+/* The rows of one chunk at most each (fold_rows) of a narrower integer dtype: fold_widened()
+ * and store() of each. */
+static GS_ISA_ATTR void GS_FN(fold_rows_widened)(gs_op op, const void *in, gs_dtype in_type,
+                                                 int64_t nrows, int64_t row_len, void *out)
+{
+    const size_t in_size = gs_dtype_size(in_type);
+    for (int64_t r = 0; r < nrows; r++) {
+        gs_part p;
+        GS_FN(fold_widened)(op, (const char *)in + r * row_len * in_size, in_type, row_len, &p);
+        GS_FN(store)(op, &p, (GS_T *)out + r);
+    }
+}
+
+/* Columns of a narrower integer dtype added (or multiplied) into 64 bits down the rows, into the
+ * accumulators acc (64-bit: starting from the identity when `first`): a loop per input dtype over
+ * the row's values, which the compiler vectorises with the widening folded in (VPMOVSXDQ and an
+ * add on AVX2), the accumulators in cache while the rows stream past. */
 static GS_ISA_ATTR void GS_FN(fold_cols_widened)(gs_op op, const void *in, gs_dtype in_type,
                                                  int64_t nrows, int64_t stride, int64_t ncols,
-                                                 gs_part *part, void *scratch)
+                                                 void *acc_, int first, void *scratch, void *out)
 {
-    uint64_t *acc = scratch;
-    for (int64_t c = 0; c < ncols; c++)
-        acc[c] = op == GS_OP_MUL ? 1 : 0;
+    uint64_t *restrict acc = acc_;
+    (void)scratch;
+    (void)out;
+    if (first)
+        for (int64_t c = 0; c < ncols; c++)
+            acc[c] = op == GS_OP_MUL ? 1 : 0;
     switch (in_type) {
 #define GS_X_COLS(code, ctype, sfx, kind, npy)                          \
     case code:                                                          \
         for (int64_t r = 0; r < nrows; r++) {                           \
-            const ctype *p = (const ctype *)in + r * stride;            \
+            const ctype *restrict p = (const ctype *)in + r * stride;   \
             if (op == GS_OP_MUL)                                        \
                 for (int64_t c = 0; c < ncols; c++)                     \
                     acc[c] *= kind == 'b' ? p[c] != 0 : (uint64_t)p[c]; \
@@ -516,10 +807,6 @@ static GS_ISA_ATTR void GS_FN(fold_cols_widened)(gs_op op, const void *in, gs_dt
 #undef GS_X_COLS
     default:
         break;
-    }
-    for (int64_t c = 0; c < ncols; c++) {
-        part[c].hi.GS_SFX = acc[c];
-        part[c].lo.GS_SFX = 0;
     }
 }
 #endif

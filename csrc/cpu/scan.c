@@ -10,7 +10,9 @@
  * scanned from its carry-in: for float add and mul its state starts from the identity and its
  * outputs combine that state with the carry-in, so the state it ends with is its total and the
  * next carry-in is carry-in combine total (or the state since its last segment head); every
- * other operator is exact, and the carry-in is simply the starting state.
+ * other operator is exact, and the carry-in is simply the starting state.  A segmented scan reads
+ * each chunk's flags into a bitmap of heads (gs_heads) and the loops restart at them inside one
+ * pass over the chunk (cpu/scan_body.h), whatever the density of the heads.
  *   one thread (or a small scan)  the chunks one after the other, in one pass;
  *   several (gs_scan_parallel)    one thread (the front) does exactly that from the first chunk
  *                                 while the others (the back) compute chunk totals from the last
@@ -62,11 +64,18 @@
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
+/* Segment heads in a word of 64 values up to which the one-value-at-a-time loops (1- and 2-byte
+ * dtypes) scan plain runs between heads.  Each head of a run costs a mispredicted loop exit (a
+ * pipeline refill, some 15-20 cycles on current cores); the loop that selects every value's
+ * start without a branch makes each value's dependency chain two operations longer, about 128
+ * cycles a word: break-even near 6 heads, and 4 keeps the runs where they clearly win. */
+#define GS_CPU_FEW_HEADS 4
 /* Columns one task scans side by side when the scanned axis is not the last (inner > 1): their
  * states (two arrays of 1024 values, 16 KiB at 8 bytes) stay in L1 while the rows stream past. */
 #define GS_CPU_COLS 1024
 
-_Static_assert(GS_CPU_CHUNK % 8 == 0, "a chunk is a whole number of vectors of every dtype");
+_Static_assert(GS_CPU_CHUNK % 64 == 0 && GS_CPU_WIDEN_BLOCK % 64 == 0,
+               "chunks and widened blocks are whole words of heads (and whole vectors)");
 
 #define GS_PASTE(a, b, c) gs_cpu_##a##_##b##_##c
 #define GS_NAME3(a, b, c) GS_PASTE(a, b, c)
@@ -81,12 +90,14 @@ typedef struct gs_carry {
 /* What cpu/scan_body.h provides for each dtype and instruction set. */
 typedef struct gs_kernels {
     /* scan in[0, len) from the state *c (and the carry cin: float add and mul; else NULL),
-     * writing the (in/ex)clusive scan to out unless it is NULL */
+     * writing the (in/ex)clusive scan to out unless it is NULL, restarting from the identity
+     * (with no carry) at the segment heads marked in `heads` (NULL: none; else bit i % 64 of
+     * heads[i / 64] for value i) */
     void (*apply)(gs_op op, const void *in, void *out, int64_t len, int exclusive,
-                  const gs_carry *cin, gs_carry *c);
+                  const gs_carry *cin, gs_carry *c, const uint64_t *heads);
     /* apply() over a narrower integer dtype widened to 64 bits (uint64 only; else NULL) */
     void (*apply_widened)(gs_op op, const void *in, gs_dtype in_type, void *out, int64_t len,
-                          int exclusive, const gs_carry *cin, gs_carry *c);
+                          int exclusive, const gs_carry *cin, gs_carry *c, const uint64_t *heads);
     /* scan columns [0, ncols) down rows [0, nrows), row r at in/out + r * stride values; and
      * over a narrower integer dtype widened to 64 bits (uint64 only; else NULL) */
     void (*apply_cols)(gs_op op, const void *in, void *out, int64_t nrows, int64_t stride,
@@ -142,41 +153,43 @@ typedef struct gs_scan_job {
 } gs_scan_job;
 
 /* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
- * `store`; no head inside. */
+ * `store`, restarting at the heads marked in `heads` (NULL: none; see gs_kernels.apply). */
 static void gs_apply(const gs_scan_job *j, int64_t from, int64_t to, int store, const gs_carry *cin,
-                     gs_carry *c)
+                     gs_carry *c, const uint64_t *heads)
 {
     const gs_scan_desc *d = j->d;
     void *out = store ? (char *)d->out + from * j->out_size : NULL;
     if (j->widen)
         j->k->apply_widened(d->op, (const char *)d->in + from * j->in_size, d->in_type, out,
-                            to - from, d->exclusive, cin, c);
+                            to - from, d->exclusive, cin, c, heads);
     else
         j->k->apply(d->op, (const char *)d->in + from * j->in_size, out, to - from, d->exclusive,
-                    cin, c);
+                    cin, c, heads);
 }
 
-/* Scan [from, to) from the state *c and the carry cin (see gs_kernels.apply), restarting from the
- * identity, with no carry, at each segment head; leaves in *c the state after `to`.  Returns
- * whether a head lies in [from, to). */
+/* The segment heads of [from, to) (at most GS_CPU_CHUNK values) as bits, value from + i at bit
+ * i % 64 of heads[i / 64]; returns whether there is one. */
+static int gs_heads(const gs_scan_desc *d, int64_t from, int64_t to, uint64_t *heads)
+{
+    uint64_t any = 0;
+    for (int64_t i = from; i < to; i += 64) {
+        uint64_t w = gs_flag_bits(d->flags, d->flag_type, i, to - i < 64 ? (int)(to - i) : 64);
+        heads[(i - from) / 64] = w;
+        any |= w;
+    }
+    return any != 0;
+}
+
+/* Scan [from, to) (at most one chunk) from the state *c and the carry cin (see gs_kernels.apply),
+ * restarting from the identity, with no carry, at each segment head; leaves in *c the state after
+ * `to`.  Returns whether a head lies in [from, to). */
 static int gs_scan_range(const gs_scan_job *j, int64_t from, int64_t to, const gs_carry *cin,
                          gs_carry *c)
 {
-    const gs_scan_desc *d = j->d;
-    if (d->flags == NULL) {
-        gs_apply(j, from, to, 1, cin, c);
-        return 0;
-    }
-    int64_t pos = from, next = gs_flag_next(d->flags, d->flag_type, from, to);
-    int heads = next < to;
-    if (next > from)
-        gs_apply(j, from, next, 1, cin, c);
-    for (pos = next; pos < to; pos = next) {
-        next = gs_flag_next(d->flags, d->flag_type, pos + 1, to);
-        j->k->identity(d->op, c);
-        gs_apply(j, pos, next, 1, NULL, c);
-    }
-    return heads;
+    uint64_t heads[GS_CPU_CHUNK / 64];
+    int any = j->d->flags != NULL && gs_heads(j->d, from, to, heads);
+    gs_apply(j, from, to, 1, cin, c, any ? heads : NULL);
+    return any;
 }
 
 /* The values [*from, *to) of chunk `chunk` (numbered row after row). */
@@ -241,10 +254,13 @@ static void gs_rows_task(void *ctx, int64_t task)
  * single pass over everything, no slower than one thread. */
 
 /* The total of chunk c (the state after its last head, from the identity) and whether it holds
- * a head: what the front's scan of the chunk ends with. */
+ * a head: what the front's scan of the chunk ends with, bit for bit.  The state after a head
+ * depends on the values from the head on only, combined on the chunk's grid of vectors: the scan
+ * starts at the word of heads holding the last one (a whole number of vectors into the chunk). */
 static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned char *head)
 {
     const gs_scan_desc *d = j->d;
+    uint64_t heads[GS_CPU_CHUNK / 64];
     int64_t from, to;
     gs_chunk_range(j, c, &from, &to);
     *head = 0;
@@ -252,10 +268,10 @@ static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned 
         int64_t last = gs_flag_last(d->flags, d->flag_type, from, to);
         *head = last >= 0;
         if (last >= 0)
-            from = last;
+            from += (last - from) / 64 * 64;
     }
     j->k->identity(d->op, total);
-    gs_apply(j, from, to, 0, NULL, total);
+    gs_apply(j, from, to, 0, NULL, total, *head && gs_heads(d, from, to, heads) ? heads : NULL);
 }
 
 static void gs_front(gs_scan_job *j)

@@ -3,23 +3,30 @@
  * once per dtype and set by cpu/scan.c through cpu/stamp_isa.h (no include guard on purpose).
  *
  * Level: backend (CPU), the innermost level of the CPU scan: loops over a contiguous run
- * of values with no segment head inside.  cpu/scan.c splits a scan into chunks and runs, and
- * combines the chunks' carries; this file only scans values from a state.
+ * of values, restarting at the segment heads a bitmap marks.  cpu/scan.c splits a scan into
+ * chunks, reads the chunks' heads into bitmaps and combines the chunks' carries; this file only
+ * scans values from a state.
  *
  * The includer defines cpu/stamp.h's and cpu/stamp_isa.h's parameters (GS_T, GS_U, GS_I,
  * GS_SIZE, GS_SFX, GS_KIND, GS_MIN, GS_MAX, GS_ISA, GS_ISA_ATTR, GS_ISA_WIDE) and finds gs_val,
  * gs_carry, GS_ALWAYS_INLINE and GS_NAME already defined.
  *
- * One run: apply(op, in, out, len, exclusive, cin, c) scans in[0, len) from the state *c and
- * leaves in *c the state after it.  Output i is cin (op) state-so-far (op) in[i] (in[i] left out
- * when exclusive); cin is the chunk's carry for float add and mul, whose state starts from the
- * identity at each chunk so that phase 1 (no output) computes the very state that the scan of
- * the chunk reaches; for every other op cin is NULL and the carry is the starting state.
+ * One run: apply(op, in, out, len, exclusive, cin, c, heads) scans in[0, len) from the state *c
+ * and leaves in *c the state after it.  Output i is cin (op) state-so-far (op) in[i] (in[i] left
+ * out when exclusive); cin is the chunk's carry for float add and mul, whose state starts from
+ * the identity at each chunk so that phase 1 (no output) computes the very state that the scan
+ * of the chunk reaches; for every other op cin is NULL and the carry is the starting state.  At
+ * a head (bit i % 64 of heads[i / 64]; heads NULL: none) the state restarts from the identity
+ * and cin is dropped: output i is then in[i] (the identity when exclusive).
  *
  * Loops.  dtypes of 4 and 8 bytes run over vectors of GS_W values (cpu/vec.h): each vector is
  * scanned in itself (a tree of depth log2 GS_W), combined with the state, and its total folded
- * into the state; the last, partial vector is padded with the identity.  Everything depends on
- * the run's start and length only, and every instruction set does the same operations, so the
+ * into the state; the last, partial vector is padded with the identity.  A vector with heads
+ * is scanned by the same tree, segmented (a value after a head combines the values from that
+ * head on only), its values from the first head on output from that alone, and its last
+ * segment's total becomes the state; every choice is a blend under the heads' bits, never a
+ * branch on them, so dense heads cost about what none do.  Everything depends on the run's start
+ * and length and the heads only, and every instruction set does the same operations, so the
  * bits do not depend on the machine.  1- and 2-byte dtypes (bool, int8/16, uint8/16: exact ops
  * only) run one value at a time.
  *
@@ -60,39 +67,77 @@ static void GS_FN(combine)(gs_op op, gs_carry *acc, const gs_carry *x)
 #if GS_SIZE >= 4
 #include "cpu/vec.h"
 
+/* Values with a lower neighbour in their half (lane1's targets), and with one two below
+ * (lane2's): the values the steps of scan() combine, as bits of the lanes. */
+#define GS_WBITS ((1u << GS_W) - 1u)
+#if GS_SIZE == 4
+#define GS_LANE1_BITS 0xeeu
+#define GS_LANE2_BITS 0xccu
+#else
+#define GS_LANE1_BITS 0xau
+#endif
+
+/* The segmented inclusive scan of one vector: bit k of `m` marks a head at value k, where the
+ * combining restarts.  scan()'s tree, each step leaving alone a value whose span already holds a
+ * head (the pair (flag, value) combined as (fa | fb, fb ? vb : va op vb), an associative
+ * operator): with no head the very bits of scan(), and a value after a head depends on the
+ * values from that head on only. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(segscan)(const gs_op op, GS_VEC v, unsigned m,
+                                                         GS_VEC id)
+{
+    v = GS_V(selb)(m, v, GS_V(op)(op, GS_V(lane1)(v, id), v));
+    m |= (m << 1) & GS_LANE1_BITS;
+#if GS_SIZE == 4
+    v = GS_V(selb)(m, v, GS_V(op)(op, GS_V(lane2)(v, id), v));
+    m |= (m << 2) & GS_LANE2_BITS;
+#endif
+    return GS_V(selb)(m, v, GS_V(op)(op, GS_V(cross)(v, id), v));
+}
+
 /*
  * One vector x of a run: write its outputs to out (unless NULL) and fold it into the state
- * (*h, *l), which holds the same value in every lane.  `ch`, `cl`: the carry (float add and mul
- * with a carry; else unused); `id`: op's identity in every lane.
+ * (*h, *l), which holds the same value in every lane.  `m`: its segment heads, bit k for value k
+ * (0 for none: the segmented paths then fold away); the values from a head on restart from the
+ * identity, with no carry, and after a head the state is the last segment's alone.  `ch`, `cl`:
+ * the carry (float add and mul with a carry; else unused); `id`: op's identity in every lane.
  */
-static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, GS_T *out,
-                                                      const int exclusive, const int has_cin,
-                                                      GS_VEC ch, GS_VEC cl, GS_VEC *h, GS_VEC *l,
-                                                      GS_VEC id)
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, const unsigned m,
+                                                      GS_T *out, const int exclusive,
+                                                      const int has_cin, GS_VEC ch, GS_VEC cl,
+                                                      GS_VEC *h, GS_VEC *l, GS_VEC id)
 {
-    GS_VEC v = GS_V(scan)(op, x, id);
+    GS_VEC v = GS_V(segscan)(op, x, m, id);
     GS_VEC t = GS_V(last)(v);
+    /* The values with a head at or before them (from m's lowest bit on), and all of them when
+     * the last one has (m != 0; computed from seg's last bit, so that the compiler sees no
+     * condition to branch on: the heads are data, a branch on them would be mispredicted). */
+    const unsigned seg = ~((m & (0u - m)) - 1u);
+    const unsigned restart = 0u - ((seg >> (GS_W - 1)) & 1u);
 
     if (out != NULL) {
-        GS_VEC y = exclusive ? GS_V(shift1)(v, id) : v, o;
+        GS_VEC y = v, o;
+        if (exclusive)
+            y = GS_V(selb)(m, id, GS_V(shift1)(v, id));
 #if GS_KIND == 'f'
         if (op == GS_OP_ADD) {
             o = GS_V(add)(*h, GS_V(add)(y, *l));
             if (has_cin)
                 o = GS_V(add)(ch, GS_V(add)(cl, o));
+            o = GS_V(selb)(seg, y, o);
             if (exclusive) /* the empty sum is +0, as np.add.reduce([]) */
                 o = GS_V(add)(o, GS_V(splat)(0));
         } else if (op == GS_OP_MUL) {
             o = GS_V(mul)(*h, y);
             if (has_cin)
                 o = GS_V(mul)(ch, o);
+            o = GS_V(selb)(seg, y, o);
         } else
 #endif
         {
             (void)has_cin;
             (void)ch;
             (void)cl;
-            o = GS_V(op)(op, *h, y);
+            o = GS_V(selb)(seg, y, GS_V(op)(op, *h, y));
         }
         GS_V(store)(out, o);
     }
@@ -101,42 +146,76 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, 
     if (op == GS_OP_ADD) {
         /* TwoSum(h, t): s = h + t and its exact error e; e joins l unless it is zero (l stays
          * -0 over a run of -0s) or not finite (h met an inf or NaN: h alone is the answer). */
-        const GS_VEC zero = GS_V(splat)(0);
+        const GS_VEC zero = GS_V(splat)(0), nz = GS_V(splat)((GS_T)-0.0);
         GS_VEC s = GS_V(add)(*h, t);
         GS_VEC bp = GS_V(sub)(s, *h);
         GS_VEC e = GS_V(add)(GS_V(sub)(*h, GS_V(sub)(s, bp)), GS_V(sub)(t, bp));
         GS_MASK keep = GS_V(mand)(GS_V(ne)(e, zero), GS_V(eq)(GS_V(sub)(e, e), zero));
-        *l = GS_V(add)(*l, GS_V(sel)(keep, e, id));
-        *h = s;
+        *l = GS_V(selb)(restart, nz, GS_V(add)(*l, GS_V(sel)(keep, e, id)));
+        *h = GS_V(selb)(restart, t, s);
         return;
     }
 #endif
-    *h = GS_V(op)(op, *h, t);
+    *h = GS_V(selb)(restart, t, GS_V(op)(op, *h, t));
 }
 
-/* The run in[0, len) over vectors; the last one padded with the identity. */
+/* The run in[0, len) over vectors; the last one padded with the identity.  `heads`: NULL, or
+ * bit i % 64 of heads[i / 64] marking a segment head at value i (a run of whole 64-value words
+ * of heads with none is taken by the plain loop). */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T *in, GS_T *out,
                                                      int64_t len, int exclusive,
-                                                     const gs_carry *cin, gs_carry *c)
+                                                     const gs_carry *cin, gs_carry *c,
+                                                     const uint64_t *heads)
 {
     const GS_VEC id = GS_V(splat)(GS_FN(op_identity)(op));
-    const int has_cin = cin != NULL;
+    int has_cin = cin != NULL;
     GS_VEC h = GS_V(splat)(c->hi.GS_SFX), l = GS_V(splat)(c->lo.GS_SFX);
     GS_VEC ch = has_cin ? GS_V(splat)(cin->hi.GS_SFX) : id;
     GS_VEC cl = has_cin ? GS_V(splat)(cin->lo.GS_SFX) : id;
-    int64_t i;
+    int64_t i = 0;
 
-    for (i = 0; i + GS_W <= len; i += GS_W) {
-        GS_T *o = out != NULL ? out + i : NULL;
-        GS_PREFETCH(in + i);
-        GS_FN(vstep)(op, GS_V(load)(in + i), o, exclusive, has_cin, ch, cl, &h, &l, id);
+    _Static_assert(64 % GS_W == 0, "a word of heads covers whole vectors");
+    if (heads == NULL) {
+        for (; i + GS_W <= len; i += GS_W) {
+            GS_T *o = out != NULL ? out + i : NULL;
+            GS_PREFETCH(in + i);
+            GS_FN(vstep)(op, GS_V(load)(in + i), 0, o, exclusive, has_cin, ch, cl, &h, &l, id);
+        }
+    } else {
+        for (; i + 64 <= len; i += 64) {
+            const uint64_t w = heads[i / 64];
+            GS_PREFETCH(in + i);
+            if (w == 0) {
+                for (int k = 0; k < 64; k += GS_W) {
+                    GS_T *o = out != NULL ? out + i + k : NULL;
+                    GS_FN(vstep)(op, GS_V(load)(in + i + k), 0, o, exclusive, has_cin, ch, cl, &h,
+                                 &l, id);
+                }
+                continue;
+            }
+            for (int k = 0; k < 64; k += GS_W) {
+                unsigned m = (unsigned)(w >> k) & GS_WBITS;
+                GS_T *o = out != NULL ? out + i + k : NULL;
+                GS_FN(vstep)(op, GS_V(load)(in + i + k), m, o, exclusive, has_cin, ch, cl, &h, &l,
+                             id);
+                has_cin = has_cin && m == 0; /* after a head the carry is done with */
+            }
+        }
+        for (; i + GS_W <= len; i += GS_W) {
+            unsigned m = (unsigned)(heads[i / 64] >> (i % 64)) & GS_WBITS;
+            GS_T *o = out != NULL ? out + i : NULL;
+            GS_FN(vstep)(op, GS_V(load)(in + i), m, o, exclusive, has_cin, ch, cl, &h, &l, id);
+            has_cin = has_cin && m == 0;
+        }
     }
     if (i < len) {
         GS_T pad[GS_W], res[GS_W];
+        unsigned m = heads != NULL ? (unsigned)(heads[i / 64] >> (i % 64)) : 0;
+        m &= (1u << (len - i)) - 1u; /* no head in the padding */
         for (int k = 0; k < GS_W; k++)
             pad[k] = i + k < len ? in[i + k] : GS_FN(op_identity)(op);
         GS_T *o = out != NULL ? res : NULL;
-        GS_FN(vstep)(op, GS_V(load)(pad), o, exclusive, has_cin, ch, cl, &h, &l, id);
+        GS_FN(vstep)(op, GS_V(load)(pad), m, o, exclusive, has_cin, ch, cl, &h, &l, id);
         if (out != NULL)
             for (int k = 0; i + k < len; k++)
                 out[i + k] = res[k];
@@ -146,28 +225,67 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T 
 }
 
 #else
-/* One value at a time (exact ops only: cin is NULL). */
-static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T *in, GS_T *out,
-                                                     int64_t len, int exclusive,
-                                                     const gs_carry *cin, gs_carry *c)
+/* One value at a time (exact ops only): in[from, to) from the state a, writing out[from, to)
+ * unless out is NULL, with no head inside; returns the state after `to`. */
+static GS_ALWAYS_INLINE GS_T GS_FN(run)(const gs_op op, const GS_T *in, GS_T *out, int64_t from,
+                                        int64_t to, const int exclusive, GS_T a)
 {
-    GS_T a = c->hi.GS_SFX;
     int64_t i;
-
-    (void)cin;
     if (out == NULL) {
-        for (i = 0; i < len; i++)
+        for (i = from; i < to; i++)
             a = GS_FN(op)(op, a, GS_KIND == 'b' ? in[i] != 0 : in[i]);
     } else if (exclusive) {
-        for (i = 0; i < len; i++) {
+        for (i = from; i < to; i++) {
             GS_T x = GS_KIND == 'b' ? in[i] != 0 : in[i];
             out[i] = a;
             a = GS_FN(op)(op, a, x);
         }
     } else {
-        for (i = 0; i < len; i++) {
+        for (i = from; i < to; i++) {
             a = GS_FN(op)(op, a, GS_KIND == 'b' ? in[i] != 0 : in[i]);
             out[i] = a;
+        }
+    }
+    return a;
+}
+
+/* The run in[0, len) one value at a time (exact ops only: cin is NULL); `heads` as above.  A
+ * word of heads with few heads is scanned as plain runs between them (a loop exit per head); one
+ * with more, where those exits would be mispredicted every few values, value by value with each
+ * head selected by a mask instead. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T *in, GS_T *out,
+                                                     int64_t len, int exclusive,
+                                                     const gs_carry *cin, gs_carry *c,
+                                                     const uint64_t *heads)
+{
+    const GS_T id = GS_FN(op_identity)(op);
+    GS_T a = c->hi.GS_SFX;
+
+    (void)cin;
+    if (heads == NULL) {
+        c->hi.GS_SFX = GS_FN(run)(op, in, out, 0, len, exclusive, a);
+        return;
+    }
+    for (int64_t base = 0; base < len; base += 64) {
+        int64_t end = len - base < 64 ? len : base + 64, i = base;
+        uint64_t w = heads[base / 64];
+        if (__builtin_popcountll(w) <= GS_CPU_FEW_HEADS) {
+            for (; w != 0; w &= w - 1) {
+                int64_t head = base + __builtin_ctzll(w);
+                a = GS_FN(run)(op, in, out, i, head, exclusive, a);
+                a = id;
+                i = head;
+            }
+            a = GS_FN(run)(op, in, out, i, end, exclusive, a);
+            continue;
+        }
+        for (; i < end; i++) {
+            GS_T x = GS_KIND == 'b' ? in[i] != 0 : in[i];
+            GS_U head = 0u - (GS_U)((w >> (i - base)) & 1);
+            GS_T from = (GS_T)(((GS_U)a & ~head) | ((GS_U)id & head));
+            a = GS_FN(op)(op, from, x);
+            if (out != NULL)
+                out[i] = exclusive ? from : a;
         }
     }
     c->hi.GS_SFX = a;
@@ -176,12 +294,13 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T 
 
 /* The loop, specialised per operator and for runs with and without output (gs_kernels.apply). */
 static GS_ISA_ATTR void GS_FN(apply)(gs_op op, const void *in, void *out, int64_t len,
-                                     int exclusive, const gs_carry *cin, gs_carry *c)
+                                     int exclusive, const gs_carry *cin, gs_carry *c,
+                                     const uint64_t *heads)
 {
     if (out == NULL) {
-        GS_OP_DISPATCH(op, GS_FN(loop), in, NULL, len, exclusive, cin, c)
+        GS_OP_DISPATCH(op, GS_FN(loop), in, NULL, len, exclusive, cin, c, heads)
     } else {
-        GS_OP_DISPATCH(op, GS_FN(loop), in, out, len, exclusive, cin, c)
+        GS_OP_DISPATCH(op, GS_FN(loop), in, out, len, exclusive, cin, c, heads)
     }
 }
 
@@ -289,13 +408,14 @@ static GS_ISA_ATTR void GS_FN(apply_cols)(gs_op op, const void *in, void *out, i
  * serve both): the widening loop is compiled for this instruction set too. */
 static GS_ISA_ATTR void GS_FN(apply_widened)(gs_op op, const void *in, gs_dtype in_type, void *out,
                                              int64_t len, int exclusive, const gs_carry *cin,
-                                             gs_carry *c)
+                                             gs_carry *c, const uint64_t *heads)
 {
     uint64_t buf[GS_CPU_WIDEN_BLOCK];
     for (int64_t pos = 0; pos < len; pos += GS_CPU_WIDEN_BLOCK) {
         int64_t n = len - pos < GS_CPU_WIDEN_BLOCK ? len - pos : GS_CPU_WIDEN_BLOCK;
         gs_widen_u64(in, in_type, pos, n, buf);
-        GS_FN(apply)(op, buf, out != NULL ? (uint64_t *)out + pos : NULL, n, exclusive, cin, c);
+        GS_FN(apply)(op, buf, out != NULL ? (uint64_t *)out + pos : NULL, n, exclusive, cin, c,
+                     heads != NULL ? heads + pos / 64 : NULL);
     }
 }
 
@@ -315,6 +435,12 @@ static GS_ISA_ATTR void GS_FN(apply_cols_widened)(gs_op op, const void *in, gs_d
                        exclusive, r, h, l)
     }
 }
+#endif
+
+#if GS_SIZE >= 4
+#undef GS_WBITS
+#undef GS_LANE1_BITS
+#undef GS_LANE2_BITS
 #endif
 
 /* Ties the dtype's kind letter to the kernel table's entry, checked by cpu/stamp.h. */

@@ -205,6 +205,34 @@ GS_VEXTREME(max_gt, max_ps, max_pd, gt)
 GS_VEXTREME(min_lt, min_ps, min_pd, lt)
 #undef GS_VEXTREME
 
+/* Where bit k of `bits` is set (k < GS_W; higher bits ignored), value k of x; elsewhere y's (bit
+ * for bit): AVX-512VL blends under a mask register made from the bits; elsewhere the bits
+ * against a vector of each value's own bit make sel()'s mask. */
+static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(selb)(unsigned bits, GS_VEC x, GS_VEC y)
+{
+    if (__builtin_constant_p(bits) && bits == 0) /* the unsegmented loops: no blend at all */
+        return y;
+#if GS_CPU_X86 && GS_ISA_ZMM && GS_SIZE == 4
+    return (GS_VEC)_mm256_mask_blend_epi32((__mmask8)bits, (__m256i)y, (__m256i)x);
+#elif GS_CPU_X86 && GS_ISA_ZMM
+    return (GS_VEC)_mm256_mask_blend_epi64((__mmask8)bits, (__m256i)y, (__m256i)x);
+#elif GS_ISA_WIDE && GS_W == 8
+    const GS_MASK p = { 1, 2, 4, 8, 16, 32, 64, 128 };
+    return GS_V(sel)(((GS_I)bits & p) != 0, x, y);
+#elif GS_ISA_WIDE
+    const GS_MASK p = { 1, 2, 4, 8 };
+    return GS_V(sel)(((GS_I)bits & p) != 0, x, y);
+#else
+#if GS_HW == 4
+    const GS_MH pa = { 1, 2, 4, 8 }, pb = { 16, 32, 64, 128 };
+#else
+    const GS_MH pa = { 1, 2 }, pb = { 4, 8 };
+#endif
+    GS_MASK m = { ((GS_I)bits & pa) != 0, ((GS_I)bits & pb) != 0 };
+    return GS_V(sel)(m, x, y);
+#endif
+}
+
 /* Whether any value of the mask is set. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR int GS_V(any)(GS_MASK m)
 {

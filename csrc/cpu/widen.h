@@ -7,8 +7,8 @@
  *   to 64 bits modulo 2^64  NumPy's add/mul accumulation of bool and integers narrower than 64
  *                           bits into int64/uint64 (cpu/scan.c, cpu/reduce.c, cpu/teach.c):
  *                           signed values sign-extend, unsigned zero-extend, bool is 0 or 1;
- *   by kind                 int64 for signed integers, uint64 for bool and unsigned integers,
- *                           double for floats: exact for every value (cpu/hist.c).
+ *   by kind                 int64 for signed integers, uint64 for bool (0 or 1) and unsigned
+ *                           integers, double for floats: exact for every value (cpu/hist.c).
  */
 #ifndef GS_CPU_WIDEN_H
 #define GS_CPU_WIDEN_H
@@ -51,8 +51,8 @@ static GS_ALWAYS_INLINE void gs_widen_u64(const void *in, gs_dtype t, int64_t fr
     }
 }
 
-/* Value k of p (dtype t) widened to its kind: *xi (signed), *xu (bool, unsigned) or *xf
- * (float); the other two are left alone. */
+/* Value k of p (dtype t) widened to its kind: *xi (signed), *xu (bool: 0 or 1, any nonzero
+ * byte being True as NumPy reads it; unsigned) or *xf (float); the other two are left alone. */
 static GS_ALWAYS_INLINE void gs_widen_kind_at(gs_dtype t, const void *p, int64_t k, int64_t *xi,
                                               uint64_t *xu, double *xf)
 {
@@ -63,6 +63,8 @@ static GS_ALWAYS_INLINE void gs_widen_kind_at(gs_dtype t, const void *p, int64_t
             *xf = (double)((const ctype *)p)[k];   \
         else if (kind == 'i')                      \
             *xi = (int64_t)((const ctype *)p)[k];  \
+        else if (kind == 'b')                      \
+            *xu = ((const ctype *)p)[k] != 0;      \
         else                                       \
             *xu = (uint64_t)((const ctype *)p)[k]; \
         break;

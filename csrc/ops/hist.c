@@ -146,7 +146,7 @@ static PyObject *density_of(PyObject *res, PyObject *edges)
     Py_DECREF(args);
     if (diff == NULL)
         goto done;
-    db = PyArray_FROM_OTF(diff, NPY_DOUBLE, 0);
+    db = PyArray_FROM_OTF(diff, NPY_DOUBLE, NPY_ARRAY_FORCECAST); /* long double too, as NumPy */
     if (db == NULL || (q = PyNumber_TrueDivide(n, db)) == NULL ||
         (sum = PyObject_CallMethod(n, "sum", NULL)) == NULL)
         goto done;
@@ -208,6 +208,10 @@ static int device_range(hist_state *s, const gs_backend_ops *be, PyArray_Descr *
 
     if (input_place(&s->a, be, &s->bag) < 0 || gs_reduce_min_max(be, &s->a.placed, bits) < 0)
         return -1;
+    if (s->bins.from_bool) { /* bytes of bools: the least and greatest of their values 0 and 1 */
+        bits[0] = bits[0] != 0;
+        bits[1] = bits[1] != 0;
+    }
     mm = Py_BuildValue("(NN)", PyArray_Scalar(&bits[0], descr, NULL),
                        PyArray_Scalar(&bits[1], descr, NULL));
     if (mm == NULL)
@@ -236,6 +240,10 @@ static int numpy_side(hist_state *s, const gs_backend_ops *be, int64_t n, int is
 
     if (descr == NULL)
         return -1;
+    if (s->a_np != NULL) { /* the caller's (gs_histogram_widened) */
+        rc = 0;
+        goto done;
+    }
     if (!s->a.op.on_device) {
         Py_INCREF(descr); /* PyArray_FromAny steals one; the other is ours */
         s->a_np = PyArray_FromAny((PyObject *)s->a.op.host, descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
@@ -380,12 +388,12 @@ static PyObject *no_bins(hist_state *s, PyObject *weights, PyObject *density)
     return ret;
 }
 
-PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
+/* histogram(a, bins, range, density, weights, method) with its arguments parsed; `a_half`: NULL,
+ * or the float16 array that `a` widens (gs_histogram_widened). */
+static PyObject *histogram_of(PyObject *a, PyObject *a_half, PyObject *bins, PyObject *range,
+                              PyObject *density, PyObject *weights, const char *method_name)
 {
-    static char *kwlist[] = { "a", "bins", "range", "density", "weights", "method", NULL };
-    PyObject *a, *bins = NULL, *range = Py_None, *density = Py_None, *weights = Py_None;
     PyObject *res = NULL, *ret = NULL;
-    const char *method_name = "auto";
     gs_operand *used[2];
     const gs_backend_ops *be;
     int uniform, is_str, cacheable, hit = 0;
@@ -395,26 +403,25 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
     hist_state s;
     int64_t n;
 
-    if (gs_half_route(GS_HALF_HISTOGRAM, gs_histogram, self, args, kwargs, &ret))
-        return ret; /* float16: binding/half.c */
-
     memset(&s, 0, sizeof(s));
     memset(&d, 0, sizeof(d));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$s:histogram", kwlist, &a, &bins, &range,
-                                     &density, &weights, &method_name))
-        return NULL;
     if (parse_method(method_name, &d.method) < 0 || gs_backend_get(&backend) < 0)
         return NULL;
     s.range = Py_NewRef(range);
+    s.a_np = Py_XNewRef(a_half); /* NumPy sees the float16 values themselves */
+    s.bins.half = a_half != NULL;
     bins = bins != NULL ? Py_NewRef(bins) : PyLong_FromLong(10);
     if (bins == NULL || hist_operands(&s, a, weights, &n) < 0)
         goto done;
+    s.bins.from_bool = s.a.op.view.dtype == GS_BOOL; /* counted as uint8, as NumPy converts it */
     be = gs_backend_for(backend, s.a.op.on_device);
 
     /* 1. The edges, by NumPy, and the bins from them, before any data moves (or all of it from
      *    the cache, for a count of bins and a range asked for before). */
     is_str = PyUnicode_Check(bins);
     cacheable = gs_hist_key_of(s.a.type, bins, range, &key);
+    key.half = s.bins.half;
+    key.from_bool = s.bins.from_bool;
     if (cacheable && (hit = gs_hist_bins_cached(&key, &s.bins, &d)) < 0)
         goto done;
     if (!hit) {
@@ -443,6 +450,33 @@ done:
     Py_XDECREF(bins);
     hist_state_release(&s);
     return ret;
+}
+
+static char *histogram_kwlist[] = { "a", "bins", "range", "density", "weights", "method", NULL };
+
+PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *a, *bins = NULL, *range = Py_None, *density = Py_None, *weights = Py_None, *ret;
+    const char *method_name = "auto";
+
+    if (gs_half_route(GS_HALF_HISTOGRAM, gs_histogram, self, args, kwargs, &ret))
+        return ret; /* float16: binding/half.c */
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$s:histogram", histogram_kwlist, &a,
+                                     &bins, &range, &density, &weights, &method_name))
+        return NULL;
+    return histogram_of(a, NULL, bins, range, density, weights, method_name);
+}
+
+PyObject *gs_histogram_widened(PyObject *self, PyObject *args, PyObject *kwargs, PyObject *a_half)
+{
+    PyObject *a, *bins = NULL, *range = Py_None, *density = Py_None, *weights = Py_None;
+    const char *method_name = "auto";
+
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$s:histogram", histogram_kwlist, &a,
+                                     &bins, &range, &density, &weights, &method_name))
+        return NULL;
+    return histogram_of(a, a_half, bins, range, density, weights, method_name);
 }
 
 /* NumPy's checks of an array argument of bincount: 1-D, castable to `to` by the 'safe' rule. */

@@ -19,6 +19,10 @@ typedef struct gs_hist_bins {
     PyArrayObject *kedges;  /* the edges in the type the bins are found in */
     PyArrayObject *table;   /* 1-byte input: the bins of its 256 values */
     PyObject *first, *last; /* the outer edges NumPy keeps values with (explicit range) */
+    int half;               /* the values are float16 widened to float32 (exactly): NumPy keeps
+                             * and bins them as float16 (set by the caller) */
+    int from_bool;          /* 1-byte values that are bools read as uint8: a byte stands for 1
+                             * when nonzero, as NumPy's conversion makes it (set by the caller) */
 } gs_hist_bins;
 
 void gs_hist_bins_release(gs_hist_bins *b);
@@ -39,14 +43,16 @@ int gs_hist_plan_bins(gs_hist_bins *b, gs_hist_desc *d, gs_dtype t, int uniform,
  */
 typedef struct gs_hist_key {
     gs_dtype t;
+    int half;      /* t is float32 holding float16 values (gs_hist_bins.half) */
+    int from_bool; /* t is uint8 holding bools (gs_hist_bins.from_bool) */
     int64_t nbins;
     char lo_kind, hi_kind; /* 'i' (int) or 'f' (float) */
     int64_t lo_i, hi_i;
     double lo_f, hi_f;
 } gs_hist_key;
 
-/* *key for (t, bins, range); 0 when the call is not of the cached kind (or an int does not fit
- * 64 bits), with no exception. */
+/* *key for (t, bins, range) (key->half 0: the caller sets it); 0 when the call is not of the
+ * cached kind (or an int does not fit 64 bits), with no exception. */
 int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key);
 
 /* A hit: b's arrays (its edges a fresh copy, the caller's to return) and d's settled fields
@@ -56,6 +62,11 @@ int gs_hist_bins_cached(const gs_hist_key *key, gs_hist_bins *b, gs_hist_desc *d
 /* Keep what gs_hist_plan_bins settled for key (nothing on failure: the cache is an
  * optimisation). */
 void gs_hist_bins_keep(const gs_hist_key *key, const gs_hist_bins *b, const gs_hist_desc *d);
+
+/* histogram(a, bins=10, range=None, density=None, weights=None, *, method="auto") of a float16
+ * array widened to float32 (`a` in args/kwargs), `a_half` the float16 array itself: the edges,
+ * the values a range keeps and the bins are NumPy's for `a_half` (binding/half.c's route). */
+PyObject *gs_histogram_widened(PyObject *self, PyObject *args, PyObject *kwargs, PyObject *a_half);
 
 /* The value of dtype t whose bits are `bits`, widened to its kind. */
 void gs_hist_value_of_bits(gs_dtype t, uint64_t bits, gs_hist_bound *b);

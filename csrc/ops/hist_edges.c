@@ -14,7 +14,13 @@
  *   bins      equal-width bins: arithmetic checked against the edges near an edge
  *             (gpuscan/hist_bin.h, with its tolerance settled by uniform_setup); array edges:
  *             binary search in the type NumPy's searchsorted compares in; 1-byte input: a table
- *             of its 256 values' bins made by those rules (make_table).
+ *             of its 256 values' bins made by those rules (make_table);
+ *   widths    every comparison is exact in the type the backends compare in: a value narrower
+ *             than the edges is compared in the edges' type, as NumPy compares it.  float16
+ *             input (widened to float32, exactly) is kept by NumPy's comparisons of float16
+ *             values (keep_bounds_half), and float16 edges are float32 ones; long double edges,
+ *             beyond every backend, become the doubles that split the doubles exactly where
+ *             they do (kedges_long_double).
  */
 #include "ops/hist.h"
 
@@ -290,6 +296,72 @@ none:
     return 0;
 }
 
+/* The value of float16 bits h, exactly. */
+static double half_value(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/*
+ * keep_bounds for float16 values held widened in float32 (gs_hist_bins.half): d->lo and d->hi
+ * (float32 values, so exact in both of its fields) bound the float16 values that NumPy's
+ * `(a >= first) & (a <= last)` keeps, asked of NumPy over every float16 value at once (63490 of
+ * them, in increasing order: -inf ... -0, +0 ... +inf).  The float32 widening of a float16 value
+ * lies in [lo, hi] exactly when NumPy keeps the float16 one.
+ */
+static int keep_bounds_half(PyObject *first, PyObject *last, gs_hist_desc *d)
+{
+    const npy_intp n = 2 * (0x7c00 + 1); /* the non-NaN float16 values of either sign */
+    PyArrayObject *vals = (PyArrayObject *)PyArray_SimpleNew(1, (npy_intp[]){ n }, NPY_HALF);
+    PyArrayObject *ge = NULL, *le = NULL;
+    PyObject *res;
+    npy_intp lo, hi;
+    int rc = -1;
+
+    if (vals == NULL)
+        return -1;
+    for (npy_intp k = 0; k < n; k++) /* -inf (0xfc00) down to -0 (0x8000), then +0 to +inf */
+        ((uint16_t *)PyArray_DATA(vals))[k] =
+            (uint16_t)(k <= 0x7c00 ? 0xfc00 - k : k - (0x7c00 + 1));
+    if ((res = PyObject_RichCompare((PyObject *)vals, first, Py_GE)) == NULL)
+        goto done;
+    ge = (PyArrayObject *)PyArray_FROM_OTF(res, NPY_BOOL, NPY_ARRAY_CARRAY);
+    Py_DECREF(res);
+    if (ge == NULL || (res = PyObject_RichCompare((PyObject *)vals, last, Py_LE)) == NULL)
+        goto done;
+    le = (PyArrayObject *)PyArray_FROM_OTF(res, NPY_BOOL, NPY_ARRAY_CARRAY);
+    Py_DECREF(res);
+    if (le == NULL)
+        goto done;
+    if (PyArray_SIZE(ge) != n || PyArray_SIZE(le) != n) {
+        PyErr_SetString(PyExc_ValueError, "range values must be scalars");
+        goto done;
+    }
+    /* NumPy's `a >= first` is false and then true along increasing values, `a <= last` true and
+     * then false. */
+    for (lo = 0; lo < n && !((const npy_bool *)PyArray_DATA(ge))[lo]; lo++)
+        ;
+    for (hi = n - 1; hi >= 0 && !((const npy_bool *)PyArray_DATA(le))[hi]; hi--)
+        ;
+    memset(&d->lo, 0, sizeof(d->lo));
+    memset(&d->hi, 0, sizeof(d->hi));
+    if (lo > hi) { /* none */
+        d->lo.f = INFINITY;
+        d->hi.f = -INFINITY;
+    } else {
+        d->lo.f = half_value(((const uint16_t *)PyArray_DATA(vals))[lo]);
+        d->hi.f = half_value(((const uint16_t *)PyArray_DATA(vals))[hi]);
+    }
+    rc = 0;
+done:
+    Py_DECREF(vals);
+    Py_XDECREF(ge);
+    Py_XDECREF(le);
+    return rc;
+}
+
 /* ---- Equal-width bins: the arithmetic's tolerance (gpuscan/hist_bin.h)
  * ------------------------------- */
 
@@ -339,9 +411,10 @@ static void uniform_setup(const void *e, int64_t nb, gs_hist_desc *d)
  * 1-byte input: the bin of each of the 256 values, computed here by gs_hist_bin itself, so
  * that the backends look each value up (GS_HIST_TABLE) instead of converting and multiplying.
  * Replaces d's mode and edges; `table` (256 int32) must outlive the call.  Not for more bins
- * than an int32 holds.
+ * than an int32 holds.  from_bool: the bytes are bools, each the value 1 when nonzero.
  */
-static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObject **table)
+static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObject **table,
+                      int from_bool)
 {
     npy_intp dims = 256;
     char kind = gs_dtype_kind(t) == 'i' ? 'i' : 'u';
@@ -355,9 +428,11 @@ static int make_table(gs_hist_desc *d, gs_dtype t, const void *edges, PyArrayObj
         return -1;
     bins = PyArray_DATA(*table);
     d->edges = edges;
-    for (int b = 0; b < 256; b++)
-        bins[b] = (int32_t)gs_hist_bin(d, kind, d->mode, d->edge_type, (int8_t)(uint8_t)b,
-                                       (uint64_t)b, 0.0);
+    for (int b = 0; b < 256; b++) {
+        const int v = from_bool ? b != 0 : b;
+        bins[b] = (int32_t)gs_hist_bin(d, kind, d->mode, d->edge_type, (int8_t)(uint8_t)v,
+                                       (uint64_t)v, 0.0);
+    }
     d->mode = GS_HIST_TABLE;
     d->edge_type = GS_INT32;
     d->edges = NULL;
@@ -410,8 +485,14 @@ static int search_type(PyArray_Descr *common, gs_dtype *out)
         *out = GS_UINT64;
         return 0;
     case 'f':
-        if (PyDataType_ELSIZE(common) == 4 || PyDataType_ELSIZE(common) == 8) {
-            *out = PyDataType_ELSIZE(common) == 4 ? GS_FLOAT32 : GS_FLOAT64;
+        /* float16 compares as float32 (every float16 is one, and the order is the same), and a
+         * long double wider than double as the doubles of kedges_long_double */
+        if (common->type_num == NPY_HALF || PyDataType_ELSIZE(common) == 4) {
+            *out = GS_FLOAT32;
+            return 0;
+        }
+        if (PyDataType_ELSIZE(common) == 8 || common->type_num == NPY_LONGDOUBLE) {
+            *out = GS_FLOAT64;
             return 0;
         }
         break;
@@ -423,6 +504,43 @@ static int search_type(PyArray_Descr *common, gs_dtype *out)
                  "(bool, integer, float32 or float64 only)",
                  (PyObject *)common);
     return -1;
+}
+
+/*
+ * Long double edges (wider than double) as doubles that split every double value as they do: a
+ * double x is >= E exactly when x >= E rounded up to a double, and <= E exactly when x <= E rounded
+ * down.  Every edge but the last is a lower bound of its bin (rounded up); the last is the upper
+ * bound of the kept values in a search (rounded down: `last_down`), and an equal-width
+ * histogram's keeping is settled by the range (keep_bounds), so there it is rounded up as well.
+ * The doubles do not decrease, as the edges do not.  Returns a new float64 array, or NULL.
+ */
+static PyArrayObject *kedges_long_double(PyArrayObject *edges, int last_down)
+{
+    PyArrayObject *ld =
+        (PyArrayObject *)PyArray_FROM_OTF((PyObject *)edges, NPY_LONGDOUBLE, NPY_ARRAY_CARRAY_RO);
+    PyArrayObject *out;
+    npy_intp n;
+
+    if (ld == NULL)
+        return NULL;
+    n = PyArray_SIZE(ld);
+    out = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    if (out != NULL) {
+        const long double *e = PyArray_DATA(ld);
+        double *o = PyArray_DATA(out);
+        for (npy_intp k = 0; k < n; k++) {
+            double v = (double)e[k];
+            if (last_down && k == n - 1) {
+                if ((long double)v > e[k])
+                    v = nextafter(v, -INFINITY);
+            } else if ((long double)v < e[k]) {
+                v = nextafter(v, INFINITY);
+            }
+            o[k] = v;
+        }
+    }
+    Py_DECREF(ld);
+    return out;
 }
 
 /* d's mode, edges and keep bounds from NumPy's edges. */
@@ -438,9 +556,22 @@ int gs_hist_plan_bins(gs_hist_bins *s, gs_hist_desc *d, gs_dtype t, int uniform,
         return -1;
     }
     d->nbins = PyArray_DIM(e, 0) - 1;
+    /* long double edges beyond double (kedges_long_double), for input that a double holds */
+    const int wide = PyArray_TYPE(e) == NPY_LONGDOUBLE && LDBL_MANT_DIG > DBL_MANT_DIG;
+    if (wide && !gs_dtype_is_float(t) && gs_dtype_size(t) > 4) {
+        PyErr_Format(PyExc_TypeError,
+                     "histogram: bin edges of dtype %R with 64-bit integer input are not "
+                     "supported (NumPy compares them in long double)",
+                     (PyObject *)PyArray_DESCR(e));
+        return -1;
+    }
     if (uniform) {
         const int etype = PyArray_TYPE(e);
-        if (etype != NPY_FLOAT32 && etype != NPY_FLOAT64) {
+        if (etype == NPY_FLOAT32 || (etype == NPY_HALF && s->half)) {
+            et = GS_FLOAT32; /* float16 edges of float16 values: float32, exactly */
+        } else if (etype == NPY_FLOAT64 || etype == NPY_LONGDOUBLE) {
+            et = GS_FLOAT64;
+        } else {
             PyErr_Format(PyExc_TypeError,
                          "histogram: equal-width bin edges of dtype %R are not supported "
                          "(NumPy chose them from the range's and the input's types; float32 "
@@ -448,12 +579,15 @@ int gs_hist_plan_bins(gs_hist_bins *s, gs_hist_desc *d, gs_dtype t, int uniform,
                          (PyObject *)PyArray_DESCR(e));
             return -1;
         }
-        et = etype == NPY_FLOAT32 ? GS_FLOAT32 : GS_FLOAT64;
         d->mode = GS_HIST_UNIFORM;
-        if (outer_edges(s, given_range) < 0 || keep_bounds(t, s->first, s->last, d) < 0)
+        if (outer_edges(s, given_range) < 0)
+            return -1;
+        if (s->half && s->first != NULL ? keep_bounds_half(s->first, s->last, d) < 0
+                                        : keep_bounds(t, s->first, s->last, d) < 0)
             return -1;
     } else {
-        if ((in_descr = gs_descr(t)) == NULL)
+        in_descr = s->half ? PyArray_DescrFromType(NPY_HALF) : gs_descr(t);
+        if (in_descr == NULL)
             return -1;
         common = PyArray_PromoteTypes(in_descr, PyArray_DESCR(e));
         Py_DECREF(in_descr);
@@ -466,11 +600,15 @@ int gs_hist_plan_bins(gs_hist_bins *s, gs_hist_desc *d, gs_dtype t, int uniform,
         d->mode = GS_HIST_SEARCH;
     }
     d->edge_type = et;
-    PyArray_Descr *edescr = gs_descr(et);
-    if (edescr == NULL)
-        return -1;
-    s->kedges = (PyArrayObject *)PyArray_FromAny(s->edges, edescr, 1, 1,
-                                                 NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL);
+    if (wide && et == GS_FLOAT64) {
+        s->kedges = kedges_long_double(e, !uniform);
+    } else {
+        PyArray_Descr *edescr = gs_descr(et);
+        if (edescr == NULL)
+            return -1;
+        s->kedges = (PyArrayObject *)PyArray_FromAny(
+            s->edges, edescr, 1, 1, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL);
+    }
     if (s->kedges == NULL)
         return -1;
     if (uniform) {
@@ -485,7 +623,7 @@ int gs_hist_plan_bins(gs_hist_bins *s, gs_hist_desc *d, gs_dtype t, int uniform,
         d->hi_f = (float)d->hi.f;
     }
     /* 1-byte input: a table of the 256 values' bins replaces the arithmetic. */
-    if (make_table(d, t, PyArray_DATA(s->kedges), &s->table) < 0)
+    if (make_table(d, t, PyArray_DATA(s->kedges), &s->table, s->from_bool) < 0)
         return -1;
     d->edges = PyArray_DATA(s->table != NULL ? s->table : s->kedges); /* host memory */
     return 0;
@@ -553,8 +691,7 @@ int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key
         return 0;
     }
     return key->nbins >= 1 &&
-           bound_key(PySequence_Fast_GET_ITEM(range, 0), &key->lo_kind, &key->lo_i,
-                     &key->lo_f) &&
+           bound_key(PySequence_Fast_GET_ITEM(range, 0), &key->lo_kind, &key->lo_i, &key->lo_f) &&
            bound_key(PySequence_Fast_GET_ITEM(range, 1), &key->hi_kind, &key->hi_i, &key->hi_f);
 }
 
@@ -562,8 +699,9 @@ int gs_hist_key_of(gs_dtype t, PyObject *bins, PyObject *range, gs_hist_key *key
  * keep the sign). */
 static int same_key(const gs_hist_key *a, const gs_hist_key *b)
 {
-    return a->t == b->t && a->nbins == b->nbins && a->lo_kind == b->lo_kind &&
-           a->hi_kind == b->hi_kind && a->lo_i == b->lo_i && a->hi_i == b->hi_i &&
+    return a->t == b->t && a->half == b->half && a->from_bool == b->from_bool &&
+           a->nbins == b->nbins && a->lo_kind == b->lo_kind && a->hi_kind == b->hi_kind &&
+           a->lo_i == b->lo_i && a->hi_i == b->hi_i &&
            memcmp(&a->lo_f, &b->lo_f, sizeof(double)) == 0 &&
            memcmp(&a->hi_f, &b->hi_f, sizeof(double)) == 0;
 }

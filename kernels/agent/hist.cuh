@@ -82,11 +82,19 @@ static __device__ __forceinline__ char gs_hist_kind(gs_dtype t)
     return gs_dtype_kind(t) == 'b' ? 'u' : gs_dtype_kind(t);
 }
 
+/* Raw bits of one value (zero-extended) -> its bits as a number: a bool's any nonzero byte is
+ * 1, as NumPy reads it (t is a constant at every call site: nothing for the other dtypes). */
+static __device__ __forceinline__ uint64_t gs_hist_bits(gs_dtype t, uint64_t bits)
+{
+    return t == GS_BOOL ? (uint64_t)(bits != 0) : bits;
+}
+
 /* Raw bits of one value (zero-extended) -> its widened value. */
 static __device__ __forceinline__ void gs_hist_widen(gs_dtype t, uint64_t bits, int64_t *xi,
                                                      uint64_t *xu, double *xf)
 {
     const int sh = 64 - 8 * (int)gs_dtype_size(t);
+    bits = gs_hist_bits(t, bits);
     switch (gs_hist_kind(t)) {
     case 'f':
         *xf = gs_dtype_size(t) == 4 ? (double)__uint_as_float((unsigned)bits)
@@ -131,8 +139,8 @@ static __device__ __forceinline__ int gs_hist_bin32(const gs_hist_desc *d, const
         return table[bits & 0xff];
     if (mode == GS_HIST_INDEX && gs_dtype_size(t) <= 4) {
         const uint32_t sh = 32 - 8 * (uint32_t)gs_dtype_size(t);
-        const uint32_t u =
-            kind == 'i' ? (uint32_t)((int32_t)((uint32_t)bits << sh) >> sh) : (uint32_t)bits;
+        const uint32_t u = kind == 'i' ? (uint32_t)((int32_t)((uint32_t)bits << sh) >> sh)
+                                       : (uint32_t)gs_hist_bits(t, bits);
         return (uint64_t)u < (uint64_t)d->nbins ? (int)u : -1; /* negative: u >= 2^31 */
     }
     if (mode == GS_HIST_UNIFORM && kind == 'f' && gs_dtype_size(t) == 4 && et == GS_FLOAT32) {
@@ -167,7 +175,7 @@ static __device__ __forceinline__ void gs_hist_see(gs_dtype t, const uint64_t *b
         if (k < m) {
             const uint32_t key = gs_hist_kind(t) == 'i'
                                      ? (uint32_t)((int32_t)((uint32_t)bits[k] << sh) >> sh)
-                                     : (uint32_t)bits[k];
+                                     : (uint32_t)gs_hist_bits(t, bits[k]);
             most = key > most ? key : most;
         }
     }

@@ -15,9 +15,10 @@
 /* X(op, in, out, rs): one kernel that takes `in` values to `out` values under `op` in
  * registers of suffix rs; every primitive with a typed accumulation (scan, reduce) stamps one
  * kernel per row.
- * add/mul: unsigned same-width (signed shares them) and the widening of narrow integers to 64
- * bits (the input's signedness decides its extension); min/max: every dtype; bitwise: bool
- * and unsigned widths.  Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic). */
+ * add/mul: unsigned same-width (signed shares them) and the widening of narrow integers and
+ * bool to 64 bits (the input's signedness decides its extension; a bool's value is 0 or 1,
+ * whatever its byte: not uint8's row); min/max: every dtype; bitwise: bool and unsigned widths.
+ * Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic). */
 #define GS_KT_ARITH_INT(X, op)       \
     X(op, GS_UINT8, GS_UINT8, u32)   \
     X(op, GS_UINT16, GS_UINT16, u32) \
@@ -28,7 +29,8 @@
     X(op, GS_INT32, GS_UINT64, u64)  \
     X(op, GS_UINT8, GS_UINT64, u64)  \
     X(op, GS_UINT16, GS_UINT64, u64) \
-    X(op, GS_UINT32, GS_UINT64, u64)
+    X(op, GS_UINT32, GS_UINT64, u64) \
+    X(op, GS_BOOL, GS_UINT64, u64)
 #define GS_KT_ARITH_FLOAT(X, op)       \
     X(op, GS_FLOAT32, GS_FLOAT32, f32) \
     X(op, GS_FLOAT64, GS_FLOAT64, f64)
@@ -82,7 +84,8 @@ static gs_dtype gs_unsigned_of(gs_dtype t)
 
 /* The table row for a (in, out, op) triple that gs_scan_pair_direct() accepts: NumPy's bool
  * arithmetic (+ is or, * is and; min/max likewise), and signedness dropped where the bits do
- * not see it (only a narrower input's extension does). */
+ * not see it (only a narrower input's extension does; a bool input keeps its own row, which
+ * reads any nonzero byte as 1). */
 static void gs_kernel_key(gs_dtype *in, gs_dtype *out, gs_op *op)
 {
     if (*out == GS_BOOL) {
@@ -91,7 +94,7 @@ static void gs_kernel_key(gs_dtype *in, gs_dtype *out, gs_op *op)
         else if (*op == GS_OP_MUL || *op == GS_OP_MIN)
             *op = GS_OP_AND;
     } else if (!gs_dtype_is_float(*out) && *op != GS_OP_MIN && *op != GS_OP_MAX) {
-        if (*in == *out || *in == GS_BOOL)
+        if (*in == *out)
             *in = gs_unsigned_of(*in);
         *out = gs_unsigned_of(*out);
     }

@@ -124,10 +124,13 @@ static __device__ __forceinline__ GS_R GS_FN(combine)(gs_op op, GS_R a, GS_R b)
     }
 }
 
-/* The value of an element of dtype t held as zero-extended bits. */
+/* The value of an element of dtype t held as zero-extended bits: a bool is 1 for any nonzero
+ * byte, as NumPy reads it (a bool array may hold other bytes than 0 and 1: a view of uint8). */
 static __device__ __forceinline__ GS_R GS_FN(from_bits)(gs_dtype t, uint64_t bits)
 {
     switch (t) {
+    case GS_BOOL:
+        return (GS_R)(bits != 0);
 #if GS_R_KIND == 'f'
     case GS_FLOAT32:
         return (GS_R)__uint_as_float((unsigned)bits);
