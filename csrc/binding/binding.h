@@ -16,13 +16,22 @@
 
 /* ---- half.c --------------------------------------------------------------------------- */
 
-typedef enum gs_half_kind { GS_HALF_ACCUMULATE, GS_HALF_HISTOGRAM } gs_half_kind;
+/* The float16 door of scan, segmented_scan, reduce, reduceat and segmented_reduce (fn: the op's
+ * own entry): 0 when the call's `a` is not float16 input (the op goes on), else 1 with *ret the
+ * float16 call's result, computed in float32 and rounded once (NULL with an exception set). */
+int gs_half_route(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args, PyObject *kwargs,
+                  PyObject **ret);
 
-/* The float16 door of an op (fn: its own entry; ACCUMULATE: scan, segmented_scan, reduce,
- * reduceat, segmented_reduce; HISTOGRAM: histogram): 0 when the call has no float16 NumPy operand (the op goes on), else 1
- * with *ret the float16 call's result (NULL with an exception set on failure). */
-int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
-                  PyObject *kwargs, PyObject **ret);
+/* histogram's float16 operands: `a` widened to float32, with the float16 array itself (a_half,
+ * whose edges and bins NumPy's are; NULL when `a` is not float16), `weights` widened when they
+ * are float16 (half_weights: then the counts round back to float16).  0 when neither is
+ * float16 (h empty); 1 with h filled (release it); -1 with an exception. */
+typedef struct gs_half_hist {
+    PyObject *a, *a_half, *weights;
+    int half_weights;
+} gs_half_hist;
+int gs_half_histogram(PyObject *a, PyObject *weights, gs_half_hist *h);
+void gs_half_histogram_release(gs_half_hist *h);
 
 /* ---- args.c --------------------------------------------------------------------------- */
 

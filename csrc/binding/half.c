@@ -13,7 +13,6 @@
  * takes them).
  */
 #include "binding/binding.h"
-#include "ops/hist.h"
 
 /* 1 when obj is a NumPy array of float16. */
 static int is_half(PyObject *obj)
@@ -162,72 +161,41 @@ done:
     Py_XDECREF(f32);
 }
 
-/* histogram(a, bins, range, density, weights, *, method): a float16 `a` counted as float32
- * values (exactly the same values) by ops/hist.c's gs_histogram_widened, which settles the edges,
- * the values a range keeps and the bins from the float16 array itself, as np.histogram does
- * (compared in the edges' type when they are wider); float16 weights summed in float32 and
- * rounded once per bin. */
-static void route_histogram(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
-                            PyObject *kwargs, PyObject **ret)
+int gs_half_histogram(PyObject *a, PyObject *weights, gs_half_hist *h)
 {
-    PyObject *a = argument(args, kwargs, 0, "a"), *density = argument(args, kwargs, 3, "density");
-    PyObject *weights = argument(args, kwargs, 4, "weights");
-    PyObject *nargs = NULL, *nkw = NULL, *res = NULL, *w = NULL, *wide = NULL, *counts = NULL;
-    PyObject *a16 = NULL; /* a as a float16 array, when it is a list or scalar of float16 */
-    int half_a = half_input(a), half_w = half_input(weights), dens;
-
-    *ret = NULL;
-    if (half_a > 0 && !PyArray_Check(a)) {
-        if (half_of(a, &a16) < 0)
-            goto done;
-        a = a16;
-    }
-    if (half_a < 0 || half_w < 0 || (dens = density != NULL ? PyObject_IsTrue(density) : 0) < 0 ||
-        (nargs = PyTuple_GetSlice(args, 0, PY_SSIZE_T_MAX)) == NULL ||
-        (nkw = kwargs != NULL ? PyDict_Copy(kwargs) : PyDict_New()) == NULL)
-        goto done;
-    if (half_a && ((wide = as_float32(a)) == NULL || set_argument(nargs, nkw, 0, "a", wide) < 0))
-        goto done;
-    if (half_w) {
-        if ((w = as_float32(weights)) == NULL || set_argument(nargs, nkw, 4, "weights", w) < 0)
-            goto done;
-    }
-    res = half_a ? gs_histogram_widened(self, nargs, nkw, a) : fn(self, nargs, nkw);
-    if (res == NULL)
-        goto done;
-    counts = Py_NewRef(PyTuple_GET_ITEM(res, 0));
-    if (half_w && !dens)
-        Py_SETREF(counts, PyObject_CallMethod(counts, "astype", "s", "float16"));
-    if (counts != NULL)
-        *ret = PyTuple_Pack(2, counts, PyTuple_GET_ITEM(res, 1));
-done:
-    Py_XDECREF(nargs);
-    Py_XDECREF(nkw);
-    Py_XDECREF(res);
-    Py_XDECREF(w);
-    Py_XDECREF(wide);
-    Py_XDECREF(counts);
-    Py_XDECREF(a16);
+    memset(h, 0, sizeof(*h));
+    const int half_a = half_input(a), half_w = half_input(weights);
+    if (half_a < 0 || half_w < 0)
+        return -1;
+    if (!half_a && !half_w)
+        return 0;
+    if (half_a && (PyArray_Check(a) ? (h->a_half = Py_NewRef(a)) == NULL
+                                    : half_of(a, &h->a_half) < 0 || h->a_half == NULL))
+        goto fail;
+    h->a = half_a ? as_float32(h->a_half) : Py_NewRef(a);
+    h->weights = half_w ? as_float32(weights) : Py_XNewRef(weights);
+    h->half_weights = half_w;
+    if (h->a != NULL && (weights == NULL || h->weights != NULL))
+        return 1;
+fail:
+    gs_half_histogram_release(h);
+    return -1;
 }
 
-int gs_half_route(gs_half_kind kind, PyCFunctionWithKeywords fn, PyObject *self, PyObject *args,
-                  PyObject *kwargs, PyObject **ret)
+void gs_half_histogram_release(gs_half_hist *h)
+{
+    Py_CLEAR(h->a);
+    Py_CLEAR(h->a_half);
+    Py_CLEAR(h->weights);
+}
+
+int gs_half_route(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args, PyObject *kwargs,
+                  PyObject **ret)
 {
     const int half = half_input(argument(args, kwargs, 0, "a"));
 
     if (half < 0) {
         *ret = NULL;
-        return 1;
-    }
-    if (kind == GS_HALF_HISTOGRAM) {
-        const int half_w = half_input(argument(args, kwargs, 4, "weights"));
-        if (half_w < 0) {
-            *ret = NULL;
-            return 1;
-        }
-        if (!half && !half_w)
-            return 0;
-        route_histogram(fn, self, args, kwargs, ret);
         return 1;
     }
     if (!half)

@@ -458,25 +458,27 @@ PyObject *gs_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *a, *bins = NULL, *range = Py_None, *density = Py_None, *weights = Py_None, *ret;
     const char *method_name = "auto";
+    gs_half_hist h;
+    int half, dens;
 
-    if (gs_half_route(GS_HALF_HISTOGRAM, gs_histogram, self, args, kwargs, &ret))
-        return ret; /* float16: binding/half.c */
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$s:histogram", histogram_kwlist, &a,
                                      &bins, &range, &density, &weights, &method_name))
         return NULL;
-    return histogram_of(a, NULL, bins, range, density, weights, method_name);
-}
-
-PyObject *gs_histogram_widened(PyObject *self, PyObject *args, PyObject *kwargs, PyObject *a_half)
-{
-    PyObject *a, *bins = NULL, *range = Py_None, *density = Py_None, *weights = Py_None;
-    const char *method_name = "auto";
-
-    (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$s:histogram", histogram_kwlist, &a,
-                                     &bins, &range, &density, &weights, &method_name))
-        return NULL;
-    return histogram_of(a, a_half, bins, range, density, weights, method_name);
+    /* float16 (binding/half.c): counted in float32 by NumPy's float16 edges and bins, float16
+     * weights summed in float32 and rounded once per bin. */
+    if ((half = gs_half_histogram(a, weights != Py_None ? weights : NULL, &h)) <= 0)
+        return half < 0 ? NULL : histogram_of(a, NULL, bins, range, density, weights, method_name);
+    ret = histogram_of(h.a, h.a_half, bins, range, density, h.weights != NULL ? h.weights : Py_None,
+                       method_name);
+    if (ret != NULL && h.half_weights && (dens = PyObject_IsTrue(density)) <= 0) {
+        PyObject *counts =
+            dens < 0 ? NULL
+                     : PyObject_CallMethod(PyTuple_GET_ITEM(ret, 0), "astype", "s", "float16");
+        Py_SETREF(ret, counts == NULL ? NULL : PyTuple_Pack(2, counts, PyTuple_GET_ITEM(ret, 1)));
+        Py_XDECREF(counts);
+    }
+    gs_half_histogram_release(&h);
+    return ret;
 }
 
 /* NumPy's checks of an array argument of bincount: 1-D, castable to `to` by the 'safe' rule. */

@@ -63,11 +63,6 @@ int gs_hist_bins_cached(const gs_hist_key *key, gs_hist_bins *b, gs_hist_desc *d
  * optimisation). */
 void gs_hist_bins_keep(const gs_hist_key *key, const gs_hist_bins *b, const gs_hist_desc *d);
 
-/* histogram(a, bins=10, range=None, density=None, weights=None, *, method="auto") of a float16
- * array widened to float32 (`a` in args/kwargs), `a_half` the float16 array itself: the edges,
- * the values a range keeps and the bins are NumPy's for `a_half` (binding/half.c's route). */
-PyObject *gs_histogram_widened(PyObject *self, PyObject *args, PyObject *kwargs, PyObject *a_half);
-
 /* The value of dtype t whose bits are `bits`, widened to its kind. */
 void gs_hist_value_of_bits(gs_dtype t, uint64_t bits, gs_hist_bound *b);
 

@@ -342,7 +342,7 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_operand in, out;
     reduce_plan p;
 
-    if (gs_half_route(GS_HALF_ACCUMULATE, gs_reduce, self, args, kwargs, &ret))
+    if (gs_half_route(gs_reduce, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&in, 0, sizeof(in));

@@ -228,7 +228,7 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_algorithm algo;
     scan_call c;
 
-    if (gs_half_route(GS_HALF_ACCUMULATE, gs_scan, self, args, kwargs, &ret))
+    if (gs_half_route(gs_scan, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&c, 0, sizeof(c));
@@ -275,7 +275,7 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_algorithm algo;
     scan_call c;
 
-    if (gs_half_route(GS_HALF_ACCUMULATE, gs_segmented_scan, self, args, kwargs, &ret))
+    if (gs_half_route(gs_segmented_scan, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&c, 0, sizeof(c));

@@ -373,7 +373,7 @@ PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
     reduceat_plan p;
     int ndim;
 
-    if (gs_half_route(GS_HALF_ACCUMULATE, gs_reduceat, self, args, kwargs, &ret))
+    if (gs_half_route(gs_reduceat, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&ind, 0, sizeof(ind));
@@ -511,7 +511,7 @@ PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_op op = GS_OP_ADD;
     int ndim, fnd;
 
-    if (gs_half_route(GS_HALF_ACCUMULATE, gs_segmented_reduce, self, args, kwargs, &ret))
+    if (gs_half_route(gs_segmented_reduce, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&flags, 0, sizeof(flags));
