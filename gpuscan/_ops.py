@@ -20,7 +20,8 @@ _BY_UFUNC_NAME = {u.__name__: name for name, u in UFUNCS.items()}
 
 
 def op_name(op):
-    """The name of an op given as a name or a ufunc ("add" for np.add); anything else as str."""
+    """The contract's name of an op given as a name, a ufunc's name or a ufunc ("mul" for
+    np.multiply and "multiply"); anything else as str."""
     if isinstance(op, str):
-        return op
+        return _BY_UFUNC_NAME.get(op, op)
     return _BY_UFUNC_NAME.get(getattr(op, "__name__", ""), str(op))
