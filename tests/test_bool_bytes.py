@@ -175,7 +175,8 @@ def test_device_arrays(op, rng):
     ref = canonical(b)
     check_scan(gpuscan.scan(d, op).get(), ref, op)
     res = gpuscan.reduce(d, op)
-    check_reduce(res.get() if isinstance(res, gpuscan.DeviceArray) else res, ref, op)
+    assert isinstance(res, gpuscan.DeviceArray) and res.ndim == 0  # results stay on the device
+    check_reduce(res.get()[()], ref, op)  # the 0-d array as the NumPy scalar np.add.reduce gives
     flags = gpuscan.to_device(odd_bools(rng, n, 0.05))
     check_segmented_scan(gpuscan.segmented_scan(d, flags, op).get(), ref, canonical(flags.get()),
                          op)
