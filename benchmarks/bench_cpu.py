@@ -4,12 +4,14 @@
                                    [--machine NAME] [--only SUBSTRING]
 
 NumPy in, NumPy out, on the CPU backend (GPUSCAN_BACKEND=cpu): every primitive - scan,
-segmented_scan, reduce (add and max), reduceat and segmented_reduce (add, ~1000-value slices),
-histogram (256 bins), bincount, compact and split (half and 1% of the flags set) - for float32,
-int32 and uint8 values of 10^3 ... 10^8 elements (the largest capped by --max-exp), the
-linear recurrence of float32 (a in [0.9, 1)), and scan and reduce along each axis of
-(10^4, 1000) and (1000, 10^4) arrays.  Each thread count runs in its own process (GPUSCAN_NUM_THREADS is read
-once), NumPy beside gpuscan in the same process: the two calls alternate, the order flipping
+segmented_scan (heads at 1e-3, 1% and half of the values), reduce (add, max, and xor of the
+integers), reduceat and segmented_reduce (add, ~1000-value slices), histogram (256 bins),
+bincount, compact and split (half and 1% of the flags set) - for float32, int32 and uint8 values
+of 10^3 ... 10^8 elements (the largest capped by --max-exp), the linear recurrence of float32 (a
+in [0.9, 1)), scan and reduce (add) along each axis of (10^4, 1000) and (1000, 10^4) arrays,
+and reduce (add, max) along each axis of (2, 5*10^6) and (5*10^6, 2) ones.  Each thread count
+runs in its own process (GPUSCAN_NUM_THREADS is read once), NumPy beside gpuscan in the same
+process: the two calls alternate, the order flipping
 every repetition, so a change of load on the host hits both alike.  The NumPy baseline of a
 case is the call a NumPy user would write (np.cumsum, np.add.reduce, np.histogram, x[mask],
 ...; for segmented_scan, segmented_reduce and linear_recurrence, which NumPy lacks, the plain
@@ -155,16 +157,20 @@ def cases_1d(gs, rng, n, only):
             ("scan", f"scan add {a}", "scan(x) | np.cumsum(x)",
              lambda x=x: gs.scan(x), lambda x=x: np.cumsum(x),
              (lambda r, ref, x=x: float_bound_problem(r, x, None, False)) if is_f else equal_problem),
-            ("segmented_scan", f"segmented_scan add {a} (1e-3 heads)",
-             "segmented_scan(x, f) | cumsum - sum before heads",
-             lambda x=x, f=segf: gs.segmented_scan(x, f),
-             lambda x=x, f=segf: _slow.segmented_scan(x, f),
-             lambda r, ref, x=x, f=segf: segmented_problem(r, x, f)),
+            *[("segmented_scan", f"segmented_scan add {a} ({name} heads)",
+               "segmented_scan(x, f) | cumsum - sum before heads",
+               lambda x=x, f=f: gs.segmented_scan(x, f),
+               lambda x=x, f=f: _slow.segmented_scan(x, f),
+               lambda r, ref, x=x, f=f: segmented_problem(r, x, f))
+              for name, f in (("1e-3", segf), ("1%", sparse), ("half", half))],
             ("reduce", f"reduce add {a}", "reduce(x) | np.add.reduce(x)",
              lambda x=x: gs.reduce(x), lambda x=x: np.add.reduce(x),
              (lambda r, ref, x=x: float_bound_problem(r, x, None, True)) if is_f else equal_problem),
             ("reduce", f"reduce max {a}", "reduce(x, 'max') | np.maximum.reduce(x)",
              lambda x=x: gs.reduce(x, "max"), lambda x=x: np.maximum.reduce(x), equal_problem),
+            *([("reduce", f"reduce xor {a}", "reduce(x, 'xor') | np.bitwise_xor.reduce(x)",
+                lambda x=x: gs.reduce(x, "xor"), lambda x=x: np.bitwise_xor.reduce(x),
+                equal_problem)] if not is_f else []),
             ("histogram", f"histogram {a} 256 bins", f"histogram(x, 256, {bins_range})",
              lambda x=x, r=bins_range: gs.histogram(x, bins=256, range=r)[0],
              lambda x=x, r=bins_range: np.histogram(x, bins=256, range=r)[0], equal_problem),
@@ -224,6 +230,26 @@ def cases_axes(gs, rng, only):
                      lambda x=x, ax=axis: np.add.reduce(x, axis=ax),
                      (lambda r, ref, x=x, ax=axis: float_bound_problem(r, x, ax, True))
                      if is_f else equal_problem),
+                ]
+    # Few long rows and many short ones: the reduced axis first (many columns read in place)
+    # or last (rows of two values).
+    for shape in ((2, 5 * 10**6), (5 * 10**6, 2)):
+        for dt in DTYPES:
+            a = harness.abbr(dt)
+            x = values(rng, dt, shape)
+            is_f = x.dtype.kind == "f"
+            for axis in (0, 1):
+                tag = f"{shape[0]}x{shape[1]} axis={axis}"
+                out += [
+                    ("reduce", f"reduce add {a} {tag}", f"reduce(x, axis={axis}) | np.add.reduce",
+                     lambda x=x, ax=axis: gs.reduce(x, axis=ax),
+                     lambda x=x, ax=axis: np.add.reduce(x, axis=ax),
+                     (lambda r, ref, x=x, ax=axis: float_bound_problem(r, x, ax, True))
+                     if is_f else equal_problem),
+                    ("reduce", f"reduce max {a} {tag}",
+                     f"reduce(x, 'max', axis={axis}) | np.maximum.reduce",
+                     lambda x=x, ax=axis: gs.reduce(x, "max", axis=ax),
+                     lambda x=x, ax=axis: np.maximum.reduce(x, axis=ax), equal_problem),
                 ]
     return [c for c in out if not only or only in c[1]]
 
@@ -286,6 +312,16 @@ def goals_of(rows, all_threads):
             goals.append(Goal(f"{case} T={threads} worst n < 10^4", fmt_size(w.n),
                               f"{w.ratios['numpy']:.2f}x", f">= {SMALL_GOAL:.2f}x",
                               "ok" if w.ratios["numpy"] >= SMALL_GOAL else "MISS"))
+    # Issue 44: segmented_scan with half of the values heads within 1.3x of its time with 1%.
+    for r in rows:
+        if r.primitive == "segmented_scan" and "(half heads)" in r.case and r.n >= 10**6 and \
+                r.ms is not None:
+            sparse = by_case.get((r.case.replace("(half heads)", "(1% heads)"), r.threads), [])
+            base = next((s for s in sparse if s.n == r.n and s.ms is not None), None)
+            if base is not None:
+                ratio = r.ms / base.ms
+                goals.append(Goal(f"{r.case} T={r.threads} / 1% heads", fmt_size(r.n),
+                                  f"{ratio:.2f}x", "<= 1.30x", "ok" if ratio <= 1.3 else "MISS"))
     for r in rows:
         if (r.threads == all_threads and all_threads > 1 and r.n == 10**7 and
                 r.primitive in FAST_AT_1E7 and "numpy" in r.ratios and "(1%" not in r.case

@@ -216,10 +216,11 @@ def test_heads_on_lane_patterns(dtype, op, kw, stride, offset, rng):
 
 
 # Heads per word of 64 values.  The CPU backend reads the heads of a chunk as words of 64 bits
-# and restarts inside its loops: a word with no head takes the plain loops; 1- and 2-byte dtypes
-# scan a word with up to 4 heads as plain runs between them and a denser one value by value with
-# every start selected by a mask; 4- and 8-byte dtypes rescan each vector of 8 or 4 values with a
-# segmented tree.  2^17 + 77 values: 32 chunks of 4096 (the carries, float add's and mul's
+# and restarts inside its loops: a word with no head takes the plain loops; a word with up to 4
+# heads branches on them (1- and 2-byte dtypes: plain runs between the heads; 4- and 8-byte ones:
+# the plain step for each vector of 8 or 4 values without a head, a segmented tree for the
+# others); a denser word takes no branch (one value at a time with every start selected by a
+# mask, or the segmented tree for every vector).  2^17 + 77 values: 32 chunks of 4096 (the carries, float add's and mul's
 # carry-in before the first head), on several threads, and a tail of a partial word and vector.
 HEADS_PER_WORD = [0, 1, 4, 5, 16, 63, 64]
 

@@ -9,8 +9,8 @@
  * the work into chunks and hands them to threads; this file never sees a thread.
  *
  * The includer defines cpu/stamp.h's and cpu/stamp_isa.h's parameters and finds gs_val, gs_part,
- * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_COL_ROWS and
- * GS_CPU_WIDEN_BLOCK already defined.
+ * GS_ALWAYS_INLINE, GS_NAME, GS_CPU_BLOCK, GS_CPU_LANE_VECS, GS_CPU_COLS, GS_CPU_COL_ROWS,
+ * GS_CPU_SHORT_RUN and GS_CPU_WIDEN_BLOCK already defined.
  *
  * Contiguous runs: integers fold in order (any grouping gives the same bits: the ops are
  * associative and commutative modulo 2^k) in a loop the compiler vectorises; floats fold over
@@ -19,12 +19,15 @@
  * join the partial in lane order: a grouping that depends on the run's length only, the same on
  * every instruction set.  Float add is compensated throughout (TwoSum in each lane, (hi, lo)
  * partials); float min/max give the first NaN of the run (its bits), else the first value equal to
- * the extremum (so +0 and -0 come out as the earlier one).
+ * the extremum (so +0 and -0 come out as the earlier one).  A run shorter than GS_CPU_SHORT_RUN
+ * folds one value at a time, as a column does.  Rows of one chunk each are folded and stored by
+ * one call (fold_rows).
  *
  * Columns (fold_cols): a block of rows r of `ncols` values at in + r * stride, each column
- * reduced down the rows, many columns side by side in vectors: column c's partial depends on
- * column c alone, folded in row order from the identity (float add: TwoSum, then a pair), so the
- * bits do not depend on how the columns are tiled or threaded.
+ * reduced down the rows into its accumulator, many columns side by side in vectors: column c's
+ * value depends on column c alone, folded in row order (float add: TwoSum from the identity, then
+ * pair_add into the accumulator, block after block), so the bits do not depend on how the columns
+ * are tiled or threaded.
  */
 
 #define GS_FN(name) GS_NAME(name, GS_SFX)

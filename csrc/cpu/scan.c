@@ -64,11 +64,13 @@
 /* Values widened per block when bool/int8..uint32 are added or multiplied into 64 bits: 2 KiB of
  * uint64 on the stack, which stays in L1 between the conversion and the loop. */
 #define GS_CPU_WIDEN_BLOCK 256
-/* Segment heads in a word of 64 values up to which the one-value-at-a-time loops (1- and 2-byte
- * dtypes) scan plain runs between heads.  Each head of a run costs a mispredicted loop exit (a
- * pipeline refill, some 15-20 cycles on current cores); the loop that selects every value's
- * start without a branch makes each value's dependency chain two operations longer, about 128
- * cycles a word: break-even near 6 heads, and 4 keeps the runs where they clearly win. */
+/* Segment heads in a word of 64 values up to which the loops branch on the heads: the
+ * one-value-at-a-time loops (1- and 2-byte dtypes) scan plain runs between heads, the vector
+ * loops take the plain step for the vectors without a head.  Each head then costs a mispredicted
+ * branch (a pipeline refill, some 15-20 cycles on current cores); the branch-free loops cost
+ * more on every value instead (a dependency chain two operations longer per value, about 128
+ * cycles a word of the 1-byte loop; a segmented tree and its blends per vector): break-even near
+ * 6 heads, and 4 keeps the branches where they clearly win. */
 #define GS_CPU_FEW_HEADS 4
 /* Columns one task scans side by side when the scanned axis is not the last (inner > 1): their
  * states (two arrays of 1024 values, 16 KiB at 8 bytes) stay in L1 while the rows stream past. */

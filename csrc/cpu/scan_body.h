@@ -160,8 +160,9 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, 
 }
 
 /* The run in[0, len) over vectors; the last one padded with the identity.  `heads`: NULL, or
- * bit i % 64 of heads[i / 64] marking a segment head at value i (a run of whole 64-value words
- * of heads with none is taken by the plain loop). */
+ * bit i % 64 of heads[i / 64] marking a segment head at value i: a word of 64 values with no
+ * head takes the plain steps, one with a few (GS_CPU_FEW_HEADS) the plain step for its vectors
+ * without one, a denser one the segmented step for every vector, with no branch on the heads. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T *in, GS_T *out,
                                                      int64_t len, int exclusive,
                                                      const gs_carry *cin, gs_carry *c,
@@ -184,12 +185,30 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T 
     } else {
         for (; i + 64 <= len; i += 64) {
             const uint64_t w = heads[i / 64];
-            GS_PREFETCH(in + i);
+            for (int q = 0; q < 64 * GS_SIZE; q += 64) /* each cache line, as the plain loop */
+                GS_PREFETCH((const char *)(in + i) + q);
             if (w == 0) {
                 for (int k = 0; k < 64; k += GS_W) {
                     GS_T *o = out != NULL ? out + i + k : NULL;
                     GS_FN(vstep)(op, GS_V(load)(in + i + k), 0, o, exclusive, has_cin, ch, cl, &h,
                                  &l, id);
+                }
+                continue;
+            }
+            if (__builtin_popcountll(w) <= GS_CPU_FEW_HEADS) {
+                /* A few heads: the plain step for the vectors without one (a branch mispredicted
+                 * about once per head) */
+                for (int k = 0; k < 64; k += GS_W) {
+                    unsigned m = (unsigned)(w >> k) & GS_WBITS;
+                    GS_T *o = out != NULL ? out + i + k : NULL;
+                    if (m == 0) {
+                        GS_FN(vstep)(op, GS_V(load)(in + i + k), 0, o, exclusive, has_cin, ch, cl,
+                                     &h, &l, id);
+                        continue;
+                    }
+                    GS_FN(vstep)(op, GS_V(load)(in + i + k), m, o, exclusive, has_cin, ch, cl, &h,
+                                 &l, id);
+                    has_cin = 0; /* after a head the carry is done with */
                 }
                 continue;
             }
