@@ -94,6 +94,8 @@ typedef struct gs_backend_ops {
     int (*linrec)(const gs_linrec_desc *d, gs_fail *f);
     /* The values a reduction's where= leaves out replaced by its start. */
     int (*select)(const gs_select_desc *d, gs_fail *f);
+    /* A sort or argsort (sort, argsort). */
+    int (*sort)(const gs_sort_desc *d, gs_fail *f);
 
     /* Streamed entries (NULL for the CPU, whose memory is the host's): the same work with
      * operands and results in host memory, views of any strides, byte order and dtype (converted

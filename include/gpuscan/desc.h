@@ -159,9 +159,6 @@ typedef struct gs_linrec_desc {
     int reverse;
 } gs_linrec_desc;
 
-/* A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
- * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
- * negative or zero (broadcast source). */
 /* A selection, where= of a reduction: out[i] = mask[i] != 0 ? in[i] : fill, for n contiguous
  * values of `type` (mask: n bytes; fill: the value's bits, zero-extended).  out may be in. */
 typedef struct gs_select_desc {
@@ -173,6 +170,9 @@ typedef struct gs_select_desc {
     uint64_t fill;
 } gs_select_desc;
 
+/* A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):
+ * dst[idx] = (dst_type) src[idx] for every index of `shape`.  Strides are in bytes and may be
+ * negative or zero (broadcast source). */
 typedef struct gs_copy_desc {
     const void *src;
     void *dst;
@@ -183,6 +183,27 @@ typedef struct gs_copy_desc {
     int64_t src_strides[GS_MAX_NDIM];
     int64_t dst_strides[GS_MAX_NDIM];
 } gs_copy_desc;
+
+/*
+ * One sort or argsort: `rows` rows of `row_len` contiguous keys of `type` (bool, an integer,
+ * float32 or float64) at `keys`, each row sorted on its own, stable, in NumPy's order: ascending
+ * (descending: largest first), equal keys in input order, -0.0 and +0.0 equal, NaNs (of either
+ * sign) last in input order in both directions.
+ *   keys_out:  rows * row_len keys, each row's keys in sorted order, moved bit for bit (NULL:
+ *              none, an argsort alone);
+ *   index_out: rows * row_len int64, for each sorted place the position in its row of the key
+ *              that lands there (NULL: none, a sort alone).
+ * Neither output overlaps `keys` or the other.  row_len >= 1, rows >= 1.
+ */
+typedef struct gs_sort_desc {
+    const void *keys;
+    void *keys_out;
+    int64_t *index_out;
+    int64_t rows;
+    int64_t row_len;
+    gs_dtype type;
+    int descending;
+} gs_sort_desc;
 
 /* One split (stable partition) or compact: the n values of `in` (moved as bits of in_type's
  * width: any dtype, NaN payloads kept) whose flag is nonzero (flags[i] in flag_type: for floats
