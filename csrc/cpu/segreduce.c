@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,24 @@
 #define GS_SEG_LONG (1 << 20)
 /* Flags per task of the heads' two passes. */
 #define GS_HEADS_CHUNK 65536
+/* Below this many bytes of input (values, flags or indices) a call's tasks run on the calling
+ * thread, with no worker woken: 1 MiB, as cpu/reduce.c's GS_CPU_PARALLEL_MIN_BYTES, is read in
+ * tens of microseconds by one thread, about what handing tasks to a worker costs on a busy host. */
+#define GS_SEG_PARALLEL_MIN_BYTES (1 << 20)
+
+/* fn(ctx, t) for every task t: on the pool for `bytes` of input from GS_SEG_PARALLEL_MIN_BYTES
+ * on, else in order on this thread.  Tasks write disjoint results, so where they run changes no
+ * bit. */
+static void gs_seg_for(int64_t bytes, int64_t ntasks, void (*fn)(void *ctx, int64_t task),
+                       void *ctx)
+{
+    if (bytes >= GS_SEG_PARALLEL_MIN_BYTES && ntasks > 1) {
+        gs_cpu_parallel_for(ntasks, fn, ctx);
+        return;
+    }
+    for (int64_t t = 0; t < ntasks; t++)
+        fn(ctx, t);
+}
 
 typedef struct gs_seg_job {
     const gs_segreduce_desc *d;
@@ -98,7 +117,10 @@ int gs_cpu_segreduce(const gs_segreduce_desc *d)
     atomic_init(&j.rc, 0);
     /* Segments per task from their mean length: the long ones, left out, count as nothing. */
     j.per_task = GS_SEG_TASK_VALUES / (d->n / d->nseg + 1) + 1;
-    gs_cpu_parallel_for((d->nseg + j.per_task - 1) / j.per_task, gs_seg_task, &j);
+    /* A sorted partition reads each value once at most; other segments may read one many
+     * times: always on the pool. */
+    gs_seg_for(d->ends == NULL ? d->n * (int64_t)j.in_size : INT64_MAX,
+               (d->nseg + j.per_task - 1) / j.per_task, gs_seg_task, &j);
     for (int64_t s = 0; s < d->nseg && atomic_load(&j.rc) == 0; s++) {
         gs_seg_bounds(d, s, &start, &end);
         if (end - start >= GS_SEG_LONG) {
@@ -152,7 +174,7 @@ int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_
     if (j.bad == NULL)
         return -ENOMEM;
     j.down = (unsigned char *)(j.bad + chunks);
-    gs_cpu_parallel_for(chunks, gs_index_task, &j);
+    gs_seg_for(m * (int64_t)sizeof(int64_t), chunks, gs_index_task, &j);
     for (int64_t c = chunks - 1; c >= 0; c--) {
         if (j.bad[c] >= 0)
             *first_bad = j.bad[c];
@@ -165,37 +187,90 @@ int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_
 
 /* ---- Segment heads ------------------------------------------------------------------------- */
 
+/* A flag's lanes in a 64-bit word of flags (8 / width of them): the bits that decide whether a
+ * flag is set (all of them; a float's without its sign, so that -0.0 is clear and NaN set, as C's
+ * comparison has them), the bits below each lane's top one, and the top ones. */
+typedef struct gs_flag_lanes {
+    uint64_t keep, low, top;
+    int shift; /* log2 of the bits of one flag: a top bit's position >> shift is its flag */
+} gs_flag_lanes;
+
+static gs_flag_lanes gs_flag_lanes_of(gs_dtype t)
+{
+    const size_t w = gs_dtype_size(t);
+    gs_flag_lanes l;
+    l.top = w == 1   ? 0x8080808080808080ull
+            : w == 2 ? 0x8000800080008000ull
+            : w == 4 ? 0x8000000080000000ull
+                     : 0x8000000000000000ull;
+    l.low = ~l.top;
+    l.keep = t == GS_FLOAT32 || t == GS_FLOAT64 ? l.low : ~0ull;
+    l.shift = w == 1 ? 3 : w == 2 ? 4 : w == 4 ? 5 : 6;
+    return l;
+}
+
+/* The top bit of each set flag of word w (SWAR: a lane's low bits plus `low` carry into its top
+ * bit exactly when one of them is set, and never past it). */
+static inline uint64_t gs_flag_bits(const gs_flag_lanes *l, uint64_t w)
+{
+    w &= l->keep;
+    return (((w & l->low) + l->low) | w) & l->top;
+}
+
+/* Words of flags read at once before the bits are looked at: eight (64 bytes, a cache line's
+ * worth) ORed together, so that a run without a set flag (most of them, where heads are sparse)
+ * costs a few instructions per 64 bytes. */
+#define GS_HEADS_BLOCK_WORDS 8
+
 /* The heads among flags [from, to) (element 0 always one), counted from k: written to
  * positions[k...] unless positions is NULL; returns the count after them.  A flag is set when
  * nonzero (floats: -0.0 is zero and NaN nonzero, as C's comparison has them), read at its own
- * width, one loop per width. */
+ * width: whole 64-bit words of flags a block at a time (gs_flag_bits), the few flags past the last
+ * whole word one by one. */
 static int64_t gs_heads_range(const gs_split_desc *d, int64_t from, int64_t to, int64_t *positions,
                               int64_t k)
 {
-#define GS_HEADS_LOOP(T)                      \
-    do {                                      \
-        const T *f = (const T *)d->flags;     \
-        for (int64_t i = from; i < to; i++) { \
-            if (f[i] != 0 || i == 0) {        \
-                if (positions != NULL)        \
-                    positions[k] = i;         \
-                k++;                          \
-            }                                 \
-        }                                     \
-    } while (0)
-    if (d->flag_type == GS_FLOAT32)
-        GS_HEADS_LOOP(float);
-    else if (d->flag_type == GS_FLOAT64)
-        GS_HEADS_LOOP(double);
-    else if (gs_dtype_size(d->flag_type) == 1)
-        GS_HEADS_LOOP(uint8_t);
-    else if (gs_dtype_size(d->flag_type) == 2)
-        GS_HEADS_LOOP(uint16_t);
-    else if (gs_dtype_size(d->flag_type) == 4)
-        GS_HEADS_LOOP(uint32_t);
-    else
-        GS_HEADS_LOOP(uint64_t);
-#undef GS_HEADS_LOOP
+    const size_t width = gs_dtype_size(d->flag_type);
+    const unsigned char *f = (const unsigned char *)d->flags;
+    const gs_flag_lanes l = gs_flag_lanes_of(d->flag_type);
+    const int64_t per_word = 8 / (int64_t)width, per_block = GS_HEADS_BLOCK_WORDS * per_word;
+    int64_t i = from;
+
+    if (i == 0) { /* element 0 starts a segment whatever its flag */
+        if (positions != NULL)
+            positions[k] = 0;
+        k++;
+        i = 1;
+    }
+    for (; i + per_block <= to; i += per_block) {
+        uint64_t w[GS_HEADS_BLOCK_WORDS], any = 0;
+        for (int j = 0; j < GS_HEADS_BLOCK_WORDS; j++) {
+            memcpy(&w[j], f + (i + j * per_word) * (int64_t)width, 8);
+            any |= w[j];
+        }
+        if ((any & l.keep) == 0)
+            continue;
+        for (int j = 0; j < GS_HEADS_BLOCK_WORDS; j++) {
+            uint64_t bits = gs_flag_bits(&l, w[j]);
+            if (positions == NULL) {
+                /* the top bits moved to the bottom of their bytes, the bytes summed by a
+                 * multiply into the top byte (at most 8: no carry between bytes) */
+                k += (int64_t)(((bits >> 7) * 0x0101010101010101ull) >> 56);
+                continue;
+            }
+            for (; bits != 0; bits &= bits - 1)
+                positions[k++] = i + j * per_word + (__builtin_ctzll(bits) >> l.shift);
+        }
+    }
+    for (; i < to; i++) {
+        uint64_t v = 0;
+        memcpy(&v, f + i * (int64_t)width, width); /* little-endian: the low bytes */
+        if ((v & l.keep) != 0) {
+            if (positions != NULL)
+                positions[k] = i;
+            k++;
+        }
+    }
     return k;
 }
 
@@ -221,6 +296,7 @@ static void gs_heads_task(void *ctx, int64_t c)
 int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
 {
     const int64_t chunks = (d->n + GS_HEADS_CHUNK - 1) / GS_HEADS_CHUNK;
+    const int64_t bytes = d->n * (int64_t)gs_dtype_size(d->flag_type);
     gs_heads_job j = { d, NULL, NULL };
     int64_t before = 0;
 
@@ -231,7 +307,7 @@ int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
         return 0;
     if ((j.counts = malloc((size_t)chunks * sizeof(int64_t))) == NULL)
         return -ENOMEM;
-    gs_cpu_parallel_for(chunks, gs_heads_task, &j);
+    gs_seg_for(bytes, chunks, gs_heads_task, &j);
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t k = j.counts[c];
         j.counts[c] = before;
@@ -240,7 +316,7 @@ int gs_cpu_heads(const gs_split_desc *d, int64_t *positions, int64_t *count)
     *count = before;
     j.positions = positions;
     if (positions != NULL)
-        gs_cpu_parallel_for(chunks, gs_heads_task, &j);
+        gs_seg_for(bytes, chunks, gs_heads_task, &j);
     free(j.counts);
     return 0;
 }
