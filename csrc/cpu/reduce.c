@@ -374,15 +374,44 @@ finally:
     return rc;
 }
 
+/* Whether gs_cpu_reduce takes (in_type, out_type, op). */
+static int gs_reduce_types_ok(const gs_reduce_desc *d)
+{
+    return d->in_type >= 0 && d->in_type < GS_NDTYPES && d->out_type >= 0 &&
+           d->out_type < GS_NDTYPES && d->op >= 0 && d->op < GS_NOPS &&
+           gs_scan_pair_direct(d->in_type, d->out_type, d->op) &&
+           !(gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op));
+}
+
+int gs_cpu_short_init(gs_cpu_short *s, const gs_reduce_desc *d)
+{
+    if (d == NULL || !gs_reduce_types_ok(d))
+        return -EINVAL;
+    s->widen = d->in_type != d->out_type;
+    s->k = &gs_kernels_of[gs_cpu_isa()][s->widen ? GS_UINT64 : d->out_type];
+    s->op = d->op;
+    s->in_type = d->in_type;
+    s->plus_zero = d->plus_zero;
+    return 0;
+}
+
+/* One row of one chunk (len <= GS_REDUCE_MIN_CHUNK <= gs_reduce_chunk_len(len)): gs_rows_task's
+ * fold_rows of that row alone, as gs_cpu_reduce runs it. */
+void gs_cpu_reduce_short(const gs_cpu_short *s, const void *in, int64_t len, void *out)
+{
+    const gs_reduce_kernels *k = s->k;
+    if (s->widen)
+        k->fold_rows_widened(s->op, in, s->in_type, 1, len, out);
+    else
+        k->fold_rows(s->op, in, 1, len, s->plus_zero, out);
+}
+
 int gs_cpu_reduce(const gs_reduce_desc *d)
 {
     gs_reduce_job j = { 0 };
     int parallel;
 
-    if (d == NULL || d->rows < 0 || d->row_len < 1 || d->in_type < 0 || d->in_type >= GS_NDTYPES ||
-        d->out_type < 0 || d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS ||
-        !gs_scan_pair_direct(d->in_type, d->out_type, d->op) ||
-        (gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op)) ||
+    if (d == NULL || d->rows < 0 || d->row_len < 1 || !gs_reduce_types_ok(d) ||
         (d->rows > 0 && (d->in == NULL || d->out == NULL)) || d->rows > INT64_MAX / d->row_len ||
         d->inner < 0 || (d->inner > 1 && d->rows * d->row_len > INT64_MAX / d->inner))
         return -EINVAL;

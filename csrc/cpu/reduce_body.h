@@ -403,6 +403,27 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(rows_loop)(const gs_op op, const 
                                                           int64_t nrows, int64_t row_len,
                                                           int plus_zero, GS_T *out)
 {
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD && row_len < GS_CPU_SHORT_RUN) {
+        /* Short rows of float add (segments of a few values): fold_float's short run from the
+         * identity, then its pair_add into the identity and store(), with pair_add's branches as
+         * one select: the pair is (h, 0) when l is zero or not finite, or h + l overflows
+         * (then h alone), else TwoSum(h, l), whose hi + lo rounds to h + l.  The same bits,
+         * without the branches that rows of varying lengths mispredict. */
+        for (int64_t r = 0; r < nrows; r++) {
+            const GS_T *x = in + r * row_len;
+            GS_T h = GS_FN(op_identity)(op), l = 0;
+            for (int64_t i = 0; i < row_len; i++)
+                GS_FN(col_step)(op, &h, &l, x[i]);
+            const GS_T t = h + l;
+            GS_T v = ((l != 0) & (t - t == 0)) ? t : h; /* & and t - t: a select, no branch */
+            if (plus_zero)
+                v += (GS_T)0;
+            out[r] = v;
+        }
+        return;
+    }
+#endif
     for (int64_t r = 0; r < nrows; r++) {
         gs_part p;
         p.hi.GS_SFX = GS_FN(op_identity)(op);

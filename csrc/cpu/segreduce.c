@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "gpuscan/config.h"
 
 /* Values of short segments per task: tens of microseconds of work, far above a task's hand-out
  * cost, and small enough to balance uneven segments over the threads. */
@@ -49,9 +50,11 @@ static void gs_seg_for(int64_t bytes, int64_t ntasks, void (*fn)(void *ctx, int6
 
 typedef struct gs_seg_job {
     const gs_segreduce_desc *d;
+    gs_cpu_short sh; /* the reduction of a segment of one chunk at most */
     size_t in_size, out_size;
     int64_t per_task; /* segments per task */
     atomic_int rc;    /* the first failure of a task (a negative errno), else 0 */
+    atomic_int longs; /* whether a task left a long segment for later */
 } gs_seg_job;
 
 /* Segment s: [*start, *end). */
@@ -64,17 +67,22 @@ static void gs_seg_bounds(const gs_segreduce_desc *d, int64_t s, int64_t *start,
         *end = s + 1 < d->nseg ? d->starts[s + 1] : d->n;
 }
 
-/* Reduce segment s into its output (0 or a negative errno). */
-static int gs_seg_one(const gs_seg_job *j, int64_t s)
+/* Reduce segment s, [start, end), into its output (0 or a negative errno): one of a chunk at
+ * most by the settled short reduction, a longer one by gs_cpu_reduce (a row's bits either way). */
+static int gs_seg_one(const gs_seg_job *j, int64_t s, int64_t start, int64_t end)
 {
     const gs_segreduce_desc *d = j->d;
+    const char *in = (const char *)d->in + start * (int64_t)j->in_size;
+    char *out = (char *)d->out + s * (int64_t)j->out_size;
     gs_reduce_desc r;
-    int64_t start, end;
 
-    gs_seg_bounds(d, s, &start, &end);
+    if (end - start >= 1 && end - start <= GS_REDUCE_MIN_CHUNK) {
+        gs_cpu_reduce_short(&j->sh, in, end - start, out);
+        return 0;
+    }
     memset(&r, 0, sizeof(r));
-    r.in = (const char *)d->in + start * (int64_t)j->in_size;
-    r.out = (char *)d->out + s * (int64_t)j->out_size;
+    r.in = in;
+    r.out = out;
     r.rows = 1;
     r.row_len = end - start;
     r.in_type = d->in_type;
@@ -94,7 +102,9 @@ static void gs_seg_task(void *ctx, int64_t task)
 
     for (int64_t s = first; s < last; s++) {
         gs_seg_bounds(j->d, s, &start, &end);
-        if (end - start < GS_SEG_LONG && (rc = gs_seg_one(j, s)) < 0)
+        if (end - start >= GS_SEG_LONG)
+            atomic_store_explicit(&j->longs, 1, memory_order_relaxed);
+        else if ((rc = gs_seg_one(j, s, start, end)) < 0)
             atomic_compare_exchange_strong(&j->rc, &ok, rc);
     }
 }
@@ -102,6 +112,7 @@ static void gs_seg_task(void *ctx, int64_t task)
 int gs_cpu_segreduce(const gs_segreduce_desc *d)
 {
     gs_seg_job j;
+    gs_reduce_desc r;
     int64_t start, end;
 
     if (d == NULL || d->n < 0 || d->nseg < 0 || d->in_type < 0 || d->in_type >= GS_NDTYPES ||
@@ -111,20 +122,28 @@ int gs_cpu_segreduce(const gs_segreduce_desc *d)
     if (d->nseg == 0)
         return 0;
     memset(&j, 0, sizeof(j));
+    memset(&r, 0, sizeof(r));
+    r.in_type = d->in_type;
+    r.out_type = d->out_type;
+    r.op = d->op; /* a segment's sum from its first value: plus_zero 0 */
+    if (gs_cpu_short_init(&j.sh, &r) < 0)
+        return -EINVAL;
     j.d = d;
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     atomic_init(&j.rc, 0);
+    atomic_init(&j.longs, 0);
     /* Segments per task from their mean length: the long ones, left out, count as nothing. */
     j.per_task = GS_SEG_TASK_VALUES / (d->n / d->nseg + 1) + 1;
     /* A sorted partition reads each value once at most; other segments may read one many
      * times: always on the pool. */
     gs_seg_for(d->ends == NULL ? d->n * (int64_t)j.in_size : INT64_MAX,
                (d->nseg + j.per_task - 1) / j.per_task, gs_seg_task, &j);
-    for (int64_t s = 0; s < d->nseg && atomic_load(&j.rc) == 0; s++) {
+    /* The long segments, each on the whole pool (none: no second pass over the segments). */
+    for (int64_t s = 0; atomic_load(&j.longs) && s < d->nseg && atomic_load(&j.rc) == 0; s++) {
         gs_seg_bounds(d, s, &start, &end);
         if (end - start >= GS_SEG_LONG) {
-            const int rc = gs_seg_one(&j, s);
+            const int rc = gs_seg_one(&j, s, start, end);
             if (rc < 0)
                 return rc;
         }
