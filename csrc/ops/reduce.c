@@ -105,9 +105,9 @@ static int reduce_backend(const gs_backend_ops *be, const gs_reduce_desc *d)
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->reduce(d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
@@ -145,9 +145,9 @@ static int where_fill(const reduce_plan *p, gs_view *v, gs_bag *bag)
     d.n = gs_view_size(v);
     d.type = p->red_in_type;
     gs_cpu_identity(p->op, p->red_in_type, &d.fill);
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->select(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         return gs_raise(&f);
     *v = src;
