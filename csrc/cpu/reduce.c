@@ -32,6 +32,9 @@
  *    partial starts from -0, add's identity), +0 with plus_zero (NumPy's reduce);
  *  - float mul is a plain product in the fixed grouping: relative error <= (row_len - 1) eps;
  *  - small inputs run on the calling thread with no thread involved;
+ *  - Ctrl-C (host/pool.h's gs_cpu_stopping) is asked between the chunks of a row reduced whole,
+ *    and between the units and the blocks of columns a slot takes: a stopped reduction ends
+ *    within a block's work (at most GS_CPU_BLOCK rows of a tile) on every thread;
  *  - memory: a partial per chunk (rows) or per block of a tile (columns, when blocks are units),
  *    at most 16 bytes per 4096 values of the input, plus 512 KiB of scratch per thread;
  *  - on -ENOMEM (the partials could not be allocated) nothing was written and nothing is left.
@@ -200,6 +203,8 @@ static void gs_row(const gs_reduce_job *j, int64_t row)
     gs_part acc, p;
     gs_chunk(j, row, 0, &acc);
     for (int64_t c = 1; c < j->chunks_per_row; c++) {
+        if (gs_cpu_stopping())
+            return;
         gs_chunk(j, row, c, &p);
         j->k->combine(j->d->op, &acc, &p);
     }
@@ -291,6 +296,8 @@ static void gs_cols_unit(const gs_cols_job *cj, int64_t u, char *slot)
     int once = !cj->split && !cj->direct && cj->blocks == 1;
 
     for (int64_t b = b0; b < b1; b++) {
+        if (b > b0 && gs_cpu_stopping())
+            return;
         int64_t r0 = b * GS_CPU_BLOCK;
         int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
         const char *in =
@@ -312,7 +319,8 @@ static void gs_cols_slot(void *ctx, int64_t slot)
     gs_cols_job *cj = ctx;
     char *mine = cj->scratch + slot * 2 * cj->acc_bytes;
     int64_t u;
-    while ((u = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed)) < cj->units)
+    while ((u = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed)) < cj->units &&
+           !gs_cpu_stopping())
         gs_cols_unit(cj, u, mine);
 }
 
@@ -444,7 +452,7 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
         if (parallel) {
             gs_cpu_parallel_for(ntasks, gs_rows_task, &j);
         } else {
-            for (int64_t t = 0; t < ntasks; t++)
+            for (int64_t t = 0; t < ntasks && (t == 0 || !gs_cpu_stopping()); t++)
                 gs_rows_task(&j, t);
         }
         return 0;

@@ -105,9 +105,9 @@ static int reduce_backend(const gs_backend_ops *be, const gs_reduce_desc *d)
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->reduce(d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
@@ -150,9 +150,9 @@ static int where_fill(const reduce_plan *p, gs_view *v, gs_bag *bag)
          * exclusive scan starts from: the values left out change no sign of zero of the sum
          * (initial=-0.0 over -0.0 values left in is -0.0, as NumPy's) */
         d.fill = 1ull << (8 * gs_dtype_size(p->red_in_type) - 1);
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->select(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         return gs_raise(&f);
     *v = src;
