@@ -193,6 +193,179 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
                     GS_LINREC_ANCHOR_BYTES * ((tiles + GS_ANCHOR_EVERY - 1) / GS_ANCHOR_EVERY));
 }
 
+/* ---- the radix sort (dispatch/sort.cu; gpuscan/radix.h: its keys, digits and plan) ----
+ * Two paths (gs_sort_in_block): rows of at most GS_SORT_BLOCK_NV keys are sorted inside one
+ * block each, several short rows to a block; longer rows by the device-wide LSD sort (Onesweep,
+ * Adinets & Merrill 2022): one histogram kernel counts every digit position of every row at
+ * once, then one kernel per digit position moves every tile of every row, a 2^8-way stable
+ * split with a per-digit decoupled look-back along its row. */
+
+/* Bits of a digit: a pass is a 2^8-way stable split, so bool and one-byte keys take one pass,
+ * four-byte keys four, and a tile's per-digit counts are 256 words a thread each can publish. */
+#define GS_SORT_DIGIT_BITS 8
+#define GS_SORT_DIGITS (1 << GS_SORT_DIGIT_BITS)
+/* Threads of a device-wide pass and of the histogram: 12 warps, CUB's Hopper tuning of its
+ * Onesweep pass; the first GS_SORT_DIGITS threads own one digit each (counts, look-back). */
+#define GS_SORT_NT 384
+#define GS_SORT_NWARPS (GS_SORT_NT / GS_WARP)
+/* Keys per thread of a pass from a register budget: a key takes one 32-bit word (two for an
+ * 8-byte key), its digit and then its rank one, an index payload one or two; 46 words give
+ * 23 four-byte keys without payload (CUB's Hopper Onesweep tile, 384 x 23), 15 with a 32-bit
+ * index, 9 for 8-byte keys with a 64-bit index. A compile-time constant at every use. */
+#define GS_SORT_REG_WORDS 46
+#define GS_SORT_VT(key_bytes, idx_bytes) \
+    (GS_SORT_REG_WORDS / (((key_bytes) > 4 ? 2 : 1) + 1 + (idx_bytes) / 4))
+#define GS_SORT_VT_MAX GS_SORT_VT(1, 0)
+/* A look-back descriptor: a 32-bit word, a status in its two top bits and a count below (so a
+ * reader sees a count and its status from one access), for rows of at most GS_SORT_COUNT_MAX keys;
+ * a 64-bit word (a 62-bit count) for longer rows. */
+#define GS_SORT_COUNT_MAX ((1u << 30) - 1u)
+/* Tiles a histogram block counts: 8 tiles, about 70k four-byte keys, so a block's 256-bin
+ * counters (one set per digit position) are added to the row's once per 70k keys. */
+#define GS_SORT_HIST_TILES 8
+/* The short rows' block sort (agent/radix.cuh): 8 warps of 16 keys, a tile of 4096 keys; its
+ * rows of at most that many keys each sit whole in one block, at most GS_SORT_DIGITS rows to a
+ * block (a row's index in the block is one more 8-bit digit, sorted last). */
+#define GS_SORT_BLOCK_NT 256
+#define GS_SORT_BLOCK_VT 16
+#define GS_SORT_BLOCK_NV (GS_SORT_BLOCK_NT * GS_SORT_BLOCK_VT)
+#define GS_SORT_BLOCK_NWARPS (GS_SORT_BLOCK_NT / GS_WARP)
+#define GS_SORT_BLOCK_ROWS GS_SORT_DIGITS
+
+#if GS_SORT_NT % GS_WARP != 0 || GS_SORT_NT < GS_SORT_DIGITS || GS_SORT_NT > 1024
+#error "GS_SORT_NT: whole warps, at least one thread per digit"
+#endif
+#if GS_SORT_BLOCK_NT != GS_SORT_DIGITS
+#error "the block sort's digit scan takes one digit per thread: GS_SORT_BLOCK_NT == GS_SORT_DIGITS"
+#endif
+#if GS_SORT_BLOCK_NV > 65536
+#error "the block sort keeps a key's position in its tile in 16 bits"
+#endif
+#if GS_SORT_VT(8, 8) < 1
+#error "GS_SORT_REG_WORDS leaves an 8-byte key with a 64-bit index no key per thread"
+#endif
+
+/* Whether rows of row_len keys are sorted inside one block each. */
+static inline GS_HD int gs_sort_in_block(int64_t row_len)
+{
+    return row_len <= GS_SORT_BLOCK_NV;
+}
+
+/* Rows of row_len (<= GS_SORT_BLOCK_NV) keys that one block sorts. */
+static inline GS_HD int64_t gs_sort_block_rows(int64_t row_len)
+{
+    const int64_t fit = GS_SORT_BLOCK_NV / row_len;
+    return fit < GS_SORT_BLOCK_ROWS ? fit : GS_SORT_BLOCK_ROWS;
+}
+
+/* Bytes of an index payload as a pass carries it: 0 without one, 4 while every position in a
+ * row fits 32 bits, else 8 (the last pass writes int64 either way). */
+static inline GS_HD int gs_sort_index_bytes(int64_t row_len, int want_index)
+{
+    return !want_index ? 0 : row_len <= ((int64_t)1 << 32) ? 4 : 8;
+}
+
+/* Bytes of a look-back descriptor for rows of row_len keys. */
+static inline GS_HD int gs_sort_desc_bytes(int64_t row_len)
+{
+    return row_len <= (int64_t)GS_SORT_COUNT_MAX ? 4 : 8;
+}
+
+/* The geometry and scratch of one device-wide sort, every size a function of its arguments
+ * (gs_sort_layout_for takes the tile, the histogram chunk and the descriptor's width, so that the
+ * C model, tools/sort_model.c, runs the same arithmetic on small tiles). Scratch, in this order,
+ * each region aligned to GS_SCRATCH_ALIGN:
+ *   header  the tile counter (a uint32 at 0: zero when a pass starts, and left so by the block
+ *           that takes the last tile) and the keys' difference mask (a uint64 at 8: the OR over
+ *           every key of key ^ its row's first key, as order keys; digit positions where it is 0
+ *           need no pass);
+ *   hist    uint64 counts [rows][passes][GS_SORT_DIGITS]: the histogram blocks add theirs, or
+ *           where one block counts a whole row (row_chunks == 1) store them;
+ *   desc    two arrays of tiles * GS_SORT_DIGITS look-back descriptors of desc_bytes, used by
+ *           the live passes in turn (each pass zeroes the other's for the pass after it; the
+ *           histogram kernel zeroes the first);
+ *   ktmp0, ktmp1  keys between passes (ktmp1 only when no keys are wanted: the passes then
+ *           alternate between the two scratch arrays, and the last writes none);
+ *   itmp    indices between passes (idx_bytes each).
+ * The launcher zeroes the header, and hist unless its blocks store it whole (zero_bytes), before
+ * the histogram kernel. An offset of -1 marks a region the sort does not need. */
+typedef struct gs_sort_layout {
+    int passes;         /* digit positions: the key's bytes */
+    int idx_bytes;      /* gs_sort_index_bytes */
+    int desc_bytes;     /* gs_sort_desc_bytes */
+    int64_t nv;         /* keys per tile */
+    int64_t row_tiles;  /* tiles per row (the last one partial) */
+    int64_t tiles;      /* rows * row_tiles */
+    int64_t hist_tiles; /* tiles a histogram block counts */
+    int64_t row_chunks; /* histogram blocks per row */
+    int64_t counter, diff, hist, desc0, desc1, ktmp0, ktmp1, itmp;
+    int64_t zero_bytes; /* the header, and hist where blocks add to it */
+    int64_t bytes;      /* the whole scratch */
+} gs_sort_layout;
+
+static inline GS_HD int64_t gs_sort_region(int64_t *at, int64_t bytes)
+{
+    const int64_t start = *at;
+    *at += gs_round_up(bytes, GS_SCRATCH_ALIGN);
+    return start;
+}
+
+static inline GS_HD void gs_sort_layout_for(int64_t rows, int64_t row_len, int key_bytes,
+                                            int want_keys, int want_index, int64_t nv,
+                                            int64_t hist_tiles, int desc_bytes, gs_sort_layout *l)
+{
+    const int64_t n = rows * row_len;
+    int64_t at = 0;
+    l->passes = key_bytes;
+    l->idx_bytes = gs_sort_index_bytes(row_len, want_index);
+    l->desc_bytes = desc_bytes;
+    l->nv = nv;
+    l->row_tiles = (row_len + nv - 1) / nv;
+    l->tiles = rows * l->row_tiles;
+    l->hist_tiles = hist_tiles;
+    l->row_chunks = (l->row_tiles + hist_tiles - 1) / hist_tiles;
+    l->counter = gs_sort_region(&at, 16);
+    l->diff = l->counter + 8;
+    l->zero_bytes = at;
+    l->hist = gs_sort_region(&at, 8 * rows * l->passes * GS_SORT_DIGITS);
+    if (l->row_chunks > 1)
+        l->zero_bytes = at;
+    l->desc0 = gs_sort_region(&at, desc_bytes * l->tiles * GS_SORT_DIGITS);
+    l->desc1 = gs_sort_region(&at, desc_bytes * l->tiles * GS_SORT_DIGITS);
+    /* keys_out, when wanted, is one of the two buffers a key pass alternates between */
+    l->ktmp0 = l->passes >= 2 ? gs_sort_region(&at, n * key_bytes) : -1;
+    l->ktmp1 = !want_keys && l->passes >= 3 ? gs_sort_region(&at, n * key_bytes) : -1;
+    l->itmp = l->idx_bytes && l->passes >= 2 ? gs_sort_region(&at, n * l->idx_bytes) : -1;
+    l->bytes = at;
+}
+
+/* Keys per tile of a device-wide pass over keys of key_bytes with an index of idx_bytes. */
+static inline GS_HD int64_t gs_sort_nv(int key_bytes, int idx_bytes)
+{
+    return (int64_t)GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes);
+}
+
+/* The device-wide sort's layout with the kernels' geometry. */
+static inline GS_HD void gs_sort_layout_of(int64_t rows, int64_t row_len, int key_bytes,
+                                           int want_keys, int want_index, gs_sort_layout *l)
+{
+    gs_sort_layout_for(rows, row_len, key_bytes, want_keys, want_index,
+                       gs_sort_nv(key_bytes, gs_sort_index_bytes(row_len, want_index)),
+                       GS_SORT_HIST_TILES, gs_sort_desc_bytes(row_len), l);
+}
+
+/* Scratch of one sort or argsort (gs_sort_desc) of rows x row_len keys of key_bytes each: none
+ * for rows sorted inside a block, else the layout's. Pure, so the tests can check it. */
+static inline size_t gs_sort_scratch_bytes(int64_t rows, int64_t row_len, int key_bytes,
+                                           int want_keys, int want_index)
+{
+    gs_sort_layout l;
+    if (rows <= 0 || row_len <= 0 || (!want_keys && !want_index) || gs_sort_in_block(row_len))
+        return 0;
+    gs_sort_layout_of(rows, row_len, key_bytes, want_keys, want_index, &l);
+    return (size_t)l.bytes;
+}
+
 /* ---- histogram kernels (dispatch/hist.cu) ---- */
 
 /* Threads per histogram block: 32 warps, one block per multiprocessor (measured best on an

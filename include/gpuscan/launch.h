@@ -113,6 +113,13 @@ typedef struct gs_hist_launch {
 } gs_hist_launch;
 void gs_launch_hist_last(gs_hist_launch *out);
 
+/* Enqueue the sort or argsort on `stream`: rows of at most GS_SORT_BLOCK_NV keys in one launch
+ * (no scratch); longer rows by a memset of the scratch's head, the histogram and one launch per
+ * digit position (dispatch/sort.cu). `scratch` holds at least gs_sort_scratch_bytes(d->rows,
+ * d->row_len, key bytes, d->keys_out != NULL, d->index_out != NULL) bytes (gpuscan/config.h). */
+cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size_t scratch_bytes,
+                           cudaStream_t stream);
+
 /* Synchronize after every launch when set (GPUSCAN_DEBUG_SYNC=1): errors then surface at the
  * launch that caused them. */
 extern int gs_launch_debug_sync;
