@@ -1,0 +1,458 @@
+/*
+ * agent/radix.cuh - a block's part in the radix sort (dispatch/sort.cu): stable, NumPy's order,
+ * keys moved as their own bits, every comparison made on order keys (gpuscan/radix.h).
+ * Included after stamp.cuh once per key register type, GS_R uint32_t (keys of 1 to 4 bytes) or
+ * uint64_t (8 bytes), with GS_RS its suffix; the parameters and buffer choice once.
+ *
+ * Device-wide (rows longer than GS_SORT_BLOCK_NV), an LSD sort by 8-bit digits (Onesweep):
+ *   hist   one block per chunk of GS_SORT_HIST_TILES tiles of a row: the chunk's counts of every
+ *          digit at every position, added to (or, for a row of one chunk, stored as) the row's;
+ *          the OR of every key's order key XOR its row's first, whose zero bytes are the passes
+ *          no row needs; and the first descriptor array zeroed.
+ *   pass   one launch per digit position, a block per tile (taken in launch order): load the
+ *          tile's keys (warp-striped), count its digits and publish the counts (the look-back's
+ *          aggregates, a row's first tile its prefix), rank the keys stably in shared memory
+ *          (block/radix_rank.cuh), scatter them there in rank order, look back per digit
+ *          (device/radix_lookback.cuh) for the count of the digit in the row's tiles before,
+ *          then store slot s of digit d to row_start + (keys of the row with a smaller digit) +
+ *          (keys of d in the row before this tile) + (s - the tile's first slot of d), index
+ *          payload alike. A pass no row needs (gs_sort_live) leaves at once; the live ones
+ *          alternate between buffers (gs_sort_key_dst) so none reads what it writes.
+ * Short rows (at most GS_SORT_BLOCK_NV keys), the block sort: a block takes up to
+ * GS_SORT_BLOCK_ROWS whole rows, keeps their order keys and positions in registers and runs the
+ * same ranking per digit the tile needs (its keys' digits differ there), then once more by the
+ * row's index in the block (the most significant digit, so that each row ends up in its own
+ * place, sorted), and writes each slot's key (read again by its position) and position in its
+ * row.
+ */
+#ifndef GS_RADIX_AGENT_ONCE
+#define GS_RADIX_AGENT_ONCE
+
+#include "gpuscan/radix.h"
+#include "block/radix_rank.cuh"
+#include "device/radix_lookback.cuh"
+#include "device/tile_state.cuh"
+
+/* The parameters of every sort kernel (passed by value; dispatch/sort.cu fills them from the
+ * layout, gpuscan/config.h). */
+typedef struct gs_sort_kparams {
+    const void *keys;    /* rows * row_len keys, row after row */
+    void *keys_out;      /* the sorted keys (NULL: none) */
+    int64_t *index_out;  /* each sorted key's position in its row (NULL: none) */
+    void *ktmp0, *ktmp1; /* keys between passes */
+    void *itmp;          /* indices between passes */
+    unsigned *counter;   /* the tile counter */
+    unsigned long long *diff;
+    unsigned long long *hist;
+    void *desc0, *desc1; /* look-back descriptors of 4 or 8 bytes (wide) */
+    int64_t rows, row_len;
+    int64_t nv, row_tiles, tiles, hist_tiles, row_chunks;
+    int64_t block_rows; /* the block sort's rows per block */
+    uint64_t flip;      /* gs_sort_flip */
+    int pass;           /* a pass's digit position */
+    int hist_store;     /* one histogram block per row: store its counts, no memset */
+    int wide;           /* 8-byte descriptors (rows past GS_SORT_COUNT_MAX keys) */
+} gs_sort_kparams;
+
+static __device__ __forceinline__ void *gs_sort_key_buf(const gs_sort_kparams *p, gs_sort_buf b)
+{
+    switch (b) {
+    case GS_SORT_IN:
+        return (void *)p->keys;
+    case GS_SORT_OUT:
+        return p->keys_out;
+    case GS_SORT_TMP0:
+        return p->ktmp0;
+    case GS_SORT_TMP1:
+        return p->ktmp1;
+    default:
+        return NULL;
+    }
+}
+
+static __device__ __forceinline__ void *gs_sort_idx_buf(const gs_sort_kparams *p, gs_sort_buf b)
+{
+    switch (b) {
+    case GS_SORT_OUT:
+        return p->index_out;
+    case GS_SORT_TMP0:
+        return p->itmp;
+    default:
+        return NULL;
+    }
+}
+
+/* Keys a histogram thread loads before it counts them (loads in flight). */
+#define GS_SORT_HIST_UNROLL 4
+
+/* Bytes of the dynamic shared memory of a pass over keys in registers of r_bytes with an index of
+ * idx_bytes: the tile's keys and indices in slot order, the warps' digit counters, the digits'
+ * store bases. */
+#define GS_SORT_PASS_SMEM(r_bytes, key_bytes, idx_bytes)                         \
+    (GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes) * ((r_bytes) + (idx_bytes)) + \
+     GS_SORT_NWARPS * GS_SORT_DIGITS * 4 + GS_SORT_DIGITS * 8)
+/* ... and of the block sort: the tile's order keys and positions (16 bits), the counters. */
+#define GS_SORT_BLOCK_SMEM(r_bytes) \
+    (GS_SORT_BLOCK_NV * ((r_bytes) + 2) + GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS * 4)
+
+#endif /* GS_RADIX_AGENT_ONCE */
+
+/* ================================ per key register type ================================ */
+
+/* The order key of a key's bits. */
+static __device__ __forceinline__ GS_R GS_FN(radix_key)(gs_dtype t, GS_R bits, uint64_t flip)
+{
+    if (sizeof(GS_R) == 8)
+        return (GS_R)gs_sort_key64(t, (uint64_t)bits, flip);
+    return (GS_R)gs_sort_key32(t, (uint32_t)bits, (uint32_t)flip);
+}
+
+/* The OR of a block's values of v (32 or 64 bits) in every thread; `sm` holds a value per warp.
+ * One barrier, after which the caller's use of `sm` is done before it is written again. */
+static __device__ __forceinline__ GS_R GS_FN(radix_block_or)(GS_R v, GS_R *sm, int nwarps)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    GS_R w = (GS_R)__reduce_or_sync(GS_FULL_MASK, (unsigned)v);
+    if (sizeof(GS_R) == 8)
+        w |= (GS_R)((uint64_t)__reduce_or_sync(GS_FULL_MASK, (unsigned)((uint64_t)v >> 32)) << 32);
+    if (lane == 0)
+        sm[threadIdx.x / GS_WARP] = w;
+    __syncthreads();
+    GS_R all = 0;
+#pragma unroll
+    for (int i = 0; i < GS_SORT_NT / GS_WARP; ++i)
+        if (i < nwarps)
+            all |= sm[i];
+    return all;
+}
+
+/* ---- The histogram: block b counts chunk b % row_chunks of row b / row_chunks. ---- */
+static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_sort_kparams *p)
+{
+    __shared__ unsigned counts[8 * GS_SORT_DIGITS]; /* [pass][digit], at most 8 passes */
+    __shared__ GS_R warp_diff[GS_SORT_NWARPS];
+    const int passes = (int)gs_dtype_size(t);
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t row = blockIdx.x / p->row_chunks;
+    const int64_t chunk = blockIdx.x - row * p->row_chunks;
+    const int64_t chunk_keys = p->hist_tiles * p->nv;
+    const int64_t start = row * p->row_len + chunk * chunk_keys;
+    const int64_t n =
+        p->row_len - chunk * chunk_keys < chunk_keys ? p->row_len - chunk * chunk_keys : chunk_keys;
+
+    /* ---- The first pass's descriptors zeroed, this block's share of them (16 bytes a store). */
+    {
+        const int64_t quads = p->tiles * GS_SORT_DIGITS * (p->wide ? 8 : 4) / 16;
+        const int64_t per = (quads + gridDim.x - 1) / gridDim.x;
+        uint4 *d = (uint4 *)p->desc0;
+        const int64_t end = (blockIdx.x + 1) * per < quads ? (blockIdx.x + 1) * per : quads;
+        for (int64_t i = blockIdx.x * per + threadIdx.x; i < end; i += GS_SORT_NT)
+            d[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    for (int i = threadIdx.x; i < passes * GS_SORT_DIGITS; i += GS_SORT_NT)
+        counts[i] = 0u;
+    const GS_R first =
+        GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, row * p->row_len), p->flip);
+    __syncthreads();
+
+    /* ---- Count: every digit position of GS_SORT_HIST_UNROLL keys a thread at a time; a warp
+     * whose keys share a digit adds it once (a pass the keys do not need, or runs of equal
+     * keys, would otherwise serialise on one counter). ---- */
+    GS_R diff = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += GS_SORT_NT * GS_SORT_HIST_UNROLL) {
+        GS_R k[GS_SORT_HIST_UNROLL];
+        int ok[GS_SORT_HIST_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u) {
+            const int64_t i = i0 + u * GS_SORT_NT + threadIdx.x;
+            ok[u] = i < n;
+            k[u] = ok[u] ? (GS_R)gs_load_bits(t, p->keys, start + i) : (GS_R)0;
+        }
+#pragma unroll
+        for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u) {
+            const GS_R key = ok[u] ? GS_FN(radix_key)(t, k[u], p->flip) : first;
+            diff |= key ^ first;
+#pragma unroll
+            for (int pass = 0; pass < 8; ++pass) {
+                if (pass < passes) {
+                    const unsigned d = gs_sort_digit((uint64_t)key, pass);
+                    const unsigned d0 = __shfl_sync(GS_FULL_MASK, d, 0);
+                    if (__all_sync(GS_FULL_MASK, ok[u] && d == d0)) {
+                        if (lane == 0)
+                            atomicAdd(&counts[pass * GS_SORT_DIGITS + d0], (unsigned)GS_WARP);
+                    } else if (ok[u]) {
+                        atomicAdd(&counts[pass * GS_SORT_DIGITS + d], 1u);
+                    }
+                }
+            }
+        }
+    }
+
+    /* ---- The block's counts into its row's, its differences into the call's mask
+     * (an atomic only for bits the mask lacks when read). ---- */
+    diff = GS_FN(radix_block_or)(diff, warp_diff, GS_SORT_NWARPS);
+    if (threadIdx.x == 0 && diff != 0) {
+        const unsigned long long seen = *(volatile unsigned long long *)p->diff;
+        if ((unsigned long long)diff & ~seen)
+            atomicOr(p->diff, (unsigned long long)diff);
+    }
+    unsigned long long *h = p->hist + row * passes * GS_SORT_DIGITS;
+    for (int i = threadIdx.x; i < passes * GS_SORT_DIGITS; i += GS_SORT_NT) {
+        if (p->hist_store)
+            h[i] = counts[i];
+        else if (counts[i] != 0u)
+            atomicAdd(&h[i], (unsigned long long)counts[i]);
+    }
+}
+
+/* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
+ * payload (0: none). ---- */
+static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_bytes,
+                                                         const gs_sort_kparams *p)
+{
+    const int passes = (int)gs_dtype_size(t);
+    const int vt = GS_SORT_VT(passes, idx_bytes);
+    const int nv = GS_SORT_NT * vt;
+    const int tid = threadIdx.x;
+    const int lane = tid & (GS_WARP - 1);
+    const int warp = tid / GS_WARP;
+    GS_R *skey = (GS_R *)gs_dynamic_smem;
+    unsigned char *sidx = (unsigned char *)(skey + nv);
+    unsigned *whist = (unsigned *)(sidx + (size_t)nv * idx_bytes);
+    unsigned long long *gbase = (unsigned long long *)(whist + GS_SORT_NWARPS * GS_SORT_DIGITS);
+    __shared__ gs_radix_scan_smem scan_sm;
+    __shared__ unsigned tile_sm;
+
+    /* ---- The plan: a pass no row needs leaves at once (every block alike: no barrier yet);
+     * the live ones in turn between the buffers and the two descriptor arrays. ---- */
+    const unsigned live = gs_sort_live(*p->diff, passes);
+    if (!((live >> p->pass) & 1u))
+        return;
+    const int before = __popc(live & ((1u << p->pass) - 1u));
+    const int after = __popc(live) - 1 - before;
+    const int want_keys = p->keys_out != NULL;
+    const void *ksrc = gs_sort_key_buf(p, gs_sort_key_src(before, after, want_keys));
+    void *kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
+    const void *isrc = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_src(before, after)) : NULL;
+    void *idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
+    void *desc = before & 1 ? p->desc1 : p->desc0;
+    void *next = before & 1 ? p->desc0 : p->desc1;
+    const gs_dtype it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32; /* the index between passes */
+    const gs_dtype ot = after == 0 ? GS_UINT64 : it;            /* ... and as this pass stores it */
+
+    /* ---- The tile, in launch order (a tile waits only for tiles taken before it). ---- */
+    for (int i = tid; i < GS_SORT_NWARPS * GS_SORT_DIGITS; i += GS_SORT_NT)
+        whist[i] = 0u;
+    if (tid == 0)
+        tile_sm = gs_take_tile(p->counter, (unsigned)p->tiles);
+    __syncthreads();
+    const int64_t tile = tile_sm;
+    const int64_t row = tile / p->row_tiles;
+    const int64_t in_row = tile - row * p->row_tiles;
+    const int first = in_row == 0; /* publishes its prefix at once */
+    const int64_t row_start = row * p->row_len;
+    const int64_t tile_start = in_row * nv; /* in the row */
+    const int tile_n = p->row_len - tile_start < nv ? (int)(p->row_len - tile_start) : nv;
+    const int64_t base = row_start + tile_start;
+
+    /* ---- Digit thread d: the next live pass's descriptor of (tile, d) zeroed; the row's count
+     * of d. ---- */
+    unsigned long long row_count = 0;
+    if (tid < GS_SORT_DIGITS) {
+        gs_radix_clear(next, p->wide, tile * GS_SORT_DIGITS + tid);
+        row_count = p->hist[(row * passes + p->pass) * GS_SORT_DIGITS + tid];
+    }
+
+    /* ---- Load: item j of lane l of warp w is the tile's key w*32*vt + j*32 + l. ---- */
+    GS_R key[GS_SORT_VT_MAX];
+    unsigned dr[GS_SORT_VT_MAX];                       /* digits, then ranks */
+    uint32_t ilo[GS_SORT_VT_MAX], ihi[GS_SORT_VT_MAX]; /* the index's words (ihi: 8-byte) */
+    const int lead = warp * GS_WARP * vt + lane;
+#pragma unroll
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
+        if (j < vt) {
+            const int at = lead + j * GS_WARP;
+            key[j] = 0;
+            dr[j] = 0u;
+            ilo[j] = ihi[j] = 0u;
+            if (at < tile_n) {
+                key[j] = (GS_R)gs_load_bits(t, ksrc, base + at);
+                dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
+                if (idx_bytes) {
+                    const uint64_t x = isrc == NULL ? (uint64_t)(tile_start + at)
+                                                    : gs_load_bits(it, isrc, base + at);
+                    ilo[j] = (uint32_t)x;
+                    ihi[j] = (uint32_t)(x >> 32);
+                }
+            }
+        }
+    }
+
+    /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
+    gs_radix_count(vt, dr, tile_n, whist);
+    __syncthreads();
+    unsigned count = 0;
+    if (tid < GS_SORT_DIGITS) {
+        count = gs_radix_column(GS_SORT_NWARPS, whist, tid);
+        gs_radix_publish(desc, p->wide, tile * GS_SORT_DIGITS + tid,
+                         first ? GS_RADIX_PREFIX : GS_RADIX_AGGREGATE, count);
+    }
+
+    /* ---- Each digit's first slot in the tile and first place in the row. ---- */
+    unsigned start;
+    unsigned long long bin_start;
+    gs_radix_digit_scan(count, row_count, &start, &bin_start, &scan_sm);
+    if (tid < GS_SORT_DIGITS)
+        gs_radix_add_start(GS_SORT_NWARPS, whist, tid, start);
+    __syncthreads();
+
+    /* ---- Rank, and scatter the tile into shared memory in slot order. ---- */
+    gs_radix_rank(vt, dr, tile_n, whist);
+#pragma unroll
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
+        if (j < vt && lead + j * GS_WARP < tile_n) {
+            skey[dr[j]] = key[j];
+            if (idx_bytes)
+                gs_store_bits(it, sidx, dr[j], (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
+        }
+    }
+
+    /* ---- Look back: digit d's count in the row's tiles before this one; then where the
+     * tile's slots of d go. ---- */
+    if (tid < GS_SORT_DIGITS) {
+        uint64_t excl = 0;
+        if (!first) {
+            excl = gs_radix_look_back(desc, p->wide, tile, tid);
+            gs_radix_publish(desc, p->wide, tile * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
+                             excl + count);
+        }
+        gbase[tid] = (unsigned long long)row_start + bin_start + excl - start;
+    }
+    __syncthreads();
+
+    /* ---- Store: slot s (consecutive threads, consecutive slots: runs of one digit are
+     * contiguous in the output) to gbase[its digit] + s. ---- */
+#pragma unroll
+    for (int i = 0; i < vt; ++i) {
+        const int s = i * GS_SORT_NT + tid;
+        if (s < tile_n) {
+            const GS_R k = skey[s];
+            const unsigned d = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, k, p->flip), p->pass);
+            const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
+            if (kdst != NULL)
+                gs_store_bits(t, kdst, g, (uint64_t)k);
+            if (idx_bytes)
+                gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
+        }
+    }
+}
+
+/* One ranking round of the block sort by the digits in dr[] (then clobbered): the tile's order
+ * keys ok[] and positions ps[] move to their slots through shared memory and come back
+ * warp-striped in slot order. The counters are zero at entry, after a barrier, and left so. */
+static __device__ __forceinline__ void GS_FN(radix_block_round)(unsigned *dr, GS_R *ok,
+                                                                unsigned *ps, int tile_n,
+                                                                GS_R *skey, uint16_t *spos,
+                                                                unsigned *whist,
+                                                                gs_radix_scan_smem *scan_sm)
+{
+    const int tid = threadIdx.x;
+    const int lead = tid / GS_WARP * GS_WARP * GS_SORT_BLOCK_VT + (tid & (GS_WARP - 1));
+    unsigned start;
+    unsigned long long unused;
+
+    gs_radix_count(GS_SORT_BLOCK_VT, dr, tile_n, whist);
+    __syncthreads();
+    const unsigned count = gs_radix_column(GS_SORT_BLOCK_NWARPS, whist, tid);
+    gs_radix_digit_scan(count, 0u, &start, &unused, scan_sm);
+    gs_radix_add_start(GS_SORT_BLOCK_NWARPS, whist, tid, start);
+    __syncthreads();
+    gs_radix_rank(GS_SORT_BLOCK_VT, dr, tile_n, whist);
+#pragma unroll
+    for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
+        if (lead + j * GS_WARP < tile_n) {
+            skey[dr[j]] = ok[j];
+            spos[dr[j]] = (uint16_t)ps[j];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
+        const int s = lead + j * GS_WARP;
+        if (s < tile_n) {
+            ok[j] = skey[s];
+            ps[j] = spos[s];
+        }
+    }
+    for (int i = tid; i < GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS; i += GS_SORT_BLOCK_NT)
+        whist[i] = 0u;
+    __syncthreads();
+}
+
+/* ---- The block sort: block b sorts rows b * block_rows .. (at most block_rows of them). ---- */
+static __device__ __forceinline__ void GS_FN(radix_block)(gs_dtype t, const gs_sort_kparams *p)
+{
+    const int passes = (int)gs_dtype_size(t);
+    const int tid = threadIdx.x;
+    const int lead = tid / GS_WARP * GS_WARP * GS_SORT_BLOCK_VT + (tid & (GS_WARP - 1));
+    GS_R *skey = (GS_R *)gs_dynamic_smem;
+    uint16_t *spos = (uint16_t *)(skey + GS_SORT_BLOCK_NV);
+    unsigned *whist = (unsigned *)(spos + GS_SORT_BLOCK_NV);
+    __shared__ gs_radix_scan_smem scan_sm;
+    __shared__ GS_R warp_diff[GS_SORT_BLOCK_NWARPS];
+    const int64_t row0 = (int64_t)blockIdx.x * p->block_rows;
+    const int nrows = (int)(p->rows - row0 < p->block_rows ? p->rows - row0 : p->block_rows);
+    const int row_len = (int)p->row_len;
+    const int tile_n = nrows * row_len;
+    const int64_t base = row0 * p->row_len;
+
+    /* ---- Load: order keys and positions, warp-striped; the keys' differences. ---- */
+    const GS_R first = GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, base), p->flip);
+    GS_R ok[GS_SORT_BLOCK_VT];
+    unsigned ps[GS_SORT_BLOCK_VT], dr[GS_SORT_BLOCK_VT];
+    GS_R diff = 0;
+#pragma unroll
+    for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
+        const int at = lead + j * GS_WARP;
+        ps[j] = (unsigned)at;
+        ok[j] = at < tile_n
+                    ? GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, base + at), p->flip)
+                    : first;
+        diff |= ok[j] ^ first;
+    }
+    for (int i = tid; i < GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS; i += GS_SORT_BLOCK_NT)
+        whist[i] = 0u;
+    diff = GS_FN(radix_block_or)(diff, warp_diff, GS_SORT_BLOCK_NWARPS); /* a barrier */
+
+    /* ---- A round per digit position where the tile's keys differ, least significant first;
+     * then by row (rows of one block only), most significant. ---- */
+#pragma unroll 1
+    for (int pass = 0; pass < passes; ++pass) {
+        if (gs_sort_digit((uint64_t)diff, pass) != 0u) {
+#pragma unroll
+            for (int j = 0; j < GS_SORT_BLOCK_VT; ++j)
+                dr[j] = gs_sort_digit((uint64_t)ok[j], pass);
+            GS_FN(radix_block_round)(dr, ok, ps, tile_n, skey, spos, whist, &scan_sm);
+        }
+    }
+    if (nrows > 1) {
+#pragma unroll
+        for (int j = 0; j < GS_SORT_BLOCK_VT; ++j)
+            dr[j] = ps[j] / (unsigned)row_len;
+        GS_FN(radix_block_round)(dr, ok, ps, tile_n, skey, spos, whist, &scan_sm);
+    }
+
+    /* ---- Store slot s: its key's own bits (read again by position) and the position in its
+     * row (the slot's row is the key's). ---- */
+#pragma unroll
+    for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
+        const int s = lead + j * GS_WARP;
+        if (s < tile_n) {
+            if (p->keys_out != NULL)
+                gs_store_bits(t, p->keys_out, base + s, gs_load_bits(t, p->keys, base + ps[j]));
+            if (p->index_out != NULL)
+                p->index_out[base + s] =
+                    (int64_t)(ps[j] - (unsigned)s / (unsigned)row_len * (unsigned)row_len);
+        }
+    }
+}
