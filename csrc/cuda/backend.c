@@ -309,6 +309,23 @@ done:
     return f->kind ? -1 : 0;
 }
 
+/* A sort or argsort: rows sorted inside a block need no scratch; the device-wide sort takes
+ * its scratch from the pool and gives it back after its launches. */
+static int cuda_sort(const gs_sort_desc *d, gs_fail *f)
+{
+    const size_t bytes = gs_sort_scratch_bytes(d->rows, d->row_len, (int)gs_dtype_size(d->type),
+                                               d->keys_out != NULL, d->index_out != NULL);
+    void *scratch = NULL;
+
+    GS_CUDA_TRY(f, gs_cuda_enter());
+    if (gs_cuda_alloc(&scratch, bytes, f) < 0)
+        goto done;
+    GS_CUDA_TRY(f, gs_launch_sort(d, scratch, bytes, gs_cuda_stream));
+done:
+    gs_cuda_free(scratch);
+    return f->kind ? -1 : 0;
+}
+
 static int cuda_select(const gs_select_desc *d, gs_fail *f)
 {
     GS_CUDA_TRY(f, gs_cuda_enter());
@@ -334,6 +351,7 @@ const gs_backend_ops gs_cuda_backend = {
     .index_wait = cuda_index_wait,
     .linrec = cuda_linrec,
     .select = cuda_select,
+    .sort = cuda_sort,
     .stream_scan = gs_cuda_stream_scan,
     .stream_chunk = gs_cuda_stream_chunk,
     .stream_reduce = gs_cuda_stream_reduce,

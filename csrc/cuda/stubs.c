@@ -124,6 +124,7 @@ GS_STUB(stub_index_check, const int64_t *idx, int64_t m, int64_t n, gs_index_ans
 GS_STUB(stub_index_wait, gs_index_answer *a)
 GS_STUB(stub_linrec, const gs_linrec_desc *d)
 GS_STUB(stub_select, const gs_select_desc *d)
+GS_STUB(stub_sort, const gs_sort_desc *d)
 #undef GS_STUB
 
 /* The two-phase entries leave no state for their end. */
@@ -164,6 +165,7 @@ const gs_backend_ops gs_cuda_backend = {
     .index_wait = stub_index_wait,
     .linrec = stub_linrec,
     .select = stub_select,
+    .sort = stub_sort,
 };
 
 #endif /* !GS_HAVE_CUDA */

@@ -98,6 +98,48 @@ static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
     return size_arg(arg, &n) < 0 ? NULL : PyLong_FromSize_t(gs_linrec_scratch_bytes(n));
 }
 
+static PyObject *sort_scratch_bytes(PyObject *self, PyObject *args)
+{
+    long long rows, row_len;
+    int key_bytes, want_keys, want_index;
+    if (!PyArg_ParseTuple(args, "LLipp:_sort_scratch_bytes", &rows, &row_len, &key_bytes,
+                          &want_keys, &want_index))
+        return NULL;
+    if (rows < 0 || row_len < 0 ||
+        (key_bytes != 1 && key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) {
+        PyErr_SetString(PyExc_ValueError, "rows, row_len >= 0 and key_bytes of 1, 2, 4 or 8");
+        return NULL;
+    }
+    return PyLong_FromSize_t(
+        gs_sort_scratch_bytes((int64_t)rows, (int64_t)row_len, key_bytes, want_keys, want_index));
+}
+
+/* _sort_layout(rows, row_len, key_bytes, keys, index): the device-wide sort's geometry and the
+ * offsets of its scratch (gs_sort_layout_of), for the tests. */
+static PyObject *sort_layout(PyObject *self, PyObject *args)
+{
+    long long rows, row_len;
+    int key_bytes, want_keys, want_index;
+    gs_sort_layout l;
+    if (!PyArg_ParseTuple(args, "LLipp:_sort_layout", &rows, &row_len, &key_bytes, &want_keys,
+                          &want_index))
+        return NULL;
+    if (rows < 1 || row_len < 1 ||
+        (key_bytes != 1 && key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) {
+        PyErr_SetString(PyExc_ValueError, "rows, row_len >= 1 and key_bytes of 1, 2, 4 or 8");
+        return NULL;
+    }
+    gs_sort_layout_of((int64_t)rows, (int64_t)row_len, key_bytes, want_keys, want_index, &l);
+    return Py_BuildValue(
+        "{sisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsi}", "passes", l.passes, "idx_bytes", l.idx_bytes, "nv",
+        (long long)l.nv, "row_tiles", (long long)l.row_tiles, "tiles", (long long)l.tiles,
+        "desc_bytes", (long long)l.desc_bytes, "hist_tiles", (long long)l.hist_tiles, "row_chunks",
+        (long long)l.row_chunks, "hist", (long long)l.hist, "desc0", (long long)l.desc0, "desc1",
+        (long long)l.desc1, "ktmp0", (long long)l.ktmp0, "ktmp1", (long long)l.ktmp1, "itmp",
+        (long long)l.itmp, "zero_bytes", (long long)l.zero_bytes, "bytes", (long long)l.bytes,
+        "in_block", gs_sort_in_block((int64_t)row_len));
+}
+
 static PyObject *teach_scratch_bytes(PyObject *self, PyObject *args)
 {
     const char *algorithm;
@@ -249,9 +291,10 @@ static PyObject *config(PyObject *self, PyObject *unused)
 #else
     PyObject *cuda = Py_False;
 #endif
-    return Py_BuildValue("{sOsssisisisi}", "built_with_cuda", cuda, "build_note", GS_BUILD_NOTE,
+    return Py_BuildValue("{sOsssisisisisi}", "built_with_cuda", cuda, "build_note", GS_BUILD_NOTE,
                          "scan_tile_items", GS_NV, "segreduce_tile_items", GS_SEG_W,
-                         "linrec_tile_items", GS_LR_NV, "teach_tile_items", GS_TEACH_TILE);
+                         "linrec_tile_items", GS_LR_NV, "teach_tile_items", GS_TEACH_TILE,
+                         "sort_block_items", GS_SORT_BLOCK_NV);
 }
 
 PyMethodDef gs_hook_methods[] = {
@@ -259,7 +302,8 @@ PyMethodDef gs_hook_methods[] = {
       "_config()\n--\n\nHow the extension was built (built_with_cuda; build_note: setup.py's line "
       "on the kernels' targets, or why there are none) and the kernels' tiles in values "
       "(scan_tile_items GS_NV, segreduce_tile_items GS_SEG_W, linrec_tile_items GS_LR_NV, "
-      "teach_tile_items GS_TEACH_TILE), for the tests and the demo." },
+      "teach_tile_items GS_TEACH_TILE, sort_block_items GS_SORT_BLOCK_NV: the longest row sorted "
+      "inside one block), for the tests and the demo." },
     { "_scan_scratch_bytes", scan_scratch_bytes, METH_O,
       "_scan_scratch_bytes(n)\n--\n\nScratch bytes of a device scan over n values, for tests." },
     { "_split_scratch_bytes", split_scratch_bytes, METH_O,
@@ -282,6 +326,13 @@ PyMethodDef gs_hook_methods[] = {
     { "_linrec_scratch_bytes", linrec_scratch_bytes, METH_O,
       "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
       "values, for tests." },
+    { "_sort_scratch_bytes", sort_scratch_bytes, METH_VARARGS,
+      "_sort_scratch_bytes(rows, row_len, key_bytes, keys, index)\n--\n\nScratch bytes of a "
+      "device sort (keys: sorted keys wanted; index: argsort's index wanted), for tests." },
+    { "_sort_layout", sort_layout, METH_VARARGS,
+      "_sort_layout(rows, row_len, key_bytes, keys, index)\n--\n\nThe device-wide sort's "
+      "geometry and scratch offsets (gs_sort_layout_of; in_block: rows sorted inside a block "
+      "instead), for tests." },
     { "_teach_scratch_bytes", teach_scratch_bytes, METH_VARARGS,
       "_teach_scratch_bytes(algorithm, n, row_len, out_itemsize, segmented, in_place)\n--\n\n"
       "Scratch bytes of a teaching scan on CUDA, for tests." },
