@@ -10,10 +10,16 @@ policy: it checks each CUB call once against the host at the smallest size, then
 cudaMemcpyAsync and CUB's InclusiveSum (int32, float32), InclusiveSumByKey (int32, segments of
 1000), Reduce::Sum (float32, int32), HistogramEven (float32 in [0, 1), 256 and 4096 bins) and
 Partition::Flagged (int32 values, uint8 flags, half set; a second time with its count copied to
-the host and waited for, impl "cub+sync").  Then gpuscan's calls for the same work
+the host and waited for, impl "cub+sync"), RadixSort SortKeys (uint32, int32, float32, int64,
+float64: integers of the whole range, floats uniform in [-1, 1), so every digit position takes
+a pass) and SortPairs (uint32 and float32 keys with an int64 payload 0 .. n-1: an argsort), and
+once, at three fixed shapes, the segmented sorts of float32 rows (DeviceSegmentedSort and
+DeviceSegmentedRadixSort; impls "cub" and "cub-radix").  Then gpuscan's calls for the same work
 are timed by the harness: scan(x, out=o) (int32 with dtype=int32, as CUB's i32 -> i32;
 float32), segmented_scan(x, heads, dtype=int32, out=o) with uint8 heads every 1000 values,
-reduce(x), histogram(x, bins, range=(0, 1)) and split(x, flags).  gpuscan's calls are the ones
+reduce(x), histogram(x, bins, range=(0, 1)), split(x, flags), sort(x) and argsort(x) (beside
+CuPy's sort and argsort) and sort(x.reshape(rows, length), axis=-1) (beside
+torch.sort(dim=-1, stable=True) where PyTorch is there).  gpuscan's calls are the ones
 the other benchmarks time (reduce, histogram and split allocate their results; split reads its
 count back to the host, CUB's partition leaves it on the device: "cub+sync" is CUB's partition
 doing the same, as information beside the goal).
@@ -30,6 +36,11 @@ file's tag is "cub").
 
 Exit status: 0, or 1 if a gpuscan call failed or gave a wrong result (missed goals are in the
 summary, not the status), 2 if CuPy, the CUDA backend, nvcc or the driver fail.
+
+Sort goals (issue 45): sort of uint32, int32, float32, int64, float64 at least as fast as CUB's
+SortKeys at 2^20, 2^24, 2^28; argsort at least as fast as SortPairs and twice CuPy's argsort;
+each row shape at least as fast as the fastest of CUB's two segmented sorts and PyTorch's.  A
+sort's byte count is its keys read and written once (argsort: keys read, int64 written).
 """
 
 import os
@@ -53,6 +64,8 @@ import bench_scan  # noqa: E402
 import bench_segreduce  # noqa: E402
 import bench_split  # noqa: E402
 
+from gpuscan import _slow  # noqa: E402
+
 TITLE = "gpuscan vs CUB (one job: cub_driver.cu beside the harness)"
 DRIVER_SRC = os.path.join(HERE, "cub_driver.cu")
 SEG_LEN = 1000            # segment length of both segmented scans (the driver's kSegLen)
@@ -62,6 +75,32 @@ SEG = f"segscan add i32 heads/{SEG_LEN}"  # a u8 head every SEG_LEN values
 RED_F32, RED_I32 = bench_segreduce.RED_F32, bench_segreduce.RED_I32
 HIST256, HIST4096 = bench_hist.f32_case(256), bench_hist.f32_case(4096)
 SPLIT = bench_split.case_name("split", np.int32)
+
+# The sorts: key dtypes of sort (CUB's SortKeys) and argsort (SortPairs with an int64 payload).
+SORT_KEYS = (np.uint32, np.int32, np.float32, np.int64, np.float64)
+ARGSORT_KEYS = (np.uint32, np.float32)
+# The row shapes (rows, length) of float32 keys sorted along the rows (axis -1).
+ROW_SHAPES = ((2**14, 2**14), (2**20, 16), (2**16, 2**10))
+SORT_GOAL_SIZES = (2**20, 2**24, 2**28)
+ARGSORT_OVER_CUPY = 2.0
+
+
+def sort_case(dt):
+    return f"sort {harness.abbr(dt)}"
+
+
+def argsort_case(dt):
+    return f"argsort {harness.abbr(dt)}"
+
+
+def rows_case(rows, length):
+    return f"sort rows f32 {rows}x{length}"
+
+
+def driver_key(dt):
+    """The driver's suffix of a key dtype (cub_driver.cu's key_name)."""
+    return {"uint32": "u32", "int32": "i32", "float32": "f32", "int64": "i64",
+            "float64": "f64"}[np.dtype(dt).name]
 
 # The driver's case names (cub_driver.cu) -> (this benchmark's case, CUB's call).
 CUB_CASES = {
@@ -75,8 +114,22 @@ CUB_CASES = {
     "split_i32": (SPLIT, "cub::DevicePartition::Flagged(i32, u8 flags)"),
     "split_i32_host": (SPLIT, "cub::DevicePartition::Flagged(i32, u8 flags), count to host, sync"),
 }
-# The impl name of a driver case's rows: "cub", but for the partition whose count is read back.
+CUB_CASES.update({f"sortkeys_{driver_key(dt)}": (
+    sort_case(dt), f"cub::DeviceRadixSort::SortKeys({driver_key(dt)})") for dt in SORT_KEYS})
+CUB_CASES.update({f"sortpairs_{driver_key(dt)}": (
+    argsort_case(dt), f"cub::DeviceRadixSort::SortPairs({driver_key(dt)}, i64 iota)")
+    for dt in ARGSORT_KEYS})
+# The row cases, printed once each (at log2 of their keys): driver case -> (case, CUB's call).
+CUB_ROW_CASES = {}
+for _r, _l in ROW_SHAPES:
+    CUB_ROW_CASES[f"segsort_f32_{_r}x{_l}"] = (
+        rows_case(_r, _l), f"cub::DeviceSegmentedSort::SortKeys(f32, {_r} rows of {_l})")
+    CUB_ROW_CASES[f"segradix_f32_{_r}x{_l}"] = (
+        rows_case(_r, _l), f"cub::DeviceSegmentedRadixSort::SortKeys(f32, {_r} rows of {_l})")
+# The impl name of a driver case's rows: "cub", but for the partition whose count is read back
+# and the segmented radix sort (the segmented merge sort is "cub").
 CUB_IMPL = {"split_i32_host": "cub+sync"}
+CUB_IMPL.update({c: "cub-radix" for c in CUB_ROW_CASES if c.startswith("segradix")})
 MEMCPY = "memcpy"
 DRIVER_CASES = (MEMCPY,) + tuple(CUB_CASES)
 # The goal: at least as fast as CUB at every size.  The segmented scan is compared too (CUB's
@@ -121,9 +174,10 @@ def _fields(tokens, line):
     return out
 
 
-def parse_driver(text, logs):
+def parse_driver(text, logs, rows=True):
     """DriverRun from cub_driver's stdout; DriverError unless every case has a time at every
-    log2 n in logs and a passed check at the smallest."""
+    log2 n in logs and a passed check at the smallest, and (rows) every row case a time and a
+    passed check at its own log2 n."""
     run = None
     for line in text.splitlines():
         line = line.strip()
@@ -162,6 +216,11 @@ def parse_driver(text, logs):
     missing = [f"{c} 2^{k}" for k in logs for c in DRIVER_CASES if (c, k) not in run.times]
     missing += [f"check of {c} at 2^{min(logs)}" for c in DRIVER_CASES
                 if (c, min(logs)) not in run.checked]
+    if rows:
+        timed = {c for c, _ in run.times}
+        checked = {c for c, _ in run.checked}
+        missing += [c for c in CUB_ROW_CASES if c not in timed]
+        missing += [f"check of {c}" for c in CUB_ROW_CASES if c not in checked]
     if missing:
         raise DriverError("cub_driver's output lacks " + ", ".join(missing))
     return run
@@ -169,8 +228,14 @@ def parse_driver(text, logs):
 
 def cub_external(run, driver_case, log2n):
     """device_case's external= for one CUB case at 2^log2n."""
-    return [dict(impl=CUB_IMPL.get(driver_case, "cub"), label=CUB_CASES[driver_case][1],
+    label = (CUB_CASES.get(driver_case) or CUB_ROW_CASES[driver_case])[1]
+    return [dict(impl=CUB_IMPL.get(driver_case, "cub"), label=label,
                  **run.times[(driver_case, log2n)])]
+
+
+def row_log2(rows, length):
+    """The log2n the driver prints for a row case: floor(log2(rows * length))."""
+    return (rows * length).bit_length() - 1
 
 
 # ================================================================================================
@@ -205,8 +270,9 @@ def build_driver(h):
     return out
 
 
-def run_driver(path, logs):
-    cmd = [path] + [f"--{k}={v}" for k, v in DRIVER_POLICY.items()] + [str(k) for k in logs]
+def run_driver(path, logs, rows=True):
+    cmd = [path] + [f"--{k}={v}" for k, v in DRIVER_POLICY.items()] + (
+        [] if rows else ["--no-rows"]) + [str(k) for k in logs]
     harness.log("running the CUB driver: " + " ".join(cmd))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
@@ -218,7 +284,7 @@ def run_driver(path, logs):
         harness.die(f"bench_cub: the CUB driver exited with status {done.returncode}:\n"
                     f"{done.stderr[-4000:]}")
     try:
-        return parse_driver(done.stdout, logs)
+        return parse_driver(done.stdout, logs, rows)
     except DriverError as exc:
         harness.die(f"bench_cub: {exc}")
 
@@ -231,12 +297,124 @@ def heads_every(cp, size, dtype):
     return (cp.arange(size, dtype=cp.int64) % SEG_LEN == 0).astype(dtype)
 
 
+def full_range(cp, size, dtype):
+    """Keys of every bit pattern (integers) or uniform in [-1, 1) (floats), as the driver's."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return (cp.random.random(size, dtype=dtype) * 2 - 1).astype(dtype)
+    words = cp.random.randint(0, 2**32, size, dtype=cp.int64).astype(cp.uint64)
+    if dtype.itemsize == 8:
+        words = (words << np.uint64(32)) | cp.random.randint(0, 2**32, size, dtype=cp.int64
+                                                             ).astype(cp.uint64)
+        return words.view(dtype)
+    return words.astype(cp.uint32).view(dtype)
+
+
+def check_sort(res, x):
+    """sort: NumPy's np.sort of x, bit for bit (the inputs hold no NaN)."""
+    u = f"u{x.dtype.itemsize}"
+    return _slow.first_difference(np.asarray(res).view(u), np.sort(x).view(u))
+
+
+def check_argsort(res, x):
+    """argsort: a permutation that orders x, equal keys in input order (O(n): a stable argsort
+    of 2^28 keys on the host would take minutes)."""
+    res = np.asarray(res)
+    if res.dtype != np.int64 or res.shape != x.shape:
+        return f"result {res.dtype}{res.shape}, expected int64{x.shape}"
+    if res.size and (res.min() < 0 or res.max() >= x.size):
+        return "index out of range"
+    seen = np.zeros(x.size, bool)
+    seen[res] = True
+    if not seen.all():
+        return "not a permutation"
+    k = x[res]
+    if np.any(k[1:] < k[:-1]):
+        return f"not sorted at {np.flatnonzero(k[1:] < k[:-1])[0]}"
+    eq = k[1:] == k[:-1]
+    if np.any(res[1:][eq] <= res[:-1][eq]):
+        return "equal keys out of input order"
+    return None
+
+
+def check_rows(rows, length):
+    def run(res, x):
+        u = "u4"
+        want = np.sort(x.reshape(rows, length), axis=-1)
+        return _slow.first_difference(np.asarray(res).reshape(rows, length).view(u), want.view(u))
+    return run
+
+
+def sort_suite(h, run, sizes, row_shapes):
+    """The sorts' cases and goals (see the module docstring)."""
+    import gpuscan
+    cp, torch = h.cp, h.torch
+
+    def case(name, n, log2n, driver_cases, **kw):
+        h.device_case(name, n, external=[e for d in driver_cases
+                                         for e in cub_external(run, d, log2n)], **kw)
+
+    for n in sizes:
+        k = n.bit_length() - 1
+        for dt in SORT_KEYS:
+            size = np.dtype(dt).itemsize
+            case(sort_case(dt), n, k, [f"sortkeys_{driver_key(dt)}"],
+                 inputs=[(dt, full_range)], outputs=[],
+                 impls=[("gpuscan", "gpuscan.sort(x)", lambda x: gpuscan.sort(x)),
+                        ("cupy", "cupy.sort(x)", lambda x: cp.sort(x))],
+                 check=h.on_host(check_sort), memcpy_elem=8 if size == 8 else 4,
+                 nbytes=2 * size * n)
+        for dt in ARGSORT_KEYS:
+            case(argsort_case(dt), n, k, [f"sortpairs_{driver_key(dt)}"],
+                 inputs=[(dt, full_range)], outputs=[],
+                 impls=[("gpuscan", "gpuscan.argsort(x)", lambda x: gpuscan.argsort(x)),
+                        ("cupy", "cupy.argsort(x)", lambda x: cp.argsort(x))],
+                 check=h.on_host(check_argsort), memcpy_elem=4,
+                 nbytes=(np.dtype(dt).itemsize + 8) * n)
+    for rows, length in row_shapes:
+        n = rows * length
+        name = rows_case(rows, length)
+        impls = [("gpuscan", f"gpuscan.sort(x.reshape({rows}, {length}))",
+                  lambda x, r=rows, L=length: gpuscan.sort(x.reshape(r, L)))]
+        if torch is not None:
+            impls.append(("torch", f"torch.sort(x.view({rows}, {length}), stable=True)",
+                          lambda x, r=rows, L=length: torch.sort(x.view(r, L), dim=-1,
+                                                                 stable=True)[0]))
+        case(name, n, row_log2(rows, length),
+             [f"segsort_f32_{rows}x{length}", f"segradix_f32_{rows}x{length}"],
+             inputs=[(np.float32, full_range)], outputs=[], impls=impls,
+             check=h.on_host(check_rows(rows, length)), memcpy_elem=4, nbytes=8 * n)
+
+    # ---- The goals ----
+    for n in (n for n in SORT_GOAL_SIZES if n in sizes):
+        for dt in SORT_KEYS:
+            h.goal_vs_at(sort_case(dt), "cub", n)
+        for dt in ARGSORT_KEYS:
+            h.goal_vs_at(argsort_case(dt), "cub", n)
+            h.goal_vs_at(argsort_case(dt), "cupy", n, target=ARGSORT_OVER_CUPY)
+    for rows, length in row_shapes:
+        name, n = rows_case(rows, length), rows * length
+        mine = h.row(name, "gpuscan", n)
+        others = [r for r in (h.row(name, lib, n) for lib in ("cub", "cub-radix", "torch"))
+                  if r is not None and r.ms]
+        figure = f"{name} vs the fastest of CUB's segmented sorts and torch"
+        if mine is None or not mine.ms or not others:
+            h.goal(figure, n, "-", ">= 1.00x", "n/a")
+            continue
+        best = min(others, key=lambda r: r.ms)
+        ratio = best.ms / mine.ms
+        h.goal(f"{figure} ({best.impl})", n, f"{ratio:.2f}x", ">= 1.00x",
+               "ok" if ratio >= 1.0 else "MISS")
+
+
 def suite(h):
     import gpuscan
     sizes = h.sizes()
     logs = [n.bit_length() - 1 for n in sizes]   # harness sizes are powers of two
+    # The row cases (2^24 to 2^28 keys) run with the full sizes, not a quick run.
+    row_shapes = () if h.args.no_sort_rows or h.args.max_log2 < 28 else ROW_SHAPES
     path = h.args.cub_driver or build_driver(h)
-    run = run_driver(path, logs)
+    run = run_driver(path, logs, rows=bool(row_shapes))
     dev = run.device
     h.note(f"cub_driver {path}: {dev['name']}, {dev['sms']} SMs, cc {dev['cc']}, L2 "
            f"{int(dev['l2_bytes']) / 2**20:.0f} MiB, CUB {dev['cub']}, CUDA runtime "
@@ -288,6 +466,11 @@ def suite(h):
                                  lambda x, f: gpuscan.split(x, f))],
              check=h.on_host(bench_split.check(False)), memcpy_elem=4, nbytes=9 * n)
 
+    if not h.args.no_sort and hasattr(gpuscan, "sort"):
+        sort_suite(h, run, sizes, row_shapes)
+    elif not h.args.no_sort:
+        h.note("gpuscan.sort is not in this build: the sort cases are left out")
+
     # ---- The goals ----
     for name in GOAL_CASES:
         for n in sizes:
@@ -312,8 +495,11 @@ def suite(h):
 
 def make_parser():
     p = harness.make_parser(TITLE)
-    # 2^16 to 2^28 in steps of 2^4; PyTorch has no row here.
-    p.set_defaults(min_log2=16, step=4, no_torch=True)
+    # 2^16 to 2^28 in steps of 2^4; PyTorch only in the sort rows cases (a goal's baseline).
+    p.set_defaults(min_log2=16, step=4)
+    p.add_argument("--no-sort", action="store_true", help="leave the sort cases out")
+    p.add_argument("--no-sort-rows", action="store_true",
+                   help="leave the fixed-shape sort rows cases out (CUB's and gpuscan's)")
     p.add_argument("--cub-driver", metavar="PATH", default=None,
                    help="a built benchmarks/cub_driver.cu (default: build it with nvcc)")
     p.add_argument("--nvcc", metavar="PATH", default=None,

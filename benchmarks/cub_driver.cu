@@ -5,7 +5,7 @@
 // and passes it harness.py's timing policy, so both sides are timed the same way:
 //
 //     nvcc -O3 -std=c++17 -arch=sm_90 benchmarks/cub_driver.cu -o /tmp/cub_driver
-//     /tmp/cub_driver [--target-ms=20] [--samples=30] [--rotate-l2=4] ... [log2n ...]
+//     /tmp/cub_driver [--target-ms=20] [--samples=30] ... [--no-rows] [--only=sort,seg] [log2n ...]
 //
 // log2n defaults to 16 20 24 28 (at most 30: CUB is called with int sizes).  For each size and
 // case: buffers of random inputs rotated over sets whose total exceeds rotate-l2 times the L2
@@ -29,6 +29,15 @@
 //                  (cudaMemcpyAsync) and waited for (cudaStreamSynchronize): the work of
 //                  gpuscan.split, whose count is a Python int.  The next call is launched only
 //                  after the wait, so the device idles in between, as it does between splits.
+//   sortkeys_u32/i32/f32/i64/f64  cub::DeviceRadixSort::SortKeys, every key bit (integers of
+//                  the whole range, floats uniform in [-1, 1): every digit position differs)
+//   sortpairs_u32/f32  cub::DeviceRadixSort::SortPairs, the keys above with an int64 payload of
+//                  0 .. n-1 (an argsort: gpuscan.argsort's work)
+// Row cases, at fixed shapes (rows x length float32 keys in [-1, 1), sorted along the rows), run
+// once after the sizes unless --no-rows; their log2n is log2 of the keys:
+//   segsort_f32_RxL   cub::DeviceSegmentedSort::SortKeys, offsets i * L
+//   segradix_f32_RxL  cub::DeviceSegmentedRadixSort::SortKeys, the same
+//   (R x L: 16384 x 16384, 1048576 x 16, 65536 x 1024)
 //
 // Output, one line each (bench_cub.parse_driver reads it):
 //   device sms=132 l2_bytes=62914560 cc=9.0 cub=300001 runtime=13000 driver=13000 name=NVIDIA H200
@@ -598,6 +607,230 @@ class PartitionCase : public Case {
     int *host_count_ = nullptr; // page-locked, allocated once (split_i32_host)
 };
 
+// ---- sorts ----------------------------------------------------------------------------------
+// Keys of every bit pattern (integers) or uniform in [-1, 1) (floats: no NaN, every digit position
+// differs): both sorts do every pass.
+template <class K> struct SortKeyGen {
+    uint64_t seed;
+    __device__ K operator()(size_t i) const
+    {
+        const uint64_t a = mix(seed ^ (i * 0x100000001B3ull));
+        const uint64_t b = mix((seed + 1) ^ (i * 0x100000001B3ull));
+        if constexpr (std::is_same_v<K, float>)
+            return static_cast<float>(a >> 8) * (1.0f / 8388608.0f) - 1.0f;
+        else if constexpr (std::is_same_v<K, double>)
+            return static_cast<double>(((a << 32) | b) >> 11) * (1.0 / 4503599627370496.0) - 1.0;
+        else if constexpr (sizeof(K) == 8)
+            return static_cast<K>((a << 32) | b);
+        else
+            return static_cast<K>(a);
+    }
+};
+// 0 .. n-1 in every buffer set of n: an argsort's payload.
+struct IotaGen {
+    size_t n;
+    __device__ long long operator()(size_t i) const
+    {
+        return static_cast<long long>(i % n);
+    }
+};
+// Row starts i * len, i = 0 .. rows.
+struct OffsetGen {
+    int len;
+    __device__ int operator()(size_t i) const
+    {
+        return static_cast<int>(i) * len;
+    }
+};
+
+template <class K> const char *key_name()
+{
+    if constexpr (std::is_same_v<K, float>)
+        return "f32";
+    else if constexpr (std::is_same_v<K, double>)
+        return "f64";
+    else if constexpr (std::is_same_v<K, uint32_t>)
+        return "u32";
+    else if constexpr (std::is_same_v<K, int32_t>)
+        return "i32";
+    else
+        return "i64";
+}
+
+// Whether y is x sorted (the same multiset, in order).
+template <class K> bool sorted_of(std::vector<K> x, const std::vector<K> &y)
+{
+    std::sort(x.begin(), x.end());
+    return x == y;
+}
+
+// cub::DeviceRadixSort::SortKeys (pairs = false) or SortPairs with an iota int64 payload.
+template <class K> class RadixSortCase : public Case {
+  public:
+    explicit RadixSortCase(bool pairs)
+        : pairs_(pairs), name_(std::string(pairs ? "sortpairs_" : "sortkeys_") + key_name<K>())
+    {}
+    const char *name() const override
+    {
+        return name_.c_str();
+    }
+    size_t set_bytes(size_t n) const override
+    {
+        return 2 * n * (sizeof(K) + (pairs_ ? sizeof(long long) : 0));
+    }
+    void setup(size_t n, int sets, uint64_t seed) override
+    {
+        n_ = n;
+        in_ = DeviceArray<K>(n * sets);
+        out_ = DeviceArray<K>(n * sets);
+        fill(in_, n * sets, SortKeyGen<K>{ seed });
+        size_t bytes = 0;
+        if (pairs_) {
+            vin_ = DeviceArray<long long>(n * sets);
+            vout_ = DeviceArray<long long>(n * sets);
+            fill(vin_, n * sets, IotaGen{ n });
+            CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, in_.get(), out_.get(),
+                                                  vin_.get(), vout_.get(), int(n)));
+        } else {
+            CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in_.get(), out_.get(), int(n)));
+        }
+        temp_ = DeviceArray<char>(bytes);
+        temp_bytes_ = bytes;
+    }
+    void run(int s) override
+    {
+        size_t bytes = temp_bytes_;
+        if (pairs_)
+            CHECK(cub::DeviceRadixSort::SortPairs(temp_.get(), bytes, in_.set(s, n_),
+                                                  out_.set(s, n_), vin_.set(s, n_),
+                                                  vout_.set(s, n_), int(n_), 0, int(8 * sizeof(K)),
+                                                  0));
+        else
+            CHECK(cub::DeviceRadixSort::SortKeys(temp_.get(), bytes, in_.set(s, n_),
+                                                 out_.set(s, n_), int(n_), 0, int(8 * sizeof(K)),
+                                                 0));
+    }
+    std::string check() override
+    {
+        out_.poison();
+        if (pairs_)
+            vout_.poison();
+        run(0);
+        const auto x = in_.to_host(n_), y = out_.to_host(n_);
+        if (!sorted_of(x, y))
+            return "keys not sorted";
+        if (pairs_) {
+            const auto v = vout_.to_host(n_);
+            for (size_t i = 0; i < n_; ++i) {
+                if (v[i] < 0 || size_t(v[i]) >= n_ || !(x[size_t(v[i])] == y[i]))
+                    return first_bad("payload", i);
+                if (i > 0 && y[i - 1] == y[i] && v[i - 1] >= v[i])
+                    return first_bad("stability", i);
+            }
+        }
+        return "";
+    }
+    void teardown() override
+    {
+        in_ = {};
+        out_ = {};
+        vin_ = {};
+        vout_ = {};
+        temp_ = {};
+    }
+
+  private:
+    bool pairs_;
+    std::string name_;
+    size_t n_ = 0, temp_bytes_ = 0;
+    DeviceArray<K> in_, out_;
+    DeviceArray<long long> vin_, vout_;
+    DeviceArray<char> temp_;
+};
+
+// rows x len float32 keys sorted along the rows: cub::DeviceSegmentedSort::SortKeys (radix =
+// false) or cub::DeviceSegmentedRadixSort::SortKeys.  setup's n must be rows * len.
+class SegmentedSortCase : public Case {
+  public:
+    SegmentedSortCase(bool radix, int rows, int len)
+        : radix_(radix), rows_(rows), len_(len),
+          name_(std::string(radix ? "segradix_f32_" : "segsort_f32_") + std::to_string(rows) +
+                "x" + std::to_string(len))
+    {}
+    const char *name() const override
+    {
+        return name_.c_str();
+    }
+    size_t keys() const
+    {
+        return size_t(rows_) * size_t(len_);
+    }
+    size_t set_bytes(size_t n) const override
+    {
+        return 2 * n * sizeof(float);
+    }
+    void setup(size_t n, int sets, uint64_t seed) override
+    {
+        n_ = n;
+        in_ = DeviceArray<float>(n * sets);
+        out_ = DeviceArray<float>(n * sets);
+        off_ = DeviceArray<int>(size_t(rows_) + 1);
+        fill(in_, n * sets, SortKeyGen<float>{ seed });
+        fill(off_, size_t(rows_) + 1, OffsetGen{ len_ });
+        size_t bytes = 0;
+        call(nullptr, bytes, 0);
+        temp_ = DeviceArray<char>(bytes);
+        temp_bytes_ = bytes;
+    }
+    void run(int s) override
+    {
+        size_t bytes = temp_bytes_;
+        call(temp_.get(), bytes, s);
+    }
+    std::string check() override
+    {
+        out_.poison();
+        run(0);
+        // The first rows (at most 64 of them): each the sorted row of the input.
+        const size_t rows = std::min(rows_, 64), len = size_t(len_);
+        const auto x = in_.to_host(rows * len), y = out_.to_host(rows * len);
+        for (size_t r = 0; r < rows; ++r) {
+            std::vector<float> a(x.begin() + r * len, x.begin() + (r + 1) * len);
+            std::vector<float> b(y.begin() + r * len, y.begin() + (r + 1) * len);
+            if (!sorted_of(a, b))
+                return first_bad("row", r);
+        }
+        return "";
+    }
+    void teardown() override
+    {
+        in_ = {};
+        out_ = {};
+        off_ = {};
+        temp_ = {};
+    }
+
+  private:
+    void call(void *temp, size_t &bytes, int s)
+    {
+        const float *in = temp ? in_.set(s, n_) : in_.get();
+        float *out = temp ? out_.set(s, n_) : out_.get();
+        if (radix_)
+            CHECK(cub::DeviceSegmentedRadixSort::SortKeys(temp, bytes, in, out, int(n_), rows_,
+                                                          off_.get(), off_.get() + 1, 0, 32, 0));
+        else
+            CHECK(cub::DeviceSegmentedSort::SortKeys(temp, bytes, in, out, int(n_), rows_,
+                                                     off_.get(), off_.get() + 1, 0));
+    }
+    bool radix_;
+    int rows_, len_;
+    std::string name_;
+    size_t n_ = 0, temp_bytes_ = 0;
+    DeviceArray<float> in_, out_;
+    DeviceArray<int> off_;
+    DeviceArray<char> temp_;
+};
+
 // ================================================================================================
 // Timing: harness.py's time_device, in C++
 // ================================================================================================
@@ -692,14 +925,17 @@ Timing time_case(Case &c, int sets, const Policy &p)
     std::fprintf(stderr,
                  "cub_driver: %s\nusage: cub_driver [--target-ms=X] [--min-reps=N] [--max-reps=N] "
                  "[--samples=N] [--slow-ms=X] [--slow-reps=N] [--very-slow-ms=X] [--rotate-l2=X] "
-                 "[--max-sets=N] [log2n ...]  (log2n in 1..30; default 16 20 24 28)\n",
+                 "[--max-sets=N] [--no-rows] [--only=PREFIX,...] [log2n ...]  (log2n in 1..30; "
+                 "default 16 20 24 28; --only: the cases whose names start so)\n",
                  why);
     std::exit(2);
 }
 
-Policy parse_args(int argc, char **argv, std::vector<int> &logs)
+Policy parse_args(int argc, char **argv, std::vector<int> &logs, bool &rows,
+                  std::vector<std::string> &only)
 {
     Policy p;
+    rows = true;
     struct Opt {
         const char *name;
         double *d;
@@ -716,7 +952,14 @@ Policy parse_args(int argc, char **argv, std::vector<int> &logs)
                  { "--max-sets", nullptr, nullptr, &p.max_sets } };
     for (int a = 1; a < argc; ++a) {
         const std::string arg = argv[a];
-        if (arg.rfind("--", 0) == 0) {
+        if (arg == "--no-rows") {
+            rows = false;
+        } else if (arg.rfind("--only=", 0) == 0) {
+            std::string rest = arg.substr(7);
+            for (size_t at; (at = rest.find(',')) != std::string::npos; rest.erase(0, at + 1))
+                only.push_back(rest.substr(0, at));
+            only.push_back(rest);
+        } else if (arg.rfind("--", 0) == 0) {
             const size_t eq = arg.find('=');
             if (eq == std::string::npos)
                 usage(("option without =value: " + arg).c_str());
@@ -753,7 +996,16 @@ Policy parse_args(int argc, char **argv, std::vector<int> &logs)
 int main(int argc, char **argv)
 {
     std::vector<int> logs;
-    const Policy policy = parse_args(argc, argv, logs);
+    bool with_rows = true;
+    std::vector<std::string> only;
+    const Policy policy = parse_args(argc, argv, logs, with_rows, only);
+    // --only: a case runs when its name starts with one of the prefixes (all without the option).
+    const auto chosen = [&only](const char *name) {
+        for (const std::string &o : only)
+            if (std::string(name).rfind(o, 0) == 0)
+                return true;
+        return only.empty();
+    };
 
     int dev = 0, sms = 0, l2 = 0, runtime = 0, driver = 0;
     CHECK(cudaGetDevice(&dev));
@@ -779,12 +1031,28 @@ int main(int argc, char **argv)
     cases.push_back(std::make_unique<HistogramCase>(4096));
     cases.push_back(std::make_unique<PartitionCase>(false));
     cases.push_back(std::make_unique<PartitionCase>(true));
+    cases.push_back(std::make_unique<RadixSortCase<uint32_t>>(false));
+    cases.push_back(std::make_unique<RadixSortCase<int32_t>>(false));
+    cases.push_back(std::make_unique<RadixSortCase<float>>(false));
+    cases.push_back(std::make_unique<RadixSortCase<long long>>(false));
+    cases.push_back(std::make_unique<RadixSortCase<double>>(false));
+    cases.push_back(std::make_unique<RadixSortCase<uint32_t>>(true));
+    cases.push_back(std::make_unique<RadixSortCase<float>>(true));
+    std::vector<std::unique_ptr<SegmentedSortCase>> row_cases;
+    if (with_rows) {
+        const int shapes[3][2] = { { 1 << 14, 1 << 14 }, { 1 << 20, 16 }, { 1 << 16, 1 << 10 } };
+        for (const auto &sh : shapes)
+            for (bool radix : { false, true })
+                row_cases.push_back(std::make_unique<SegmentedSortCase>(radix, sh[0], sh[1]));
+    }
 
     const int check_log2 = *std::min_element(logs.begin(), logs.end());
     uint64_t seed = 12345;
     for (int k : logs) {
         const size_t n = size_t(1) << k;
         for (auto &c : cases) {
+            if (!chosen(c->name()))
+                continue;
             const double want = policy.rotate_l2 * (l2 > 0 ? l2 : 60 << 20);
             const int sets =
                 int(std::clamp<double>(std::ceil(want / c->set_bytes(n)), 1, policy.max_sets));
@@ -805,6 +1073,32 @@ int main(int argc, char **argv)
             std::fflush(stdout);
             c->teardown();
         }
+    }
+    // The row cases: one fixed shape each, checked (their first rows) before they are timed.
+    for (auto &c : row_cases) {
+        if (!chosen(c->name()))
+            continue;
+        const size_t n = c->keys();
+        int k = 0;
+        while ((size_t(1) << (k + 1)) <= n)
+            ++k;
+        const double want = policy.rotate_l2 * (l2 > 0 ? l2 : 60 << 20);
+        const int sets =
+            int(std::clamp<double>(std::ceil(want / c->set_bytes(n)), 1, policy.max_sets));
+        c->setup(n, sets, ++seed);
+        CHECK(cudaDeviceSynchronize());
+        const std::string problem = c->check();
+        if (!problem.empty()) {
+            std::printf("FAIL case=%s log2n=%d %s\n", c->name(), k, problem.c_str());
+            return 1;
+        }
+        std::printf("check case=%s log2n=%d ok\n", c->name(), k);
+        const Timing t = time_case(*c, sets, policy);
+        CHECK(cudaGetLastError());
+        std::printf("case=%s log2n=%d ms=%.6f min_ms=%.6f spread=%.4f reps=%ld sets=%d\n",
+                    c->name(), k, t.median_ms, t.min_ms, t.spread, t.reps, sets);
+        std::fflush(stdout);
+        c->teardown();
     }
     return 0;
 }

@@ -45,6 +45,10 @@ def driver_output(drop=(), extra=()):
                 lines.append(f"check case={case} log2n={k} ok")
             lines.append(f"case={case} log2n={k} ms={(k + i) / 1000:.6f} "
                          f"min_ms={(k + i) / 1100:.6f} spread=0.0{i} reps={100 + i} sets={7 + k}")
+    for i, case in enumerate(bench_cub.CUB_ROW_CASES):   # the fixed-shape cases, once each
+        lines.append(f"check case={case} log2n=24 ok")
+        lines.append(f"case={case} log2n=24 ms={(30 + i) / 1000:.6f} min_ms={(30 + i) / 1100:.6f} "
+                     f"spread=0.01 reps=10 sets=1")
     lines = [ln for ln in lines if not any(ln.startswith(d) for d in drop)]
     return "\n".join(lines + list(extra)) + "\n"
 
@@ -53,13 +57,18 @@ def test_parse_reads_every_case():
     run = parse_driver(driver_output(), LOGS)
     assert run.device["name"] == "NVIDIA H200"
     assert run.device["sms"] == "132" and run.device["l2_bytes"] == "62914560"
-    assert len(run.times) == len(LOGS) * len(bench_cub.DRIVER_CASES)
+    assert len(run.times) == len(LOGS) * len(bench_cub.DRIVER_CASES) + len(bench_cub.CUB_ROW_CASES)
     i = bench_cub.DRIVER_CASES.index("split_i32")
     assert run.times[("split_i32", 20)] == dict(ms=pytest.approx((20 + i) / 1000),
                                                 min_ms=pytest.approx((20 + i) / 1100, abs=1e-6),
                                                 spread=pytest.approx(i / 100),
                                                 reps=100 + i, sets=27)
-    assert run.checked == {(c, 16) for c in bench_cub.DRIVER_CASES}
+    assert run.checked == ({(c, 16) for c in bench_cub.DRIVER_CASES} |
+                           {(c, 24) for c in bench_cub.CUB_ROW_CASES})
+    # without the row cases (a quick run) their absence is no error
+    drop = ("check case=segsort", "case=segsort", "check case=segradix", "case=segradix")
+    run = parse_driver(driver_output(drop=drop), LOGS, rows=False)
+    assert not any(c in bench_cub.CUB_ROW_CASES for c, _ in run.times)
 
 
 @pytest.mark.parametrize("drop, extra, message", [
@@ -72,8 +81,10 @@ def test_parse_reads_every_case():
     ((), ["case=memcpy log2n=24 ms=1 reps=1 sets=1"], "cannot read"),
     ((), ["check case=memcpy log2n=24 failed"], "check not ok"),
     ((), ["warning: something"], "unexpected line"),
+    (("case=segradix_f32_1048576x16",), (), "segradix_f32_1048576x16"),
+    (("check case=segsort_f32_16384x16384",), (), "check of segsort_f32_16384x16384"),
 ], ids=["fail", "missing_time", "missing_check", "no_device", "twice", "bad_number",
-        "missing_field", "check_not_ok", "stray_line"])
+        "missing_field", "check_not_ok", "stray_line", "missing_row_case", "missing_row_check"])
 def test_parse_refuses_incomplete_or_wrong_output(drop, extra, message):
     with pytest.raises(DriverError, match=re.escape(message)):
         parse_driver(driver_output(drop, extra), LOGS)
@@ -174,6 +185,42 @@ def test_the_checks_pass_right_answers_and_catch_wrong_ones():
     for check, result, inputs in cases:
         assert check(result, *inputs) is None
         assert check(wrong(result), *inputs), check
+
+
+def test_sort_checks_pass_right_answers_and_catch_wrong_ones():
+    """bench_cub's sort checks (on NumPy copies of the results): sort bit for bit, argsort a
+    stable ordering permutation (without a host argsort), rows sorted one by one."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 50, 3001).astype(np.uint32)
+    s = np.sort(x)
+    assert bench_cub.check_sort(s, x) is None
+    assert bench_cub.check_sort(wrong(s), x)
+    idx = np.argsort(x, kind="stable")
+    assert bench_cub.check_argsort(idx, x) is None
+    unstable = idx.copy()
+    first = np.flatnonzero(x[idx][1:] == x[idx][:-1])[0]   # two equal keys: swap them
+    unstable[[first, first + 1]] = unstable[[first + 1, first]]
+    assert "input order" in bench_cub.check_argsort(unstable, x)
+    assert bench_cub.check_argsort(np.zeros_like(idx), x) == "not a permutation"
+    assert bench_cub.check_argsort(idx[::-1].copy(), x).startswith("not sorted")
+    r = rng.standard_normal(4 * 16).astype(np.float32)
+    good = np.sort(r.reshape(4, 16), axis=-1).ravel()
+    assert bench_cub.check_rows(4, 16)(good, r) is None
+    assert bench_cub.check_rows(4, 16)(np.sort(r), r)
+
+
+def test_sort_cases_name_every_driver_case():
+    """Every sort case of the driver maps to a gpuscan case, and the rows' log2n is the
+    driver's (floor of log2 of the keys)."""
+    for dt in bench_cub.SORT_KEYS:
+        assert f"sortkeys_{bench_cub.driver_key(dt)}" in bench_cub.DRIVER_CASES
+    for dt in bench_cub.ARGSORT_KEYS:
+        assert f"sortpairs_{bench_cub.driver_key(dt)}" in bench_cub.DRIVER_CASES
+    assert len(bench_cub.CUB_ROW_CASES) == 2 * len(bench_cub.ROW_SHAPES)
+    assert bench_cub.row_log2(2**16, 2**10) == 26 and bench_cub.row_log2(3, 5) == 3
+    with open(bench_cub.DRIVER_SRC) as f:
+        src = f.read()
+    assert '"--no-rows"' in src
 
 
 def test_host_cases_time_the_libraries_in_turn(cpu_harness, monkeypatch):
