@@ -21,7 +21,8 @@ and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); d
 other algorithms where the build has them; split and compact (every value and flag width, tile
 edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
 bins, weights, searched edges, uneven and unaligned n) and bincount; reduceat, segmented_reduce
-and linear_recurrence (apps_cases; its lookahead driver: linrec_driver_cases).  Device buffers come from
+and linear_recurrence (apps_cases; its lookahead driver: linrec_driver_cases); sort and argsort
+(sort_cases: the block sort and the device-wide sort's histogram and passes).  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -579,6 +580,66 @@ def split_cases(run, nv, cp, reduced):
             fn(cx[1:], cf[1:]), cp.asnumpy(cx[1:]), cp.asnumpy(cf[1:]), compact))
 
 
+def sort_cases(run, reduced):
+    """sort and argsort (kernels/dispatch/sort.cu): the block sort (one key, a row filling the
+    block, many short rows a block, rows of one), the device-wide sort (just past the block, a
+    few tiles, several histogram chunks, rows of several tiles, skipped digit positions), every
+    dtype, descending, NaNs of both signs, -0.0."""
+    if not hasattr(gpuscan, "sort"):
+        print("SKIP sort: gpuscan.sort is not in this build", flush=True)
+        return
+    rng = np.random.default_rng(45)
+    block = _gpuscan._config().get("sort_block_items", 4096)
+    nv = _gpuscan._sort_layout(1, 10 * block, 4, False, True)["nv"]
+    shapes = [(1,), (block,), (300, 16), (2 * block + 3,), (3 * nv + 5,), (2, 9 * nv + 1)]
+    if reduced:
+        shapes = [(300, 16), (3 * nv + 5,)]
+    dtypes = [np.int8, np.float32, np.int64, np.float64] if reduced else DTYPES
+
+    def keys_of(dt, n):
+        dt = np.dtype(dt)
+        if dt.kind == "b":
+            return rng.random(n) < 0.5
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return rng.integers(max(info.min, -1000), min(info.max, 1000), n).astype(dt)
+        x = rng.standard_normal(n).astype(dt)
+        x[::7] = np.round(x[::7])
+        x[::97] = np.nan
+        x[1::97] = -np.nan
+        x[2::53] = -0.0
+        return x
+
+    def reference(x, descending):
+        if not descending:
+            return np.argsort(x, axis=-1, kind="stable")
+        if x.dtype.kind == "f":
+            nan = np.isnan(x)
+            return np.lexsort((np.where(nan, 0, -x), nan), axis=-1)
+        return np.argsort(~x, axis=-1, kind="stable")
+
+    def one(x, descending):
+        want = reference(x, descending)
+        kw = {"descending": True} if descending else {}
+        idx = host(gpuscan.argsort(dev(x), **kw))
+        if not np.array_equal(idx, want):
+            return f"argsort differs at {np.flatnonzero(idx != want)[:3]}"
+        u = f"u{x.dtype.itemsize}"
+        got = host(gpuscan.sort(dev(x), **kw))
+        if not np.array_equal(got.view(u), np.take_along_axis(x, want, -1).view(u)):
+            return "sort differs"
+        return None
+
+    for shape in shapes:
+        for dt in dtypes:
+            x = keys_of(dt, int(np.prod(shape))).reshape(shape)
+            for descending in ((False,) if reduced else (False, True)):
+                run.case(f"sort/argsort {np.dtype(dt).name} {shape} descending={descending}",
+                         lambda x=x, d=descending: one(x, d))
+    x = rng.integers(-100, 100, 3 * nv + 5).astype(np.int64)   # six digit positions skipped
+    run.case("sort/argsort int64 small values (skipped passes)", lambda: one(x, False))
+
+
 def histogram_cases(run, cp):
     """histogram: every method at 256 / 4096 / 65536 bins (65536: the bin range split across
     blocks), uneven n and unaligned starts (vector head and tail), weights (float and int),
@@ -709,8 +770,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
     ap.add_argument("--only", default="", help="comma-separated groups to run (matrix, layout, "
-                    "algorithm, segmented, driver, split, apps, streamed, histogram; linrec: the "
-                    "recurrence's part of driver); default all")
+                    "algorithm, segmented, driver, split, apps, streamed, histogram, sort; linrec: "
+                    "the recurrence's part of driver); default all")
     ap.add_argument("--host", action="store_true",
                     help="NumPy operands on the active backend (the CPU backend without a GPU): "
                          "a dry run of the cases and their checks")
@@ -777,6 +838,8 @@ def main():
         streamed_cases(run)
     if want("histogram"):
         histogram_cases(run, cp)
+    if want("sort"):
+        sort_cases(run, args.reduced)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()
