@@ -21,7 +21,7 @@ for step in $STEPS; do
   san)
     for tool in memcheck racecheck synccheck; do
       echo "== $tool"
-      timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/sort_check" --quick 2>&1 | tail -15
+      timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/sort_check" --quick 2>&1 | tail -15
       echo "rc=${PIPESTATUS[0]}"
     done > "$OUT/san.txt" 2>&1 ;;
   esac
