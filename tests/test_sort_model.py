@@ -37,7 +37,7 @@ DTYPES = list(CODES)
 DTYPE_IDS = [d.name for d in DTYPES]
 
 # The kernels' constants (gpuscan/config.h), for the real-geometry cases.
-SORT_NT, REG_WORDS, HIST_TILES = 384, 46, 8
+SORT_NT, REG_WORDS, HIST_TILES, HIST_MIN_BLOCKS = 384, 54, 8, 512
 BLOCK_NT, BLOCK_VT = 256, 16
 
 
@@ -256,7 +256,8 @@ def test_constants_match_the_extension():
         ib = 4 if index else 0
         assert lay["idx_bytes"] == ib
         assert lay["nv"] == SORT_NT * real_vt(kb, ib)
-        assert lay["hist_tiles"] == HIST_TILES
+        tiles = 3 * -(-100_000 // lay["nv"])
+        assert lay["hist_tiles"] == max(1, min(HIST_TILES, tiles // HIST_MIN_BLOCKS))
         assert lay["desc_bytes"] == 4
     assert _gpuscan._sort_layout(1, 2**30, 4, True, True)["desc_bytes"] == 8
     assert _gpuscan._sort_layout(1, 2**30 - 1, 4, True, True)["desc_bytes"] == 4

@@ -209,10 +209,15 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_NT 384
 #define GS_SORT_NWARPS (GS_SORT_NT / GS_WARP)
 /* Keys per thread of a pass from a register budget: a key takes one 32-bit word (two for an
- * 8-byte key), its digit and then its rank one, an index payload one or two; 46 words give
- * 23 four-byte keys without payload (CUB's Hopper Onesweep tile, 384 x 23), 15 with a 32-bit
- * index, 9 for 8-byte keys with a 64-bit index. A compile-time constant at every use. */
-#define GS_SORT_REG_WORDS 46
+ * 8-byte key), its digit and then its rank one, an index payload one or two; 54 words give
+ * 27 four-byte keys without payload, 18 with a 32-bit index, 10 for 8-byte keys with a 64-bit
+ * index. A compile-time constant at every use (-D overrides it for tuning builds). Measured on
+ * an H200 (2026-11-29, tools/sort_check.cu --bench), ms at 2^28 for 40 / 46 / 54 words: u32
+ * 7.55 / 7.05 / 6.66, f32 8.27 / 7.83 / 7.38, f64 21.6 / 20.5 / 18.5, argsort u32 10.6 / 9.63
+ * / 9.18 (at 54 the float passes with an index spill a few words). */
+#ifndef GS_SORT_REG_WORDS
+#define GS_SORT_REG_WORDS 54
+#endif
 #define GS_SORT_VT(key_bytes, idx_bytes) \
     (GS_SORT_REG_WORDS / (((key_bytes) > 4 ? 2 : 1) + 1 + (idx_bytes) / 4))
 #define GS_SORT_VT_MAX GS_SORT_VT(1, 0)
@@ -220,9 +225,11 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
  * reader sees a count and its status from one access), for rows of at most GS_SORT_COUNT_MAX keys;
  * a 64-bit word (a 62-bit count) for longer rows. */
 #define GS_SORT_COUNT_MAX ((1u << 30) - 1u)
-/* Tiles a histogram block counts: 8 tiles, about 70k four-byte keys, so a block's 256-bin
- * counters (one set per digit position) are added to the row's once per 70k keys. */
+/* Tiles a histogram block counts, at most: 8 tiles, about 70k four-byte keys, so a block's
+ * 256-bin counters (one set per digit position) are added to the row's once per 70k keys; fewer
+ * where that would leave fewer than GS_SORT_HIST_MIN_BLOCKS blocks (gs_sort_hist_tiles). */
 #define GS_SORT_HIST_TILES 8
+#define GS_SORT_HIST_MIN_BLOCKS 512
 /* The short rows' block sort (agent/radix.cuh): 8 warps of 16 keys, a tile of 4096 keys; its
  * rows of at most that many keys each sit whole in one block, at most GS_SORT_DIGITS rows to a
  * block (a row's index in the block is one more 8-bit digit, sorted last). */
@@ -231,6 +238,10 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_BLOCK_NV (GS_SORT_BLOCK_NT * GS_SORT_BLOCK_VT)
 #define GS_SORT_BLOCK_NWARPS (GS_SORT_BLOCK_NT / GS_WARP)
 #define GS_SORT_BLOCK_ROWS GS_SORT_DIGITS
+/* Rows of at most this many keys are sorted by a group of lanes each (agent/radix.cuh's
+ * radix_warp_rows: a key's rank counted against its row's keys), GS_SORT_BLOCK_NT threads a
+ * block. */
+#define GS_SORT_WARP_ROW_MAX 32
 
 #if GS_SORT_NT % GS_WARP != 0 || GS_SORT_NT < GS_SORT_DIGITS || GS_SORT_NT > 1024
 #error "GS_SORT_NT: whole warps, at least one thread per digit"
@@ -249,6 +260,16 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 static inline GS_HD int gs_sort_in_block(int64_t row_len)
 {
     return row_len <= GS_SORT_BLOCK_NV;
+}
+
+/* The lanes of a row sorted by radix_warp_rows (row_len <= GS_SORT_WARP_ROW_MAX): the least
+ * power of two at least row_len. */
+static inline GS_HD int64_t gs_sort_row_lanes(int64_t row_len)
+{
+    int64_t w = 1;
+    while (w < row_len)
+        w *= 2;
+    return w;
 }
 
 /* Rows of row_len (<= GS_SORT_BLOCK_NV) keys that one block sorts. */
@@ -345,13 +366,22 @@ static inline GS_HD int64_t gs_sort_nv(int key_bytes, int idx_bytes)
     return (int64_t)GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes);
 }
 
+/* Tiles a histogram block counts for `tiles` tiles in all: GS_SORT_HIST_TILES, or fewer so
+ * that a small sort still has GS_SORT_HIST_MIN_BLOCKS blocks counting it (one tile at least). */
+static inline GS_HD int64_t gs_sort_hist_tiles(int64_t tiles)
+{
+    const int64_t per = tiles / GS_SORT_HIST_MIN_BLOCKS;
+    return per < 1 ? 1 : per > GS_SORT_HIST_TILES ? GS_SORT_HIST_TILES : per;
+}
+
 /* The device-wide sort's layout with the kernels' geometry. */
 static inline GS_HD void gs_sort_layout_of(int64_t rows, int64_t row_len, int key_bytes,
                                            int want_keys, int want_index, gs_sort_layout *l)
 {
-    gs_sort_layout_for(rows, row_len, key_bytes, want_keys, want_index,
-                       gs_sort_nv(key_bytes, gs_sort_index_bytes(row_len, want_index)),
-                       GS_SORT_HIST_TILES, gs_sort_desc_bytes(row_len), l);
+    const int64_t nv = gs_sort_nv(key_bytes, gs_sort_index_bytes(row_len, want_index));
+    gs_sort_layout_for(rows, row_len, key_bytes, want_keys, want_index, nv,
+                       gs_sort_hist_tiles(rows * ((row_len + nv - 1) / nv)),
+                       gs_sort_desc_bytes(row_len), l);
 }
 
 /* Scratch of one sort or argsort (gs_sort_desc) of rows x row_len keys of key_bytes each: none

@@ -18,6 +18,8 @@
  *          (keys of d in the row before this tile) + (s - the tile's first slot of d), index
  *          payload alike. A pass no row needs (gs_sort_live) leaves at once; the live ones
  *          alternate between buffers (gs_sort_key_dst) so none reads what it writes.
+ * Rows of at most GS_SORT_WARP_ROW_MAX keys: a group of lanes per row, each key's rank counted
+ * against its row's keys through shuffles (radix_warp_rows).
  * Short rows (at most GS_SORT_BLOCK_NV keys), the block sort: a block takes up to
  * GS_SORT_BLOCK_ROWS whole rows, keeps their order keys and positions in registers and runs the
  * same ranking per digit the tile needs (its keys' digits differ there), then once more by the
@@ -95,6 +97,58 @@ static __device__ __forceinline__ void *gs_sort_idx_buf(const gs_sort_kparams *p
 #define GS_SORT_BLOCK_SMEM(r_bytes) \
     (GS_SORT_BLOCK_NV * ((r_bytes) + 2) + GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS * 4)
 
+/* A live pass's buffers (gpuscan/radix.h's plan): the live passes in turn between the key and
+ * index buffers and between the two descriptor arrays (desc: this pass's; next: the next live
+ * pass's, zeroed by this one); the index's dtype between passes (it) and as stored (ot). */
+typedef struct gs_sort_plan {
+    const void *ksrc, *isrc;
+    void *kdst, *idst, *desc, *next;
+    gs_dtype it, ot;
+} gs_sort_plan;
+
+/* The plan of pass p->pass, or 0 when no row needs it. */
+static __device__ __forceinline__ int gs_sort_plan_of(const gs_sort_kparams *p, int passes,
+                                                      int idx_bytes, gs_sort_plan *pl)
+{
+    const unsigned live = gs_sort_live(*p->diff, passes);
+    if (!((live >> p->pass) & 1u))
+        return 0;
+    const int before = __popc(live & ((1u << p->pass) - 1u));
+    const int after = __popc(live) - 1 - before;
+    const int want_keys = p->keys_out != NULL;
+    pl->ksrc = gs_sort_key_buf(p, gs_sort_key_src(before, after, want_keys));
+    pl->kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
+    pl->isrc = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_src(before, after)) : NULL;
+    pl->idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
+    pl->desc = before & 1 ? p->desc1 : p->desc0;
+    pl->next = before & 1 ? p->desc0 : p->desc1;
+    pl->it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32;
+    pl->ot = after == 0 ? GS_UINT64 : pl->it;
+    return 1;
+}
+
+/* A pass's index payload of idx_bytes (4 or 8) as its words lo[j], hi[j] (hi: 8-byte), items
+ * j < vt of a warp-striped tile from element `from`, those at or past `left` untouched: every
+ * load issued before any is used, a whole tile's unconditionally. */
+static __device__ __forceinline__ void gs_radix_load_index(int idx_bytes, int vt, const void *a,
+                                                           int64_t from, int left, uint32_t *lo,
+                                                           uint32_t *hi)
+{
+    const int whole = left >= vt * GS_WARP;
+#pragma unroll
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
+        if (j < vt && (whole || j * GS_WARP < left)) {
+            if (idx_bytes == 8) {
+                const unsigned long long x = ((const unsigned long long *)a)[from + j * GS_WARP];
+                lo[j] = (uint32_t)x;
+                hi[j] = (uint32_t)(x >> 32);
+            } else {
+                lo[j] = ((const uint32_t *)a)[from + j * GS_WARP];
+            }
+        }
+    }
+}
+
 #endif /* GS_RADIX_AGENT_ONCE */
 
 /* ================================ per key register type ================================ */
@@ -105,6 +159,25 @@ static __device__ __forceinline__ GS_R GS_FN(radix_key)(gs_dtype t, GS_R bits, u
     if (sizeof(GS_R) == 8)
         return (GS_R)gs_sort_key64(t, (uint64_t)bits, flip);
     return (GS_R)gs_sort_key32(t, (uint32_t)bits, (uint32_t)flip);
+}
+
+/* Items j < vt of a warp-striped tile, k[j] = element from + j * GS_WARP of a (dtype t), those
+ * at or past `left` zero: every load issued before any is used (a test and a use per item would
+ * wait a memory latency per item); a whole tile's are unconditional. */
+static __device__ __forceinline__ void GS_FN(radix_load)(gs_dtype t, int vt, const void *a,
+                                                         int64_t from, int left, GS_R *k)
+{
+    if (left >= vt * GS_WARP) {
+#pragma unroll
+        for (int j = 0; j < GS_SORT_VT_MAX; ++j)
+            if (j < vt)
+                k[j] = (GS_R)gs_load_bits(t, a, from + j * GS_WARP);
+    } else {
+#pragma unroll
+        for (int j = 0; j < GS_SORT_VT_MAX; ++j)
+            if (j < vt)
+                k[j] = j * GS_WARP < left ? (GS_R)gs_load_bits(t, a, from + j * GS_WARP) : 0;
+    }
 }
 
 /* The OR of a block's values of v (32 or 64 bits) in every thread; `sm` holds a value per warp.
@@ -205,6 +278,30 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
     }
 }
 
+/* A pass's store: slot s of the tile in shared memory (consecutive threads, consecutive slots:
+ * runs of one digit are contiguous in the output) to gbase[its digit] + s, its index alike. */
+static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
+                                                          int tile_n, const GS_R *skey,
+                                                          const unsigned char *sidx,
+                                                          const unsigned long long *gbase,
+                                                          const gs_sort_plan *pl,
+                                                          const gs_sort_kparams *p)
+{
+#pragma unroll
+    for (int i = 0; i < GS_SORT_VT_MAX; ++i) {
+        const int s = i * GS_SORT_NT + threadIdx.x;
+        if (i < vt && s < tile_n) {
+            const GS_R k = skey[s];
+            const unsigned d = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, k, p->flip), p->pass);
+            const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
+            if (pl->kdst != NULL)
+                gs_store_bits(t, pl->kdst, g, (uint64_t)k);
+            if (idx_bytes)
+                gs_store_bits(pl->ot, pl->idst, g, gs_load_bits(pl->it, sidx, s));
+        }
+    }
+}
+
 /* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
  * payload (0: none). ---- */
 static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_bytes,
@@ -223,8 +320,6 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     __shared__ gs_radix_scan_smem scan_sm;
     __shared__ unsigned tile_sm;
 
-    /* ---- The plan: a pass no row needs leaves at once (every block alike: no barrier yet);
-     * the live ones in turn between the buffers and the two descriptor arrays. ---- */
     const unsigned live = gs_sort_live(*p->diff, passes);
     if (!((live >> p->pass) & 1u))
         return;
@@ -237,8 +332,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     void *idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
     void *desc = before & 1 ? p->desc1 : p->desc0;
     void *next = before & 1 ? p->desc0 : p->desc1;
-    const gs_dtype it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32; /* the index between passes */
-    const gs_dtype ot = after == 0 ? GS_UINT64 : it;            /* ... and as this pass stores it */
+    const gs_dtype it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32;
+    const gs_dtype ot = after == 0 ? GS_UINT64 : it;
 
     /* ---- The tile, in launch order (a tile waits only for tiles taken before it). ---- */
     for (int i = tid; i < GS_SORT_NWARPS * GS_SORT_DIGITS; i += GS_SORT_NT)
@@ -268,25 +363,18 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     unsigned dr[GS_SORT_VT_MAX];                       /* digits, then ranks */
     uint32_t ilo[GS_SORT_VT_MAX], ihi[GS_SORT_VT_MAX]; /* the index's words (ihi: 8-byte) */
     const int lead = warp * GS_WARP * vt + lane;
+    GS_FN(radix_load)(t, vt, ksrc, base + lead, tile_n - lead, key);
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
         if (j < vt) {
             const int at = lead + j * GS_WARP;
-            key[j] = 0;
-            dr[j] = 0u;
-            ilo[j] = ihi[j] = 0u;
-            if (at < tile_n) {
-                key[j] = (GS_R)gs_load_bits(t, ksrc, base + at);
-                dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
-                if (idx_bytes) {
-                    const uint64_t x = isrc == NULL ? (uint64_t)(tile_start + at)
-                                                    : gs_load_bits(it, isrc, base + at);
-                    ilo[j] = (uint32_t)x;
-                    ihi[j] = (uint32_t)(x >> 32);
-                }
-            }
+            dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
+            ilo[j] = (uint32_t)(tile_start + at);
+            ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
         }
     }
+    if (idx_bytes && isrc != NULL)
+        gs_radix_load_index(idx_bytes, vt, isrc, base + lead, tile_n - lead, ilo, ihi);
 
     /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
     gs_radix_count(vt, dr, tile_n, whist);
@@ -330,8 +418,6 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     }
     __syncthreads();
 
-    /* ---- Store: slot s (consecutive threads, consecutive slots: runs of one digit are
-     * contiguous in the output) to gbase[its digit] + s. ---- */
 #pragma unroll
     for (int i = 0; i < vt; ++i) {
         const int s = i * GS_SORT_NT + tid;
@@ -411,13 +497,12 @@ static __device__ __forceinline__ void GS_FN(radix_block)(gs_dtype t, const gs_s
     GS_R ok[GS_SORT_BLOCK_VT];
     unsigned ps[GS_SORT_BLOCK_VT], dr[GS_SORT_BLOCK_VT];
     GS_R diff = 0;
+    GS_FN(radix_load)(t, GS_SORT_BLOCK_VT, p->keys, base + lead, tile_n - lead, ok);
 #pragma unroll
     for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
         const int at = lead + j * GS_WARP;
         ps[j] = (unsigned)at;
-        ok[j] = at < tile_n
-                    ? GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, base + at), p->flip)
-                    : first;
+        ok[j] = at < tile_n ? GS_FN(radix_key)(t, ok[j], p->flip) : first;
         diff |= ok[j] ^ first;
     }
     for (int i = tid; i < GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS; i += GS_SORT_BLOCK_NT)
@@ -444,15 +529,49 @@ static __device__ __forceinline__ void GS_FN(radix_block)(gs_dtype t, const gs_s
 
     /* ---- Store slot s: its key's own bits (read again by position) and the position in its
      * row (the slot's row is the key's). ---- */
+    if (p->keys_out != NULL) { /* every key gathered (ok[] is free) before any is stored */
+#pragma unroll
+        for (int j = 0; j < GS_SORT_BLOCK_VT; ++j)
+            ok[j] = lead + j * GS_WARP < tile_n ? (GS_R)gs_load_bits(t, p->keys, base + ps[j]) : 0;
+#pragma unroll
+        for (int j = 0; j < GS_SORT_BLOCK_VT; ++j)
+            if (lead + j * GS_WARP < tile_n)
+                gs_store_bits(t, p->keys_out, base + lead + j * GS_WARP, (uint64_t)ok[j]);
+    }
 #pragma unroll
     for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
         const int s = lead + j * GS_WARP;
         if (s < tile_n) {
-            if (p->keys_out != NULL)
-                gs_store_bits(t, p->keys_out, base + s, gs_load_bits(t, p->keys, base + ps[j]));
             if (p->index_out != NULL)
                 p->index_out[base + s] =
                     (int64_t)(ps[j] - (unsigned)s / (unsigned)row_len * (unsigned)row_len);
         }
+    }
+}
+
+/* ---- Rows of at most GS_SORT_WARP_ROW_MAX keys: a group of p->block_rows lanes (a power of two
+ * at least the row's length) per row, lane i holding key i; its rank is the count of the row's
+ * keys before it in the stable order (a smaller order key, or an equal one earlier), each key
+ * read from its lane by a shuffle. ---- */
+static __device__ __forceinline__ void GS_FN(radix_warp_rows)(gs_dtype t, const gs_sort_kparams *p)
+{
+    const int len = (int)p->row_len;
+    const int w = (int)p->block_rows;
+    const int sub = threadIdx.x & (w - 1);
+    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / w;
+    const int present = row < p->rows && sub < len;
+    const int64_t at = row * len + sub;
+    const GS_R bits = present ? (GS_R)gs_load_bits(t, p->keys, at) : (GS_R)0;
+    const GS_R ok = present ? GS_FN(radix_key)(t, bits, p->flip) : (GS_R)0;
+    int rank = 0;
+    for (int j = 0; j < len; ++j) { /* every lane, len alike in the block */
+        const GS_R o = __shfl_sync(GS_FULL_MASK, ok, j, w);
+        rank += o < ok || (o == ok && j < sub);
+    }
+    if (present) {
+        if (p->keys_out != NULL)
+            gs_store_bits(t, p->keys_out, row * len + rank, (uint64_t)bits);
+        if (p->index_out != NULL)
+            p->index_out[row * len + rank] = sub;
     }
 }

@@ -5,6 +5,8 @@
  * compile-time constant: bool, the unsigned integers of each width (a signed integer runs its
  * width's kernels, its sign bit flipped by the per-call XOR of gpuscan/radix.h), float32 and
  * float64. Per kind:
+ *   gs_sort_warp_<kind>        rows of at most GS_SORT_WARP_ROW_MAX keys, a group of lanes a
+ *                              row (a power of two), one launch;
  *   gs_sort_block_<kind>_<i>   rows of at most GS_SORT_BLOCK_NV keys, a block to up to
  *                              GS_SORT_BLOCK_ROWS of them, one launch (i: with an index);
  *   gs_sort_hist_<kind>        the device-wide sort's histogram, then
@@ -78,6 +80,14 @@ GS_SORT_KINDS(GS_X_PASSES)
 GS_SORT_KINDS(GS_X_BLOCK)
 #undef GS_X_BLOCK
 
+#define GS_X_WARP(kind, rs, r_bytes)                                                      \
+    __global__ void __launch_bounds__(GS_SORT_BLOCK_NT) gs_sort_warp_##kind(gs_sort_kparams p) \
+    {                                                                                      \
+        radix_warp_rows_##rs(kind, &p);                                                    \
+    }
+GS_SORT_KINDS(GS_X_WARP)
+#undef GS_X_WARP
+
 typedef void (*gs_sort_kernel)(gs_sort_kparams);
 
 /* The kind of a dtype's kernels. */
@@ -88,7 +98,7 @@ static gs_dtype gs_sort_kind(gs_dtype t)
 
 /* The kernels of one kind, and the register bytes of its keys. */
 typedef struct gs_sort_kernels {
-    gs_sort_kernel hist, block, pass[3]; /* pass: index payload of 0, 4, 8 bytes */
+    gs_sort_kernel hist, block, warp, pass[3]; /* pass: index payload of 0, 4, 8 bytes */
     int r_bytes;
 } gs_sort_kernels;
 
@@ -99,6 +109,7 @@ static int gs_sort_kernels_of(gs_dtype t, gs_sort_kernels *k)
     if (kind == kind_) {                       \
         k->hist = gs_sort_hist_##kind_;        \
         k->block = gs_sort_block_##kind_;      \
+        k->warp = gs_sort_warp_##kind_;        \
         k->pass[0] = gs_sort_pass_##kind_##_0; \
         k->pass[1] = gs_sort_pass_##kind_##_4; \
         k->pass[2] = gs_sort_pass_##kind_##_8; \
@@ -161,6 +172,14 @@ extern "C" cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size
     p.rows = d->rows;
     p.row_len = d->row_len;
     p.flip = gs_sort_flip(d->type, d->descending);
+
+    /* ---- Rows of a few keys: a group of lanes a row, one launch, no scratch. ---- */
+    if (d->row_len <= GS_SORT_WARP_ROW_MAX) {
+        p.block_rows = gs_sort_row_lanes(d->row_len);
+        const int64_t per_block = GS_SORT_BLOCK_NT / p.block_rows;
+        return gs_sort_launch(k.warp, (d->rows + per_block - 1) / per_block, GS_SORT_BLOCK_NT, 0,
+                              &p, stream);
+    }
 
     /* ---- Short rows: a block per GS_SORT_BLOCK_ROWS of them, one launch, no scratch. ---- */
     if (gs_sort_in_block(d->row_len)) {
