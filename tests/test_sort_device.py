@@ -1,7 +1,9 @@
 """sort and argsort on the CUDA backend, by the kernel path each size reaches
 (kernels/dispatch/sort.cu), against NumPy's stable sort.
 
-Two paths:
+Three paths:
+- rows of at most 32 keys (gs_sort_warp_<kind>): a group of lanes a row, each key ranked
+  against its row's; its ids say warp_*;
 - the block sort (gs_sort_block_<kind>): rows of at most GS_SORT_BLOCK_NV keys
   (_config()["sort_block_items"]), up to 256 rows a block; its ids say block_*;
 - the device-wide sort (gs_sort_hist_<kind>, then gs_sort_pass_<kind>_<index bytes> per digit
@@ -97,13 +99,15 @@ def check(keys, descending=False, on_device=True, what=("sort", "argsort")):
 
 # ---- the block sort ----------------------------------------------------------------------------
 BLOCK_SHAPES = [
-    pytest.param((1,), id="block_one_key"),
-    pytest.param((2,), id="block_two_keys"),
+    pytest.param((1,), id="warp_one_key"),
+    pytest.param((2,), id="warp_two_keys"),
+    pytest.param((1000, 7), id="warp_rows_of_seven"),
+    pytest.param((333, 32), id="warp_rows_of_32"),
     pytest.param((33,), id="block_warp_plus_one"),
     pytest.param((BLOCK - 1,), id="block_row_minus_one"),
     pytest.param((BLOCK,), id="block_row_fills_block"),
-    pytest.param((1000, 1), id="block_rows_of_one"),
-    pytest.param((1000, 16), id="block_256_rows_a_block_partial_last"),
+    pytest.param((1000, 1), id="warp_rows_of_one"),
+    pytest.param((1000, 16), id="warp_rows_of_16_partial_last_block"),
     pytest.param((37, 100), id="block_40_rows_a_block"),
     pytest.param((5, 1024), id="block_four_rows_a_block"),
     pytest.param((3, BLOCK // 2 + 1), id="block_one_row_a_block"),

@@ -2,7 +2,8 @@
  * tools/sort_check.cu - the CUDA sort's kernels (kernels/dispatch/sort.cu) checked on a GPU
  * without the Python package: each case runs gs_launch_sort on device memory and compares its
  * keys (bit for bit) and indices with tools/sort_model.c, the host model that
- * tests/test_sort_model.py checks against NumPy. It reaches every kernel: the block sort of each
+ * tests/test_sort_model.py checks against NumPy. It reaches every kernel: rows of at most 32
+ * keys (a group of lanes a row), the block sort of each
  * key kind (short rows, a row filling the block, rows of one), the histogram and every pass
  * kernel (index payload of 0 and 4 bytes; 8 bytes only past 2^32 keys a row, the model's alone),
  * rows of several tiles, several histogram chunks, skipped digit positions, both orders.
@@ -12,7 +13,8 @@
  *         kernels/dispatch/sort.cu kernels/dispatch/launch.cu tools/sort_model.c -o sort_check
  *     ./sort_check [--quick] [--dry]  (--quick: fewer cases, for racecheck; --dry: the model
  *                                      alone, no GPU)
- *     ./sort_check --bench [log2n ...] (timings beside benchmarks/cub_driver.cu's sort cases)
+ *     ./sort_check --bench [--only=a,b] [--reps=N] [log2n ...]  (timings beside
+ *                                      benchmarks/cub_driver.cu's sort cases)
  *
  * Prints one line per failing case and a summary; exits 1 on any failure, 2 on a CUDA error.
  * Level: tool (host code; the kernels are the product's).
@@ -245,9 +247,26 @@ static double bench_median(double *v, int n)
 }
 
 /* One timed case: rows x row_len keys of t, keys (argsort = 0) or int64 indices alone. */
-static void bench_case(const char *name, gs_dtype t, int64_t rows, int64_t row_len, int argsort,
-                       int log2n)
+static int bench_reps = 64;           /* --reps=N: timed calls at most */
+static const char *bench_only = NULL; /* --only=a,b: the cases whose names hold a or b */
+
+static int bench_chosen(const char *name)
 {
+    if (bench_only == NULL)
+        return 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", bench_only);
+    for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ","))
+        if (strstr(name, tok) != NULL)
+            return 1;
+    return 0;
+}
+
+static void bench_case(const char *name, gs_dtype t, int64_t rows, int64_t row_len, int argsort,
+                       int log2n, int float_bits)
+{
+    if (!bench_chosen(name))
+        return;
     const int b = (int)gs_dtype_size(t);
     const int64_t n = rows * row_len;
     const size_t set_bytes = (size_t)n * (2 * b + (argsort ? 8 : 0));
@@ -265,7 +284,8 @@ static void bench_case(const char *name, gs_dtype t, int64_t rows, int64_t row_l
         CK(cudaMalloc(&idx, (size_t)n * 8 * sets));
     if (scratch_bytes)
         CK(cudaMalloc(&scratch, scratch_bytes));
-    bench_fill<<<1024, 256>>>(keys, n * sets, b, gs_dtype_is_float(t), 45u + (uint64_t)log2n);
+    bench_fill<<<1024, 256>>>(keys, n * sets, b, float_bits || gs_dtype_is_float(t),
+                              45u + (uint64_t)log2n);
     CK(cudaGetLastError());
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -276,7 +296,7 @@ static void bench_case(const char *name, gs_dtype t, int64_t rows, int64_t row_l
     d.type = t;
     int calls = 0, reps = 0;
     float total = 0.0f;
-    for (int it = -2; it < 64; ++it) {
+    for (int it = -2; it < bench_reps && it < 64; ++it) {
         const int s = (calls++) % sets;
         d.keys = keys + (size_t)s * n * b;
         d.keys_out = argsort ? NULL : out + (size_t)s * n * b;
@@ -334,14 +354,21 @@ static int bench_main(int argc, char **argv)
         const char *name;
         gs_dtype t;
         int argsort;
+        int float_bits; /* the keys a float's bits: a skewed top digit */
     } flat[] = { { "sortkeys_u32", GS_UINT32, 0 }, { "sortkeys_i32", GS_INT32, 0 },
                  { "sortkeys_f32", GS_FLOAT32, 0 }, { "sortkeys_i64", GS_INT64, 0 },
                  { "sortkeys_f64", GS_FLOAT64, 0 }, { "sortpairs_u32", GS_UINT32, 1 },
-                 { "sortpairs_f32", GS_FLOAT32, 1 } };
+                 { "sortpairs_f32", GS_FLOAT32, 1 }, { "sortkeys_u32fbits", GS_UINT32, 0, 1 } };
     const int64_t shapes[][2] = { { 16384, 16384 }, { 1048576, 16 }, { 65536, 1024 } };
     int sizes[8], nsizes = 0;
-    for (int a = 2; a < argc && nsizes < 8; ++a)
-        sizes[nsizes++] = atoi(argv[a]);
+    for (int a = 2; a < argc && nsizes < 8; ++a) {
+        if (strncmp(argv[a], "--only=", 7) == 0)
+            bench_only = argv[a] + 7;
+        else if (strncmp(argv[a], "--reps=", 7) == 0)
+            bench_reps = atoi(argv[a] + 7);
+        else
+            sizes[nsizes++] = atoi(argv[a]);
+    }
     if (nsizes == 0) {
         const int def[] = { 16, 20, 24, 28 };
         for (nsizes = 0; nsizes < 4; ++nsizes)
@@ -351,7 +378,8 @@ static int bench_main(int argc, char **argv)
         for (int c = 0; c < (int)(sizeof flat / sizeof flat[0]); ++c) {
             char name[64];
             snprintf(name, sizeof name, "gs_%s", flat[c].name);
-            bench_case(name, flat[c].t, 1, (int64_t)1 << sizes[si], flat[c].argsort, sizes[si]);
+            bench_case(name, flat[c].t, 1, (int64_t)1 << sizes[si], flat[c].argsort, sizes[si],
+                       flat[c].float_bits);
         }
     for (int r = 0; r < 3; ++r) {
         char name[64];
@@ -360,10 +388,10 @@ static int bench_main(int argc, char **argv)
             ++lg;
         snprintf(name, sizeof name, "gs_segsort_f32_%lldx%lld", (long long)shapes[r][0],
                  (long long)shapes[r][1]);
-        bench_case(name, GS_FLOAT32, shapes[r][0], shapes[r][1], 0, lg);
+        bench_case(name, GS_FLOAT32, shapes[r][0], shapes[r][1], 0, lg, 0);
         snprintf(name, sizeof name, "gs_segargsort_f32_%lldx%lld", (long long)shapes[r][0],
                  (long long)shapes[r][1]);
-        bench_case(name, GS_FLOAT32, shapes[r][0], shapes[r][1], 1, lg);
+        bench_case(name, GS_FLOAT32, shapes[r][0], shapes[r][1], 1, lg, 0);
     }
     return failures ? 1 : 0;
 }
@@ -379,7 +407,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[a], "--dry") == 0)
             dry = 1;
         else {
-            fprintf(stderr, "usage: sort_check [--quick] [--dry] | --bench [log2n ...]\n");
+            fprintf(stderr, "usage: sort_check [--quick] [--dry] | --bench [--only=a,b] [--reps=N] [log2n ...]\n");
             return 2;
         }
     }
@@ -397,6 +425,7 @@ int main(int argc, char **argv)
         /* (rows, row_len): the block sort, then the device-wide sort */
         const int64_t shapes[][2] = {
             { 1, 1 },          { 1, 33 },         { 1, block },         { 1000, 1 },
+            { 333, 32 },       { 1000, 7 },       { 9, 31 },
             { 300, 16 },       { 5, 1024 },       { 3, block / 2 + 1 }, { 1, block + 1 },
             { 1, nv - 1 },     { 1, nv },         { 1, nv + 1 },        { 1, nvk + 1 },
             { 3, 2 * nv + 5 }, { 1, 9 * nv + 1 }, { 2, 9 * nvk + 3 },

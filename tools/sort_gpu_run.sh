@@ -16,7 +16,7 @@ for step in $STEPS; do
   case $step in
   check) { timeout 120 "$BIN/sort_check"; echo "rc=$?"; } > "$OUT/check.txt" 2>&1 ;;
   bench) { timeout 150 "$BIN/sort_check" --bench $SIZES; echo "rc=$?"; } >> "$OUT/bench.txt" 2>&1 ;;
-  cub) { timeout 200 "$BIN/cub_driver" --only=sort,seg $SIZES; echo "rc=$?"; } >> "$OUT/bench.txt" 2>&1 ;;
+  cub) { timeout 200 "$BIN/cub_driver" --only=sortkeys,sortpairs,segsort,segradix $SIZES; echo "rc=$?"; } >> "$OUT/bench.txt" 2>&1 ;;
   peers) { timeout 200 python3 "$HERE/benchmarks/sort_peers.py" $SIZES; echo "rc=$?"; } >> "$OUT/bench.txt" 2>&1 ;;
   san)
     for tool in memcheck racecheck synccheck; do
