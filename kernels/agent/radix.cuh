@@ -97,36 +97,6 @@ static __device__ __forceinline__ void *gs_sort_idx_buf(const gs_sort_kparams *p
 #define GS_SORT_BLOCK_SMEM(r_bytes) \
     (GS_SORT_BLOCK_NV * ((r_bytes) + 2) + GS_SORT_BLOCK_NWARPS * GS_SORT_DIGITS * 4)
 
-/* A live pass's buffers (gpuscan/radix.h's plan): the live passes in turn between the key and
- * index buffers and between the two descriptor arrays (desc: this pass's; next: the next live
- * pass's, zeroed by this one); the index's dtype between passes (it) and as stored (ot). */
-typedef struct gs_sort_plan {
-    const void *ksrc, *isrc;
-    void *kdst, *idst, *desc, *next;
-    gs_dtype it, ot;
-} gs_sort_plan;
-
-/* The plan of pass p->pass, or 0 when no row needs it. */
-static __device__ __forceinline__ int gs_sort_plan_of(const gs_sort_kparams *p, int passes,
-                                                      int idx_bytes, gs_sort_plan *pl)
-{
-    const unsigned live = gs_sort_live(*p->diff, passes);
-    if (!((live >> p->pass) & 1u))
-        return 0;
-    const int before = __popc(live & ((1u << p->pass) - 1u));
-    const int after = __popc(live) - 1 - before;
-    const int want_keys = p->keys_out != NULL;
-    pl->ksrc = gs_sort_key_buf(p, gs_sort_key_src(before, after, want_keys));
-    pl->kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
-    pl->isrc = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_src(before, after)) : NULL;
-    pl->idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
-    pl->desc = before & 1 ? p->desc1 : p->desc0;
-    pl->next = before & 1 ? p->desc0 : p->desc1;
-    pl->it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32;
-    pl->ot = after == 0 ? GS_UINT64 : pl->it;
-    return 1;
-}
-
 /* A pass's index payload of idx_bytes (4 or 8) as its words lo[j], hi[j] (hi: 8-byte), items
  * j < vt of a warp-striped tile from element `from`, those at or past `left` untouched: every
  * load issued before any is used, a whole tile's unconditionally. */
@@ -278,26 +248,70 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
     }
 }
 
+/* A pass's load: items j < vt of the thread's warp-striped share of a tile of tile_n keys at
+ * element `base` of ksrc (position tile_start in its row), the thread's first at `lead`: the
+ * keys' bits, their digits at p->pass, their indices' words (read from isrc, or the
+ * positions). */
+static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt, int idx_bytes,
+                                                              const void *ksrc, const void *isrc,
+                                                              int64_t base, int64_t tile_start,
+                                                              int lead, int tile_n,
+                                                              const gs_sort_kparams *p, GS_R *key,
+                                                              unsigned *dr, uint32_t *ilo,
+                                                              uint32_t *ihi)
+{
+    GS_FN(radix_load)(t, vt, ksrc, base + lead, tile_n - lead, key);
+#pragma unroll
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
+        if (j < vt) {
+            const int at = lead + j * GS_WARP;
+            dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
+            ilo[j] = (uint32_t)(tile_start + at);
+            ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
+        }
+    }
+    if (idx_bytes && isrc != NULL)
+        gs_radix_load_index(idx_bytes, vt, isrc, base + lead, tile_n - lead, ilo, ihi);
+}
+
+/* A pass's keys (and index words, as it) to their slots dr[j] in shared memory. */
+static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int idx_bytes, int lead,
+                                                            int tile_n, const GS_R *key,
+                                                            const unsigned *dr, const uint32_t *ilo,
+                                                            const uint32_t *ihi, gs_dtype it,
+                                                            GS_R *skey, unsigned char *sidx)
+{
+#pragma unroll
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
+        if (j < vt && lead + j * GS_WARP < tile_n) {
+            skey[dr[j]] = key[j];
+            if (idx_bytes)
+                gs_store_bits(it, sidx, dr[j], (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
+        }
+    }
+}
+
 /* A pass's store: slot s of the tile in shared memory (consecutive threads, consecutive slots:
- * runs of one digit are contiguous in the output) to gbase[its digit] + s, its index alike. */
+ * runs of one digit are contiguous in the output) to gbase[its digit] + s in kdst (none when
+ * NULL), its index (it in sidx) alike as ot in idst. */
 static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
                                                           int tile_n, const GS_R *skey,
                                                           const unsigned char *sidx,
                                                           const unsigned long long *gbase,
-                                                          const gs_sort_plan *pl,
-                                                          const gs_sort_kparams *p)
+                                                          void *kdst, void *idst, gs_dtype it,
+                                                          gs_dtype ot, const gs_sort_kparams *p)
 {
 #pragma unroll
-    for (int i = 0; i < GS_SORT_VT_MAX; ++i) {
+    for (int i = 0; i < vt; ++i) {
         const int s = i * GS_SORT_NT + threadIdx.x;
-        if (i < vt && s < tile_n) {
+        if (s < tile_n) {
             const GS_R k = skey[s];
             const unsigned d = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, k, p->flip), p->pass);
             const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
-            if (pl->kdst != NULL)
-                gs_store_bits(t, pl->kdst, g, (uint64_t)k);
+            if (kdst != NULL)
+                gs_store_bits(t, kdst, g, (uint64_t)k);
             if (idx_bytes)
-                gs_store_bits(pl->ot, pl->idst, g, gs_load_bits(pl->it, sidx, s));
+                gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
         }
     }
 }
@@ -363,18 +377,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     unsigned dr[GS_SORT_VT_MAX];                       /* digits, then ranks */
     uint32_t ilo[GS_SORT_VT_MAX], ihi[GS_SORT_VT_MAX]; /* the index's words (ihi: 8-byte) */
     const int lead = warp * GS_WARP * vt + lane;
-    GS_FN(radix_load)(t, vt, ksrc, base + lead, tile_n - lead, key);
-#pragma unroll
-    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
-        if (j < vt) {
-            const int at = lead + j * GS_WARP;
-            dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
-            ilo[j] = (uint32_t)(tile_start + at);
-            ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
-        }
-    }
-    if (idx_bytes && isrc != NULL)
-        gs_radix_load_index(idx_bytes, vt, isrc, base + lead, tile_n - lead, ilo, ihi);
+    GS_FN(radix_load_tile)(t, vt, idx_bytes, ksrc, isrc, base, tile_start, lead, tile_n, p, key, dr,
+                           ilo, ihi);
 
     /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
     gs_radix_count(vt, dr, tile_n, whist);
@@ -396,14 +400,7 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
 
     /* ---- Rank, and scatter the tile into shared memory in slot order. ---- */
     gs_radix_rank(vt, dr, tile_n, whist);
-#pragma unroll
-    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
-        if (j < vt && lead + j * GS_WARP < tile_n) {
-            skey[dr[j]] = key[j];
-            if (idx_bytes)
-                gs_store_bits(it, sidx, dr[j], (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
-        }
-    }
+    GS_FN(radix_scatter)(vt, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey, sidx);
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
      * tile's slots of d go. ---- */
@@ -418,19 +415,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     }
     __syncthreads();
 
-#pragma unroll
-    for (int i = 0; i < vt; ++i) {
-        const int s = i * GS_SORT_NT + tid;
-        if (s < tile_n) {
-            const GS_R k = skey[s];
-            const unsigned d = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, k, p->flip), p->pass);
-            const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
-            if (kdst != NULL)
-                gs_store_bits(t, kdst, g, (uint64_t)k);
-            if (idx_bytes)
-                gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
-        }
-    }
+    /* ---- Store: slot s to gbase[its digit] + s. ---- */
+    GS_FN(radix_store)(t, vt, idx_bytes, tile_n, skey, sidx, gbase, kdst, idst, it, ot, p);
 }
 
 /* One ranking round of the block sort by the digits in dr[] (then clobbered): the tile's order
