@@ -204,234 +204,344 @@ static void word_put(void *desc, int wide, int64_t i, unsigned status, uint64_t 
         ((uint32_t *)desc)[i] = status << 30 | (uint32_t)count;
 }
 
-/* ---- The device-wide sort. ---- */
-static int model_device(const void *keys, void *keys_out, int64_t *index_out, int64_t rows,
-                        int64_t row_len, gs_dtype t, int descending, int nt, int vt,
-                        int64_t hist_tiles, int wide, int idx8)
-{
-    const int kb = (int)gs_dtype_size(t);
-    const int want_keys = keys_out != NULL, want_index = index_out != NULL;
-    const uint64_t flip = gs_sort_flip(t, descending);
-    const int nwarps = nt / WARP;
-    const int64_t nv = (int64_t)nt * vt;
+/* ---- The device-wide sort: its state, the kernels' steps on it. ---- */
+typedef struct model {
+    const void *keys;
+    void *keys_out;
+    int64_t *index_out;
+    int64_t rows, row_len, nv;
+    gs_dtype t;
+    int kb, nwarps, vt, wide, want_keys, want_index;
+    uint64_t flip;
     gs_sort_layout l;
-    char *scratch = NULL, *itmp8 = NULL;
-    unsigned *dig = NULL, *rank = NULL;
-    unsigned char *written = NULL;
-    int64_t *order = NULL;
-    uint64_t *skey = NULL, *sidx = NULL;
+    char *scratch, *itmp8;
+    unsigned *dig, *rank;
+    unsigned char *written;
+    int64_t *order;
+    uint64_t *skey, *sidx, *diff, *hist;
+    void *desc[2];
     bufs b;
-    int rc = 0;
+} model;
 
-    memset(&b, 0, sizeof b);
-    gs_sort_layout_for(rows, row_len, kb, want_keys, want_index, nv, hist_tiles,
-                       wide ? 8 : gs_sort_desc_bytes(row_len), &l);
-    wide = l.desc_bytes == 8;
-    if (!wide && row_len > (int64_t)GS_SORT_COUNT_MAX)
-        FAIL("rows of %lld keys with 32-bit descriptors", (long long)row_len);
+/* A live pass's buffers (gpuscan/radix.h's plan) and descriptor arrays. */
+typedef struct model_pass {
+    int pass, after, ib;
+    const void *ksrc, *isrc;
+    void *kdst, *idst, *dc, *next;
+} model_pass;
+
+static void model_free(model *m)
+{
+    free(m->scratch);
+    free(m->itmp8);
+    free(m->dig);
+    free(m->rank);
+    free(m->skey);
+    free(m->sidx);
+    free(m->written);
+    free(m->order);
+}
+
+/* The layout, the scratch (poisoned, its head zeroed as the launcher does) and the buffers. */
+static int model_setup(model *m, int nt, int64_t hist_tiles, int idx8)
+{
+    int rc = 0;
+    const int64_t nv = m->nv;
+    gs_sort_layout *l = &m->l;
+    gs_sort_layout_for(m->rows, m->row_len, m->kb, m->want_keys, m->want_index, nv, hist_tiles,
+                       m->wide ? 8 : gs_sort_desc_bytes(m->row_len), l);
+    m->wide = l->desc_bytes == 8;
+    m->nwarps = nt / WARP;
+    if (!m->wide && m->row_len > (int64_t)GS_SORT_COUNT_MAX)
+        FAIL("rows of %lld keys with 32-bit descriptors", (long long)m->row_len);
     /* pool memory holds anything: the launcher's memset and the kernels must make it right */
-    scratch = malloc((size_t)l.bytes);
-    dig = malloc(sizeof(unsigned) * (size_t)nv);
-    rank = malloc(sizeof(unsigned) * (size_t)nv);
-    skey = malloc(sizeof(uint64_t) * (size_t)nv);
-    sidx = malloc(sizeof(uint64_t) * (size_t)nv);
-    written = malloc((size_t)(rows * row_len));
-    order = malloc(sizeof(int64_t) * (size_t)l.tiles);
-    if (!scratch || !dig || !rank || !skey || !sidx || !written || !order)
+    m->scratch = malloc((size_t)l->bytes);
+    m->dig = malloc(sizeof(unsigned) * (size_t)nv);
+    m->rank = malloc(sizeof(unsigned) * (size_t)nv);
+    m->skey = malloc(sizeof(uint64_t) * (size_t)nv);
+    m->sidx = malloc(sizeof(uint64_t) * (size_t)nv);
+    m->written = malloc((size_t)(m->rows * m->row_len));
+    m->order = malloc(sizeof(int64_t) * (size_t)l->tiles);
+    if (!m->scratch || !m->dig || !m->rank || !m->skey || !m->sidx || !m->written || !m->order)
         FAIL("out of memory");
-    memset(scratch, 0xa5, (size_t)l.bytes);
-    memset(scratch, 0, (size_t)l.zero_bytes);
-    uint64_t *diff = (uint64_t *)(scratch + l.diff);
-    uint64_t *hist = (uint64_t *)(scratch + l.hist);
-    void *desc[2] = { scratch + l.desc0, scratch + l.desc1 };
-    if (l.ktmp0 < 0 && l.passes >= 2)
-        FAIL("no ktmp0 for %d passes", l.passes);
-    b.key[GS_SORT_IN] = (void *)keys;
-    b.key[GS_SORT_OUT] = keys_out;
-    b.key[GS_SORT_TMP0] = l.ktmp0 >= 0 ? scratch + l.ktmp0 : NULL;
-    b.key[GS_SORT_TMP1] = l.ktmp1 >= 0 ? scratch + l.ktmp1 : NULL;
-    b.idx[GS_SORT_OUT] = index_out;
-    b.idx[GS_SORT_TMP0] = l.itmp >= 0 ? scratch + l.itmp : NULL;
-    if (idx8 && want_index) { /* an index carried in 8 bytes, as for rows past 2^32 keys */
-        l.idx_bytes = 8;
-        if (l.itmp >= 0) {
-            if ((itmp8 = malloc((size_t)(8 * rows * row_len))) == NULL)
+    memset(m->scratch, 0xa5, (size_t)l->bytes);
+    memset(m->scratch, 0, (size_t)l->zero_bytes);
+    m->diff = (uint64_t *)(m->scratch + l->diff);
+    m->hist = (uint64_t *)(m->scratch + l->hist);
+    m->desc[0] = m->scratch + l->desc0;
+    m->desc[1] = m->scratch + l->desc1;
+    if (l->ktmp0 < 0 && l->passes >= 2)
+        FAIL("no ktmp0 for %d passes", l->passes);
+    m->b.key[GS_SORT_IN] = (void *)m->keys;
+    m->b.key[GS_SORT_OUT] = m->keys_out;
+    m->b.key[GS_SORT_TMP0] = l->ktmp0 >= 0 ? m->scratch + l->ktmp0 : NULL;
+    m->b.key[GS_SORT_TMP1] = l->ktmp1 >= 0 ? m->scratch + l->ktmp1 : NULL;
+    m->b.idx[GS_SORT_OUT] = m->index_out;
+    m->b.idx[GS_SORT_TMP0] = l->itmp >= 0 ? m->scratch + l->itmp : NULL;
+    if (idx8 && m->want_index) { /* an index carried in 8 bytes, as for rows past 2^32 keys */
+        l->idx_bytes = 8;
+        if (l->itmp >= 0) {
+            if ((m->itmp8 = malloc((size_t)(8 * m->rows * m->row_len))) == NULL)
                 FAIL("out of memory");
-            b.idx[GS_SORT_TMP0] = itmp8;
+            m->b.idx[GS_SORT_TMP0] = m->itmp8;
         }
     }
+done:
+    return rc;
+}
 
-    /* ---- The histogram kernel: a block per (row, chunk of hist_tiles tiles). ---- */
-    const int64_t blocks = rows * l.row_chunks;
-    const int64_t quads = l.tiles * NDIG * l.desc_bytes / 16, per = (quads + blocks - 1) / blocks;
+/* The histogram kernel: a block per (row, chunk of hist_tiles tiles). */
+static void model_hist(model *m)
+{
+    const gs_sort_layout *l = &m->l;
+    const int64_t blocks = m->rows * l->row_chunks;
+    const int64_t quads = l->tiles * NDIG * l->desc_bytes / 16, per = (quads + blocks - 1) / blocks;
     for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t row = blk / l.row_chunks, chunk = blk - row * l.row_chunks;
-        const int64_t chunk_keys = l.hist_tiles * nv;
-        const int64_t start = row * row_len + chunk * chunk_keys;
-        const int64_t n =
-            row_len - chunk * chunk_keys < chunk_keys ? row_len - chunk * chunk_keys : chunk_keys;
+        const int64_t row = blk / l->row_chunks, chunk = blk - row * l->row_chunks;
+        const int64_t chunk_keys = l->hist_tiles * m->nv;
+        const int64_t start = row * m->row_len + chunk * chunk_keys;
+        const int64_t n = m->row_len - chunk * chunk_keys < chunk_keys
+                              ? m->row_len - chunk * chunk_keys
+                              : chunk_keys;
         const int64_t end = (blk + 1) * per < quads ? (blk + 1) * per : quads;
         for (int64_t i = blk * per; i < end; ++i)
-            memset((char *)desc[0] + 16 * i, 0, 16);
+            memset((char *)m->desc[0] + 16 * i, 0, 16);
         unsigned counts[8 * NDIG];
         memset(counts, 0, sizeof counts);
-        const uint64_t first = order_key(t, load_bits(kb, keys, row * row_len), flip);
+        const uint64_t first =
+            order_key(m->t, load_bits(m->kb, m->keys, row * m->row_len), m->flip);
         uint64_t d = 0;
         for (int64_t i = 0; i < n; ++i) {
-            const uint64_t k = order_key(t, load_bits(kb, keys, start + i), flip);
+            const uint64_t k = order_key(m->t, load_bits(m->kb, m->keys, start + i), m->flip);
             d |= k ^ first;
-            for (int p = 0; p < l.passes; ++p)
+            for (int p = 0; p < l->passes; ++p)
                 counts[p * NDIG + gs_sort_digit(k, p)]++;
         }
-        *diff |= d;
-        uint64_t *h = hist + row * l.passes * NDIG;
-        for (int i = 0; i < l.passes * NDIG; ++i) {
-            if (l.row_chunks == 1)
+        *m->diff |= d;
+        uint64_t *h = m->hist + row * l->passes * NDIG;
+        for (int i = 0; i < l->passes * NDIG; ++i) {
+            if (l->row_chunks == 1)
                 h[i] = counts[i];
             else
                 h[i] += counts[i];
         }
     }
+}
 
-    /* ---- The passes. ---- */
-    const void *last_keys = keys; /* what the last live pass wrote (the input before any) */
-    const void *last_idx = NULL;
-    for (int pass = 0; pass < l.passes; ++pass) {
-        const unsigned live = gs_sort_live(*diff, l.passes);
-        if (!((live >> pass) & 1u))
-            continue;
-        const int before = __builtin_popcount(live & ((1u << pass) - 1u));
-        const int after = __builtin_popcount(live) - 1 - before;
-        const gs_sort_buf ks = gs_sort_key_src(before, after, want_keys);
-        const gs_sort_buf kd = gs_sort_key_dst(after, want_keys);
-        if (ks == GS_SORT_NONE)
-            FAIL("pass %d reads no keys", pass);
-        const void *ksrc = b.key[ks];
-        void *kdst = kd == GS_SORT_NONE ? NULL : b.key[kd];
-        const int ib = l.idx_bytes;
-        const gs_sort_buf is = gs_sort_idx_src(before, after);
-        const void *isrc = ib && is != GS_SORT_NONE ? b.idx[is] : NULL;
-        void *idst = ib ? b.idx[gs_sort_idx_dst(after)] : NULL;
-        void *dc = desc[before & 1], *next = desc[(before + 1) & 1];
-        if (ksrc == NULL || ksrc != last_keys)
-            FAIL("pass %d reads keys from buffer %d, not the last pass's", pass, (int)ks);
-        if (kdst == ksrc || (kd != GS_SORT_NONE && kdst == NULL))
-            FAIL("pass %d writes keys to buffer %d (reads %d)", pass, (int)kd, (int)ks);
-        if (after == 0 && want_keys && kdst != keys_out)
-            FAIL("the last pass writes keys elsewhere than keys_out");
-        if (ib && (isrc != last_idx || (before > 0 && isrc == NULL) || idst == isrc ||
-                   idst == NULL || (after == 0 && idst != index_out)))
-            FAIL("pass %d: index buffers wrong", pass);
-        for (int64_t i = 0; i < l.tiles * NDIG; ++i) {
-            unsigned status;
-            if (word_get(dc, wide, i, &status) != 0u || status != 0u)
-                FAIL("pass %d: descriptor %lld not zero", pass, (long long)i);
-        }
-        memset(written, 0, (size_t)(rows * row_len));
-
-        /* tiles taken in order, processed in waves: every tile of a wave publishes its counts,
-         * then their look-backs and stores run in a random order */
-        for (int64_t w0 = 0; w0 < l.tiles;) {
-            const int64_t wave = 1 + (int64_t)(rng() % 6);
-            const int64_t w1 = w0 + wave < l.tiles ? w0 + wave : l.tiles;
-            for (int64_t tile = w0; tile < w1; ++tile) {
-                order[tile] = tile;
-                const int64_t row = tile / l.row_tiles, in_row = tile - row * l.row_tiles;
-                const int64_t base = row * row_len + in_row * nv;
-                const int tile_n =
-                    row_len - in_row * nv < nv ? (int)(row_len - in_row * nv) : (int)nv;
-                unsigned count[NDIG], start[NDIG];
-                for (int d = 0; d < NDIG; ++d)
-                    word_put(next, wide, tile * NDIG + d, 0u, 0u);
-                for (int at = 0; at < tile_n; ++at)
-                    dig[at] =
-                        gs_sort_digit(order_key(t, load_bits(kb, ksrc, base + at), flip), pass);
-                if (rank_tile(nwarps, vt, tile_n, dig, rank, count, start) < 0)
-                    FAIL("out of memory");
-                for (int d = 0; d < NDIG; ++d)
-                    word_put(dc, wide, tile * NDIG + d, in_row == 0 ? ST_PREFIX : ST_AGGREGATE,
-                             count[d]);
-            }
-            for (int64_t i = w1 - 1; i > w0; --i) { /* a random order of the wave */
-                const int64_t j = w0 + (int64_t)(rng() % (uint64_t)(i - w0 + 1));
-                const int64_t x = order[i];
-                order[i] = order[j];
-                order[j] = x;
-            }
-            for (int64_t oi = w0; oi < w1; ++oi) {
-                const int64_t tile = order[oi];
-                const int64_t row = tile / l.row_tiles, in_row = tile - row * l.row_tiles;
-                const int64_t row_start = row * row_len, tile_start = in_row * nv;
-                const int64_t base = row_start + tile_start;
-                const int tile_n =
-                    row_len - tile_start < nv ? (int)(row_len - tile_start) : (int)nv;
-                unsigned count[NDIG], start[NDIG];
-                uint64_t gbase[NDIG];
-                for (int at = 0; at < tile_n; ++at)
-                    dig[at] =
-                        gs_sort_digit(order_key(t, load_bits(kb, ksrc, base + at), flip), pass);
-                if (rank_tile(nwarps, vt, tile_n, dig, rank, count, start) < 0)
-                    FAIL("out of memory");
-                uint64_t bin = 0; /* the digit scan of the row's counts */
-                for (int d = 0; d < NDIG; ++d) {
-                    const uint64_t row_count = hist[(row * l.passes + pass) * NDIG + d];
-                    uint64_t excl = 0;
-                    if (in_row > 0) {
-                        for (int64_t k = tile - 1;; --k) {
-                            unsigned status;
-                            if (k < row * l.row_tiles)
-                                FAIL("look-back of tile %lld left its row", (long long)tile);
-                            const uint64_t c = word_get(dc, wide, k * NDIG + d, &status);
-                            if (status == 0u)
-                                FAIL("look-back of tile %lld waits on tile %lld, which has not "
-                                     "published (a deadlock)",
-                                     (long long)tile, (long long)k);
-                            excl += c;
-                            if (status & ST_PREFIX)
-                                break;
-                        }
-                        if (!wide && excl + count[d] > GS_SORT_COUNT_MAX)
-                            FAIL("prefix past 30 bits");
-                        word_put(dc, wide, tile * NDIG + d, ST_PREFIX, excl + count[d]);
-                    }
-                    gbase[d] = (uint64_t)row_start + bin + excl - start[d];
-                    bin += row_count;
-                }
-                /* the scatter through shared memory, then the stores by slot */
-                for (int at = 0; at < tile_n; ++at) {
-                    skey[rank[at]] = load_bits(kb, ksrc, base + at);
-                    sidx[rank[at]] = ib ? (isrc == NULL ? (uint64_t)(tile_start + at)
-                                                        : load_bits(ib, isrc, base + at))
-                                        : 0u;
-                }
-                for (int s = 0; s < tile_n; ++s) {
-                    const unsigned d = gs_sort_digit(order_key(t, skey[s], flip), pass);
-                    const int64_t g = (int64_t)(gbase[d] + (uint64_t)s);
-                    if (g < row_start || g >= row_start + row_len || written[g])
-                        FAIL("pass %d tile %lld slot %d stores to %lld (row %lld..%lld, or twice)",
-                             pass, (long long)tile, s, (long long)g, (long long)row_start,
-                             (long long)(row_start + row_len));
-                    written[g] = 1;
-                    if (kdst != NULL)
-                        store_bits(kb, kdst, g, skey[s]);
-                    if (ib)
-                        store_bits(after == 0 ? 8 : ib, idst, g, sidx[s]);
-                }
-            }
-            w0 = w1;
-        }
-        last_keys = kdst;
-        last_idx = idst;
+/* Pass `pass`'s buffers into *mp, checked against what the last live pass wrote; 1 when no row
+ * needs the pass, 0 when it runs, -1 on a wrong plan. */
+static int model_plan(model *m, int pass, const void *last_keys, const void *last_idx,
+                      model_pass *mp)
+{
+    int rc = 0;
+    const unsigned live = gs_sort_live(*m->diff, m->l.passes);
+    if (!((live >> pass) & 1u))
+        return 1;
+    const int before = __builtin_popcount(live & ((1u << pass) - 1u));
+    const int after = __builtin_popcount(live) - 1 - before;
+    const gs_sort_buf ks = gs_sort_key_src(before, after, m->want_keys);
+    const gs_sort_buf kd = gs_sort_key_dst(after, m->want_keys);
+    if (ks == GS_SORT_NONE)
+        FAIL("pass %d reads no keys", pass);
+    mp->pass = pass;
+    mp->after = after;
+    mp->ib = m->l.idx_bytes;
+    mp->ksrc = m->b.key[ks];
+    mp->kdst = kd == GS_SORT_NONE ? NULL : m->b.key[kd];
+    const gs_sort_buf is = gs_sort_idx_src(before, after);
+    mp->isrc = mp->ib && is != GS_SORT_NONE ? m->b.idx[is] : NULL;
+    mp->idst = mp->ib ? m->b.idx[gs_sort_idx_dst(after)] : NULL;
+    mp->dc = m->desc[before & 1];
+    mp->next = m->desc[(before + 1) & 1];
+    if (mp->ksrc == NULL || mp->ksrc != last_keys)
+        FAIL("pass %d reads keys from buffer %d, not the last pass's", pass, (int)ks);
+    if (mp->kdst == mp->ksrc || (kd != GS_SORT_NONE && mp->kdst == NULL))
+        FAIL("pass %d writes keys to buffer %d (reads %d)", pass, (int)kd, (int)ks);
+    if (after == 0 && m->want_keys && mp->kdst != m->keys_out)
+        FAIL("the last pass writes keys elsewhere than keys_out");
+    if (mp->ib && (mp->isrc != last_idx || (before > 0 && mp->isrc == NULL) ||
+                   mp->idst == mp->isrc || mp->idst == NULL ||
+                   (after == 0 && mp->idst != m->index_out)))
+        FAIL("pass %d: index buffers wrong", pass);
+    for (int64_t i = 0; i < m->l.tiles * NDIG; ++i) {
+        unsigned status;
+        if (word_get(mp->dc, m->wide, i, &status) != 0u || status != 0u)
+            FAIL("pass %d: descriptor %lld not zero", pass, (long long)i);
     }
 done:
-    free(scratch);
-    free(itmp8);
-    free(dig);
-    free(rank);
-    free(skey);
-    free(sidx);
-    free(written);
-    free(order);
+    return rc;
+}
+
+/* Tile `tile`'s digits at the pass ranked (rank_tile): its keys' slots, each digit's count and
+ * first slot. */
+static int model_rank(const model *m, const model_pass *mp, int64_t tile, unsigned *count,
+                      unsigned *start)
+{
+    const int64_t row = tile / m->l.row_tiles, in_row = tile - row * m->l.row_tiles;
+    const int64_t base = row * m->row_len + in_row * m->nv;
+    const int64_t left = m->row_len - in_row * m->nv;
+    const int tile_n = left < m->nv ? (int)left : (int)m->nv;
+    for (int at = 0; at < tile_n; ++at)
+        m->dig[at] = gs_sort_digit(
+            order_key(m->t, load_bits(m->kb, mp->ksrc, base + at), m->flip), mp->pass);
+    return rank_tile(m->nwarps, m->vt, tile_n, m->dig, m->rank, count, start);
+}
+
+/* A tile's first steps: the next pass's words zeroed, its counts published. */
+static int model_publish(model *m, const model_pass *mp, int64_t tile)
+{
+    unsigned count[NDIG], start[NDIG];
+    const int64_t in_row = tile % m->l.row_tiles;
+    for (int d = 0; d < NDIG; ++d)
+        word_put(mp->next, m->wide, tile * NDIG + d, 0u, 0u);
+    if (model_rank(m, mp, tile, count, start) < 0) {
+        snprintf(error_text, sizeof error_text, "out of memory");
+        return -1;
+    }
+    for (int d = 0; d < NDIG; ++d)
+        word_put(mp->dc, m->wide, tile * NDIG + d, in_row == 0 ? ST_PREFIX : ST_AGGREGATE,
+                 count[d]);
+    return 0;
+}
+
+/* Digit d's store base of a tile: its look-back over the row's tiles before it (publishing the
+ * tile's prefix), then the row's keys of smaller digits (bin) and the tile's first slot. */
+static int model_look_back(model *m, const model_pass *mp, int64_t tile, int d, unsigned count,
+                           uint64_t *excl)
+{
+    int rc = 0;
+    const int64_t row = tile / m->l.row_tiles;
+    *excl = 0;
+    if (tile == row * m->l.row_tiles)
+        return 0;
+    for (int64_t k = tile - 1;; --k) {
+        unsigned status;
+        if (k < row * m->l.row_tiles)
+            FAIL("look-back of tile %lld left its row", (long long)tile);
+        const uint64_t c = word_get(mp->dc, m->wide, k * NDIG + d, &status);
+        if (status == 0u)
+            FAIL("look-back of tile %lld waits on tile %lld, which has not published (a deadlock)",
+                 (long long)tile, (long long)k);
+        *excl += c;
+        if (status & ST_PREFIX)
+            break;
+    }
+    if (!m->wide && *excl + count > GS_SORT_COUNT_MAX)
+        FAIL("prefix past 30 bits");
+    word_put(mp->dc, m->wide, tile * NDIG + d, ST_PREFIX, *excl + count);
+done:
+    return rc;
+}
+
+/* A tile's last steps: look back per digit, scatter through shared memory, store by slot. */
+static int model_store(model *m, const model_pass *mp, int64_t tile)
+{
+    int rc = 0;
+    const int64_t row = tile / m->l.row_tiles, in_row = tile - row * m->l.row_tiles;
+    const int64_t row_start = row * m->row_len, tile_start = in_row * m->nv;
+    const int64_t base = row_start + tile_start;
+    const int tile_n =
+        m->row_len - tile_start < m->nv ? (int)(m->row_len - tile_start) : (int)m->nv;
+    unsigned count[NDIG], start[NDIG];
+    uint64_t gbase[NDIG], bin = 0; /* bin: the digit scan of the row's counts */
+    if (model_rank(m, mp, tile, count, start) < 0)
+        FAIL("out of memory");
+    for (int d = 0; d < NDIG; ++d) {
+        uint64_t excl;
+        if (model_look_back(m, mp, tile, d, count[d], &excl) < 0)
+            return -1;
+        gbase[d] = (uint64_t)row_start + bin + excl - start[d];
+        bin += m->hist[(row * m->l.passes + mp->pass) * NDIG + d];
+    }
+    for (int at = 0; at < tile_n; ++at) {
+        m->skey[m->rank[at]] = load_bits(m->kb, mp->ksrc, base + at);
+        m->sidx[m->rank[at]] = mp->ib ? (mp->isrc == NULL ? (uint64_t)(tile_start + at)
+                                                          : load_bits(mp->ib, mp->isrc, base + at))
+                                      : 0u;
+    }
+    for (int s = 0; s < tile_n; ++s) {
+        const unsigned d = gs_sort_digit(order_key(m->t, m->skey[s], m->flip), mp->pass);
+        const int64_t g = (int64_t)(gbase[d] + (uint64_t)s);
+        if (g < row_start || g >= row_start + m->row_len || m->written[g])
+            FAIL("pass %d tile %lld slot %d stores to %lld (row %lld..%lld, or twice)", mp->pass,
+                 (long long)tile, s, (long long)g, (long long)row_start,
+                 (long long)(row_start + m->row_len));
+        m->written[g] = 1;
+        if (mp->kdst != NULL)
+            store_bits(m->kb, mp->kdst, g, m->skey[s]);
+        if (mp->ib)
+            store_bits(mp->after == 0 ? 8 : mp->ib, mp->idst, g, m->sidx[s]);
+    }
+done:
+    return rc;
+}
+
+/* One live pass: tiles taken in order, processed in waves: every tile of a wave publishes its
+ * counts, then their look-backs and stores run in a random order. */
+static int model_pass_run(model *m, const model_pass *mp)
+{
+    memset(m->written, 0, (size_t)(m->rows * m->row_len));
+    for (int64_t w0 = 0; w0 < m->l.tiles;) {
+        const int64_t wave = 1 + (int64_t)(rng() % 6);
+        const int64_t w1 = w0 + wave < m->l.tiles ? w0 + wave : m->l.tiles;
+        for (int64_t tile = w0; tile < w1; ++tile) {
+            m->order[tile] = tile;
+            if (model_publish(m, mp, tile) < 0)
+                return -1;
+        }
+        for (int64_t i = w1 - 1; i > w0; --i) { /* a random order of the wave */
+            const int64_t j = w0 + (int64_t)(rng() % (uint64_t)(i - w0 + 1));
+            const int64_t x = m->order[i];
+            m->order[i] = m->order[j];
+            m->order[j] = x;
+        }
+        for (int64_t oi = w0; oi < w1; ++oi)
+            if (model_store(m, mp, m->order[oi]) < 0)
+                return -1;
+        w0 = w1;
+    }
+    return 0;
+}
+
+static int model_device(const void *keys, void *keys_out, int64_t *index_out, int64_t rows,
+                        int64_t row_len, gs_dtype t, int descending, int nt, int vt,
+                        int64_t hist_tiles, int wide, int idx8)
+{
+    model m;
+    int rc = 0;
+    memset(&m, 0, sizeof m);
+    m.keys = keys;
+    m.keys_out = keys_out;
+    m.index_out = index_out;
+    m.rows = rows;
+    m.row_len = row_len;
+    m.t = t;
+    m.kb = (int)gs_dtype_size(t);
+    m.vt = vt;
+    m.nv = (int64_t)nt * vt;
+    m.wide = wide;
+    m.want_keys = keys_out != NULL;
+    m.want_index = index_out != NULL;
+    m.flip = gs_sort_flip(t, descending);
+    if ((rc = model_setup(&m, nt, hist_tiles, idx8)) < 0)
+        goto done;
+    model_hist(&m);
+    const void *last_keys = keys; /* what the last live pass wrote (the input before any) */
+    const void *last_idx = NULL;
+    for (int pass = 0; pass < m.l.passes; ++pass) {
+        model_pass mp;
+        const int skip = model_plan(&m, pass, last_keys, last_idx, &mp);
+        if (skip < 0 || (!skip && model_pass_run(&m, &mp) < 0)) {
+            rc = -1;
+            goto done;
+        }
+        if (!skip) {
+            last_keys = mp.kdst;
+            last_idx = mp.idst;
+        }
+    }
+done:
+    model_free(&m);
     return rc;
 }
 
