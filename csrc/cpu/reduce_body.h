@@ -152,6 +152,60 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_minmax_zmm)(const gs_op op, 
 }
 #endif
 
+/* The lanes of one block of fold_float (over p[0, blen)) join the partial (*ahi, *alo): the
+ * vectors first, value by value, then a vector's values in order (float add: TwoSum all along,
+ * the errors gathered where finite). */
+static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(join_lanes)(const gs_op op, const GS_VEC *h,
+                                                           const GS_VEC *l, const GS_MASK *nan,
+                                                           const GS_T *p, int64_t blen, GS_T *ahi,
+                                                           GS_T *alo)
+{
+    enum { NV = GS_CPU_LANE_VECS };
+    if (op == GS_OP_ADD) {
+        const GS_VEC zero = GS_V(splat)(0);
+        GS_VEC hv = h[0], lv = GS_V(sel)(GS_V(eq)(GS_V(sub)(l[0], l[0]), zero), l[0], zero);
+        for (int v = 1; v < NV; v++) {
+            GS_VEC sv = GS_V(add)(hv, h[v]), bp = GS_V(sub)(sv, hv);
+            GS_VEC e = GS_V(add)(GS_V(sub)(hv, GS_V(sub)(sv, bp)), GS_V(sub)(h[v], bp));
+            e = GS_V(add)(e, l[v]);
+            lv = GS_V(add)(lv, GS_V(sel)(GS_V(eq)(GS_V(sub)(e, e), zero), e, zero));
+            hv = sv;
+        }
+        GS_T bh = GS_V(get)(hv, 0), bl = GS_V(get)(lv, 0);
+        for (int k = 1; k < GS_W; k++) {
+            GS_T x = GS_V(get)(hv, k), sum = bh + x, bp = sum - bh;
+            GS_T e = (bh - (sum - bp)) + (x - bp) + GS_V(get)(lv, k);
+            bl += isfinite(e) ? e : 0;
+            bh = sum;
+        }
+        GS_FN(pair_add)(ahi, alo, bh, bl);
+    } else if (op == GS_OP_MUL) {
+        GS_VEC pv = h[0];
+        for (int v = 1; v < NV; v++)
+            pv = GS_V(mul)(pv, h[v]);
+        for (int k = 0; k < GS_W; k++)
+            *ahi *= GS_V(get)(pv, k);
+    } else {
+        /* No NaN in the lanes: any order gives the value.  The block's answer is its first
+         * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
+         * so that matters for zeros alone. */
+        GS_VEC mv = h[0];
+        GS_MASK any_nan = nan[0];
+        for (int w = 1; w < NV; w++) {
+            mv = op == GS_OP_MIN ? GS_V(min_lt)(h[w], mv) : GS_V(max_gt)(h[w], mv);
+            any_nan = GS_V(mor)(any_nan, nan[w]);
+        }
+        GS_T v = GS_V(get)(mv, 0);
+        for (int k = 1; k < GS_W; k++)
+            v = GS_FN(op)(op, v, GS_V(get)(mv, k));
+        if (GS_V(any)(any_nan))
+            v = GS_FN(first_nan)(p, blen);
+        else if (v == 0)
+            v = GS_FN(first_zero)(p, blen);
+        *ahi = GS_FN(op)(op, *ahi, v);
+    }
+}
+
 /*
  * Fold p[0, len) into the partial *acc, GS_CPU_BLOCK values at a time: within a block,
  * GS_CPU_LANE_VECS vectors of lanes take the values in turn (lane k the values at k, k + lanes,
@@ -212,51 +266,7 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(fold_float)(const gs_op op, const
                 GS_FN(lanes_step)(op, &h[v], &l[v], &nan[v], GS_V(load)(t + v * GS_W));
         }
 
-        /* The lanes join *acc: the vectors first, value by value, then a vector's values in
-         * order (float add: TwoSum all along, the errors gathered where finite). */
-        if (op == GS_OP_ADD) {
-            const GS_VEC zero = GS_V(splat)(0);
-            GS_VEC hv = h[0], lv = GS_V(sel)(GS_V(eq)(GS_V(sub)(l[0], l[0]), zero), l[0], zero);
-            for (int v = 1; v < NV; v++) {
-                GS_VEC sv = GS_V(add)(hv, h[v]), bp = GS_V(sub)(sv, hv);
-                GS_VEC e = GS_V(add)(GS_V(sub)(hv, GS_V(sub)(sv, bp)), GS_V(sub)(h[v], bp));
-                e = GS_V(add)(e, l[v]);
-                lv = GS_V(add)(lv, GS_V(sel)(GS_V(eq)(GS_V(sub)(e, e), zero), e, zero));
-                hv = sv;
-            }
-            GS_T bh = GS_V(get)(hv, 0), bl = GS_V(get)(lv, 0);
-            for (int k = 1; k < GS_W; k++) {
-                GS_T x = GS_V(get)(hv, k), sum = bh + x, bp = sum - bh;
-                GS_T e = (bh - (sum - bp)) + (x - bp) + GS_V(get)(lv, k);
-                bl += isfinite(e) ? e : 0;
-                bh = sum;
-            }
-            GS_FN(pair_add)(&ahi, &alo, bh, bl);
-        } else if (op == GS_OP_MUL) {
-            GS_VEC pv = h[0];
-            for (int v = 1; v < NV; v++)
-                pv = GS_V(mul)(pv, h[v]);
-            for (int k = 0; k < GS_W; k++)
-                ahi *= GS_V(get)(pv, k);
-        } else {
-            /* No NaN in the lanes: any order gives the value.  The block's answer is its first
-             * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
-             * so that matters for zeros alone. */
-            GS_VEC mv = h[0];
-            GS_MASK any_nan = nan[0];
-            for (int w = 1; w < NV; w++) {
-                mv = op == GS_OP_MIN ? GS_V(min_lt)(h[w], mv) : GS_V(max_gt)(h[w], mv);
-                any_nan = GS_V(mor)(any_nan, nan[w]);
-            }
-            GS_T v = GS_V(get)(mv, 0);
-            for (int k = 1; k < GS_W; k++)
-                v = GS_FN(op)(op, v, GS_V(get)(mv, k));
-            if (GS_V(any)(any_nan))
-                v = GS_FN(first_nan)(p, blen);
-            else if (v == 0)
-                v = GS_FN(first_zero)(p, blen);
-            ahi = GS_FN(op)(op, ahi, v);
-        }
+        GS_FN(join_lanes)(op, h, l, nan, p, blen, &ahi, &alo);
     }
     acc->hi.GS_SFX = ahi;
     acc->lo.GS_SFX = alo;
