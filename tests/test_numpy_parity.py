@@ -162,3 +162,211 @@ def test_bincount_array_likes(x):
 def test_bincount_refuses_floats_as_numpy_2_5():
     with pytest.raises(TypeError, match="safe"):
         gpuscan.bincount([1.0, 2.0])
+
+
+# ---- signs of zero sums as NumPy's --------------------------------------------------------------
+# reduce starts from +0.0, NumPy's identity (-0.0 values sum to +0.0), or from initial= (-0.0
+# over them gives -0.0); reduceat, segmented_reduce and the inclusive scans start from each
+# slice's first value (-0.0 values alone sum to -0.0, any other exact zero to +0.0); an exclusive
+# scan's head is the identity, +0.0.  Sizes are named after the paths they reach.
+ZERO_DTYPES = [np.float32, np.float64]
+ZERO_DTYPE_IDS = ["float32", "float64"]
+REDUCE_ZERO_SIZES = {
+    "one value": 1,
+    "short run": 31,                 # CPU: folded one value at a time
+    "one chunk": 4096,               # CUDA: one item, written by its block at once
+    "many chunks": 5 * 4096 + 3,     # CUDA: the row's last chunk combines its partials
+    "chunks on threads": 2**20 + 7,  # CPU: both phases on the pool (from 1 MiB)
+    "two launches": 2**23 + 5,       # CUDA: more chunks than resident blocks, then a combine
+}
+SEG_W = gpuscan._gpuscan._config()["segreduce_tile_items"]
+NV_ = gpuscan._gpuscan._config()["scan_tile_items"]
+SEG_ZERO_SIZES = {
+    "one value": 1,
+    "one tile": SEG_W - 3,           # CUDA: one warp tile, its end inside it
+    "many tiles": 3 * NV_ + 5,       # CUDA: partials of level 0 reduced by a level above
+    "many levels": 2050 * NV_ - 7,   # CUDA: three levels of warp tiles
+}
+SCAN_ZERO_SIZES = {
+    "one value": 1,
+    "one tile": NV_ - 3,
+    "many tiles": 3 * NV_ + 5,       # CUDA: the tiles' look-back
+    "anchored": 700 * NV_ + 3,       # CUDA: tiles past the anchored look-back's lag
+}
+
+
+def signs(x):
+    return np.signbit(np.asarray(x))
+
+
+def assert_zeros(got, want):
+    """got is want's zeros, sign for sign (want: NumPy's answer)."""
+    got = np.asarray(got)
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+    assert (got == 0).all()
+    np.testing.assert_array_equal(signs(got), signs(want))
+
+
+@pytest.mark.parametrize("n", list(REDUCE_ZERO_SIZES.values()), ids=list(REDUCE_ZERO_SIZES))
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduce(dtype, n):
+    z = np.full(n, -0.0, dtype)
+    assert_zeros(gpuscan.reduce(z), np.add.reduce(z))                      # +0.0
+    assert_zeros(gpuscan.reduce(z, initial=-0.0), np.add.reduce(z, initial=-0.0))  # -0.0
+    assert_zeros(gpuscan.reduce(z, initial=0.0), np.add.reduce(z, initial=0.0))    # +0.0
+    m = z.copy()
+    m[n // 2] = 0.0   # one +0.0: +0.0 from any start
+    assert_zeros(gpuscan.reduce(m, initial=-0.0), np.add.reduce(m, initial=-0.0))
+    if n > 1:
+        u = np.full(n + 1, -0.0, dtype)[1:]   # a start off 16 bytes: read value by value
+        assert_zeros(gpuscan.reduce(u, initial=-0.0), np.add.reduce(u, initial=-0.0))
+
+
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduce_cancelling_values(dtype):
+    # An exact zero from values that are not all -0.0 is +0.0, whatever the start.
+    a = np.array([1.0, -0.0, -1.0, -0.0] * 3000, dtype)
+    for kw in ({}, {"initial": -0.0}):
+        got = gpuscan.reduce(a, **kw)
+        assert got == 0 and not signs(got)
+    got = gpuscan.reduceat(a, [0, 2, 4])
+    np.testing.assert_array_equal(signs(got), signs(np.add.reduceat(a, [0, 2, 4])))
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 40), 1), ((3, 40), 0), ((5, 3 * 4096 + 5), 1),
+                                        ((4096, 3), 0), ((3 * 4096 + 11, 37), 0),
+                                        ((2**13 + 5, 2), 0), ((3, 5000, 4), 1)],
+                         ids=["short rows", "short columns", "rows of many chunks",
+                              "columns of one block", "columns of many blocks",
+                              "few columns, blocks on threads", "middle axis"])
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduce_along_an_axis(dtype, shape, axis):
+    z = np.full(shape, -0.0, dtype)
+    assert_zeros(gpuscan.reduce(z, axis=axis), np.add.reduce(z, axis=axis))
+    assert_zeros(gpuscan.reduce(z, axis=axis, initial=-0.0),
+                 np.add.reduce(z, axis=axis, initial=-0.0))
+    assert_zeros(gpuscan.reduce(z, axis=axis, keepdims=True, initial=-0.0),
+                 np.add.reduce(z, axis=axis, keepdims=True, initial=-0.0))
+
+
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduce_where_and_float16(dtype):
+    z = np.full((4, 6), -0.0, dtype)
+    z[1, 2] = 0.0
+    w = np.ones(z.shape, bool)
+    w[1, 2] = False   # the +0.0 left out: the rest sums to -0.0 from initial=-0.0
+    for kw in ({}, {"initial": -0.0}):
+        assert_zeros(gpuscan.reduce(z, where=w, **kw), np.add.reduce(z, None, where=w, **kw))
+        assert_zeros(gpuscan.reduce(z, axis=1, where=w, **kw),
+                     np.add.reduce(z, axis=1, where=w, **kw))
+    h = np.full(9, -0.0, np.float16)
+    assert_zeros(gpuscan.reduce(h, initial=-0.0), np.add.reduce(h, initial=-0.0))
+    assert_zeros(gpuscan.reduceat(h, [0, 4]), np.add.reduceat(h, [0, 4]))
+
+
+@pytest.mark.parametrize("n", list(SEG_ZERO_SIZES.values()), ids=list(SEG_ZERO_SIZES))
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduceat_and_segmented_reduce(dtype, n):
+    z = np.full(n, -0.0, dtype)
+    rng = np.random.default_rng(n)
+    sorted_idx = np.unique(np.r_[0, rng.integers(0, n, 50)])
+    cases = {"one slice": [0], "sorted": sorted_idx, "from the middle": [n // 2],
+             "not increasing": [n - 1, 0, n // 2, n // 2]}   # any slices: one at a time
+    for name, idx in cases.items():
+        assert_zeros(gpuscan.reduceat(z, idx), np.add.reduceat(z, idx))
+    flags = np.zeros(n, bool)
+    flags[sorted_idx] = True
+    assert_zeros(gpuscan.segmented_reduce(z, flags), np.add.reduceat(z, sorted_idx))
+    m = z.copy()
+    m[sorted_idx[-1]] = 0.0   # the last slice holds a +0.0: +0.0, the others -0.0
+    assert_zeros(gpuscan.reduceat(m, sorted_idx), np.add.reduceat(m, sorted_idx))
+    assert_zeros(gpuscan.segmented_reduce(m, flags), np.add.reduceat(m, sorted_idx))
+
+
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_reduceat_along_an_axis(dtype):
+    z = np.full((3, 2 * SEG_W + 9), -0.0, dtype)
+    for idx in ([0, 5, SEG_W], [2, SEG_W + 1], [4, 1, 9]):   # a gap in front; not increasing
+        assert_zeros(gpuscan.reduceat(z, idx, axis=1), np.add.reduceat(z, idx, axis=1))
+        assert_zeros(gpuscan.reduceat(z.T, idx, axis=0), np.add.reduceat(z.T, idx, axis=0))
+
+
+@pytest.mark.parametrize("n", list(SCAN_ZERO_SIZES.values()), ids=list(SCAN_ZERO_SIZES))
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_scans(dtype, n):
+    z = np.full(n, -0.0, dtype)
+    assert_zeros(gpuscan.scan(z), np.cumsum(z))
+    flags = np.zeros(n, bool)
+    flags[[0, n // 3, n // 2]] = True
+    assert_zeros(gpuscan.segmented_scan(z, flags), np.cumsum(z))
+    m = z.copy()
+    m[n // 2] = 0.0   # +0.0 from there on (its segment's and the whole scan's)
+    want = np.cumsum(m)
+    assert_zeros(gpuscan.scan(m), want)
+    want_seg = want.copy()
+    want_seg[n // 3:n // 2] = -0.0
+    assert_zeros(gpuscan.segmented_scan(m, flags), want_seg)
+    # Exclusive: the identity, +0.0, at every head.
+    ex = gpuscan.scan(z, exclusive=True)
+    assert (ex == 0).all() and not signs(ex[0])
+    ex = gpuscan.segmented_scan(z, flags, exclusive=True)
+    assert (ex == 0).all() and not signs(ex[np.flatnonzero(flags)]).any()
+
+
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_scans_along_an_axis(dtype):
+    z = np.full((3 * 4096 + 7, 9), -0.0, dtype)
+    z[5, 4] = 0.0
+    for axis in (0, 1):
+        assert_zeros(gpuscan.scan(z, axis=axis), np.cumsum(z, axis=axis))
+        assert_zeros(gpuscan.scan(z.T, axis=axis), np.cumsum(z.T, axis=axis))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 5 * 4096 + 3, 2**23 + 5], ids=["one value", "many chunks",
+                                                                  "two launches"])
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_device(dtype, n, backend):
+    z = np.full(n, -0.0, dtype)
+    d = gpuscan.to_device(z)
+    got = gpuscan.reduce(d)   # a 0-d DeviceArray: +0.0 written by the kernel, no host trip
+    assert isinstance(got, gpuscan.DeviceArray)
+    assert_zeros(got.get(), np.add.reduce(z))
+    assert_zeros(gpuscan.reduce(d, initial=-0.0).get(), np.add.reduce(z, initial=-0.0))
+    rows = gpuscan.to_device(np.full((3, n), -0.0, dtype))
+    assert_zeros(gpuscan.reduce(rows, axis=1).get(), np.zeros(3, dtype))
+    assert_zeros(gpuscan.reduce(rows, axis=1, initial=-0.0).get(), np.full(3, -0.0, dtype))
+    idx = [0, n // 2] if n > 1 else [0]
+    assert_zeros(gpuscan.reduceat(d, idx).get(), np.add.reduceat(z, idx))
+    assert_zeros(gpuscan.reduceat(d, idx[::-1]).get(), np.add.reduceat(z, idx[::-1]))
+    flags = np.zeros(n, bool)
+    flags[idx] = True
+    assert_zeros(gpuscan.segmented_reduce(d, gpuscan.to_device(flags)).get(),
+                 np.add.reduceat(z, idx))
+    assert_zeros(gpuscan.scan(d).get(), np.cumsum(z))
+    assert_zeros(gpuscan.segmented_scan(d, gpuscan.to_device(flags)).get(), np.cumsum(z))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ZERO_DTYPES, ids=ZERO_DTYPE_IDS)
+def test_zero_signs_device_warp_ranges_and_streamed(dtype, backend):
+    # Warp tiles taken in ranges (the knob lowers the tiles from which they are), and host input
+    # streamed through the device in tiny chunks (partials and carries from chunk to chunk).
+    n = 40 * 8 * SEG_W + 101
+    z = np.full(n, -0.0, dtype)
+    was = gpuscan._gpuscan._segreduce_set_many(1)
+    try:
+        idx = np.arange(7, n, 3 * 8 * SEG_W)
+        assert_zeros(gpuscan.reduceat(gpuscan.to_device(z), idx).get(), np.add.reduceat(z, idx))
+    finally:
+        gpuscan._gpuscan._segreduce_set_many(*was)
+    old = gpuscan._gpuscan._pipeline_chunk_bytes(4096)
+    try:
+        assert_zeros(gpuscan.reduce(z), np.add.reduce(z))
+        assert_zeros(gpuscan.reduce(z, initial=-0.0), np.add.reduce(z, initial=-0.0))
+        r = np.full((7, 3000), -0.0, dtype)
+        assert_zeros(gpuscan.reduce(r, axis=1, initial=-0.0),
+                     np.add.reduce(r, axis=1, initial=-0.0))
+        assert_zeros(gpuscan.scan(z), np.cumsum(z))
+    finally:
+        gpuscan._gpuscan._pipeline_chunk_bytes(old)

@@ -5,41 +5,57 @@
  * Level: backend (CPU).  Each entry calls the backend's function and turns its negative errno
  * into the call's failure record; nothing here touches Python.  A split needs no state between
  * its passes: the count pass counts, the scatter pass moves.
+ *
+ * Ctrl-C: every entry runs its functions under a watch (host/pool.h), which asks, every few tens
+ * of milliseconds of a long call, whether to stop.  A call stopped that way fails with kind 'p'
+ * (KeyboardInterrupt is already set, by the question) whatever its functions returned: what they
+ * wrote then means nothing, and no thread of theirs is still running.
  */
 #include "cpu/cpu.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* The outcome of a CPU backend function (0, or a negative errno) as an entry's result. */
-static int outcome(int rc, const char *call, gs_fail *f)
+/* The outcome of the functions run under the watch w (0, or a negative errno), which ends here,
+ * as an entry's result: a stop first, whatever rc says. */
+static int outcome(gs_stop_watch *w, int rc, const char *call, gs_fail *f)
 {
+    if (gs_stop_watch_end(w))
+        return gs_fail_set(f, 'p', 0, "KeyboardInterrupt", 0);
     return rc < 0 ? gs_fail_set(f, 'e', -rc, call, 0) : 0;
 }
 
 static int cpu_scan(const gs_scan_desc *d, gs_fail *f)
 {
+    gs_stop_watch w;
+
     /* Carries come from streamed scans, which this backend (host memory) never runs. */
     if (d->carry_in != NULL || d->carry_out != NULL)
         return gs_fail_set(f, 'e', EINVAL, "gs_cpu_scan (a carry)", 0);
-    return outcome(gs_cpu_scan(d), "gs_cpu_scan", f);
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_scan(d), "gs_cpu_scan", f);
 }
 
 static int cpu_reduce(const gs_reduce_desc *d, gs_fail *f)
 {
-    return outcome(gs_cpu_reduce(d), "gs_cpu_reduce", f);
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_reduce(d), "gs_cpu_reduce", f);
 }
 
 static int cpu_split_count(const gs_split_desc *d, void **state, int64_t *total, gs_fail *f)
 {
     gs_split_desc count = *d;
+    gs_stop_watch w;
     int64_t n = 0;
 
     *state = NULL;
     if (total == NULL) /* the scatter pass counts as it moves */
         return 0;
     count.out = NULL;
-    if (outcome(gs_cpu_split(&count, &n), "gs_cpu_split", f) < 0)
+    gs_stop_watch_begin(&w);
+    if (outcome(&w, gs_cpu_split(&count, &n), "gs_cpu_split", f) < 0)
         return -1;
     *total = n;
     return 0;
@@ -47,10 +63,12 @@ static int cpu_split_count(const gs_split_desc *d, void **state, int64_t *total,
 
 static int cpu_split_scatter(const gs_split_desc *d, void *state, int64_t *total, gs_fail *f)
 {
+    gs_stop_watch w;
     int64_t n = 0;
 
     (void)state;
-    if (outcome(gs_cpu_split(d, &n), "gs_cpu_split", f) < 0)
+    gs_stop_watch_begin(&w);
+    if (outcome(&w, gs_cpu_split(d, &n), "gs_cpu_split", f) < 0)
         return -1;
     if (total != NULL)
         *total = n;
@@ -64,48 +82,66 @@ static void cpu_split_end(void *state)
 
 static int cpu_hist(const gs_hist_desc *d, gs_fail *f)
 {
-    return outcome(gs_cpu_hist(d), "gs_cpu_hist", f);
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_hist(d), "gs_cpu_hist", f);
 }
 
 static int cpu_step(const gs_step_desc *d, gs_fail *f)
 {
-    return outcome(gs_cpu_step(d), "gs_cpu_step", f);
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_step(d), "gs_cpu_step", f);
 }
 
 static int cpu_segreduce(const gs_segreduce_desc *d, gs_fail *f)
 {
-    return outcome(gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_segreduce(d), "gs_cpu_segreduce", f);
 }
 
-/* The count, then the positions pass (which counts again as it writes) when they fit. */
+/* The count, then the positions pass (which counts again as it writes) when they fit.  A count
+ * stopped by Ctrl-C means nothing, but the positions pass of a stopped call runs no task. */
 static int cpu_heads_count(const gs_split_desc *d, void **state, int64_t *positions, int64_t room,
                            int64_t *count, int *placed, gs_fail *f)
 {
+    gs_stop_watch w;
     int64_t again;
+    int rc;
 
     *state = NULL;
     *placed = 0;
-    if (outcome(gs_cpu_heads(d, NULL, count), "gs_cpu_heads", f) < 0)
-        return -1;
-    if (*count == 0 || *count > room)
-        return 0;
-    *placed = 1;
-    return outcome(gs_cpu_heads(d, positions, &again), "gs_cpu_heads", f);
+    gs_stop_watch_begin(&w);
+    rc = gs_cpu_heads(d, NULL, count);
+    if (rc == 0 && *count > 0 && *count <= room) {
+        *placed = 1;
+        rc = gs_cpu_heads(d, positions, &again);
+    }
+    return outcome(&w, rc, "gs_cpu_heads", f);
 }
 
 static int cpu_heads(const gs_split_desc *d, void *state, int64_t *positions, gs_fail *f)
 {
+    gs_stop_watch w;
     int64_t count;
 
     (void)state;
-    return outcome(gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_heads(d, positions, &count), "gs_cpu_heads", f);
 }
 
 /* Answered at once: no guard, nothing held. */
 static int cpu_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a, gs_fail *f)
 {
+    gs_stop_watch w;
+
     memset(a, 0, sizeof(*a));
-    return outcome(gs_cpu_index_check(idx, m, n, &a->first_bad, &a->increasing),
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_index_check(idx, m, n, &a->first_bad, &a->increasing),
                    "gs_cpu_index_check", f);
 }
 
@@ -117,7 +153,10 @@ static int cpu_index_wait(gs_index_answer *a, gs_fail *f)
 
 static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
 {
-    return outcome(gs_cpu_linrec(d), "gs_cpu_linrec", f);
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_linrec(d), "gs_cpu_linrec", f);
 }
 
 /* The selection's tasks: ranges of GS_SELECT_TASK values, moved as their width's integers. */
@@ -138,7 +177,11 @@ static void select_task(void *ctx, int64_t t)
 
 static int cpu_select(const gs_select_desc *d, gs_fail *f)
 {
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
     return outcome(
+        &w,
         gs_cpu_parallel_for((d->n + GS_SELECT_TASK - 1) / GS_SELECT_TASK, select_task, (void *)d),
         "gs_cpu_parallel_for", f);
 }

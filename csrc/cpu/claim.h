@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "host/pool.h"
+
 /* The claims' state: front << 32 | back, the units [front, back) not claimed (n < 2^32). */
 typedef atomic_uint_fast64_t gs_cpu_ends;
 
@@ -45,12 +47,18 @@ static inline int64_t gs_cpu_ends_front(gs_cpu_ends *e)
 }
 
 /* Wait until *flag is set (acquire), spinning a little, then yielding the core to whoever will
- * set it. */
-static inline void gs_cpu_wait(atomic_int *flag)
+ * set it; returns 1, or 0 once the call is stopped (host/pool.h's gs_cpu_stopping: the task
+ * that sets the flag may then never run). */
+static inline int gs_cpu_wait(atomic_int *flag)
 {
-    for (int spins = 0; !atomic_load_explicit(flag, memory_order_acquire); spins++)
-        if (spins >= 64)
+    for (int spins = 0; !atomic_load_explicit(flag, memory_order_acquire); spins++) {
+        if (spins >= 64) {
+            if (gs_cpu_stopping())
+                return 0;
             sched_yield();
+        }
+    }
+    return 1;
 }
 
 #endif /* GS_CPU_CLAIM_H */

@@ -49,6 +49,20 @@ int gs_cpu_scan(const gs_scan_desc *d);
  * add compensated, within the bound; the grouping depends on rows and row_len only. */
 int gs_cpu_reduce(const gs_reduce_desc *d);
 
+/* Many short rows of one reduction, one at a time (cpu/segreduce.c's segments): settled once by
+ * gs_cpu_short_init (0, or -EINVAL for what gs_cpu_reduce refuses; d's in, out and sizes are not
+ * read), then gs_cpu_reduce_short(s, in, len, out) writes the reduction of the len values at `in`
+ * (1 <= len <= GS_REDUCE_MIN_CHUNK) to `out`: the bits gs_cpu_reduce gives for that one row, on
+ * the calling thread, without its per-call settling. */
+typedef struct gs_cpu_short {
+    const void *k; /* cpu/reduce.c's kernels of the accumulation dtype */
+    gs_op op;
+    gs_dtype in_type;
+    int widen, plus_zero;
+} gs_cpu_short;
+int gs_cpu_short_init(gs_cpu_short *s, const gs_reduce_desc *d);
+void gs_cpu_reduce_short(const gs_cpu_short *s, const void *in, int64_t len, void *out);
+
 /* Split or compact as described by `d` (see gs_split_desc); *count receives the flagged count.
  * With d->out == NULL it only counts.  Stable; the same bytes on any thread count. */
 int gs_cpu_split(const gs_split_desc *d, int64_t *count);

@@ -12,7 +12,9 @@
  * own histogram: a grouping of n and nbins alone, the same bits on any thread count.  Then the
  * histograms are added into `out` in order, in parallel over ranges of bins.  The `method` of the
  * descriptor does not change the result and is ignored.  bincount's probe: each thread keeps the
- * largest key of the values it counts, and the largest of those goes to out[nbins].
+ * largest key of the values it counts, and the largest of those goes to out[nbins].  Ctrl-C
+ * (host/pool.h's gs_cpu_stopping) is asked every GS_CPU_HIST_CHUNK values a thread counts, so a
+ * stopped call ends within a chunk's work, its counts then meaning nothing.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -154,6 +156,18 @@ static void gs_hist_range(const gs_hist_desc *d, int64_t begin, int64_t end, voi
     }
 }
 
+/* gs_hist_range over [begin, end) a chunk at a time, asking for a stop between chunks: the same
+ * values into the same accumulators in the same order. */
+static void gs_hist_span(const gs_hist_desc *d, int64_t begin, int64_t end, void *acc,
+                         uint64_t *seen)
+{
+    for (int64_t k = begin; k < end; k += GS_CPU_HIST_CHUNK) {
+        if (k > begin && gs_cpu_stopping())
+            return;
+        gs_hist_range(d, k, end - k < GS_CPU_HIST_CHUNK ? end : k + GS_CPU_HIST_CHUNK, acc, seen);
+    }
+}
+
 /* Integer accumulators (counts, integer weights): task k adds into histogram k (the first one
  * `out`) the chunks it pulls from the shared counter: every thread takes chunks until none is
  * left, so a thread kept off its core holds up at most one chunk, and the sums are exact in any
@@ -165,7 +179,8 @@ static void gs_hist_thread_task(void *ctx, int64_t task)
     void *acc = task == 0 ? d->out : job->priv + (size_t)(task - 1) * (size_t)d->nbins * 8;
     uint64_t seen = 0, was;
     int64_t c;
-    while ((c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < job->chunks) {
+    while ((c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < job->chunks &&
+           !gs_cpu_stopping()) {
         int64_t begin = c * GS_CPU_HIST_CHUNK;
         gs_hist_range(d, begin, begin + GS_CPU_HIST_CHUNK < d->n ? begin + GS_CPU_HIST_CHUNK : d->n,
                       acc, &seen);
@@ -184,9 +199,9 @@ static void gs_hist_part_task(void *ctx, int64_t part)
     int64_t begin = part * job->part_len;
     int64_t end = begin + job->part_len < d->n ? begin + job->part_len : d->n;
     uint64_t unused = 0; /* float sums: weighted, never probed */
-    gs_hist_range(d, begin, end,
-                  part == 0 ? d->out : job->priv + (size_t)(part - 1) * (size_t)d->nbins * 8,
-                  &unused);
+    gs_hist_span(d, begin, end,
+                 part == 0 ? d->out : job->priv + (size_t)(part - 1) * (size_t)d->nbins * 8,
+                 &unused);
 }
 
 /* out += histograms 1..hists-1, in order, over a range of bins. */
@@ -251,16 +266,16 @@ int gs_cpu_hist(const gs_hist_desc *d)
 
     if (!parallel && sums) {
         gs_hist_part_task(&job, 0);
-        for (int64_t p = 1; p < job.hists; p++) {
+        for (int64_t p = 1; p < job.hists && !gs_cpu_stopping(); p++) {
             int64_t begin = p * job.part_len;
             memset(job.priv, 0, (size_t)d->nbins * 8);
-            gs_hist_range(d, begin, begin + job.part_len < d->n ? begin + job.part_len : d->n,
-                          job.priv, &seen);
+            gs_hist_span(d, begin, begin + job.part_len < d->n ? begin + job.part_len : d->n,
+                         job.priv, &seen);
             for (int64_t b = 0; b < d->nbins; b++)
                 ((double *)d->out)[b] += ((const double *)job.priv)[b];
         }
     } else if (!parallel) {
-        gs_hist_range(d, 0, d->n, d->out, &seen);
+        gs_hist_span(d, 0, d->n, d->out, &seen);
         atomic_store_explicit(&job.seen, seen, memory_order_relaxed);
     } else {
         gs_cpu_parallel_for(job.hists, sums ? gs_hist_part_task : gs_hist_thread_task, &job);

@@ -28,9 +28,13 @@
  *    the row with its bits, else the first value equal to the extremum (the earlier of +0/-0);
  *  - float add carries TwoSum's exact errors in every lane and (hi, lo) pairs in every partial,
  *    and rounds once per row: in practice correctly rounded, and within ~2 eps * sum|x| at every
- *    row_len (contract: (log2 row_len + 2) eps * sum|x|); an all -0 sum is +0 as in NumPy;
+ *    row_len (contract: (log2 row_len + 2) eps * sum|x|); a sum of -0 values alone is -0 (every
+ *    partial starts from -0, add's identity), +0 with plus_zero (NumPy's reduce);
  *  - float mul is a plain product in the fixed grouping: relative error <= (row_len - 1) eps;
  *  - small inputs run on the calling thread with no thread involved;
+ *  - Ctrl-C (host/pool.h's gs_cpu_stopping) is asked between the chunks of a row reduced whole,
+ *    and between the units and the blocks of columns a slot takes: a stopped reduction ends
+ *    within a block's work (at most GS_CPU_BLOCK rows of a tile) on every thread;
  *  - memory: a partial per chunk (rows) or per block of a tile (columns, when blocks are units),
  *    at most 16 bytes per 4096 values of the input, plus 512 KiB of scratch per thread;
  *  - on -ENOMEM (the partials could not be allocated) nothing was written and nothing is left.
@@ -112,17 +116,18 @@ typedef struct gs_reduce_kernels {
     void (*fold)(gs_op op, const void *in, int64_t len, gs_part *p);
     /* out[r] = the reduction of in[r * row_len, (r + 1) * row_len), r < nrows: fold() and
      * store() of rows of one chunk at most */
-    void (*fold_rows)(gs_op op, const void *in, int64_t nrows, int64_t row_len, void *out);
+    void (*fold_rows)(gs_op op, const void *in, int64_t nrows, int64_t row_len, int plus_zero,
+                      void *out);
     /* One block of rows [0, nrows) at in + r * stride of columns [0, ncols) into the column
      * accumulators acc (ncols values of the dtype, and ncols more for float add: see
      * cpu/reduce_body.h): the block's partials when `first`, else acc combined with them;
      * scratch holds 2 * ncols values of 8 bytes; `out`: NULL, or (float add and mul, `first`,
-     * the only block) where the columns' values go instead of acc */
+     * the only block) where the columns' values go instead of acc (plus_zero: store()'s) */
     void (*fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride, int64_t ncols,
-                      void *acc, int first, void *scratch, void *out);
+                      void *acc, int first, void *scratch, void *out, int plus_zero);
     /* acc = acc op x and out = the values of acc, column by column (accumulators as above) */
     void (*combine_cols)(gs_op op, void *acc, const void *x, int64_t ncols);
-    void (*store_cols)(gs_op op, const void *acc, int64_t ncols, void *out);
+    void (*store_cols)(gs_op op, const void *acc, int64_t ncols, int plus_zero, void *out);
     /* fold(), fold_rows() and fold_cols() of a narrower integer dtype widened to 64 bits (uint64
      * only) */
     void (*fold_widened)(gs_op op, const void *in, gs_dtype in_type, int64_t len, gs_part *p);
@@ -133,8 +138,9 @@ typedef struct gs_reduce_kernels {
                               void *out);
     /* *acc = *acc op *x, x holding the values after acc's */
     void (*combine)(gs_op op, gs_part *acc, const gs_part *x);
-    /* *out = the value *p stands for, rounded once */
-    void (*store)(gs_op op, const gs_part *p, void *out);
+    /* *out = the value *p stands for, rounded once (float add: last plus_zero's +0, else -0:
+     * gs_reduce_desc.plus_zero) */
+    void (*store)(gs_op op, const gs_part *p, int plus_zero, void *out);
     char kind;
 } gs_reduce_kernels;
 
@@ -197,10 +203,12 @@ static void gs_row(const gs_reduce_job *j, int64_t row)
     gs_part acc, p;
     gs_chunk(j, row, 0, &acc);
     for (int64_t c = 1; c < j->chunks_per_row; c++) {
+        if (gs_cpu_stopping())
+            return;
         gs_chunk(j, row, c, &p);
         j->k->combine(j->d->op, &acc, &p);
     }
-    j->k->store(j->d->op, &acc, (char *)j->d->out + row * (int64_t)j->out_size);
+    j->k->store(j->d->op, &acc, j->d->plus_zero, (char *)j->d->out + row * (int64_t)j->out_size);
 }
 
 /* Task t reduces rows_per_task whole rows: rows of one chunk in one call of the kernels (the
@@ -217,7 +225,7 @@ static void gs_rows_task(void *ctx, int64_t task)
         if (j->widen)
             j->k->fold_rows_widened(d->op, in, d->in_type, last - first, d->row_len, out);
         else
-            j->k->fold_rows(d->op, in, last - first, d->row_len, out);
+            j->k->fold_rows(d->op, in, last - first, d->row_len, d->plus_zero, out);
         return;
     }
     for (int64_t row = first; row < last; row++)
@@ -244,7 +252,7 @@ static void gs_phase2(const gs_reduce_job *j)
         gs_part acc = part[0];
         for (int64_t c = 1; c < j->chunks_per_row; c++)
             j->k->combine(d->op, &acc, &part[c]);
-        j->k->store(d->op, &acc, (char *)d->out + row * (int64_t)j->out_size);
+        j->k->store(d->op, &acc, d->plus_zero, (char *)d->out + row * (int64_t)j->out_size);
     }
 }
 
@@ -288,6 +296,8 @@ static void gs_cols_unit(const gs_cols_job *cj, int64_t u, char *slot)
     int once = !cj->split && !cj->direct && cj->blocks == 1;
 
     for (int64_t b = b0; b < b1; b++) {
+        if (b > b0 && gs_cpu_stopping())
+            return;
         int64_t r0 = b * GS_CPU_BLOCK;
         int64_t nr = d->row_len - r0 < GS_CPU_BLOCK ? d->row_len - r0 : GS_CPU_BLOCK;
         const char *in =
@@ -296,10 +306,11 @@ static void gs_cols_unit(const gs_cols_job *cj, int64_t u, char *slot)
             j->k->fold_cols_widened(d->op, in, d->in_type, nr, cj->inner, nc, acc, b == b0, state,
                                     NULL);
         else
-            j->k->fold_cols(d->op, in, nr, cj->inner, nc, acc, b == b0, state, once ? out : NULL);
+            j->k->fold_cols(d->op, in, nr, cj->inner, nc, acc, b == b0, state, once ? out : NULL,
+                            d->plus_zero);
     }
     if (!cj->split && !cj->direct && !once)
-        j->k->store_cols(d->op, acc, nc, out);
+        j->k->store_cols(d->op, acc, nc, d->plus_zero, out);
 }
 
 /* Slot `slot`: units until none is left. */
@@ -308,7 +319,8 @@ static void gs_cols_slot(void *ctx, int64_t slot)
     gs_cols_job *cj = ctx;
     char *mine = cj->scratch + slot * 2 * cj->acc_bytes;
     int64_t u;
-    while ((u = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed)) < cj->units)
+    while ((u = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed)) < cj->units &&
+           !gs_cpu_stopping())
         gs_cols_unit(cj, u, mine);
 }
 
@@ -360,7 +372,8 @@ static int gs_reduce_cols(const gs_reduce_job *j, int parallel)
             char *acc = cj.blk + (r * cj.blocks * cj.tiles + t) * cj.acc_bytes;
             for (int64_t b = 1; b < cj.blocks; b++)
                 j->k->combine_cols(d->op, acc, acc + b * cj.tiles * cj.acc_bytes, nc);
-            j->k->store_cols(d->op, acc, nc, (char *)d->out + (r * cj.inner + c0) * j->out_size);
+            j->k->store_cols(d->op, acc, nc, d->plus_zero,
+                             (char *)d->out + (r * cj.inner + c0) * j->out_size);
         }
     }
 finally:
@@ -369,15 +382,44 @@ finally:
     return rc;
 }
 
+/* Whether gs_cpu_reduce takes (in_type, out_type, op). */
+static int gs_reduce_types_ok(const gs_reduce_desc *d)
+{
+    return d->in_type >= 0 && d->in_type < GS_NDTYPES && d->out_type >= 0 &&
+           d->out_type < GS_NDTYPES && d->op >= 0 && d->op < GS_NOPS &&
+           gs_scan_pair_direct(d->in_type, d->out_type, d->op) &&
+           !(gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op));
+}
+
+int gs_cpu_short_init(gs_cpu_short *s, const gs_reduce_desc *d)
+{
+    if (d == NULL || !gs_reduce_types_ok(d))
+        return -EINVAL;
+    s->widen = d->in_type != d->out_type;
+    s->k = &gs_kernels_of[gs_cpu_isa()][s->widen ? GS_UINT64 : d->out_type];
+    s->op = d->op;
+    s->in_type = d->in_type;
+    s->plus_zero = d->plus_zero;
+    return 0;
+}
+
+/* One row of one chunk (len <= GS_REDUCE_MIN_CHUNK <= gs_reduce_chunk_len(len)): gs_rows_task's
+ * fold_rows of that row alone, as gs_cpu_reduce runs it. */
+void gs_cpu_reduce_short(const gs_cpu_short *s, const void *in, int64_t len, void *out)
+{
+    const gs_reduce_kernels *k = s->k;
+    if (s->widen)
+        k->fold_rows_widened(s->op, in, s->in_type, 1, len, out);
+    else
+        k->fold_rows(s->op, in, 1, len, s->plus_zero, out);
+}
+
 int gs_cpu_reduce(const gs_reduce_desc *d)
 {
     gs_reduce_job j = { 0 };
     int parallel;
 
-    if (d == NULL || d->rows < 0 || d->row_len < 1 || d->in_type < 0 || d->in_type >= GS_NDTYPES ||
-        d->out_type < 0 || d->out_type >= GS_NDTYPES || d->op < 0 || d->op >= GS_NOPS ||
-        !gs_scan_pair_direct(d->in_type, d->out_type, d->op) ||
-        (gs_dtype_is_float(d->out_type) && gs_op_is_bitwise(d->op)) ||
+    if (d == NULL || d->rows < 0 || d->row_len < 1 || !gs_reduce_types_ok(d) ||
         (d->rows > 0 && (d->in == NULL || d->out == NULL)) || d->rows > INT64_MAX / d->row_len ||
         d->inner < 0 || (d->inner > 1 && d->rows * d->row_len > INT64_MAX / d->inner))
         return -EINVAL;
@@ -410,7 +452,7 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
         if (parallel) {
             gs_cpu_parallel_for(ntasks, gs_rows_task, &j);
         } else {
-            for (int64_t t = 0; t < ntasks; t++)
+            for (int64_t t = 0; t < ntasks && (t == 0 || !gs_cpu_stopping()); t++)
                 gs_rows_task(&j, t);
         }
         return 0;

@@ -377,16 +377,22 @@ static void GS_FN(combine)(gs_op op, gs_part *acc, const gs_part *x)
 }
 
 /* Write the value the partial stands for, rounded once (gs_reduce_kernels.store).  Float add:
- * hi + lo (lo is zero or finite by then), then + 0 as NumPy's reduction starts from +0, so an
- * all -0 sum is +0. */
-static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
+ * hi + lo (lo is zero or finite by then; a zero lo is -0, pair_add's), the sum from the first
+ * value (every partial starts from -0, the identity of add: a sum of -0 values alone is -0, any
+ * other exact zero +0), then + 0 with plus_zero, as NumPy's reduce starts from +0
+ * (gs_reduce_desc.plus_zero). */
+static void GS_FN(store)(gs_op op, const gs_part *p, int plus_zero, void *out)
 {
     GS_T v = p->hi.GS_SFX;
 #if GS_KIND == 'f'
-    if (op == GS_OP_ADD)
-        v = (v + p->lo.GS_SFX) + (GS_T)0;
+    if (op == GS_OP_ADD) {
+        v += p->lo.GS_SFX;
+        if (plus_zero)
+            v += (GS_T)0;
+    }
 #else
     (void)op;
+    (void)plus_zero;
 #endif
     *(GS_T *)out = v;
 }
@@ -394,8 +400,30 @@ static void GS_FN(store)(gs_op op, const gs_part *p, void *out)
 /* The rows of one chunk at most each (gs_reduce_kernels.fold_rows): out[r] = the reduction of
  * in[r * row_len, (r + 1) * row_len) for r < nrows, each through fold() and store(), inlined. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(rows_loop)(const gs_op op, const GS_T *in,
-                                                          int64_t nrows, int64_t row_len, GS_T *out)
+                                                          int64_t nrows, int64_t row_len,
+                                                          int plus_zero, GS_T *out)
 {
+#if GS_KIND == 'f'
+    if (op == GS_OP_ADD && row_len < GS_CPU_SHORT_RUN) {
+        /* Short rows of float add (segments of a few values): fold_float's short run from the
+         * identity, then its pair_add into the identity and store(), with pair_add's branches as
+         * one select: the pair is (h, 0) when l is zero or not finite, or h + l overflows
+         * (then h alone), else TwoSum(h, l), whose hi + lo rounds to h + l.  The same bits,
+         * without the branches that rows of varying lengths mispredict. */
+        for (int64_t r = 0; r < nrows; r++) {
+            const GS_T *x = in + r * row_len;
+            GS_T h = GS_FN(op_identity)(op), l = 0;
+            for (int64_t i = 0; i < row_len; i++)
+                GS_FN(col_step)(op, &h, &l, x[i]);
+            const GS_T t = h + l;
+            GS_T v = ((l != 0) & (t - t == 0)) ? t : h; /* & and t - t: a select, no branch */
+            if (plus_zero)
+                v += (GS_T)0;
+            out[r] = v;
+        }
+        return;
+    }
+#endif
     for (int64_t r = 0; r < nrows; r++) {
         gs_part p;
         p.hi.GS_SFX = GS_FN(op_identity)(op);
@@ -405,14 +433,14 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(rows_loop)(const gs_op op, const 
 #else
         GS_FN(fold_int)(op, in + r * row_len, row_len, &p);
 #endif
-        GS_FN(store)(op, &p, out + r);
+        GS_FN(store)(op, &p, plus_zero, out + r);
     }
 }
 
 static GS_ISA_ATTR void GS_FN(fold_rows)(gs_op op, const void *in, int64_t nrows, int64_t row_len,
-                                         void *out)
+                                         int plus_zero, void *out)
 {
-    GS_OP_DISPATCH(op, GS_FN(rows_loop), in, nrows, row_len, out)
+    GS_OP_DISPATCH(op, GS_FN(rows_loop), in, nrows, row_len, plus_zero, out)
 }
 
 /* ---- Columns -------------------------------------------------------------------------------
@@ -470,9 +498,9 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_step)(const gs_op op, GS_VEC
 /* The end of a block for one column whose state (h, l) has taken every row of the block: float
  * add and mul join the accumulator (*acc, *alo) with the block's partial (pair_add(identity,
  * state), or the product), or it becomes the accumulator (`first`); with `out` (the only block)
- * the value is written there instead, as store() writes a partial. */
+ * the value is written there instead, as store() writes a partial (plus_zero: store()'s). */
 static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T *acc, GS_T *alo,
-                                           const int first, GS_T *out)
+                                           const int first, GS_T *out, const int plus_zero)
 {
 #if GS_KIND == 'f'
     if (op == GS_OP_ADD) {
@@ -482,7 +510,7 @@ static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T 
             gs_part p;
             p.hi.GS_SFX = ph;
             p.lo.GS_SFX = pl;
-            GS_FN(store)(op, &p, out);
+            GS_FN(store)(op, &p, plus_zero, out);
             return;
         }
         if (!first) {
@@ -507,6 +535,7 @@ static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T 
     (void)alo;
     (void)first;
     (void)out;
+    (void)plus_zero;
     *acc = h;
 }
 
@@ -514,7 +543,7 @@ static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T 
 /* finish() on a vector of columns, with the same operations (vpair_add for pair_add). */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vfinish)(const gs_op op, GS_VEC hv, GS_VEC lv,
                                                         GS_T *acc, GS_T *alo, const int first,
-                                                        GS_T *out)
+                                                        GS_T *out, const int plus_zero)
 {
 #if GS_KIND == 'f'
     if (op == GS_OP_ADD) {
@@ -522,7 +551,8 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vfinish)(const gs_op op, GS_VEC h
         GS_VEC ph = GS_V(splat)(GS_FN(op_identity)(op)), pl = zero;
         GS_FN(vpair_add)(&ph, &pl, hv, lv);
         if (out != NULL) {
-            GS_V(store)(out, GS_V(add)(GS_V(add)(ph, pl), zero)); /* as store(): (hi + lo) + 0 */
+            const GS_VEC v = GS_V(add)(ph, pl); /* as store() */
+            GS_V(store)(out, plus_zero ? GS_V(add)(v, zero) : v);
             return;
         }
         if (!first) {
@@ -547,6 +577,7 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vfinish)(const gs_op op, GS_VEC h
     (void)alo;
     (void)first;
     (void)out;
+    (void)plus_zero;
     GS_V(store)(acc, hv);
 }
 #endif
@@ -584,10 +615,10 @@ static GS_ALWAYS_INLINE void GS_FN(rows_into)(const gs_op op, GS_T *h, const GS_
 /*
  * One block, rows [0, nrows) (nrows <= GS_CPU_BLOCK) of columns [0, ncols) (ncols <=
  * GS_CPU_COLS), row r at in + r * stride, into the accumulators acc (gs_reduce_kernels.fold_cols;
- * `first`: acc starts as the block's partial; `out`: see finish()).  Each column's state takes
- * the rows in order: float add and mul from the identity (add: TwoSum, lo from 0) and then
- * finish(); the exact operators fold into acc itself.  The rows stream past GS_CPU_COL_ROWS at a
- * time, a vector of columns at a time, its state in registers within a group of rows and in
+ * `first`: acc starts as the block's partial; `out` and plus_zero: see finish()).  Each column's
+ * state takes the rows in order: float add and mul from the identity (add: TwoSum, lo from 0) and
+ * then finish(); the exact operators fold into acc itself.  The rows stream past GS_CPU_COL_ROWS at
+ * a time, a vector of columns at a time, its state in registers within a group of rows and in
  * `state` (h, then l ncols values further on; acc itself for the exact operators) between groups;
  * the columns past the last whole vector (every column of 1- and 2-byte dtypes) go one by one in
  * loops over a row the compiler vectorises, with the same operations.  Always inlined with a
@@ -596,7 +627,8 @@ static GS_ALWAYS_INLINE void GS_FN(rows_into)(const gs_op op, GS_T *h, const GS_
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const GS_T *restrict in,
                                                            int64_t nrows, int64_t stride,
                                                            int64_t ncols, GS_T *acc,
-                                                           const int first, GS_T *state, GS_T *out)
+                                                           const int first, GS_T *state, GS_T *out,
+                                                           const int plus_zero)
 {
     const int inexact = GS_KIND == 'f' && (op == GS_OP_ADD || op == GS_OP_MUL);
     const int add = GS_KIND == 'f' && op == GS_OP_ADD;
@@ -640,7 +672,7 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
                     GS_V(store)(l + c, lv);
             } else {
                 GS_FN(vfinish)(op, hv, lv, acc + c, acc + ncols + c, first,
-                               out != NULL ? out + c : NULL);
+                               out != NULL ? out + c : NULL, plus_zero);
             }
         }
     }
@@ -684,15 +716,16 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
     if (inexact)
         for (int64_t c = vcols; c < ncols; c++)
             GS_FN(finish)(op, h[c], l[c], acc + c, acc + ncols + c, first,
-                          out != NULL ? out + c : NULL);
+                          out != NULL ? out + c : NULL, plus_zero);
 }
 
 /* gs_reduce_kernels.fold_cols: cols_block() specialised per operator. */
 static GS_ISA_ATTR void GS_FN(fold_cols)(gs_op op, const void *in, int64_t nrows, int64_t stride,
                                          int64_t ncols, void *acc, int first, void *scratch,
-                                         void *out)
+                                         void *out, int plus_zero)
 {
-    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, acc, first, scratch, out)
+    GS_OP_DISPATCH(op, GS_FN(cols_block), in, nrows, stride, ncols, acc, first, scratch, out,
+                   plus_zero)
 }
 
 /* acc = acc op x column by column, x holding the accumulators of the rows after acc's
@@ -722,26 +755,30 @@ static GS_ISA_ATTR void GS_FN(combine_cols)(gs_op op, void *acc, const void *x, 
 
 /* out[c] = the value accumulator c stands for, rounded once: store() on each column
  * (gs_reduce_kernels.store_cols). */
-static GS_ISA_ATTR void GS_FN(store_cols)(gs_op op, const void *acc, int64_t ncols, void *out)
+static GS_ISA_ATTR void GS_FN(store_cols)(gs_op op, const void *acc, int64_t ncols, int plus_zero,
+                                          void *out)
 {
     const GS_T *a = acc;
     GS_T *o = out;
 #if GS_KIND == 'f'
     if (op == GS_OP_ADD) {
+        const GS_VEC zero = GS_V(splat)(0);
         int64_t c = 0;
-        for (; c + GS_W <= ncols; c += GS_W) /* as store(): (hi + lo) + 0 */
-            GS_V(store)
-        (o + c, GS_V(add)(GS_V(add)(GS_V(load)(a + c), GS_V(load)(a + ncols + c)), GS_V(splat)(0)));
+        for (; c + GS_W <= ncols; c += GS_W) { /* as store() */
+            const GS_VEC v = GS_V(add)(GS_V(load)(a + c), GS_V(load)(a + ncols + c));
+            GS_V(store)(o + c, plus_zero ? GS_V(add)(v, zero) : v);
+        }
         for (; c < ncols; c++) {
             gs_part p;
             p.hi.GS_SFX = a[c];
             p.lo.GS_SFX = a[ncols + c];
-            GS_FN(store)(op, &p, o + c);
+            GS_FN(store)(op, &p, plus_zero, o + c);
         }
         return;
     }
 #endif
     (void)op;
+    (void)plus_zero;
     memcpy(o, a, (size_t)ncols * sizeof(GS_T));
 }
 
@@ -775,7 +812,7 @@ static GS_ISA_ATTR void GS_FN(fold_rows_widened)(gs_op op, const void *in, gs_dt
     for (int64_t r = 0; r < nrows; r++) {
         gs_part p;
         GS_FN(fold_widened)(op, (const char *)in + r * row_len * in_size, in_type, row_len, &p);
-        GS_FN(store)(op, &p, (GS_T *)out + r);
+        GS_FN(store)(op, &p, 0, (GS_T *)out + r); /* integers: no zero sign */
     }
 }
 

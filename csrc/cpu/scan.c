@@ -31,6 +31,9 @@
  *    contract: (log2 n + 2) eps * sum|x|);
  *  - float mul is a product in a fixed tree, each output at most i + 1 roundings from exact;
  *  - small scans run on the calling thread with no thread involved;
+ *  - Ctrl-C (host/pool.h's gs_cpu_stopping) is asked between chunks wherever a thread runs many of
+ *    them in one task, and every GS_CPU_CHUNK rows of a tile of columns: a stopped scan ends
+ *    within a chunk's work on every thread, its output then meaning nothing;
  *  - on -ENOMEM (the carries could not be allocated) nothing was written and nothing is left.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -224,14 +227,17 @@ static void gs_chunk_seq(const gs_scan_job *j, int64_t c, gs_carry *cin)
 }
 
 /* Scan rows [first, last) whole on this thread, chunk after chunk: the same states and carries
- * as the parallel scan. */
+ * as the parallel scan.  Rows of several chunks ask for a stop between them. */
 static void gs_rows(const gs_scan_job *j, int64_t first, int64_t last)
 {
     for (int64_t row = first; row < last; row++) {
         gs_carry cin;
         j->k->identity(j->d->op, &cin);
-        for (int64_t c = row * j->chunks_per_row; c < (row + 1) * j->chunks_per_row; c++)
+        for (int64_t c = row * j->chunks_per_row; c < (row + 1) * j->chunks_per_row; c++) {
+            if (j->chunks_per_row > 1 && gs_cpu_stopping())
+                return;
             gs_chunk_seq(j, c, &cin);
+        }
     }
 }
 
@@ -276,6 +282,8 @@ static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned 
     gs_apply(j, from, to, 0, NULL, total, *head && gs_heads(d, from, to, heads) ? heads : NULL);
 }
 
+/* Every thread asks for a stop before each chunk it scans or totals; a stopped front leaves
+ * nothing for the others to scan (meet at the end). */
 static void gs_front(gs_scan_job *j)
 {
     gs_carry cin, total;
@@ -283,6 +291,8 @@ static void gs_front(gs_scan_job *j)
     int64_t c;
 
     while ((c = gs_cpu_claim(&j->ends, 1)) >= 0) {
+        if (gs_cpu_stopping())
+            goto stopped;
         if (c % j->chunks_per_row == 0)
             j->k->identity(j->d->op, &cin);
         gs_chunk_seq(j, c, &cin);
@@ -298,6 +308,8 @@ static void gs_front(gs_scan_job *j)
             total = j->total[c];
             head = j->head[c];
         } else {
+            if (gs_cpu_stopping())
+                goto stopped;
             gs_total(j, c, &total, &head);
         }
         if (head)
@@ -306,12 +318,16 @@ static void gs_front(gs_scan_job *j)
             j->k->combine(j->d->op, &cin, &total);
     }
     atomic_store_explicit(&j->ready, 1, memory_order_release);
+    return;
+stopped:
+    j->meet = j->nchunks;
+    atomic_store_explicit(&j->ready, 1, memory_order_release);
 }
 
 static void gs_back(gs_scan_job *j)
 {
     int64_t c;
-    while ((c = gs_cpu_claim(&j->ends, 0)) >= 0) {
+    while ((c = gs_cpu_claim(&j->ends, 0)) >= 0 && !gs_cpu_stopping()) {
         if (c % j->chunks_per_row != j->chunks_per_row - 1)
             gs_total(j, c, &j->total[c], &j->head[c]);
         atomic_store_explicit(&j->done[c], 1, memory_order_release);
@@ -328,9 +344,11 @@ static void gs_scan_task(void *ctx, int64_t task)
         gs_front(j);
     else
         gs_back(j);
-    gs_cpu_wait(&j->ready);
+    if (!gs_cpu_wait(&j->ready))
+        return;
     while ((c = j->meet + atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
-           j->nchunks) {
+               j->nchunks &&
+           !gs_cpu_stopping()) {
         gs_carry st;
         int64_t from, to;
         gs_chunk_range(j, c, &from, &to);
@@ -411,7 +429,7 @@ static void gs_scan_cols(const gs_scan_job *j, int parallel)
     if (parallel)
         gs_cpu_parallel_for(blocks * cj.tiles, gs_cols_task, &cj);
     else
-        for (int64_t t = 0; t < blocks * cj.tiles; t++)
+        for (int64_t t = 0; t < blocks * cj.tiles && (t == 0 || !gs_cpu_stopping()); t++)
             gs_cols_task(&cj, t);
 }
 
@@ -453,10 +471,12 @@ int gs_cpu_scan(const gs_scan_desc *d)
     if (j.chunks_per_row == 1 || !parallel) {
         /* Every row whole on one thread: as many rows per task as make about one chunk. */
         j.rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len;
+        const int64_t ntasks = (j.rows + j.rows_per_task - 1) / j.rows_per_task;
         if (parallel)
-            gs_cpu_parallel_for((j.rows + j.rows_per_task - 1) / j.rows_per_task, gs_rows_task, &j);
+            gs_cpu_parallel_for(ntasks, gs_rows_task, &j);
         else
-            gs_rows(&j, 0, j.rows);
+            for (int64_t t = 0; t < ntasks && (t == 0 || !gs_cpu_stopping()); t++)
+                gs_rows_task(&j, t);
         return 0;
     }
 

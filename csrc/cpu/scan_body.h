@@ -416,7 +416,15 @@ static GS_ISA_ATTR void GS_FN(apply_cols)(gs_op op, const void *in, void *out, i
         h[c] = GS_FN(op_identity)(op);
         l[c] = (GS_T)-0.0;
     }
-    GS_OP_DISPATCH(op, GS_FN(cols_rows), in, stride, out, stride, nrows, ncols, exclusive, 0, h, l)
+    /* GS_CPU_CHUNK rows at a time, asking for a stop between them (host/pool.h): the same
+     * states through the same steps as one pass over every row. */
+    for (int64_t r0 = 0; r0 < nrows; r0 += GS_CPU_CHUNK) {
+        const int64_t nr = nrows - r0 < GS_CPU_CHUNK ? nrows - r0 : GS_CPU_CHUNK;
+        if (r0 > 0 && gs_cpu_stopping())
+            return;
+        GS_OP_DISPATCH(op, GS_FN(cols_rows), (const GS_T *)in + r0 * stride, stride,
+                       (GS_T *)out + r0 * stride, stride, nr, ncols, exclusive, r0, h, l)
+    }
 }
 
 #if GS_KIND == 'u' && GS_SIZE == 8
@@ -449,6 +457,8 @@ static GS_ISA_ATTR void GS_FN(apply_cols_widened)(gs_op op, const void *in, gs_d
         l[c] = 0;
     }
     for (int64_t r = 0; r < nrows; r++) {
+        if (r % GS_CPU_CHUNK == 0 && r > 0 && gs_cpu_stopping())
+            return; /* as apply_cols: a stop asked every GS_CPU_CHUNK rows */
         gs_widen_u64(in, in_type, r * stride, ncols, buf);
         GS_OP_DISPATCH(op, GS_FN(cols_rows), buf, 0, (uint64_t *)out + r * stride, 0, 1, ncols,
                        exclusive, r, h, l)

@@ -19,7 +19,9 @@
  * whatever the thread count.  Values are moved as bits of their width (NaN payloads kept); a flag
  * is set when it compares unequal to zero in its own dtype (cpu/flags.h: for floats -0.0 is not
  * set, NaN is).  With d->out == NULL only phases 1 and 2 run: the count, which a compact needs to
- * size its output.
+ * size its output.  Ctrl-C (host/pool.h's gs_cpu_stopping) is asked before every chunk that a
+ * thread counts or moves within a longer task, so a stopped call ends within a chunk's work,
+ * its output then meaning nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -117,6 +119,8 @@ static void compact_task(void *ctx, int64_t task)
     if (task == 0) {
         int64_t f = 0;
         while ((c = gs_cpu_claim(&job->ends, 1)) >= 0) {
+            if (gs_cpu_stopping())
+                goto stopped;
             chunk_range(job, c, &lo, &hi);
             f += job->k->move(job->d, lo, hi, f, 0);
         }
@@ -124,27 +128,37 @@ static void compact_task(void *ctx, int64_t task)
         for (c = job->meet; c < job->chunks; c++) {
             int64_t here;
             chunk_range(job, c, &lo, &hi);
-            here = atomic_load_explicit(&job->done[c], memory_order_acquire)
-                       ? job->count[c]
-                       : job->k->count(job->d->flags, job->d->flag_type, lo, hi);
+            if (atomic_load_explicit(&job->done[c], memory_order_acquire))
+                here = job->count[c];
+            else if (gs_cpu_stopping())
+                goto stopped;
+            else
+                here = job->k->count(job->d->flags, job->d->flag_type, lo, hi);
             job->before[c] = f;
             f += here;
         }
         job->total = f;
         atomic_store_explicit(&job->ready, 1, memory_order_release);
     } else {
-        while ((c = gs_cpu_claim(&job->ends, 0)) >= 0) {
+        while ((c = gs_cpu_claim(&job->ends, 0)) >= 0 && !gs_cpu_stopping()) {
             chunk_range(job, c, &lo, &hi);
             job->count[c] = job->k->count(job->d->flags, job->d->flag_type, lo, hi);
             atomic_store_explicit(&job->done[c], 1, memory_order_release);
         }
     }
-    gs_cpu_wait(&job->ready);
+    if (!gs_cpu_wait(&job->ready))
+        return;
     while ((c = job->meet + atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) <
-           job->chunks) {
+               job->chunks &&
+           !gs_cpu_stopping()) {
         chunk_range(job, c, &lo, &hi);
         job->k->move(job->d, lo, hi, job->before[c], 0);
     }
+    return;
+stopped: /* nothing left for the others to move */
+    job->meet = job->chunks;
+    job->total = 0;
+    atomic_store_explicit(&job->ready, 1, memory_order_release);
 }
 
 static int compact_parallel(split_job *job, int64_t *count)
@@ -181,13 +195,24 @@ int gs_cpu_split(const gs_split_desc *d, int64_t *count)
 
     if (d->n < GS_CPU_SPLIT_PARALLEL_MIN || gs_cpu_threads() == 1) {
         /* One thread: a compact moves in one pass; a split counts first, to know where its
-         * unflagged values begin. */
-        if (d->out != NULL && d->compact)
-            *count = job.k->move(d, 0, d->n, 0, 0);
-        else
-            *count = job.k->count(d->flags, d->flag_type, 0, d->n);
-        if (d->out != NULL && !d->compact)
-            job.k->move(d, 0, d->n, 0, *count);
+         * unflagged values begin.  Chunk after chunk, asking for a stop between them. */
+        int64_t f = 0, lo, hi;
+        if (d->out == NULL || !d->compact) {
+            for (int64_t c = 0; c < job.chunks && !gs_cpu_stopping(); c++) {
+                chunk_range(&job, c, &lo, &hi);
+                f += job.k->count(d->flags, d->flag_type, lo, hi);
+            }
+            *count = f;
+            if (d->out == NULL)
+                return 0;
+        }
+        job.total = d->compact ? 0 : *count;
+        f = 0;
+        for (int64_t c = 0; c < job.chunks && !gs_cpu_stopping(); c++) {
+            chunk_range(&job, c, &lo, &hi);
+            f += job.k->move(d, lo, hi, f, job.total + (lo - f));
+        }
+        *count = f;
         return 0;
     }
 

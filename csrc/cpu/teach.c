@@ -86,8 +86,11 @@ int gs_cpu_step(const gs_step_desc *d)
     ntasks = (j.units + GS_TEACH_CHUNK - 1) / GS_TEACH_CHUNK;
     if (j.units >= GS_TEACH_PARALLEL_MIN && gs_cpu_threads() > 1)
         return gs_cpu_parallel_for(ntasks, gs_step_task, &j);
-    for (int64_t t = 0; t < ntasks; t++)
+    for (int64_t t = 0; t < ntasks; t++) {
+        if (t > 0 && gs_cpu_stopping()) /* Ctrl-C (host/pool.h), between tasks as the pool */
+            return -EINTR;
         gs_step_task(&j, t);
+    }
     return 0;
 }
 

@@ -183,6 +183,7 @@ int gs_cuda_stream_partials(const gs_reduce_desc *d, const gs_op *ops, int nops,
 
     memset(&c, 0, sizeof(c));
     c.d = *d;
+    c.d.plus_zero = 0; /* partials: the host's combination of them starts where d says */
     c.nops = nops;
     for (int i = 0; i < nops; i++) {
         c.ops[i] = ops[i];

@@ -15,6 +15,10 @@
  *    on anything but its own tasks and nothing deadlocks;
  *  - if no worker can be created, the tasks run on the calling thread: the call still succeeds;
  *  - workers block every signal, so Ctrl-C reaches Python's main thread;
+ *  - a watched call (gs_stop_watch) stops within GS_STOP_POLL_NS plus the longest piece of work
+ *    in flight: its caller asks between tasks, in its tasks' gs_cpu_stopping() and while it waits
+ *    for the workers (a timed wait); the job's flag, posted with the job, then keeps every thread
+ *    from starting another task, and the call returns only when none is running;
  *  - a child made by fork() starts with an empty pool and makes its own workers when needed.
  * Which thread runs which task is unspecified: callers make their results independent of it.
  */
@@ -26,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/pool.h"
@@ -33,6 +38,12 @@
 /* Most threads the backend uses, whatever GPUSCAN_NUM_THREADS says: a typo such as 10000 must
  * not reserve 10000 stacks, and 1024 is beyond the core count of any host the package targets. */
 #define GS_CPU_MAX_THREADS 1024
+/* How often a watched call asks whether to stop: every 50 ms, a tenth of the half second within
+ * which Ctrl-C must take effect, which leaves the rest to the work in flight when the answer comes
+ * (a task, or a block of one) and to the unwinding.  Each question takes the GIL for a few
+ * microseconds (core/raise.c): 20 a second cost nothing measurable, and a call shorter than
+ * this asks none. */
+#define GS_STOP_POLL_NS ((int64_t)50 * 1000 * 1000)
 
 static pthread_once_t gs_init_once = PTHREAD_ONCE_INIT;
 static int gs_threads = 1;
@@ -48,6 +59,7 @@ static struct gs_pool {
     void (*fn)(void *ctx, int64_t task);
     void *ctx;
     int64_t ntasks;
+    atomic_int *stop;         /* the cancel flag of the call the job works for (NULL: none) */
     atomic_int_fast64_t next; /* the next task number to hand out */
 } gs_pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -94,10 +106,87 @@ int gs_cpu_threads(void)
     return gs_threads;
 }
 
-/* Pull task numbers until none is left. */
+/* ---- stopping: the flags every thread reads ------------------------------------------------- */
+
+/* The cancel flag of the call whose work this thread does: its own watch's on the watching
+ * thread, the job's on a worker (NULL: no watched call). */
+static _Thread_local atomic_int *gs_flag;
+/* The watch this thread keeps (NULL: none): the thread that asks gs_stop_requested(). */
+static _Thread_local gs_stop_watch *gs_watch;
+
+/* The clock of the questions: Linux's CLOCK_MONOTONIC_COARSE where there is one, read in about
+ * 4 ns (CLOCK_MONOTONIC takes 35 ns in a virtual machine's vDSO), whose resolution of a tick (1
+ * to 10 ms) is far finer than GS_STOP_POLL_NS. */
+#ifdef CLOCK_MONOTONIC_COARSE
+#define GS_STOP_CLOCK CLOCK_MONOTONIC_COARSE
+#else
+#define GS_STOP_CLOCK CLOCK_MONOTONIC
+#endif
+
+static int64_t gs_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(GS_STOP_CLOCK, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The watching thread: ask gs_stop_requested() when its time has come; cancel the call if it
+ * says stop.  The next time is set first, so that a call made from within the question (a Python
+ * signal handler that calls gpuscan) does not ask again. */
+static int gs_poll(gs_stop_watch *w)
+{
+    int64_t now = gs_now_ns();
+    if (now < w->next_poll_ns)
+        return 0;
+    w->next_poll_ns = now + GS_STOP_POLL_NS;
+    if (!gs_stop_requested())
+        return 0;
+    atomic_store_explicit(&w->stopped, 1, memory_order_relaxed);
+    return 1;
+}
+
+/* Whether this thread's call is cancelled already (no question asked). */
+static int gs_cancelled(void)
+{
+    atomic_int *flag = gs_flag;
+    return flag != NULL && atomic_load_explicit(flag, memory_order_relaxed);
+}
+
+int gs_cpu_stopping(void)
+{
+    atomic_int *flag = gs_flag;
+    if (flag == NULL)
+        return 0;
+    if (atomic_load_explicit(flag, memory_order_relaxed))
+        return 1;
+    return gs_watch != NULL && gs_poll(gs_watch);
+}
+
+void gs_stop_watch_begin(gs_stop_watch *w)
+{
+    atomic_init(&w->stopped, 0);
+    w->next_poll_ns = gs_now_ns() + GS_STOP_POLL_NS;
+    w->outer_flag = gs_flag;
+    w->outer = gs_watch;
+    gs_flag = &w->stopped;
+    gs_watch = w;
+}
+
+int gs_stop_watch_end(gs_stop_watch *w)
+{
+    gs_flag = w->outer_flag;
+    gs_watch = w->outer;
+    return atomic_load_explicit(&w->stopped, memory_order_relaxed);
+}
+
+/* ---- the pool ------------------------------------------------------------------------------ */
+
+/* Pull task numbers until none is left, or the call is cancelled. */
 static void gs_run_tasks(void (*fn)(void *, int64_t), void *ctx, int64_t ntasks)
 {
     for (;;) {
+        if (gs_cpu_stopping())
+            return;
         int64_t task = atomic_fetch_add_explicit(&gs_pool.next, 1, memory_order_relaxed);
         if (task >= ntasks)
             return;
@@ -119,11 +208,13 @@ static void *gs_worker(void *unused)
         void (*fn)(void *, int64_t) = gs_pool.fn;
         void *ctx = gs_pool.ctx;
         int64_t ntasks = gs_pool.ntasks;
+        gs_flag = gs_pool.stop;
         pthread_mutex_unlock(&gs_pool.lock);
 
         gs_run_tasks(fn, ctx, ntasks);
 
         pthread_mutex_lock(&gs_pool.lock);
+        gs_flag = NULL;
         if (--gs_pool.active == 0)
             pthread_cond_signal(&gs_pool.idle);
     }
@@ -149,6 +240,33 @@ static void gs_pool_grow(int want)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The caller, its tasks handed out: wait until the workers holding one have checked out (called
+ * with the lock held).  A watching caller wakes when its next question is due and asks it
+ * without the lock (the question takes the GIL), so that a stop reaches the workers' long tasks
+ * through the job's flag even while the caller has no task left to run. */
+static void gs_wait_idle(void)
+{
+    while (gs_pool.active > 0) {
+        if (gs_watch == NULL || gs_cancelled()) {
+            pthread_cond_wait(&gs_pool.idle, &gs_pool.lock);
+            continue;
+        }
+        const int64_t wait = gs_watch->next_poll_ns - gs_now_ns();
+        if (wait > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+            until.tv_nsec += wait % 1000000000;
+            until.tv_sec += wait / 1000000000 + until.tv_nsec / 1000000000;
+            until.tv_nsec %= 1000000000;
+            pthread_cond_timedwait(&gs_pool.idle, &gs_pool.lock, &until);
+            continue;
+        }
+        pthread_mutex_unlock(&gs_pool.lock);
+        gs_cpu_stopping();
+        pthread_mutex_lock(&gs_pool.lock);
+    }
+}
+
 int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), void *ctx)
 {
     int64_t i;
@@ -156,11 +274,16 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
 
     if (ntasks <= 0)
         return 0;
+    if (gs_cancelled()) /* a later step of a stopped call: its inputs may mean nothing */
+        return -EINTR;
     if (ntasks == 1 || gs_cpu_threads() == 1 || pthread_mutex_trylock(&gs_pool.owner) != 0) {
         /* One task, one thread, or the pool is busy with another caller's job (or ours: a
-         * nested call): run everything here. */
-        for (i = 0; i < ntasks; i++)
+         * nested call): run everything here, asking between the tasks. */
+        for (i = 0; i < ntasks; i++) {
+            if (i > 0 && gs_cpu_stopping())
+                return -EINTR;
             fn(ctx, i);
+        }
         return 0;
     }
 
@@ -172,6 +295,7 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
     gs_pool.fn = fn;
     gs_pool.ctx = ctx;
     gs_pool.ntasks = ntasks;
+    gs_pool.stop = gs_flag;
     atomic_store_explicit(&gs_pool.next, 0, memory_order_relaxed);
     gs_pool.tickets = helpers;
     gs_pool.active = helpers;
@@ -187,11 +311,10 @@ int gs_cpu_parallel_for(int64_t ntasks, void (*fn)(void *ctx, int64_t task), voi
      * hold a task are waited for. */
     gs_pool.active -= gs_pool.tickets;
     gs_pool.tickets = 0;
-    while (gs_pool.active > 0)
-        pthread_cond_wait(&gs_pool.idle, &gs_pool.lock);
+    gs_wait_idle();
     pthread_mutex_unlock(&gs_pool.lock);
     pthread_mutex_unlock(&gs_pool.owner);
-    return 0;
+    return gs_cancelled() ? -EINTR : 0;
 }
 
 /* ---- stopping ------------------------------------------------------------------------------ */

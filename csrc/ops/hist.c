@@ -93,9 +93,9 @@ static PyObject *hist_run(const gs_backend_ops *be, gs_hist_desc *d, hist_input 
     if (!gs_view_ready(&res, be->mem, acc) && gs_temp_like(bag, &res, be->mem, acc, &dst) < 0)
         goto fail;
     d->out = dst.ptr;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->hist(d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0) {
         gs_raise(&f);
         goto fail;
@@ -670,9 +670,9 @@ static int bincount_probe(const gs_backend_ops *be, hist_input *in, npy_intp min
     d->out = buf;
     d->nbins = guess;
     d->probe = 1;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->hist(d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     d->probe = 0;
     if (rc < 0)
         return gs_raise(&f);

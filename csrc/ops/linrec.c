@@ -121,9 +121,9 @@ static int linrec_backend(const gs_backend_ops *be, const linrec_call *c, const 
     d.row_len = row_len;
     d.type = c->type;
     d.reverse = c->reverse;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->linrec(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 

@@ -105,9 +105,9 @@ static int reduce_backend(const gs_backend_ops *be, const gs_reduce_desc *d)
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->reduce(d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
@@ -145,9 +145,14 @@ static int where_fill(const reduce_plan *p, gs_view *v, gs_bag *bag)
     d.n = gs_view_size(v);
     d.type = p->red_in_type;
     gs_cpu_identity(p->op, p->red_in_type, &d.fill);
-    Py_BEGIN_ALLOW_THREADS
+    if (p->op == GS_OP_ADD && gs_dtype_is_float(p->red_in_type))
+        /* -0.0, add's identity (x + -0.0 is x for every x, -0.0 included), not the +0.0 that an
+         * exclusive scan starts from: the values left out change no sign of zero of the sum
+         * (initial=-0.0 over -0.0 values left in is -0.0, as NumPy's) */
+        d.fill = 1ull << (8 * gs_dtype_size(p->red_in_type) - 1);
+    GS_BEGIN_UNLOCKED
         rc = be->select(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         return gs_raise(&f);
     *v = src;
@@ -200,6 +205,9 @@ static PyObject *reduce_run(const reduce_plan *p, gs_backend backend, gs_operand
         d.in_type = p->red_in_type;
         d.out_type = p->acc_type;
         d.op = p->op;
+        /* NumPy's reduce starts from +0.0, or from initial=: a float sum from the rows' first
+         * values keeps the -0.0 of -0.0 values alone for initial_into to combine. */
+        d.plus_zero = p->initial == NULL;
         if (streamed) {
             if (gs_stream_reduce(be, &d, &v, &res) < 0)
                 goto fail;

@@ -118,9 +118,9 @@ static int scan_backend(const gs_backend_ops *be, const gs_scan_plan *plan, cons
     d.in = src->ptr;
     d.out = dst->ptr;
     d.flags = heads != NULL ? heads->ptr : NULL;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->scan(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 

@@ -46,9 +46,9 @@ static int segreduce_backend(const gs_backend_ops *be, const gs_view *src, const
     d.guard = guard;
     d.many_tiles = gs_test_knobs.segreduce_many;
     d.per_warp = gs_test_knobs.segreduce_per_warp;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->segreduce(&d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
 }
 
@@ -129,9 +129,9 @@ static int start_check(const reduceat_plan *p, const gs_backend_ops *be, gs_bag 
         return 0;
     if (gs_place(&p->ind, be->mem, GS_INT64, bag, placed) < 0)
         return -1;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->index_check((const int64_t *)placed->ptr, p->m, p->n, a, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     return rc < 0 ? gs_raise(&f) : 0;
 }
 
@@ -146,9 +146,9 @@ static int finish_check(const reduceat_plan *p, const gs_backend_ops *be, const 
     int rc = 0;
 
     if (p->m > 0) { /* start_check called the backend's index_check */
-        Py_BEGIN_ALLOW_THREADS
+        GS_BEGIN_UNLOCKED
             rc = be->index_wait(a, &f);
-        Py_END_ALLOW_THREADS
+        GS_END_UNLOCKED
     }
     if (failed)
         return -1;
@@ -441,9 +441,9 @@ static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag
     room = heads_room(d.n);
     if ((rc = gs_bag_alloc(bag, be->mem, (size_t)room * 8, (void **)positions)) < 0)
         return -1;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->heads_count(&d, &state, *positions, room, count, &placed, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0) {
         gs_raise(&f);
         goto done;
@@ -452,9 +452,9 @@ static int head_positions(const gs_backend_ops *be, const gs_view *flags, gs_bag
         goto done;
     if ((rc = gs_bag_alloc(bag, be->mem, (size_t)*count * 8, (void **)positions)) < 0)
         goto done;
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->heads(&d, state, *positions, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         gs_raise(&f);
 done:

@@ -34,15 +34,15 @@ static int split_backend(const gs_backend_ops *be, gs_split_desc *d, int64_t *to
     void *state = NULL;
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = be->split_count(d, &state, d->compact ? total : NULL, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc == 0 && prepare(d, *total, ctx) < 0)
         f.kind = 'p';
     if (rc == 0 && f.kind == 0) {
-        Py_BEGIN_ALLOW_THREADS
+        GS_BEGIN_UNLOCKED
             rc = be->split_scatter(d, state, d->compact ? NULL : total, &f);
-        Py_END_ALLOW_THREADS
+        GS_END_UNLOCKED
     }
     be->split_end(state);
     return f.kind ? gs_raise(&f) : PyErr_CheckSignals();

@@ -89,9 +89,9 @@ static int trace_step(trace_run *r, const char *kind)
     gs_fail f = { 0 };
     int rc;
 
-    Py_BEGIN_ALLOW_THREADS
+    GS_BEGIN_UNLOCKED
         rc = r->be->step(&r->d, &f);
-    Py_END_ALLOW_THREADS
+    GS_END_UNLOCKED
     if (rc < 0)
         return gs_raise(&f);
     if (trace_copy(r, &counted, r->work, 1, GS_UINT64, 1) < 0)

@@ -83,7 +83,12 @@ typedef struct gs_scan_desc {
  *              C order, reduced over the middle: out receives rows x inner values, out[r][c]
  *              the reduction of in[r][0..row_len)[c] (the reduced axes are a block of axes
  *              followed by kept ones, read in place with no transposed copy).  0 or 1: the
- *              layout above (a zeroed descriptor keeps it). */
+ *              layout above (a zeroed descriptor keeps it).
+ *   plus_zero: float add starts from +0.0, as NumPy's reduce does: a sum that is an exact zero
+ *              is +0.0.  0 (a zeroed descriptor): from the row's first value, so that a sum of
+ *              -0.0 values alone is -0.0 and any other exact zero +0.0 (reduceat's rule, and
+ *              reduce's with initial=, which the host combines afterwards).  Applied where the
+ *              row's result is written: no other bit of any result depends on it. */
 typedef struct gs_reduce_desc {
     const void *in;
     void *out;
@@ -93,6 +98,7 @@ typedef struct gs_reduce_desc {
     gs_dtype in_type;
     gs_dtype out_type;
     gs_op op;
+    int plus_zero;
 } gs_reduce_desc;
 
 /* One segmented reduction over n contiguous values `in`: out[s] = in[starts[s]] op ... op
@@ -105,7 +111,8 @@ typedef struct gs_reduce_desc {
  *                 with increasing indices).  Values before starts[0] are in no segment.
  * Float results are deterministic (a grouping fixed by the segments alone, never by the
  * device or the thread count); float add stays within (log2(len)+2)*eps*sum|x| per segment of
- * len values, float min/max give the segment's first NaN.
+ * len values and starts from the segment's first value (a segment of -0.0 values alone sums to
+ * -0.0, as NumPy's reduceat), float min/max give the segment's first NaN.
  *   guard: NULL, or (a sorted partition, CUDA) the device words of an index check that has not
  *          answered yet (gs_index_answer.guard): the reduction is enqueued behind the check and
  *          does nothing, writing neither `out` nor anything else, when the words report an index

@@ -51,8 +51,9 @@ static __device__ __forceinline__ GS_FN(gs_reduce_item)
     return it;
 }
 
-/* The block's carries combined as parts in a fixed tree (a part a warp in `slots`); the total
- * is valid in thread 0.  The caller synchronises before reusing the slots. */
+/* The block's carries combined as parts in a fixed tree (a part a warp in `slots`, seed's past
+ * the block's warps); the total is valid in thread 0.  The caller synchronises before reusing
+ * the slots. */
 static __device__ __forceinline__ GS_FN(gs_part)
     GS_FN(block_reduce)(gs_op op, gs_dtype t, GS_FN(gs_part) x, GS_FN(gs_part) *slots)
 {
@@ -64,7 +65,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
     __syncthreads();
     if (warp == 0) {
         x = lane < GS_NWARPS ? slots[lane]
-                             : GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, t)));
+                             : GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(seed)(op, t)));
         GS_FN(part_warp_reduce)(op, GS_NWARPS, &x);
     }
     return x;
@@ -81,7 +82,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     if (GS_FN(compensated)(op)) {
         const GS_R s = acc.hi + x;
         const GS_R t = s - acc.hi;
-        acc.lo += (acc.hi - (s - t)) + (x - t);
+        acc.lo += (x - t) - ((s - t) - acc.hi); /* TwoSum's error, -0.0 when zero: gs_carry */
         acc.hi = s;
         return acc;
     }
@@ -123,12 +124,17 @@ static __device__ __forceinline__ GS_FN(gs_part)
     return x;
 }
 
-/* A row's result from its total. */
+/* A row's result from its total: float add's sum from the row's first value (every carry and part
+ * starts from seed's -0.0: a sum of -0.0 values alone is -0.0), then + 0.0 where the reduction
+ * starts from +0.0 as NumPy's reduce does (gs_reduce_desc.plus_zero), which changes only the sign
+ * of an exact zero. */
 static __device__ __forceinline__ void GS_FN(store_result)(gs_op op, gs_dtype out_t,
                                                            const gs_reduce_kparams *p, int64_t row,
                                                            GS_FN(gs_part) x)
 {
-    const GS_R v = GS_FN(carry_apply)(op, GS_FN(part_carry)(op, x), GS_FN(identity)(op, out_t));
+    GS_R v = GS_FN(carry_apply)(op, GS_FN(part_carry)(op, x), GS_FN(seed)(op, out_t));
+    if (GS_FN(compensated)(op) && p->plus_zero)
+        v += (GS_R)0;
     gs_store_bits(out_t, p->out, row, GS_FN(to_bits)(out_t, v));
 }
 
@@ -143,7 +149,7 @@ static __device__ __forceinline__ void GS_FN(combine_row)(gs_op op, gs_dtype out
     const int W = GS_FN(part_words)(op);
     const int P = inflight / W; /* partials a thread has in flight */
     const unsigned long long *row_parts = p->partials + W * row * chunks;
-    GS_FN(gs_part) x = GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(identity)(op, out_t)));
+    GS_FN(gs_part) x = GS_FN(part_of)(op, GS_FN(carry_of)(GS_FN(seed)(op, out_t)));
     int64_t k = threadIdx.x;
     for (; k + (P - 1) * GS_NT < chunks; k += P * GS_NT) {
         unsigned long long w[16];
@@ -210,7 +216,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
                             int pieces)
 {
     const int C = 16 / (int)gs_dtype_size(in_t);
-    GS_FN(gs_carry) run = GS_FN(compensated)(op) ? GS_FN(carry_of)((GS_R)0) : acc;
+    GS_FN(gs_carry) run = GS_FN(compensated)(op) ? GS_FN(carry_of)(GS_FN(seed)(op, in_t)) : acc;
     if (GS_FN(compensated)(op) && !GS_R_WIDE && C == 4) { /* four-byte values, float32 sums */
 #pragma unroll
         for (int u = 0; u < 4; ++u)
@@ -270,7 +276,7 @@ static __device__ __forceinline__ void GS_FN(reduce_parts)(gs_op op, gs_dtype in
     gs_grid_launch_dependents(); /* the combining launch may start once every block is here */
     const GS_FN(gs_reduce_item) it = GS_FN(reduce_item)(p, blockIdx.x, size, GS_NT * C);
     const GS_FN(gs_carry) acc = GS_FN(accumulate_item)(
-        op, in_t, GS_FN(carry_of)(GS_FN(identity)(op, out_t)), it, (int)threadIdx.x * C);
+        op, in_t, GS_FN(carry_of)(GS_FN(seed)(op, out_t)), it, (int)threadIdx.x * C);
     const GS_FN(gs_part) total = GS_FN(block_reduce)(op, out_t, GS_FN(part_of)(op, acc), slots);
     if (threadIdx.x == 0)
         GS_FN(store_partial)(op, p->partials + GS_FN(part_words)(op) * blockIdx.x, total);
@@ -280,7 +286,7 @@ static __device__ __forceinline__ void GS_FN(reduce_items)(gs_op op, gs_dtype in
                                                            const gs_reduce_kparams *p)
 {
     __shared__ GS_FN(gs_reduce_smem) sm;
-    const GS_R id = GS_FN(identity)(op, out_t);
+    const GS_R id = GS_FN(seed)(op, out_t);
     const int size = (int)gs_dtype_size(in_t);
     const int C = 16 / size; /* values per 16-byte piece */
     const int step = GS_NT * C;

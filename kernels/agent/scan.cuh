@@ -85,12 +85,12 @@ static __device__ __forceinline__ void GS_FN(prefetch)(gs_dtype in_t, int c, int
 }
 
 /* This thread's values of `tile`: from its prefetched pieces in buf, else from memory (whole
- * aligned tiles as pieces, the tail value by value, the identity past the end). */
+ * aligned tiles as pieces, the tail value by value, seed's past the end). */
 static __device__ __forceinline__ void GS_FN(gather)(gs_op op, gs_dtype in_t, gs_dtype out_t,
                                                      const gs_scan_kparams *p, int64_t tile,
                                                      const void *buf, GS_R *x)
 {
-    const GS_R id = GS_FN(identity)(op, out_t);
+    const GS_R id = GS_FN(seed)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     const int64_t row_stride = (int64_t)GS_NT * C;
@@ -209,8 +209,7 @@ static __device__ __forceinline__ unsigned GS_FN(tile_heads)(gs_dtype in_t, gs_d
                 for (int c = 0; c < C; ++c) {
                     const int64_t g = first + k * row_stride + c;
                     const uint64_t fb = g < p->n ? gs_load_bits(flag_t, p->flags, g) : 0;
-                    if (g < p->n &&
-                        ((g == 0 && p->carry_in == NULL) || gs_flag_set(flag_t, fb)))
+                    if (g < p->n && ((g == 0 && p->carry_in == NULL) || gs_flag_set(flag_t, fb)))
                         heads |= 1u << (k * C + c);
                 }
             }
@@ -229,7 +228,7 @@ static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t,
                                                         GS_FN(gs_tile_totals) *tot,
                                                         GS_FN(gs_block_scan_smem) *sm)
 {
-    const GS_R id = GS_FN(identity)(op, out_t);
+    const GS_R id = GS_FN(seed)(op, out_t);
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     int pf[GS_ROWS_MAX];
@@ -259,12 +258,13 @@ static __device__ __forceinline__ void GS_FN(aggregate)(gs_op op, gs_dtype in_t,
 }
 
 /* The exclusive prefix of tile 0: the running value of the scan this one continues (its
- * carry_in: two words, the carry's high and low parts), else the identity. */
+ * carry_in: two words, the carry's high and low parts), else seed's (float add: -0.0, so that
+ * the prefixes of -0.0 values alone stay -0.0). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(carry_before)(gs_op op, gs_dtype out_t, const gs_scan_kparams *p)
 {
     if (p->carry_in == NULL)
-        return GS_FN(carry_of)(GS_FN(identity)(op, out_t));
+        return GS_FN(carry_of)(GS_FN(seed)(op, out_t));
     const unsigned long long *w = (const unsigned long long *)p->carry_in;
     GS_FN(gs_carry) c;
     c.hi = GS_FN(of_bits)(w[0]);
@@ -373,13 +373,17 @@ static __device__ __forceinline__ void GS_FN(emit_piece)(
         }
     } else {
         /* A rounding operator: the piece's own running value, then the prefix combined with it
-         * (the grouping of every scan of this driver, segmented or not). */
-        GS_R run = id;
+         * (the grouping of every scan of this driver, segmented or not).  Float add's inclusive
+         * values start from seed's -0.0 (a slice's sum from its first value, as np.cumsum: -0.0
+         * for -0.0 values alone), its exclusive ones from the identity's +0.0 (every exact zero
+         * +0.0, the empty sum at a head included); either way only a zero's sign differs. */
+        const GS_R start = exclusive ? id : GS_FN(seed)(op, out_t);
+        GS_R run = start;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
             if ((heads >> (k * C + c)) & 1u) {
-                base = id;
-                run = id;
+                base = start;
+                run = start;
             }
             if (exclusive)
                 y[c] = GS_FN(combine)(op, base, run);
@@ -516,7 +520,7 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
             GS_R x[GS_VT];
             GS_FN(gs_tile_totals) tot;
             GS_FN(gather)(op, in_t, out_t, p, t.cur, t.pre_c ? GS_BUF(t.bc) : NULL, x);
-            const unsigned heads = !seg ? 0u
+            const unsigned heads = !seg  ? 0u
                                    : flc ? GS_FN(flags_heads)(p, t.cur, fl_c)
                                          : GS_FN(tile_heads)(in_t, out_t, p, t.cur);
             GS_FN(aggregate)(op, in_t, out_t, seg, x, heads, &mine_c, &tot, &sm.block);

@@ -187,15 +187,11 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
 }
 #endif /* GS_SEGREDUCE_ONCE */
 
-/* Where a run starts from past the end of the values: the identity, but -0.0 for float add
- * (-0.0 + x is x for every x, where +0.0 + -0.0 is +0.0). */
+/* Where a run starts from past the end of the values: seed's -0.0 for float add (a segment's
+ * sum starts from its first value, as NumPy's reduceat), the identity for every other op. */
 static __device__ __forceinline__ GS_R GS_FN(seg_seed)(gs_op op, gs_dtype out_t)
 {
-#if GS_R_KIND == 'f'
-    if (op == GS_OP_ADD)
-        return (GS_R)-0.0;
-#endif
-    return GS_FN(identity)(op, out_t);
+    return GS_FN(seed)(op, out_t);
 }
 
 /* The segment of value `off` of warp tile `tile` when a head of the tile at or before it opened
@@ -552,7 +548,7 @@ static __device__ __forceinline__ void GS_FN(segreduce_warps)(gs_op op, gs_dtype
                                                               gs_dtype out_t,
                                                               const gs_segreduce_kparams *sp)
 {
-    const GS_R id = GS_FN(identity)(op, out_t);
+    const GS_R id = GS_FN(seed)(op, out_t); /* a segment's sum from its first value */
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t warps = (int64_t)gridDim.x * GS_NWARPS;
 

@@ -13,7 +13,8 @@ typedef struct GS_FN(gs_block_scan_smem) {
 } GS_FN(gs_block_scan_smem);
 
 /* On return, for each row k < rows: (ef[k], ev[k]) combines the pairs of the threads before
- * this one (flag 0 and the identity of `op` for dtype t in thread 0), (af[k], av[k]) the row. */
+ * this one (flag 0 and seed's value of `op` for dtype t in thread 0: the identity, -0.0 for
+ * float add), (af[k], av[k]) the row. */
 static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, int rows, int seg,
                                                          int *f, GS_R *v, int *ef, GS_R *ev,
                                                          int *af, GS_R *av,
@@ -21,7 +22,7 @@ static __device__ __forceinline__ void GS_FN(block_scan)(gs_op op, gs_dtype t, i
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;
-    const GS_R id = GS_FN(identity)(op, t);
+    const GS_R id = GS_FN(seed)(op, t);
 
     /* ---- Scan within each warp; the last lane holds the warp's total. ---- */
 #pragma unroll

@@ -152,14 +152,14 @@ static __device__ __forceinline__ GS_FN(gs_part) GS_FN(part_of)(gs_op op, GS_FN(
 }
 
 /* The part's value as a carry: for float32 add the double rounded to a double-float (an
- * infinite or NaN high part carries no low part). */
+ * infinite or NaN high part carries no low part; an exact one a lo of -0.0, as gs_carry's). */
 static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(part_carry)(gs_op op, GS_FN(gs_part) p)
 {
     if (!GS_FN(part_double)(op))
         return p.c;
     GS_FN(gs_carry) c;
     c.hi = (GS_R)p.d;
-    c.lo = (GS_R)(p.d - (double)c.hi);
+    c.lo = -(GS_R)((double)c.hi - p.d); /* p.d - hi, exactly as it rounds, -0.0 when zero */
     if (c.hi - c.hi != (GS_R)0)
         c.lo = (GS_R)0;
     return c;
@@ -249,8 +249,8 @@ typedef struct GS_FN(gs_lookback_smem) {
 
 /* The exclusive prefix of `tile` for a rounding operator as a part (float32 add: a double),
  * called by every thread of the block after the tile's aggregate is published; valid in thread
- * 0.  An anchor publishes it (as a carry).  `first` is tile 0's exclusive prefix: the identity,
- * or the carry of the scan this one continues. */
+ * 0.  An anchor publishes it (as a carry).  `first` is tile 0's exclusive prefix: seed's (float
+ * add: -0.0), or the carry of the scan this one continues. */
 static __device__ __forceinline__ GS_FN(gs_part)
     GS_FN(look_back_anchored)(gs_op op, gs_dtype t, int seg, gs_tile_state ts, int64_t tile,
                               GS_FN(gs_carry) first, GS_FN(gs_lookback_smem) *sm)
@@ -258,7 +258,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t anchor =
         tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
-    const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(identity)(op, t));
+    const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(seed)(op, t)); /* float add: -0.0 */
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
      * once and folded latest first. The anchor's prefix is waited for last, after the tree,

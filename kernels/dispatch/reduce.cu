@@ -19,6 +19,7 @@ typedef struct gs_reduce_kparams {
     int64_t chunks;               /* of a row: gs_reduce_chunks(row_len) */
     unsigned *counters;           /* chunks finished, per row: zero on entry and on exit */
     unsigned long long *partials; /* (value, compensation) per chunk of every row */
+    int plus_zero;                /* gs_reduce_desc.plus_zero */
 } gs_reduce_kparams;
 
 #define GS_AGENT "agent/reduce.cuh"
@@ -102,6 +103,7 @@ extern "C" cudaError_t gs_launch_reduce(const gs_reduce_desc *d, void *scratch,
     p.row_len = d->row_len;
     p.chunk_len = gs_reduce_chunk_len(d->row_len);
     p.chunks = chunks;
+    p.plus_zero = d->plus_zero;
     if (p.chunk_len > INT_MAX / 2) /* offsets inside a chunk are ints (agent/reduce.cuh): a row
                                     * of 2^41 values, more than any device holds */
         return cudaErrorInvalidValue;

@@ -67,6 +67,19 @@ static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
     }
 }
 
+/* Where a sum from its first value starts: the identity, but -0.0 for float add (-0.0 + x is x
+ * for every x, where +0.0 + -0.0 is +0.0), so that a sum of -0.0 values alone is -0.0 and any
+ * other exact zero +0.0 (reduceat's, segmented_reduce's and the inclusive scans' sums, as
+ * NumPy's; see gs_carry for how a compensated sum keeps that sign). */
+static __device__ __forceinline__ GS_R GS_FN(seed)(gs_op op, gs_dtype t)
+{
+#if GS_R_KIND == 'f'
+    if (op == GS_OP_ADD)
+        return (GS_R)-0.0;
+#endif
+    return GS_FN(identity)(op, t);
+}
+
 #if GS_R_KIND == 'f'
 /*
  * a if take_a else b, chosen by a PTX selp the compiler cannot see through: it turns a float
@@ -167,6 +180,10 @@ static __device__ __forceinline__ uint64_t GS_FN(to_bits)(gs_dtype t, GS_R v)
  * A carry: a value plus, for floating-point add only, a compensation term holding the rounding
  * error of the carry so far (a double-word number, hi + lo).  Carries between tiles are summed
  * this way so their error does not grow with the number of tiles.
+ * Signs of zero: a zero lo is -0.0 (carry_of's, and an exact rounding error as carry_combine
+ * computes it), so adding it changes nothing, -0.0 included; a carry is (-0.0, -0.0) exactly
+ * when every value in it is -0.0 (seed's start included), and hi + lo is then -0.0.  The
+ * operations are those of a +0.0 lo, in another order: no value but a zero's sign differs.
  */
 typedef struct GS_FN(gs_carry) {
     GS_R hi;
@@ -182,12 +199,14 @@ static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(carry_of)(GS_R v)
 {
     GS_FN(gs_carry) c;
     c.hi = v;
-    c.lo = (GS_R)0;
+    c.lo = GS_R_KIND == 'f' ? (GS_R)-0.0 : (GS_R)0; /* no error: -0.0 (see gs_carry) */
     return c;
 }
 
 /* a (earlier) combined with b (later); for float add an error-free TwoSum of the high parts
- * with the low parts and the rounding error gathered in lo, then renormalised. */
+ * with the low parts and the rounding error gathered in lo, then renormalised.  TwoSum's error
+ * (a - (s - bv)) + (b - bv) is taken as (b - bv) - ((s - bv) - a): the same value, but -0.0
+ * when a and b are -0.0, so that the sum of two (-0.0, -0.0) carries is one (see gs_carry). */
 static __device__ __forceinline__ GS_FN(gs_carry)
     GS_FN(carry_combine)(gs_op op, GS_FN(gs_carry) a, GS_FN(gs_carry) b)
 {
@@ -195,7 +214,7 @@ static __device__ __forceinline__ GS_FN(gs_carry)
     if (GS_FN(compensated)(op)) {
         GS_R s = a.hi + b.hi;
         GS_R bv = s - a.hi;
-        GS_R err = (a.hi - (s - bv)) + (b.hi - bv);
+        GS_R err = (b.hi - bv) - ((s - bv) - a.hi);
         GS_R lo = (a.lo + b.lo) + err;
         c.hi = s + lo;
         c.lo = lo - (c.hi - s);
@@ -249,7 +268,8 @@ static __device__ __forceinline__ GS_FN(gs_carry) GS_FN(unpack_carry)(unsigned l
 {
     GS_FN(gs_carry) c;
     c.hi = GS_FN(of_bits)(GS_R_WIDE ? b : b & 0xffffffffull);
-    c.lo = GS_R_WIDE ? (GS_R)0 : GS_FN(of_bits)(b >> 32);
+    /* (a wide carry's lo travels in a word of its own, read apart: none here, -0.0 as carry_of) */
+    c.lo = GS_R_WIDE ? (GS_R_KIND == 'f' ? (GS_R)-0.0 : (GS_R)0) : GS_FN(of_bits)(b >> 32);
     return c;
 }
 
