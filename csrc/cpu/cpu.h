@@ -84,6 +84,11 @@ int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_
  * carries, a grouping fixed by row_len (cpu/linrec.c). */
 int gs_cpu_linrec(const gs_linrec_desc *d);
 
+/* Sort or argsort as described by `d` (see gs_sort_desc): a stable radix sort in NumPy's order,
+ * the same bytes on every thread count (cpu/sort.c).  -ENOMEM when its buffers cannot be
+ * allocated, -EINVAL for a dtype it does not sort. */
+int gs_cpu_sort(const gs_sort_desc *d);
+
 /* ---- The teaching scans (cpu/teach.c) --------------------------------------------------- */
 
 /* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its

@@ -161,6 +161,8 @@ static PyMethodDef methods[] = {
     GS_METHOD("reduceat", gs_reduceat, gs_doc_reduceat),
     GS_METHOD("segmented_reduce", gs_segmented_reduce, gs_doc_segmented_reduce),
     GS_METHOD("linear_recurrence", gs_linear_recurrence, gs_doc_linear_recurrence),
+    GS_METHOD("sort", gs_sort, gs_doc_sort),
+    GS_METHOD("argsort", gs_argsort, gs_doc_argsort),
     { "backend", backend, METH_NOARGS, gs_doc_backend },
     { "device_info", device_info, METH_NOARGS, gs_doc_device_info },
     { "free_cached_memory", free_cached_memory, METH_NOARGS, gs_doc_free_cached_memory },
