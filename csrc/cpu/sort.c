@@ -27,7 +27,9 @@
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
  * before it), and after an MSD split its buckets are sorted in parallel; a call of many rows
  * sorts the rows in parallel, each on one thread.  Below GS_SORT_PARALLEL_MIN keys one thread
- * does everything.  The result is the same bytes on every run and thread count.
+ * does everything.  The result is the same bytes on every run and thread count.  Ctrl-C
+ * (host/pool.h): every loop over a long range asks between blocks of GS_SORT_STOP_BLOCK keys
+ * whether the call stops, and a stopped range returns at once, its later passes not run.
  *
  * Places: a range's keys are in the input (read-only; its indices are its positions), in A or
  * B (temporaries of n keys and n indices each), or in OUT, the result (keys_out, index_out).  A
@@ -36,13 +38,10 @@
  * no indices, and B is keys_out itself: its passes alternate between A and B, the first chosen
  * so that the last lands in B (a copy when it cannot).
  */
-#define _GNU_SOURCE /* madvise's MADV_HUGEPAGE */
-
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cpu/cpu.h"
 
@@ -75,10 +74,9 @@
 /* Rows are handed out in tasks of at least this many keys: a task of short rows is then tens
  * of microseconds of work, far above what taking one costs. */
 #define GS_SORT_ROW_TASK ((int64_t)1 << 14)
-/* Temporaries of at least this many bytes are asked for in huge pages (transparent huge pages,
- * madvise): a 40 MB buffer in 4 KiB pages costs ten thousand page faults at its first use. */
-#define GS_SORT_HUGE_BYTES ((size_t)4 << 20)
-#define GS_SORT_HUGE_PAGE ((size_t)2 << 20)
+/* A loop of one thread over a long range asks whether the call stops (Ctrl-C: host/pool.h's
+ * gs_cpu_stopping) between blocks of this many keys: a millisecond or two of a pass. */
+#define GS_SORT_STOP_BLOCK ((int64_t)1 << 20)
 /* Radix digits: 8 bits, 256 buckets; 8 of them in a 64-bit key. */
 #define GS_SORT_RADIX 256
 #define GS_SORT_MAX_DIGITS 8
@@ -283,13 +281,52 @@ static void bucket_starts(const int64_t *count, int64_t lo, int64_t *off)
     }
 }
 
+/* The blocks of at most GS_SORT_STOP_BLOCK keys of [lo, hi): [b, BLOCK_END(b, hi)). */
+#define BLOCK_END(b, hi) ((hi) - (b) < GS_SORT_STOP_BLOCK ? (hi) : (b) + GS_SORT_STOP_BLOCK)
+
+/* range[0] and range[1] = the least and the largest radix key of [lo, hi) at place src.  This
+ * and the two below run a block at a time, asking between blocks whether the call stops: 1
+ * when it does (what they wrote then means nothing), else 0. */
+static int range_of(const sort_job *job, int src, int64_t lo, int64_t hi, uint64_t *range)
+{
+    for (int64_t b = lo; b < hi; b = BLOCK_END(b, hi)) {
+        uint64_t r[2];
+        if (b > lo && gs_cpu_stopping())
+            return 1;
+        job->k->range(keys_at(job, src, b), BLOCK_END(b, hi) - b, job->mask, r);
+        range[0] = b == lo || r[0] < range[0] ? r[0] : range[0];
+        range[1] = b == lo || r[1] > range[1] ? r[1] : range[1];
+    }
+    return 0;
+}
+
+/* counts += the histogram of [lo, hi) at place src: digits [0, nd) of key - base (nd 1 and
+ * `shift` a digit's: that digit alone). */
+static int hist_of(const sort_job *job, int src, int64_t lo, int64_t hi, uint64_t base, int nd,
+                   int shift, int64_t *counts)
+{
+    for (int64_t b = lo; b < hi; b = BLOCK_END(b, hi)) {
+        if (b > lo && gs_cpu_stopping())
+            return 1;
+        job->k->hist(keys_at(job, src, b), BLOCK_END(b, hi) - b, job->mask, base, nd, shift,
+                     counts);
+    }
+    return 0;
+}
+
 /* One stable pass of [lo, hi) by digit d of key - base, from place src to place dst (bucket
  * b's keys from off[b] on, which it advances). */
-static void pass(const sort_job *job, int src, int dst, int64_t lo, int64_t hi, int64_t row_base,
-                 int d, uint64_t base, int64_t *off)
+static int pass(const sort_job *job, int src, int dst, int64_t lo, int64_t hi, int64_t row_base,
+                int d, uint64_t base, int64_t *off)
 {
-    job->k->pass(keys_at(job, src, lo), idx_from(job, src, lo), lo - row_base, job->keys[dst],
-                 idx_to(job, dst), dst == AT_OUT, hi - lo, 8 * d, job->mask, base, off);
+    for (int64_t b = lo; b < hi; b = BLOCK_END(b, hi)) {
+        if (b > lo && gs_cpu_stopping())
+            return 1;
+        job->k->pass(keys_at(job, src, b), idx_from(job, src, b), b - row_base, job->keys[dst],
+                     idx_to(job, dst), dst == AT_OUT, BLOCK_END(b, hi) - b, 8 * d, job->mask, base,
+                     off);
+    }
+    return 0;
 }
 
 /* The place the next of `left` passes from `at` writes, so that the last lands in the result:
@@ -306,8 +343,9 @@ static int next_place(const sort_job *job, int at, int left)
  * The digits of a range are those of key - base, base its least key: keys of a narrow range
  * (small integers of both signs, whose every byte differs between -1 and 0) differ on the few
  * digits of their span alone, and the digits above it need neither a count nor a pass.
- * [lo, hi) of a row starting at row_base, at place src, sorted into the result. */
-static void sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int64_t row_base)
+ * [lo, hi) of a row starting at row_base, at place src, sorted into the result; 1 when the
+ * call stopped on the way (the result then meaning nothing), else 0. */
+static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int64_t row_base)
 {
     const int64_t n = hi - lo;
     int64_t counts[GS_SORT_MAX_DIGITS * GS_SORT_RADIX], off[GS_SORT_RADIX];
@@ -320,18 +358,19 @@ static void sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int
         job->k->small(keys_at(job, src, lo), idx_from(job, src, lo), lo - row_base,
                       keys != NULL ? keys + (size_t)lo * job->w : NULL,
                       job->with_idx ? job->index_out + lo : NULL, n, job->mask);
-        return;
+        return 0;
     }
     /* ---- the span, the histogram of its digits, and the digits that need a pass ---- */
-    job->k->range(keys_at(job, src, lo), n, job->mask, range);
+    if (gs_cpu_stopping() || range_of(job, src, lo, hi, range))
+        return 1;
     nd = span_digits(range[1] - range[0]);
     memset(counts, 0, sizeof(int64_t) * GS_SORT_RADIX * (size_t)nd);
-    if (nd > 0)
-        job->k->hist(keys_at(job, src, lo), n, job->mask, range[0], nd, 0, counts);
+    if (nd > 0 && hist_of(job, src, lo, hi, range[0], nd, 0, counts))
+        return 1;
     p = live_digits(counts, nd, n, digits);
     if (p == 0) {
         copy_out(job, src, lo, hi, row_base);
-        return;
+        return 0;
     }
     /* ---- an MSD split of a range larger than the cache: then each bucket on its own ---- */
     if (p > 1 && n > job->cache_items && msd_pays(job, counts + digits[p - 1] * GS_SORT_RADIX, n)) {
@@ -339,21 +378,24 @@ static void sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int
         int64_t start[GS_SORT_RADIX];
         bucket_starts(counts + d * GS_SORT_RADIX, lo, off);
         memcpy(start, off, sizeof(start));
-        pass(job, src, dst, lo, hi, row_base, d, range[0], off);
+        if (pass(job, src, dst, lo, hi, row_base, d, range[0], off))
+            return 1;
         for (int b = 0; b < GS_SORT_RADIX; b++)
-            if (off[b] > start[b])
-                sort_range(job, dst, start[b], off[b], row_base);
-        return;
+            if (off[b] > start[b] && sort_range(job, dst, start[b], off[b], row_base))
+                return 1;
+        return 0;
     }
     /* ---- LSD passes, the last into the result ---- */
     at = src;
     for (int i = 0; i < p; i++) {
         const int dst = next_place(job, at, p - i);
         bucket_starts(counts + digits[i] * GS_SORT_RADIX, lo, off);
-        pass(job, at, dst, lo, hi, row_base, digits[i], range[0], off);
+        if (pass(job, at, dst, lo, hi, row_base, digits[i], range[0], off))
+            return 1;
         at = dst;
     }
     copy_out(job, at, lo, hi, row_base);
+    return 0;
 }
 
 /* ==== One long range on every thread ======================================================== */
@@ -370,7 +412,7 @@ static void chunk_range(void *ctx, int64_t c)
     int64_t lo, hi;
 
     chunk_bounds(job, c, &lo, &hi);
-    job->k->range(keys_at(job, job->src, lo), hi - lo, job->mask, job->ranges + 2 * c);
+    (void)range_of(job, job->src, lo, hi, job->ranges + 2 * c);
 }
 
 /* Chunk c's histogram: of the digits [0, job->nd) (all_digits), else of job->digit. */
@@ -383,8 +425,8 @@ static void chunk_hist(void *ctx, int64_t c)
 
     chunk_bounds(job, c, &lo, &hi);
     memset(counts, 0, sizeof(int64_t) * GS_SORT_RADIX * (size_t)nd);
-    job->k->hist(keys_at(job, job->src, lo), hi - lo, job->mask, job->base, nd,
-                 job->all_digits ? 0 : 8 * job->digit, counts);
+    (void)hist_of(job, job->src, lo, hi, job->base, nd, job->all_digits ? 0 : 8 * job->digit,
+                  counts);
 }
 
 static void chunk_pass(void *ctx, int64_t c)
@@ -393,8 +435,8 @@ static void chunk_pass(void *ctx, int64_t c)
     int64_t lo, hi;
 
     chunk_bounds(job, c, &lo, &hi);
-    pass(job, job->src, job->dst, lo, hi, job->row_base, job->digit, job->base,
-         job->offs + c * GS_SORT_RADIX);
+    (void)pass(job, job->src, job->dst, lo, hi, job->row_base, job->digit, job->base,
+               job->offs + c * GS_SORT_RADIX);
 }
 
 static void bucket_task(void *ctx, int64_t b)
@@ -402,7 +444,7 @@ static void bucket_task(void *ctx, int64_t b)
     const sort_job *job = ctx;
 
     if (!job->big[b] && job->start[b + 1] > job->start[b])
-        sort_range(job, job->dst, job->start[b], job->start[b + 1], job->row_base);
+        (void)sort_range(job, job->dst, job->start[b], job->start[b + 1], job->row_base);
 }
 
 /* The chunks' offsets for a pass, from their histograms (`stride` counters apart, the digit's
@@ -420,12 +462,47 @@ static void chunk_offsets(sort_job *job, int64_t chunks, int stride, int at, con
         }
 }
 
+/* fn over `tasks` tasks on every thread; 1 when the call stopped (host/pool.h), else 0. */
+static int par(sort_job *job, int64_t tasks, void (*fn)(void *, int64_t))
+{
+    return gs_cpu_parallel_for(tasks, fn, job) < 0 || gs_cpu_stopping();
+}
+
+/* The LSD passes of job's range (its chunks' histograms of every digit in job->counts, their
+ * sum in `total`) by the p digits `digits`, each pass in chunks, from place src into the
+ * result. */
+static int par_lsd(sort_job *job, int64_t chunks, int src, const int64_t *total, const int *digits,
+                   int p)
+{
+    int at = src;
+
+    for (int i = 0; i < p; i++) {
+        if (i > 0) { /* the chunks' histograms of the order the previous pass left */
+            job->src = at;
+            job->all_digits = 0;
+            job->digit = digits[i];
+            if (par(job, chunks, chunk_hist))
+                return 1;
+        }
+        chunk_offsets(job, chunks, i > 0 ? GS_SORT_RADIX : job->nd * GS_SORT_RADIX,
+                      i > 0 ? 0 : digits[i] * GS_SORT_RADIX, total + digits[i] * GS_SORT_RADIX);
+        job->src = at;
+        job->dst = next_place(job, at, p - i);
+        job->digit = digits[i];
+        if (par(job, chunks, chunk_pass))
+            return 1;
+        at = job->dst;
+    }
+    copy_out(job, at, job->lo, job->hi, job->row_base);
+    return 0;
+}
+
 /* [lo, hi) (of a row from row_base, at place src) sorted into the result on every thread: the
  * chunks' spans and histograms, then an MSD split and the buckets in parallel (one thread
  * each; a large one after them, by this function again), or the LSD passes, each in chunks.
  * job->counts, job->ranges and job->offs have room for gs_cpu_threads() *
- * GS_SORT_CHUNKS_PER_THREAD chunks. */
-static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row_base)
+ * GS_SORT_CHUNKS_PER_THREAD chunks.  1 when the call stopped on the way, else 0. */
+static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row_base)
 {
     const int64_t n = hi - lo;
     int64_t total[GS_SORT_MAX_DIGITS * GS_SORT_RADIX], start[GS_SORT_RADIX + 1];
@@ -433,7 +510,7 @@ static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t ro
     int digits[GS_SORT_MAX_DIGITS];
     int64_t chunks = gs_cpu_threads() * GS_SORT_CHUNKS_PER_THREAD, chunk, big_min;
     uint64_t least, most;
-    int nd, p, d, at;
+    int nd, p, d;
 
     chunk = (n + chunks - 1) / chunks;
     chunk = chunk < GS_SORT_CHUNK_MIN ? GS_SORT_CHUNK_MIN : chunk;
@@ -445,7 +522,8 @@ static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t ro
     job->src = src;
 
     /* ---- the span, the histograms of its digits, and the digits that need a pass ---- */
-    gs_cpu_parallel_for(chunks, chunk_range, job);
+    if (par(job, chunks, chunk_range))
+        return 1;
     least = job->ranges[0];
     most = job->ranges[1];
     for (int64_t c = 1; c < chunks; c++) {
@@ -455,8 +533,8 @@ static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t ro
     job->base = least;
     job->nd = nd = span_digits(most - least);
     job->all_digits = 1;
-    if (nd > 0)
-        gs_cpu_parallel_for(chunks, chunk_hist, job);
+    if (nd > 0 && par(job, chunks, chunk_hist))
+        return 1;
     memset(total, 0, sizeof(int64_t) * GS_SORT_RADIX * (size_t)nd);
     for (int64_t c = 0; c < chunks; c++)
         for (int i = 0; i < nd * GS_SORT_RADIX; i++)
@@ -464,35 +542,18 @@ static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t ro
     p = live_digits(total, nd, n, digits);
     if (p == 0) {
         copy_out(job, src, lo, hi, row_base);
-        return;
+        return 0;
     }
     d = digits[p - 1];
-    if (p == 1 || !msd_pays(job, total + d * GS_SORT_RADIX, n)) {
-        /* ---- LSD passes, each in chunks (the first from the histograms above) ---- */
-        at = src;
-        for (int i = 0; i < p; i++) {
-            if (i > 0) { /* the chunks of the order the previous pass left */
-                job->src = at;
-                job->all_digits = 0;
-                job->digit = digits[i];
-                gs_cpu_parallel_for(chunks, chunk_hist, job);
-            }
-            chunk_offsets(job, chunks, i > 0 ? GS_SORT_RADIX : nd * GS_SORT_RADIX,
-                          i > 0 ? 0 : digits[i] * GS_SORT_RADIX, total + digits[i] * GS_SORT_RADIX);
-            job->src = at;
-            job->dst = next_place(job, at, p - i);
-            job->digit = digits[i];
-            gs_cpu_parallel_for(chunks, chunk_pass, job);
-            at = job->dst;
-        }
-        copy_out(job, at, lo, hi, row_base);
-        return;
-    }
+    if (p == 1 || !msd_pays(job, total + d * GS_SORT_RADIX, n))
+        return par_lsd(job, chunks, src, total, digits, p);
+
     /* ---- the MSD split in chunks, then the buckets in parallel ---- */
     chunk_offsets(job, chunks, nd * GS_SORT_RADIX, d * GS_SORT_RADIX, total + d * GS_SORT_RADIX);
     job->dst = other(src);
     job->digit = d;
-    gs_cpu_parallel_for(chunks, chunk_pass, job);
+    if (par(job, chunks, chunk_pass))
+        return 1;
     bucket_starts(total + d * GS_SORT_RADIX, lo, start);
     start[GS_SORT_RADIX] = hi;
     big_min = n / (2 * (int64_t)gs_cpu_threads());
@@ -501,11 +562,12 @@ static void par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t ro
         big[b] = start[b + 1] - start[b] >= big_min;
     job->big = big;
     job->start = start;
-    gs_cpu_parallel_for(GS_SORT_RADIX, bucket_task, job);
-    at = job->dst;
+    if (par(job, GS_SORT_RADIX, bucket_task))
+        return 1;
     for (int b = 0; b < GS_SORT_RADIX; b++)
-        if (big[b])
-            par_range(job, at, start[b], start[b + 1], row_base);
+        if (big[b] && par_range(job, other(src), start[b], start[b + 1], row_base))
+            return 1;
+    return 0;
 }
 
 /* ==== Many rows: each on one thread, rows in parallel ======================================= */
@@ -516,21 +578,8 @@ static void rows_task(void *ctx, int64_t t)
     const int64_t r0 = t * per, r1 = r0 + per < job->rows ? r0 + per : job->rows;
 
     for (int64_t r = r0; r < r1; r++)
-        sort_range(job, AT_IN, r * job->row_len, (r + 1) * job->row_len, r * job->row_len);
-}
-
-/* A temporary of `bytes`, in huge pages when it is large (GS_SORT_HUGE_BYTES); free() frees
- * it. */
-static void *temp_alloc(size_t bytes)
-{
-    void *p = NULL;
-
-    if (bytes < GS_SORT_HUGE_BYTES)
-        return malloc(bytes);
-    if (posix_memalign(&p, GS_SORT_HUGE_PAGE, bytes) != 0)
-        return NULL;
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: ordinary pages when refused */
-    return p;
+        if (sort_range(job, AT_IN, r * job->row_len, (r + 1) * job->row_len, r * job->row_len))
+            return;
 }
 
 int gs_cpu_sort(const gs_sort_desc *d)
@@ -579,11 +628,11 @@ int gs_cpu_sort(const gs_sort_desc *d)
     job.out = job.with_idx ? AT_OUT : AT_B;
     job.keys[job.out] = d->keys_out;
     if (d->row_len > GS_SORT_SMALL) {
-        if ((tmp[0] = job.keys[AT_A] = temp_alloc((size_t)n * job.w)) == NULL)
+        if ((tmp[0] = job.keys[AT_A] = malloc((size_t)n * job.w)) == NULL)
             goto finally;
-        if (job.with_idx && ((tmp[1] = job.keys[AT_B] = temp_alloc((size_t)n * job.w)) == NULL ||
-                             (tmp[2] = job.idx[AT_A] = temp_alloc((size_t)n * job.iw)) == NULL ||
-                             (tmp[3] = job.idx[AT_B] = temp_alloc((size_t)n * job.iw)) == NULL))
+        if (job.with_idx && ((tmp[1] = job.keys[AT_B] = malloc((size_t)n * job.w)) == NULL ||
+                             (tmp[2] = job.idx[AT_A] = malloc((size_t)n * job.iw)) == NULL ||
+                             (tmp[3] = job.idx[AT_B] = malloc((size_t)n * job.iw)) == NULL))
             goto finally;
     }
     rc = 0;
@@ -597,16 +646,19 @@ int gs_cpu_sort(const gs_sort_desc *d)
         if (job.counts == NULL || job.offs == NULL || job.ranges == NULL)
             rc = -ENOMEM;
         for (int64_t r = 0; r < d->rows && rc == 0; r++)
-            par_range(&job, AT_IN, r * d->row_len, (r + 1) * d->row_len, r * d->row_len);
+            if (par_range(&job, AT_IN, r * d->row_len, (r + 1) * d->row_len, r * d->row_len))
+                break;
         free(job.counts);
         free(job.offs);
         free(job.ranges);
-    } else if (threads > 1 && n >= GS_SORT_PARALLEL_MIN) {
-        const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;
-        rc = gs_cpu_parallel_for((d->rows + per - 1) / per, rows_task, &job);
     } else {
-        for (int64_t r = 0; r < d->rows; r++)
-            sort_range(&job, AT_IN, r * d->row_len, (r + 1) * d->row_len, r * d->row_len);
+        const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;
+        const int64_t tasks = (d->rows + per - 1) / per;
+        if (threads > 1 && n >= GS_SORT_PARALLEL_MIN)
+            (void)gs_cpu_parallel_for(tasks, rows_task, &job);
+        else /* one thread: the tasks in turn, asking between them whether the call stops */
+            for (int64_t t = 0; t < tasks && (t == 0 || !gs_cpu_stopping()); t++)
+                rows_task(&job, t);
     }
 finally:
     for (int i = 0; i < 4; i++)
