@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import gpuscan
-from conftest import DTYPE_IDS, DTYPES, make_layout, outputs_on_thread_counts, random_array
+from conftest import (DTYPE_IDS, DTYPES, make_layout, outputs_on_thread_counts, random_array,
+                      run_in_threads)
 from reference import bits
 
 SORT_DTYPES = DTYPES + [np.float16]
@@ -313,6 +314,20 @@ print(h.hexdigest())
 """
     outs = outputs_on_thread_counts(code)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_concurrent_calls_and_kept_temporaries():
+    # Sorts from several Python threads at once, of growing and shrinking sizes: each call takes
+    # the temporaries the last one kept, or makes its own (cpu/sort.c); free_cached_memory()
+    # gives the kept ones back between them.
+    def sorts(seed):
+        r = np.random.default_rng(seed)
+        for n in (70_000, 300, 2**17 + 5, 1000, 2**16 + 1):
+            check(keys(r, (np.int32, np.float64)[seed % 2], n, "full"), descending=bool(seed & 2))
+            if seed == 0:
+                assert set(gpuscan.free_cached_memory()) == {"device_bytes", "pinned_bytes"}
+
+    run_in_threads(sorts, threads=4)
 
 
 # ------------------------------------------------------------------------------------------

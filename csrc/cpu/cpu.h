@@ -88,6 +88,9 @@ int gs_cpu_linrec(const gs_linrec_desc *d);
  * the same bytes on every thread count (cpu/sort.c).  -ENOMEM when its buffers cannot be
  * allocated, -EINVAL for a dtype it does not sort. */
 int gs_cpu_sort(const gs_sort_desc *d);
+/* The temporaries the last sort kept for the next (cpu/sort.c), given back to the system;
+ * returns their bytes. */
+size_t gs_cpu_sort_release(void);
 
 /* ---- The teaching scans (cpu/teach.c) --------------------------------------------------- */
 

@@ -39,6 +39,8 @@
  * so that the last lands in B (a copy when it cannot).
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,9 @@
 /* Rows are handed out in tasks of at least this many keys: a task of short rows is then tens
  * of microseconds of work, far above what taking one costs. */
 #define GS_SORT_ROW_TASK ((int64_t)1 << 14)
+/* The temporaries of a call of at most this many bytes are kept for the next call
+ * (block_give): 2^27, enough for a sort of 10^7 int64 keys or an argsort of 10^6 of any. */
+#define GS_SORT_KEEP_BYTES ((size_t)1 << 27)
 /* A loop of one thread over a long range asks whether the call stops (Ctrl-C: host/pool.h's
  * gs_cpu_stopping) between blocks of this many keys: a millisecond or two of a pass. */
 #define GS_SORT_STOP_BLOCK ((int64_t)1 << 20)
@@ -582,75 +587,165 @@ static void rows_task(void *ctx, int64_t t)
             return;
 }
 
-int gs_cpu_sort(const gs_sort_desc *d)
+/* ==== The temporaries, kept between calls =================================================
+ * A and B of one call are one block.  The block of the last call is kept for the next when it
+ * is at most GS_SORT_KEEP_BYTES, so that repeated sorts of similar sizes touch no new page: a
+ * fresh page costs a fault and the kernel's clearing, about a third of a sort of 10^6 keys on
+ * a virtual machine.  One block is kept at a time (taken and given back by atomic exchange, so
+ * that concurrent calls each hold their own); gs_cpu_sort_release gives it back to the system. */
+typedef struct sort_block {
+    size_t bytes; /* usable bytes after the header */
+    max_align_t data[];
+} sort_block;
+
+static _Atomic(sort_block *) gs_sort_kept;
+
+/* A block of at least `bytes`: the kept one when it is large enough, else a new one. */
+static sort_block *block_take(size_t bytes)
+{
+    sort_block *b = atomic_exchange(&gs_sort_kept, NULL);
+
+    if (b != NULL && b->bytes >= bytes)
+        return b;
+    free(b);
+    if ((b = malloc(sizeof(sort_block) + bytes)) != NULL)
+        b->bytes = bytes;
+    return b;
+}
+
+/* The call's block kept for the next (the one kept before it freed), or freed when large. */
+static void block_give(sort_block *b)
+{
+    if (b != NULL && b->bytes > GS_SORT_KEEP_BYTES) {
+        free(b);
+        return;
+    }
+    free(atomic_exchange(&gs_sort_kept, b));
+}
+
+size_t gs_cpu_sort_release(void)
+{
+    sort_block *b = atomic_exchange(&gs_sort_kept, NULL);
+    const size_t bytes = b != NULL ? b->bytes : 0;
+
+    free(b);
+    return bytes;
+}
+
+/* Round up to a cache line, so that each place starts on one. */
+static size_t line_up(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+/* The job of d: its key shape, mask and places (A and B carved from `block`, which it needs
+ * job_bytes() of).  -EINVAL for a dtype it does not sort. */
+static int job_init(sort_job *job, const gs_sort_desc *d)
 {
     const char kind = gs_dtype_kind(d->type);
-    const int64_t n = d->rows * d->row_len;
-    const int threads = gs_cpu_threads();
     const int wide_idx = d->row_len > (int64_t)UINT32_MAX; /* positions need 64 bits */
     int shape;
-    sort_job job;
-    void *tmp[4] = { NULL, NULL, NULL, NULL };
-    int rc = -ENOMEM;
 
-    if (d->rows <= 0 || d->row_len <= 0)
-        return 0;
-    memset(&job, 0, sizeof(job));
-    job.w = gs_dtype_size(d->type);
-    job.digits = (int)job.w;
+    memset(job, 0, sizeof(*job));
+    job->w = gs_dtype_size(d->type);
+    job->digits = (int)job->w;
     switch (kind) {
     case 'f':
-        shape = job.w == 4 ? 4 : 5;
+        shape = job->w == 4 ? 4 : 5;
         break;
     case 'b':
     case 'i':
     case 'u':
-        shape = job.w == 1 ? 0 : job.w == 2 ? 1 : job.w == 4 ? 2 : 3;
+        shape = job->w == 1 ? 0 : job->w == 2 ? 1 : job->w == 4 ? 2 : 3;
         if (kind == 'i')
-            job.mask = (uint64_t)1 << (8 * job.w - 1); /* the sign bit: negatives first */
+            job->mask = (uint64_t)1 << (8 * job->w - 1); /* the sign bit: negatives first */
         break;
     default:
         return -EINVAL;
     }
-    job.k = &sort_kernels_of[shape][wide_idx];
+    job->k = &sort_kernels_of[shape][wide_idx];
     if (d->descending) /* every bit: largest first (floats: NaNs stay last) */
-        job.mask ^= job.w == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * job.w)) - 1;
-    job.iw = wide_idx ? sizeof(int64_t) : sizeof(uint32_t);
-    job.in = d->keys;
-    job.row_len = d->row_len;
-    job.rows = d->rows;
-    job.with_idx = d->index_out != NULL;
-    job.index_out = d->index_out;
-    job.cache_items = GS_SORT_CACHE_BYTES / (2 * (int64_t)(job.w + (job.with_idx ? job.iw : 0)));
+        job->mask ^= job->w == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * job->w)) - 1;
+    job->iw = wide_idx ? sizeof(int64_t) : sizeof(uint32_t);
+    job->in = d->keys;
+    job->row_len = d->row_len;
+    job->rows = d->rows;
+    job->with_idx = d->index_out != NULL;
+    job->index_out = d->index_out;
+    job->cache_items =
+        GS_SORT_CACHE_BYTES / (2 * (int64_t)(job->w + (job->with_idx ? job->iw : 0)));
+    job->out = job->with_idx ? AT_OUT : AT_B;
+    job->keys[job->out] = d->keys_out;
+    return 0;
+}
 
-    /* ---- the places: the result, and A and B unless every row is sorted by comparisons
-     * (from the input straight into the result) ---- */
-    job.out = job.with_idx ? AT_OUT : AT_B;
-    job.keys[job.out] = d->keys_out;
-    if (d->row_len > GS_SORT_SMALL) {
-        if ((tmp[0] = job.keys[AT_A] = malloc((size_t)n * job.w)) == NULL)
-            goto finally;
-        if (job.with_idx && ((tmp[1] = job.keys[AT_B] = malloc((size_t)n * job.w)) == NULL ||
-                             (tmp[2] = job.idx[AT_A] = malloc((size_t)n * job.iw)) == NULL ||
-                             (tmp[3] = job.idx[AT_B] = malloc((size_t)n * job.iw)) == NULL))
-            goto finally;
+/* The bytes of A and B (keys, and indices for an argsort): none when every row is sorted by
+ * comparisons, from the input straight into the result. */
+static size_t job_bytes(const sort_job *job)
+{
+    const size_t n = (size_t)(job->rows * job->row_len);
+
+    if (job->row_len <= GS_SORT_SMALL)
+        return 0;
+    return line_up(n * job->w) +
+           (job->with_idx ? line_up(n * job->w) + 2 * line_up(n * job->iw) : 0);
+}
+
+/* A and B carved from `at` (job_bytes of them). */
+static void job_places(sort_job *job, char *at)
+{
+    const size_t n = (size_t)(job->rows * job->row_len);
+
+    job->keys[AT_A] = at;
+    if (!job->with_idx)
+        return;
+    job->keys[AT_B] = at += line_up(n * job->w);
+    job->idx[AT_A] = at += line_up(n * job->w);
+    job->idx[AT_B] = at + line_up(n * job->iw);
+}
+
+/* A few long rows, each on every thread. */
+static int long_rows(sort_job *job)
+{
+    const int64_t chunks = gs_cpu_threads() * GS_SORT_CHUNKS_PER_THREAD;
+    int rc = 0;
+
+    job->counts = malloc((size_t)chunks * GS_SORT_MAX_DIGITS * GS_SORT_RADIX * sizeof(int64_t));
+    job->offs = malloc((size_t)chunks * GS_SORT_RADIX * sizeof(int64_t));
+    job->ranges = malloc((size_t)chunks * 2 * sizeof(uint64_t));
+    if (job->counts == NULL || job->offs == NULL || job->ranges == NULL)
+        rc = -ENOMEM;
+    for (int64_t r = 0; r < job->rows && rc == 0; r++)
+        if (par_range(job, AT_IN, r * job->row_len, (r + 1) * job->row_len, r * job->row_len))
+            break;
+    free(job->counts);
+    free(job->offs);
+    free(job->ranges);
+    return rc;
+}
+
+int gs_cpu_sort(const gs_sort_desc *d)
+{
+    const int64_t n = d->rows * d->row_len;
+    const int threads = gs_cpu_threads();
+    sort_block *block = NULL;
+    sort_job job;
+    size_t bytes;
+    int rc;
+
+    if (d->rows <= 0 || d->row_len <= 0)
+        return 0;
+    if ((rc = job_init(&job, d)) < 0)
+        return rc;
+    if ((bytes = job_bytes(&job)) > 0) {
+        if ((block = block_take(bytes)) == NULL)
+            return -ENOMEM;
+        job_places(&job, (char *)block->data);
     }
-    rc = 0;
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
     if (threads > 1 && d->row_len >= GS_SORT_PARALLEL_MIN && d->rows < 2 * (int64_t)threads) {
-        const int64_t chunks = threads * GS_SORT_CHUNKS_PER_THREAD;
-        job.counts = malloc((size_t)chunks * GS_SORT_MAX_DIGITS * GS_SORT_RADIX * sizeof(int64_t));
-        job.offs = malloc((size_t)chunks * GS_SORT_RADIX * sizeof(int64_t));
-        job.ranges = malloc((size_t)chunks * 2 * sizeof(uint64_t));
-        if (job.counts == NULL || job.offs == NULL || job.ranges == NULL)
-            rc = -ENOMEM;
-        for (int64_t r = 0; r < d->rows && rc == 0; r++)
-            if (par_range(&job, AT_IN, r * d->row_len, (r + 1) * d->row_len, r * d->row_len))
-                break;
-        free(job.counts);
-        free(job.offs);
-        free(job.ranges);
+        rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;
         const int64_t tasks = (d->rows + per - 1) / per;
@@ -660,8 +755,6 @@ int gs_cpu_sort(const gs_sort_desc *d)
             for (int64_t t = 0; t < tasks && (t == 0 || !gs_cpu_stopping()); t++)
                 rows_task(&job, t);
     }
-finally:
-    for (int i = 0; i < 4; i++)
-        free(tmp[i]);
+    block_give(block);
     return rc;
 }

@@ -135,6 +135,7 @@ static PyObject *free_cached_memory(PyObject *self, PyObject *unused)
             rc = gs_cuda_free_cached(&device, &host, &f);
         Py_END_ALLOW_THREADS
     }
+    (void)gs_cpu_sort_release(); /* host memory the CPU sort kept, counted in neither */
     if (rc < 0) {
         gs_raise(&f);
         return NULL;
