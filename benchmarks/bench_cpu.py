@@ -9,7 +9,9 @@ integers), reduceat and segmented_reduce (add, ~1000-value slices), histogram (2
 bincount, compact and split (half and 1% of the flags set) - for float32, int32 and uint8 values
 of 10^3 ... 10^8 elements (the largest capped by --max-exp), the linear recurrence of float32 (a
 in [0.9, 1)), scan and reduce (add) along each axis of (10^4, 1000) and (1000, 10^4) arrays,
-and reduce (add, max) along each axis of (2, 5*10^6) and (5*10^6, 2) ones.  Each thread count
+reduce (add, max) along each axis of (2, 5*10^6) and (5*10^6, 2) ones, and sort and argsort of
+int32, float32 and int64 keys (each dtype's whole range) up to 10^7 beside np.sort/np.argsort
+of the default kind and of kind="stable".  Each thread count
 runs in its own process (GPUSCAN_NUM_THREADS is read once), NumPy beside gpuscan in the same
 process: the two calls alternate, the order flipping
 every repetition, so a change of load on the host hits both alike.  The NumPy baseline of a
@@ -27,7 +29,8 @@ case. Every gpuscan result is checked once, by the package's NumPy twins (gpusca
 integers, min/max, counts and moved values bit for bit against NumPy's; float sums within the
 contract's bound (log2(n)+2)*eps*sum|x| against a float64 reference. The summary checks the goals:
 at least NumPy's speed from 10^4 elements, within 1.5x of its time below, and 1.5x its speed at
-10^7 on all threads for the primitives of FAST_AT_1E7. The result file is <machine>-<date>-cpu.txt
+10^7 on all threads for the primitives of FAST_AT_1E7; for sort and argsort issue 45's (see
+sort_goals). The result file is <machine>-<date>-cpu.txt
 (plus .json) in --out (default benchmarks/results/), the machine being what gpuscan.device_info()
 calls the CPU unless --machine names it, as harness.py names every result (result_paths); the
 formatting helpers are harness.py's too.
@@ -254,6 +257,42 @@ def cases_axes(gs, rng, only):
     return [c for c in out if not only or only in c[1]]
 
 
+# Sort and argsort: random keys over each dtype's whole range (float32 uniform in [-1, 1)), at
+# most 10^SORT_MAX_EXP values; each beside NumPy's default kind and kind="stable".  Issue 45's
+# goals (goals_of): on all threads >= 1.0x the default and >= 2x stable at 10^6 and 10^7,
+# never below SORT_SMALL_GOAL at 10^3 .. 10^5.
+SORT_DTYPES = (np.int32, np.float32, np.int64)
+SORT_MAX_EXP = 7
+SORT_SMALL_GOAL = 0.8
+
+
+def sort_keys(rng, dtype, n):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return (rng.random(n, dtype=np.float32) * 2 - 1).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+def cases_sort(gs, rng, n, only):
+    out = []
+    if n > 10**SORT_MAX_EXP:
+        return out
+    for dt in SORT_DTYPES:
+        a = harness.abbr(dt)
+        x = sort_keys(rng, dt, n)
+        for fn in ("sort", "argsort"):
+            for kind in (None, "stable"):
+                tag = "default" if kind is None else "stable"
+                out.append((fn, f"{fn} {a} (vs {tag})", f"{fn}(x) | np.{fn}(x, kind={kind!r})",
+                            lambda x=x, f=getattr(gs, fn): f(x),
+                            lambda x=x, f=getattr(np, fn), k=kind: f(x, kind=k),
+                            # against the stable sort (the default kind's ties are in any order)
+                            lambda r, ref, x=x, f=getattr(np, fn), k=kind: equal_problem(
+                                r, ref if k == "stable" else f(x, kind="stable"))))
+    return [c for c in out if not only or only in c[1]]
+
+
 # ================================================================================================
 # Timing (one child process per thread count)
 # ================================================================================================
@@ -284,7 +323,7 @@ def child(args):
     rng = np.random.default_rng(args.seed)
     exps = range(3, args.max_exp + 1)
     for n in (10**k for k in exps):
-        for case in cases_1d(gpuscan, rng, n, args.only):
+        for case in cases_1d(gpuscan, rng, n, args.only) + cases_sort(gpuscan, rng, n, args.only):
             print(json.dumps(asdict(run_case(info["threads"], n, case))), flush=True)
     if args.max_exp >= 7:
         for case in cases_axes(gpuscan, rng, args.only):
@@ -300,6 +339,9 @@ def goals_of(rows, all_threads):
     for r in rows:
         by_case.setdefault((r.case, r.threads), []).append(r)
     for (case, threads), rs in sorted(by_case.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if rs[0].primitive in ("sort", "argsort"):
+            goals += sort_goals(case, rs) if threads == all_threads else []
+            continue
         big = [r for r in rs if r.n >= SMALL_N and "numpy" in r.ratios]
         small = [r for r in rs if r.n < SMALL_N and "numpy" in r.ratios]
         if big:
@@ -329,6 +371,27 @@ def goals_of(rows, all_threads):
             goals.append(Goal(f"{r.case} T={r.threads} (speed-up goal)", "10^7",
                               f"{r.ratios['numpy']:.2f}x", ">= 1.50x",
                               "ok" if r.ratios["numpy"] >= 1.5 else "MISS"))
+    return goals
+
+
+def sort_goals(case, rows):
+    """Issue 45's goals of one sort case on all threads: at 10^6 and 10^7 at least 1.0x NumPy's
+    default kind and 2x its stable sort; never below SORT_SMALL_GOAL at 10^3 .. 10^5."""
+    goals = []
+    want = 2.0 if "(vs stable)" in case else 1.0
+    for r in rows:
+        if "numpy" not in r.ratios:
+            continue
+        ratio = r.ratios["numpy"]
+        if r.n >= 10**6:
+            goals.append(Goal(f"{case} T={r.threads}", fmt_size(r.n), f"{ratio:.2f}x",
+                              f">= {want:.2f}x", "ok" if ratio >= want else "MISS"))
+    small = [r for r in rows if r.n < 10**6 and "numpy" in r.ratios]
+    if small:
+        w = min(small, key=lambda r: r.ratios["numpy"])
+        goals.append(Goal(f"{case} T={w.threads} worst n < 10^6", fmt_size(w.n),
+                          f"{w.ratios['numpy']:.2f}x", f">= {SORT_SMALL_GOAL:.2f}x",
+                          "ok" if w.ratios["numpy"] >= SORT_SMALL_GOAL else "MISS"))
     return goals
 
 

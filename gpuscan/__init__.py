@@ -1,9 +1,10 @@
 """gpuscan: GPU data-parallel primitives for NumPy, with a multi-threaded CPU backend.
 
 ``scan``, ``segmented_scan``, ``reduce``, ``reduceat``, ``segmented_reduce``,
-``linear_recurrence``, ``histogram``, ``bincount``, ``split`` and ``compact`` take NumPy arrays
-(or CuPy, PyTorch and Numba device arrays, used in place) and give NumPy's results, computed by
-CUDA C kernels when a CUDA device is usable and by multi-threaded C otherwise (``backend()``).
+``linear_recurrence``, ``histogram``, ``bincount``, ``split``, ``compact``, ``sort`` and
+``argsort`` take NumPy arrays (or CuPy, PyTorch and Numba device arrays, used in place) and give
+NumPy's results, computed by CUDA C kernels when a CUDA device is usable and by multi-threaded C
+otherwise (``backend()``).
 ``gpuscan.trace`` runs the teaching algorithms one parallel step at a time; ``gpuscan.dask``
 runs the primitives over dask arrays (``pip install "gpuscan[dask]"``; imported on first use,
 so ``import gpuscan`` never imports Dask).
@@ -33,6 +34,8 @@ try:
         scan,
         segmented_reduce,
         segmented_scan,
+        sort,
+        argsort,
         split,
         to_device,
     )
@@ -91,6 +94,8 @@ __all__ = [
     "scan",
     "segmented_reduce",
     "segmented_scan",
+    "sort",
+    "argsort",
     "split",
     "to_device",
     "trace",

@@ -276,6 +276,43 @@ def linear_recurrence(
     out: _Out,
 ) -> _Out: ...
 
+@overload
+def sort(
+    a: DeviceArray,
+    axis: SupportsIndex | None = -1,
+    kind: str | None = None,
+    *,
+    stable: bool | None = None,
+    descending: bool = False,
+) -> DeviceArray: ...
+@overload
+def sort(
+    a: npt.ArrayLike,
+    axis: SupportsIndex | None = -1,
+    kind: str | None = None,
+    *,
+    stable: bool | None = None,
+    descending: bool = False,
+) -> npt.NDArray[Any]: ...
+@overload
+def argsort(
+    a: DeviceArray,
+    axis: SupportsIndex | None = -1,
+    kind: str | None = None,
+    *,
+    stable: bool | None = None,
+    descending: bool = False,
+) -> DeviceArray: ...
+@overload
+def argsort(
+    a: npt.ArrayLike,
+    axis: SupportsIndex | None = -1,
+    kind: str | None = None,
+    *,
+    stable: bool | None = None,
+    descending: bool = False,
+) -> npt.NDArray[np.int64]: ...
+
 # ---- the backend ----
 
 def backend() -> Literal["cuda", "cpu"]: ...

@@ -14,8 +14,9 @@ min/max) bit for bit, a float sum within the contract's bound for the whole leng
 same bits on every run for the same chunking and method.
 
 ``scan``, ``segmented_scan``, ``reduce``, ``histogram``, ``bincount``, ``compact`` and ``split``
-are the single-array functions over dask arrays; ``gpu_cluster`` makes a local cluster of one
-worker per GPU.
+are the single-array functions over dask arrays, ``sort`` and ``argsort`` sort each chunk's
+rows where they lie (along an axis whose chunks span it whole); ``gpu_cluster`` makes a local
+cluster of one worker per GPU.
 """
 
 import functools
@@ -39,8 +40,8 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 import gpuscan
 from gpuscan._ops import UFUNCS, op_name
 
-__all__ = ["bincount", "compact", "gpu_cluster", "histogram", "reduce", "scan",
-           "segmented_scan", "split"]
+__all__ = ["argsort", "bincount", "compact", "gpu_cluster", "histogram", "reduce", "scan",
+           "segmented_scan", "sort", "split"]
 
 # Partial results (histogram and bincount counts, split counts) are summed in a tree that joins
 # this many at each level: the depth is log8(chunks) and no task holds more than eight partials.
@@ -763,6 +764,111 @@ def split(x, flags):
     graph = HighLevelGraph.from_collections(cname, c.dsk, dependencies=[out])
     count = da.Array(graph, cname, (), meta=np.empty((), np.int64))
     return out, count
+
+
+def _sort_chunk(block, axis, descending, arg):
+    fn = gpuscan.argsort if arg else gpuscan.sort
+    return _like(fn(block, axis=axis, descending=descending), block)
+
+
+def _sorted_rows(x, axis, descending, arg):
+    """sort or argsort of every row of x along `axis`, each chunk where it lies: the rows must
+    lie whole in their chunks (axis None: the array in one chunk); the checks of the
+    single-array function made on the client."""
+    name = "argsort" if arg else "sort"
+    x = _as_dask(x)
+    fn = gpuscan.argsort if arg else gpuscan.sort
+    probe = fn(_probe(x), axis=axis, descending=descending)  # dtype, axis
+    if axis is None:
+        if any(n > 1 for n in x.numblocks):
+            raise ValueError(f"gpuscan.dask.{name}: axis=None sorts the flattened array, which "
+                             f"is in {math.prod(x.numblocks)} chunks; it must be one: "
+                             f"x.rechunk(-1) (or sort along an axis whose rows lie in chunks)")
+        x, axis = _flat(x), 0
+    axis = axis % x.ndim
+    if x.numblocks[axis] > 1:
+        raise ValueError(f"gpuscan.dask.{name}: axis {axis} is split into "
+                         f"{x.numblocks[axis]} chunks; each row along it must lie in one chunk "
+                         f"(sorted where it lies): rechunk first, x.rechunk({{{axis}: -1}})")
+    return da.map_blocks(_sort_chunk, x, axis=axis, descending=descending, arg=arg,
+                         dtype=probe.dtype, meta=_meta(x, probe.dtype, x.ndim),
+                         name=f"gpuscan-{name}-" + tokenize(x, axis, descending))
+
+
+def sort(x, axis=-1, *, descending=False):
+    """Lazy ``gpuscan.sort`` along an axis whose chunks span it whole.
+
+    Each chunk's rows along ``axis`` are sorted where they lie (``map_blocks``, no data moves
+    between workers), so every row must lie in one chunk: ``x.chunks[axis]`` one chunk long.
+    A sort across chunks would move every value, and is not done silently: rechunk first.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        Values of a dtype ``gpuscan.sort`` takes.
+    axis : int or None, optional
+        The axis sorted along (default -1); None sorts the flattened array, which must then be
+        one chunk.
+    descending : bool, optional
+        Largest first (equal values in input order, NaNs last), as ``gpuscan.sort``.
+
+    Returns
+    -------
+    dask.array.Array
+        ``x``'s shape, dtype and chunks (1-D for ``axis=None``).
+
+    Raises
+    ------
+    ValueError
+        At once: ``axis`` spread over several chunks (the message says how to rechunk).
+    TypeError, numpy.exceptions.AxisError
+        At once: what ``gpuscan.sort`` refuses.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> x = da.from_array([[3, 1, 2], [9, 7, 8]], chunks=(1, 3))
+    >>> gsd.sort(x).compute()
+    array([[1, 2, 3],
+           [7, 8, 9]])
+    """
+    return _sorted_rows(x, axis, descending, False)
+
+
+def argsort(x, axis=-1, *, descending=False):
+    """Lazy ``gpuscan.argsort`` along an axis whose chunks span it whole.
+
+    As :func:`sort`: each chunk's rows are argsorted where they lie, so the positions are those
+    along the whole axis.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        Values of a dtype ``gpuscan.argsort`` takes.
+    axis : int or None, optional
+        As for :func:`sort`.
+    descending : bool, optional
+        Largest first.
+
+    Returns
+    -------
+    dask.array.Array
+        int64, ``x``'s shape and chunks (1-D for ``axis=None``).
+
+    Raises
+    ------
+    ValueError, TypeError, numpy.exceptions.AxisError
+        At once, as for :func:`sort`.
+
+    Examples
+    --------
+    >>> import dask.array as da, gpuscan.dask as gsd
+    >>> x = da.from_array([[3, 1, 2], [9, 7, 8]], chunks=(1, 3))
+    >>> gsd.argsort(x).compute()
+    array([[1, 2, 0],
+           [1, 2, 0]])
+    """
+    return _sorted_rows(x, axis, descending, True)
 
 
 # ================================================================================================

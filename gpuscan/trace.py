@@ -8,8 +8,9 @@ steps themselves run in the C extension (``gpuscan._gpuscan._trace``); this modu
 and draws them (``split`` puts a traced scan together with gpuscan's own scan and split).
 Inputs of more than 2**16 elements raise ``ValueError`` (every step is kept).
 
-``scan`` traces Hillis-Steele and Blelloch, ``segmented_scan`` the flagged Blelloch sweeps and
-``split`` the classic split; each returns a ``Trace``.  The same algorithms run at full size as
+``scan`` traces Hillis-Steele and Blelloch, ``segmented_scan`` the flagged Blelloch sweeps,
+``split`` the classic split and ``sort`` the two sorts built from it (the LSB radix sort, one
+split per key bit, and the segmented-split quicksort); each returns a ``Trace``.  The same algorithms run at full size as
 ``gpuscan.scan(..., algorithm="hillis_steele" | "blelloch")`` and
 ``gpuscan.segmented_scan(..., algorithm="blelloch")``.
 """
@@ -25,7 +26,7 @@ from gpuscan._ops import op_name
 if TYPE_CHECKING:
     from gpuscan._gpuscan import _Op
 
-__all__ = ["Trace", "scan", "segmented_scan", "split"]
+__all__ = ["Trace", "scan", "segmented_scan", "sort", "split"]
 
 _SYMBOL = {"add": "+", "mul": "×", "min": "min", "max": "max", "and": "&", "or": "|",
            "xor": "^"}
@@ -37,11 +38,13 @@ class Trace:
     Attributes
     ----------
     algorithm : str
-        ``"hillis_steele"``, ``"blelloch"``, ``"segmented_blelloch"`` or ``"split"``.
+        ``"hillis_steele"``, ``"blelloch"``, ``"segmented_blelloch"``, ``"split"``,
+        ``"radix_sort"`` or ``"quicksort"``.
     steps : list of (str, numpy.ndarray)
         ``steps[0]`` is the working array the algorithm starts from (the input, padded or
         shifted as the algorithm needs it); each later entry is the array after one parallel
-        step, with a label naming the step.  For ``split`` the entries are the named arrays.
+        step, with a label naming the step.  For ``split`` the entries are the named arrays;
+        ``sort`` has no entry for the input, only one per step.
     flag_steps : list of numpy.ndarray or None
         For the flagged sweeps, the up-swept flags after each step (beside ``steps``).
     result : numpy.ndarray or tuple
@@ -53,7 +56,10 @@ class Trace:
     span : int
         Parallel steps (kernel launches on CUDA).
     arrays : dict
-        ``split`` only: ``e``, ``f``, ``NF``, ``t``, ``addr``, ``out``.
+        ``split``: ``e``, ``f``, ``NF``, ``t``, ``addr``, ``out``.  ``sort``: ``bits`` (radix:
+        for each step the bit its split went by, of the values in the order before it) or
+        ``heads`` (quicksort: for each step the segment heads it started from), and
+        ``pivots`` (quicksort: each segment's pivot, beside every value).
     """
 
     algorithm: str
@@ -376,3 +382,154 @@ def split(a: npt.ArrayLike, flags: npt.ArrayLike) -> Trace:
     work = f_trace.work + (1 if a.size else 0)
     return Trace("split", "add", steps, (out, nf), work, f_trace.span + 4, arrays=arrays,
                  n=a.size)
+
+
+def _radix_key(a):
+    """The unsigned key whose order is a's integer order: the sign bit flipped for signed."""
+    u = a.view(f"u{a.dtype.itemsize}")
+    if a.dtype.kind == "i":
+        u = u ^ (np.array(1, u.dtype) << (8 * a.dtype.itemsize - 1))
+    return u
+
+
+def _sort_radix(a):
+    """The LSB radix sort: one traced split per key bit, the values whose bit is 0 first."""
+    steps, bits, work, span = [], [], 0, 0
+    for b in range(8 * a.dtype.itemsize):
+        bit = ((_radix_key(a) >> b) & 1).astype(np.uint8)
+        t = split(a, 1 - bit)  # flagged (first): the 0s
+        a = t.result[0]
+        bits.append(bit)
+        steps.append((f"bit {b}: split, 0s first", a))
+        work += t.work
+        span += t.span
+    return Trace("radix_sort", "add", steps, a, work, span, arrays={"bits": bits}, n=a.size)
+
+
+def _quicksort_level(a, heads):
+    """One level: every segment (heads) split around its first value, stably, into the values
+    below it, equal to it and above it.  (values, new heads, pivots, work, span)"""
+    n = a.size
+    # The pivots: each head's value carried over its segment (a traced segmented sum of the
+    # heads' values, zero elsewhere).
+    carry = segmented_scan(np.where(heads, a, 0), heads)
+    pivot = carry.result.astype(a.dtype)
+    cls = (a > pivot).astype(np.int64) + (a >= pivot)  # 0 below, 1 equal, 2 above
+    # Each class's rank within its segment: a traced segmented exclusive scan per class.  The
+    # three ranks add up to the position in the segment.
+    scans = [segmented_scan((cls == c).astype(np.int64), heads, exclusive=True)
+             for c in range(3)]
+    ranks = np.stack([t.result for t in scans])
+    start = np.arange(n) - ranks.sum(axis=0)
+    # Each segment's count per class (its last rank plus its last flag: one addition each),
+    # then every value's address: its segment's start, the classes before its own, its rank.
+    first = np.flatnonzero(heads)
+    last = np.r_[first[1:] - 1, n - 1]
+    count = ranks[:, last] + (cls[last] == np.arange(3)[:, None])
+    before = np.cumsum(count, axis=0) - count
+    seg = np.cumsum(heads) - 1
+    out = np.empty_like(a)
+    out[start + before[cls, seg] + ranks[cls, np.arange(n)]] = a
+    new_heads = heads.copy()
+    for c in (1, 2):  # the equal and the upper part start segments where they are not empty
+        new_heads[(first + before[c])[count[c] > 0]] = True
+    work = carry.work + sum(t.work for t in scans) + 3 * len(first)
+    span = carry.span + max(t.span for t in scans) + 3  # + counts, addresses, scatter
+    return out, new_heads, pivot, work, span
+
+
+def _sort_quicksort(a):
+    """The segmented-split quicksort: a level per step, until no segment has two values."""
+    n = a.size
+    heads = np.zeros(n, bool)
+    heads[:1] = True
+    steps, all_heads, pivots, work, span = [], [], [], 0, 0
+    level = 0
+    while n and not _settled(a, heads):
+        all_heads.append(heads)
+        a, heads, pivot, w, s = _quicksort_level(a, heads)
+        pivots.append(pivot)
+        steps.append((f"level {level}: every segment split around its pivot", a))
+        work += w
+        span += s
+        level += 1
+    return Trace("quicksort", "add", steps, a, work, span,
+                 arrays={"heads": all_heads, "pivots": pivots}, n=n)
+
+
+def _settled(a, heads):
+    """Whether every segment holds one value, repeated."""
+    same = np.r_[True, a[1:] == a[:-1]]
+    return bool(np.all(same | heads))
+
+
+def sort(a: npt.ArrayLike, algorithm: Literal["radix", "quicksort"] = "radix") -> Trace:
+    """Trace a sort built from split, one parallel step at a time.
+
+    ``"radix"`` is the LSB radix sort: one stable split per key bit, least significant first,
+    the values whose bit is 0 going first, so that after the split by bit b the values are in
+    the order of their lowest b + 1 bits (stably: equal keys keep their input order).  The key
+    is the integer's unsigned bits, the sign bit flipped for signed types (negatives first).
+    ``"quicksort"`` is the segmented-split quicksort: at every level each segment is split at
+    once, stably, around its first value (its pivot) into the values below, equal to and above
+    it, which become the next level's segments; it ends when every segment holds one value.
+    Each split runs as :func:`split` does (traced scans and gpuscan's primitives on the active
+    backend, element-wise maps in NumPy).
+
+    Parameters
+    ----------
+    a : array_like
+        Integers (any width, signed or not), at most 2**16 values (flattened).
+    algorithm : {"radix", "quicksort"}
+        The sort traced.
+
+    Returns
+    -------
+    Trace
+        ``steps``: radix, one per key bit (``a.dtype.itemsize * 8``, no step for the input),
+        each the values after that bit's split; quicksort, one per level, the values after
+        it.  ``result`` is the sorted array (``np.sort(a, kind="stable")``).  Radix: ``work``
+        and ``span`` are the sums of its splits' (:func:`split`'s count).  Quicksort, per level:
+        ``work`` counts the operator applications of its traced segmented scans (the pivots
+        carried over their segments, then the ranks among the values below, equal to and
+        above the pivot, three independent scans) and three additions per segment (its
+        counts); ``span`` is the pivots' scan, the longest of the three, and one step each
+        for the counts, the addresses and the scatter.
+
+    Raises
+    ------
+    TypeError
+        Input that is not integer (bool, floats, ...).
+    ValueError
+        More than 2**16 elements, an unknown algorithm.
+
+    Examples
+    --------
+    >>> import gpuscan
+    >>> t = gpuscan.trace.sort([5, 2, 7, 1, 4, 6, 3, 0], "radix")
+    >>> t.result, len(t.steps)
+    (array([0, 1, 2, 3, 4, 5, 6, 7]), 64)
+    >>> for label, values in t.steps[:3]:
+    ...     print(f"{label:22} {values}")
+    bit 0: split, 0s first [2 4 6 0 5 7 1 3]
+    bit 1: split, 0s first [4 0 5 1 2 6 7 3]
+    bit 2: split, 0s first [0 1 2 3 4 5 6 7]
+    >>> t = gpuscan.trace.sort([5, 2, 7, 1, 4, 6, 3, 0], "quicksort")
+    >>> for label, values in t.steps:
+    ...     print(f"{label:47} {values}")
+    level 0: every segment split around its pivot   [2 1 4 3 0 5 7 6]
+    level 1: every segment split around its pivot   [1 0 2 4 3 5 6 7]
+    level 2: every segment split around its pivot   [0 1 2 3 4 5 6 7]
+    >>> t.arrays["heads"][1].astype(int)
+    array([1, 0, 0, 0, 0, 1, 1, 0])
+    """
+    a = np.asarray(a).ravel()
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"trace.sort sorts integers, not {a.dtype}")
+    if a.size > 2**16:
+        raise ValueError(f"trace.sort takes at most 2**16 values, got {a.size}")
+    if algorithm == "radix":
+        return _sort_radix(a)
+    if algorithm == "quicksort":
+        return _sort_quicksort(a)
+    raise ValueError(f"trace.sort: algorithm must be 'radix' or 'quicksort', got {algorithm!r}")

@@ -67,6 +67,10 @@ CASES = {
                           "gs.linear_recurrence(a, b)",
                           "np.allclose(r[-1000:], 2.0) and r[0] == 1.0",
                           int(2.5 * 2**30)),
+    "argsort": ("x = rng.random(2**26, dtype=np.float32)",
+                "gs.argsort(x)",
+                "bool(np.all(x[r[1:]] >= x[r[:-1]])) and np.bincount(r).max() == 1",
+                int(2.5 * 2**30)),
 }
 
 SCRIPT = r"""
@@ -125,7 +129,7 @@ def available_bytes():
 # Every case on all the host's threads; two on one thread too (the loops of a call that runs on
 # the calling thread alone ask between their pieces as the pool does between tasks).
 RUNS = [pytest.param(name, None, id=name) for name in CASES] + [
-    pytest.param(name, "1", id=f"{name}-1-thread") for name in ("scan", "split")]
+    pytest.param(name, "1", id=f"{name}-1-thread") for name in ("scan", "split", "argsort")]
 
 
 @pytest.mark.parametrize("name, threads", RUNS)

@@ -384,6 +384,41 @@ def test_split_2d(client, rng):
     check_split(gsd.compact(chunked(a, CHUNKS_2D), flags).compute(), a, flags, compact=True)
 
 
+@pytest.mark.parametrize("dtype", [np.int16, np.float32, np.uint64, np.float16],
+                         ids=["int16", "float32", "uint64", "float16"])
+def test_sort_rows_where_they_lie(client, rng, dtype):
+    # Each chunk's rows sorted where they lie: the axis whole in every chunk, the other axis
+    # chunked unevenly with an empty chunk; floats with NaNs of both signs and both zeros.
+    a = random_array(rng, dtype, SHAPE_2D)
+    if np.dtype(dtype).kind == "f":
+        a.ravel()[::5] = np.array([np.nan, -np.nan, -0.0, 0.0, np.inf], dtype)[
+            rng.integers(0, 5, a.size)[::5]]
+    x1, x0 = chunked(a, (CHUNKS_2D[0], -1)), chunked(a, (-1, CHUNKS_2D[1]))
+    lazy = [gsd.sort(x1), gsd.argsort(x1, descending=True), gsd.sort(x0, axis=0),
+            gsd.argsort(x0, axis=-2), gsd.sort(chunked(a, -1), axis=None)]
+    assert lazy[0].chunks == x1.chunks and lazy[2].chunks == x0.chunks
+    res = compute(*lazy)
+    assert np.array_equal(bits(res[0]), bits(np.sort(a, axis=1, kind="stable")))
+    key = -a if a.dtype.kind == "f" else ~a
+    assert np.array_equal(res[1], np.argsort(key, axis=1, kind="stable"))
+    assert np.array_equal(bits(res[2]), bits(np.sort(a, axis=0, kind="stable")))
+    assert np.array_equal(res[3], np.argsort(a, axis=0, kind="stable"))
+    assert np.array_equal(bits(res[4]), bits(np.sort(a, axis=None, kind="stable")))
+    assert res[3].dtype == np.int64 and res[0].dtype == a.dtype
+
+
+def test_sort_needs_the_axis_whole(client):
+    x = chunked(np.arange(40.0).reshape(8, 5), (3, 5))
+    for fn in (gsd.sort, gsd.argsort):
+        with pytest.raises(ValueError, match=r"rechunk.*\{0: -1\}"):
+            fn(x, axis=0)
+        with pytest.raises(ValueError, match="rechunk"):
+            fn(x, axis=None)
+        fn(x, axis=1)  # rows of 5 in one chunk each
+    with pytest.raises(ValueError, match="rechunk"):
+        gsd.sort(chunked(np.arange(10), 3))
+
+
 # ------------------------------------------------------------------------------------------
 # Bad input: the single-array function's exception, from the call (graph-build time)
 # ------------------------------------------------------------------------------------------
@@ -430,6 +465,9 @@ def test_errors_are_raised_when_the_graph_is_built(client):
         # Values of any fixed-size dtype move (complex too); Python objects do not.
         (lambda: gsd.compact(chunked(np.full(10, None, object), 3), x),
          lambda: gpuscan.compact(np.full(10, None, object), f64)),
+        (lambda: gsd.sort(c64), lambda: gpuscan.sort(np.zeros(10, np.complex64))),
+        (lambda: gsd.argsort(chunked(m, 2), axis=2), lambda: gpuscan.argsort(m, axis=2)),
+        (lambda: gsd.sort(da.from_array(np.array(5))), lambda: gpuscan.sort(np.array(5))),
     ]
     for call_dask, call_single in cases:
         _same_error(call_dask, call_single)
@@ -453,7 +491,9 @@ def test_zero_d(client):
     pairs = [(gsd.scan(x), gpuscan.scan(a)), (gsd.scan(x, axis=0), gpuscan.scan(a, axis=0)),
              (gsd.scan(x, exclusive=True), gpuscan.scan(a, exclusive=True)),
              (gsd.segmented_scan(x, x), gpuscan.segmented_scan(a, a)),
-             (gsd.reduce(x), gpuscan.reduce(a)), (gsd.compact(x, x), gpuscan.compact(a, a))]
+             (gsd.reduce(x), gpuscan.reduce(a)), (gsd.compact(x, x), gpuscan.compact(a, a)),
+             (gsd.sort(x, axis=None), gpuscan.sort(a, axis=None)),
+             (gsd.argsort(x, axis=None), gpuscan.argsort(a, axis=None))]
     for got, want in pairs:
         got = got.compute()
         assert got.shape == np.shape(want) and np.array_equal(got, want)
@@ -530,7 +570,8 @@ def test_cupy_chunks_stay_on_the_gpu(client, rng):
     lazy = [gsd.scan(x), gsd.scan(xi, "max", axis=0, method="blelloch"),
             gsd.scan(xi, axis=1, exclusive=True), gsd.segmented_scan(xi, f),
             gsd.reduce(xi, axis=0), gsd.reduce(x), gsd.histogram(x, 16, range=(-1, 1))[0],
-            gsd.bincount(xi.ravel()), gsd.compact(xi, f), out, count]
+            gsd.bincount(xi.ravel()), gsd.compact(xi, f), gsd.sort(cupy_chunks(a, (10, -1))),
+            out, count]
     for r in lazy[:-1]:
         assert type(r._meta) is cupy.ndarray
     res = compute(*lazy)
@@ -546,7 +587,8 @@ def test_cupy_chunks_stay_on_the_gpu(client, rng):
     assert np.array_equal(host[6], np.histogram(a, 16, range=(-1, 1))[0])
     assert np.array_equal(host[7], np.bincount(i.ravel()))
     check_split(host[8], i, flags, compact=True)
-    check_split((host[9], int(res[10])), i, flags)
+    assert np.array_equal(bits(host[9]), bits(np.sort(a, kind="stable")))
+    check_split((host[10], int(res[11])), i, flags)
     # The same bits as the NumPy chunks on the same workers (float add: the same chunking).
     assert np.array_equal(host[0], gsd.scan(chunked(a, CHUNKS_2D)).compute())
 

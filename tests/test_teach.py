@@ -537,3 +537,107 @@ def test_teach_kernels_compile(pad, tmp_path):
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0 and "warning" not in res.stderr.lower(), res.stderr
     assert os.path.getsize(tmp_path / "teach.o") > 0
+
+
+# ------------------------------------------------------------------------------------------
+# trace.sort: the radix sort by one split per bit, the segmented-split quicksort.
+# ------------------------------------------------------------------------------------------
+def radix_steps_python(a):
+    """The values after each bit's stable split (0s first) of the LSB radix sort, in plain
+    Python: the key is the unsigned bits, the sign bit flipped for signed integers."""
+    bits = 8 * a.dtype.itemsize
+    key = [int(v) % (1 << bits) ^ ((1 << (bits - 1)) if a.dtype.kind == "i" else 0)
+           for v in a.tolist()]
+    order = list(range(len(key)))
+    steps = []
+    for b in range(bits):
+        order = ([i for i in order if not key[i] >> b & 1] +
+                 [i for i in order if key[i] >> b & 1])
+        steps.append([a.tolist()[i] for i in order])
+    return steps
+
+
+def split_counts(n):
+    """(work, span) of one trace.split of n values: the padded exclusive Blelloch scan and
+    NF's addition; the scan's steps and four more."""
+    m = 1 << max(0, (n - 1).bit_length()) if n else 0
+    return (2 * (m - 1) + 1 if n else 0), (2 * (m.bit_length() - 1) if n else 0) + 4
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.int64],
+                         ids=["int8", "uint8", "int16", "uint32", "int64"])
+@pytest.mark.parametrize("n", [0, 1, 8, 37])
+def test_trace_sort_radix(dtype, n, rng):
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    t = gpuscan.trace.sort(a, "radix")
+    bits = 8 * np.dtype(dtype).itemsize
+    assert t.algorithm == "radix_sort" and len(t.steps) == bits
+    want = radix_steps_python(a)
+    for b, (label, values) in enumerate(t.steps):
+        assert label.startswith(f"bit {b}:") and values.dtype == a.dtype
+        assert values.tolist() == want[b], b
+    assert np.array_equal(t.result, np.sort(a, kind="stable"))
+    work, span = split_counts(n)
+    assert (t.work, t.span) == (bits * work, bits * span)
+    assert len(t.arrays["bits"]) == bits
+
+
+def quicksort_python(a):
+    """The levels of the segmented-split quicksort in plain Python: each segment split stably
+    around its first value into below, equal, above; (values after each level, heads before
+    each level)."""
+    vals, segs, levels, heads = list(a.tolist()), [len(a)] if len(a) else [], [], []
+    while any(len(set(vals[s:s + k])) > 1 for s, k in zip(np.cumsum([0] + segs), segs)):
+        start, out, new = 0, [], []
+        heads.append(np.cumsum([0] + segs[:-1]).tolist())
+        for k in segs:
+            seg = vals[start:start + k]
+            p = seg[0]
+            parts = [[v for v in seg if v < p], [v for v in seg if v == p],
+                     [v for v in seg if v > p]]
+            out += sum(parts, [])
+            new += [len(q) for q in parts if q]
+            start += k
+        vals, segs = out, new
+        levels.append(vals)
+    return levels, heads
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 8, 100, 1000])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int64], ids=["int8", "uint16",
+                                                                       "int64"])
+def test_trace_sort_quicksort(dtype, n, rng):
+    a = rng.integers(0 if np.dtype(dtype).kind == "u" else -20, 40, n).astype(dtype)
+    t = gpuscan.trace.sort(a, "quicksort")
+    levels, heads = quicksort_python(a)
+    assert t.algorithm == "quicksort" and len(t.steps) == len(levels)
+    assert [v.tolist() for _, v in t.steps] == levels
+    assert [np.flatnonzero(h).tolist() for h in t.arrays["heads"]] == heads
+    assert np.array_equal(t.result, np.sort(a))
+    # Work: per level the traced segmented scans (the pivots, then three classes) and three
+    # additions per segment; span: the pivots' scan, the longest class scan, and three steps.
+    work = span = 0
+    for h in t.arrays["heads"]:
+        flags = h.astype(np.uint8)
+        scans = [gpuscan.trace.segmented_scan(np.zeros(n, np.int64), flags, exclusive=e)
+                 for e in (False, True)]
+        work += scans[0].work + 3 * scans[1].work + 3 * int(h.sum())
+        span += scans[0].span + scans[1].span + 3
+    assert (t.work, t.span) == (work, span)
+
+
+def test_trace_sort_examples_and_errors():
+    t = gpuscan.trace.sort(np.array([3, -1, 2, -1], np.int8), "radix")
+    assert t.steps[-1][1].tolist() == [-1, -1, 2, 3] and t.span == 8 * (4 + 4)
+    assert gpuscan.trace.sort([5, 5, 5], "quicksort").steps == []  # sorted from the start
+    for bad in (np.zeros(3, np.float32), np.zeros(3, bool), np.array(["a"])):
+        for algo in ("radix", "quicksort"):
+            with pytest.raises(TypeError, match="integers"):
+                gpuscan.trace.sort(bad, algo)
+    with pytest.raises(ValueError):
+        gpuscan.trace.sort(np.zeros(2**16 + 1, np.int32))
+    with pytest.raises(ValueError, match="algorithm"):
+        gpuscan.trace.sort([1, 2], "merge")
+    big = gpuscan.trace.sort(np.arange(2**16 - 1, -1, -1, dtype=np.uint16), "radix")  # the limit
+    assert np.array_equal(big.result, np.arange(2**16))

@@ -121,6 +121,7 @@ extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_do
     gs_doc_compact[], gs_doc_histogram[], gs_doc_bincount[], gs_doc_backend[], gs_doc_device_info[],
     gs_doc_to_device[], gs_doc_free_cached_memory[], gs_doc_module[], gs_doc_reduceat[],
     gs_doc_segmented_reduce[], gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[],
-    gs_doc_devarray_dlpack[], gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[];
+    gs_doc_devarray_dlpack[], gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[],
+    gs_doc_sort[], gs_doc_argsort[];
 
 #endif /* GS_BINDING_H */

@@ -159,6 +159,14 @@ static int cpu_linrec(const gs_linrec_desc *d, gs_fail *f)
     return outcome(&w, gs_cpu_linrec(d), "gs_cpu_linrec", f);
 }
 
+static int cpu_sort(const gs_sort_desc *d, gs_fail *f)
+{
+    gs_stop_watch w;
+
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_sort(d), "gs_cpu_sort", f);
+}
+
 /* The selection's tasks: ranges of GS_SELECT_TASK values, moved as their width's integers. */
 #define GS_SELECT_TASK ((int64_t)1 << 16)
 
@@ -204,4 +212,5 @@ const gs_backend_ops gs_cpu_backend = {
     .index_wait = cpu_index_wait,
     .linrec = cpu_linrec,
     .select = cpu_select,
+    .sort = cpu_sort,
 };

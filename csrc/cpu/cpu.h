@@ -84,6 +84,14 @@ int gs_cpu_index_check(const int64_t *idx, int64_t m, int64_t n, int64_t *first_
  * carries, a grouping fixed by row_len (cpu/linrec.c). */
 int gs_cpu_linrec(const gs_linrec_desc *d);
 
+/* Sort or argsort as described by `d` (see gs_sort_desc): a stable radix sort in NumPy's order,
+ * the same bytes on every thread count (cpu/sort.c).  -ENOMEM when its buffers cannot be
+ * allocated, -EINVAL for a dtype it does not sort. */
+int gs_cpu_sort(const gs_sort_desc *d);
+/* The temporaries the last sort kept for the next (cpu/sort.c), given back to the system;
+ * returns their bytes. */
+size_t gs_cpu_sort_release(void);
+
 /* ---- The teaching scans (cpu/teach.c) --------------------------------------------------- */
 
 /* A scan with d->algorithm GS_ALGO_HILLIS_STEELE or GS_ALGO_BLELLOCH, run step by step as its

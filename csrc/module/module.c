@@ -135,6 +135,7 @@ static PyObject *free_cached_memory(PyObject *self, PyObject *unused)
             rc = gs_cuda_free_cached(&device, &host, &f);
         Py_END_ALLOW_THREADS
     }
+    (void)gs_cpu_sort_release(); /* host memory the CPU sort kept, counted in neither */
     if (rc < 0) {
         gs_raise(&f);
         return NULL;
@@ -161,6 +162,8 @@ static PyMethodDef methods[] = {
     GS_METHOD("reduceat", gs_reduceat, gs_doc_reduceat),
     GS_METHOD("segmented_reduce", gs_segmented_reduce, gs_doc_segmented_reduce),
     GS_METHOD("linear_recurrence", gs_linear_recurrence, gs_doc_linear_recurrence),
+    GS_METHOD("sort", gs_sort, gs_doc_sort),
+    GS_METHOD("argsort", gs_argsort, gs_doc_argsort),
     { "backend", backend, METH_NOARGS, gs_doc_backend },
     { "device_info", device_info, METH_NOARGS, gs_doc_device_info },
     { "free_cached_memory", free_cached_memory, METH_NOARGS, gs_doc_free_cached_memory },

@@ -30,6 +30,8 @@ PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_sort(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gs_argsort(PyObject *self, PyObject *args, PyObject *kwargs);
 /* _trace(algorithm, a, flags=None, op='add', exclusive=False): a teaching scan run one step at a
  * time on the active backend -> (steps, result, work, span), steps a list of (kind, stride,
  * values, flags or None, work of the step); gpuscan.trace's engine. */
