@@ -18,6 +18,7 @@ typedef struct uop {
     const gs_backend_ops *be;
     const gs_user_prog *prog;
     int tuple_in;      /* the input was a tuple of field arrays */
+    int direct;        /* the backend writes out= itself: it is the result */
     PyArrayObject *in; /* C-contiguous T values of the input's shape */
 } uop;
 
@@ -232,6 +233,8 @@ static PyObject *uop_deliver(const uop *u, PyArrayObject *r, PyObject *out_obj, 
     }
     if (out_obj != Py_None)
         return into_one(op, out_obj, r, NULL, "out") < 0 ? NULL : Py_NewRef(out_obj);
+    if (u->direct)
+        return Py_NewRef(r);
     if (u->tuple_in) {
         if ((res = PyTuple_New(op->nfields)) == NULL)
             return NULL;
@@ -299,6 +302,28 @@ static PyArrayObject *permuted(PyArrayObject *arr, int *perm)
 
 /* ---- scan and segmented_scan -------------------------------------------------------------- */
 
+/* out= itself as the array the backend writes (a new reference), when it can be: a NumPy array
+ * of T's layout, C-contiguous, aligned, writeable, of the result's shape, and either the input
+ * exactly (in place) or apart from it; else NULL (no exception: the result is then computed
+ * aside and delivered). */
+static PyArrayObject *direct_out(const uop *u, PyObject *out_obj, int nd, const npy_intp *shape)
+{
+    PyArrayObject *out = (PyArrayObject *)out_obj;
+    char *o, *i;
+    if (out_obj == Py_None || !PyArray_Check(out_obj) || !PyArray_ISCARRAY(out) ||
+        PyArray_NDIM(out) != nd || !PyArray_CompareLists(PyArray_DIMS(out), shape, nd) ||
+        !PyArray_EquivTypes(PyArray_DESCR(out), u->op->cdescr) ||
+        (u->op->nfields > 0 &&
+         PyObject_RichCompareBool((PyObject *)PyArray_DESCR(out), (PyObject *)u->op->dtype, Py_EQ) != 1)) {
+        PyErr_Clear();
+        return NULL;
+    }
+    o = PyArray_BYTES(out), i = PyArray_BYTES(u->in);
+    if (o != i && o < i + PyArray_NBYTES(u->in) && i < o + PyArray_NBYTES(out))
+        return NULL;
+    return (PyArrayObject *)Py_NewRef(out_obj);
+}
+
 /* The scan of u->in along `axis` (-1: flattened, the result 1-D; -2: flattened, the result of
  * the input's shape) with `flags` (NULL, or C-contiguous bool of the input's shape),
  * delivered. */
@@ -316,8 +341,12 @@ static PyObject *uop_scan_run(uop *u, int axis, PyArrayObject *flags, int exclus
     if (axis < 0 || nd <= 1) { /* flattened: the input is C-contiguous already */
         shape[0] = n;
         src = (PyArrayObject *)Py_NewRef(u->in);
-        r = axis == -2 ? t_array(u, nd, PyArray_DIMS(u->in)) : t_array(u, 1, shape);
-        if (r == NULL)
+        if (axis == -2 && nd != 1)
+            memcpy(shape, PyArray_DIMS(u->in), sizeof(npy_intp) * (size_t)nd);
+        r = direct_out(u, out_obj, axis == -2 ? nd : 1, shape);
+        if (r != NULL)
+            out_obj = Py_None, u->direct = 1;
+        else if ((r = t_array(u, axis == -2 ? nd : 1, shape)) == NULL)
             goto done;
         view = (PyArrayObject *)Py_NewRef(r);
     } else {
