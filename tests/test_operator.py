@@ -378,6 +378,32 @@ def test_out_forms():
     assert int(r["a"]) == 2**10 and int(r["b"]) == fold(affine, rows(s))[1]
 
 
+@pytest.mark.parametrize("n", [1, 10, CHUNK32 * 3 + 1])
+def test_reduceat_and_segmented_reduce(n):
+    a = random_struct(AFFINE, n, seed=n)
+    values = rows(a)
+    rng = np.random.default_rng(n)
+    idx = np.sort(rng.integers(0, n, 6))
+    idx[2] = idx[1]  # NumPy's rule: an index not below the next gives a[i]
+    got = gpuscan.reduceat(a, idx, AFFINE)
+    for i, start in enumerate(idx.tolist()):
+        end = n if i + 1 == len(idx) else idx[i + 1]
+        want = fold(affine, values[start:end]) if start < end else values[start]
+        assert tuple(map(int, got[i].tolist())) == want
+    flags = rng.random(n) < 0.01
+    got = gpuscan.segmented_reduce(a, flags, AFFINE)
+    heads = [0] + [i for i in range(1, n) if flags[i]] + [n]
+    assert rows(got) == [fold(affine, values[s:e]) for s, e in zip(heads, heads[1:])]
+    m = np.arange(20).reshape(4, 5)
+    assert np.array_equal(gpuscan.reduceat(m, [0, 2, 2, 3], ADD, axis=1),
+                          np.add.reduceat(m, [0, 2, 2, 3], axis=1))
+    assert np.array_equal(gpuscan.reduceat(m, [0, 3], ADD), np.add.reduceat(m, [0, 3]))
+    with pytest.raises(IndexError):
+        gpuscan.reduceat(m, [0, 4], ADD)
+    x, y = gpuscan.segmented_reduce((a["a"], a["b"]), flags, AFFINE)
+    assert list(zip(map(int, x), map(int, y))) == rows(got)
+
+
 # ---- bad input -----------------------------------------------------------------------------------
 
 def test_bad_input():

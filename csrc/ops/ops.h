@@ -43,6 +43,8 @@ int gs_uop_wanted(PyObject *args, PyObject *kwargs, Py_ssize_t pos);
 PyObject *gs_uop_scan(PyObject *args, PyObject *kwargs);
 PyObject *gs_uop_segmented_scan(PyObject *args, PyObject *kwargs);
 PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_reduceat(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_segmented_reduce(PyObject *args, PyObject *kwargs);
 
 /* ---- streaming host operands through a backend's memory (stream.c) ------------------------- */
 

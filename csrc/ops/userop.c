@@ -533,3 +533,139 @@ done:
     Py_XDECREF(dtype);
     return ret;
 }
+
+/* ---- reduceat and segmented_reduce -------------------------------------------------------- */
+
+/* The segments of rows of n values of `src` (its last axis) into r: starts (and ends, NULL
+ * for a sorted partition) of nseg segments. */
+static int uop_segments(const uop *u, PyArrayObject *src, PyArrayObject *r, int64_t n,
+                        const int64_t *starts, const int64_t *ends, int64_t nseg)
+{
+    gs_user_desc d;
+    memset(&d, 0, sizeof(d));
+    d.in = PyArray_DATA(src);
+    d.out = PyArray_DATA(r);
+    d.starts = starts;
+    d.ends = ends;
+    d.n = n;
+    d.nseg = nseg;
+    d.rows = n > 0 ? PyArray_SIZE(src) / n : 0;
+    return d.rows * nseg == 0 ? 0 : uop_run(u, u->be->user_segreduce, &d);
+}
+
+PyObject *gs_uop_reduceat(PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "a", "indices", "op", "axis", "dtype", "out", NULL };
+    PyObject *a, *ind_obj, *op, *axis_obj = NULL, *out_obj = Py_None, *ret = NULL;
+    PyArray_Descr *dtype = NULL;
+    PyArrayObject *idx = NULL, *src = NULL, *r = NULL, *view = NULL;
+    int64_t *ends = NULL, m, n;
+    int axis = 0, nd, perm[GS_MAX_NDIM];
+    npy_intp shape[GS_MAX_NDIM], back[GS_MAX_NDIM];
+    uop u = { 0 };
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$OO&O:reduceat", kwlist, &a, &ind_obj,
+                                     &op, &axis_obj, PyArray_DescrConverter2, &dtype, &out_obj))
+        return NULL;
+    if (uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+        goto done;
+    nd = PyArray_NDIM(u.in);
+    if (nd == 0) {
+        PyErr_SetString(PyExc_TypeError, "reduceat needs an array of at least one dimension");
+        goto done;
+    }
+    if (axis_obj != NULL && axis_obj != Py_None && gs_normalize_axis(axis_obj, nd, &axis) < 0)
+        goto done;
+    idx = (PyArrayObject *)PyArray_FromAny(ind_obj, PyArray_DescrFromType(NPY_INT64), 1, 1,
+                                           NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
+    if (idx == NULL)
+        goto done;
+    m = PyArray_SIZE(idx);
+    n = PyArray_DIM(u.in, axis);
+    const int64_t *starts = PyArray_DATA(idx);
+    if ((ends = PyMem_Malloc(sizeof(int64_t) * (size_t)(m > 0 ? m : 1))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        if (starts[i] < 0 || starts[i] >= n) {
+            PyErr_Format(PyExc_IndexError, "index %lld out-of-bounds in reduceat [0, %lld)",
+                         (long long)starts[i], (long long)n);
+            goto done;
+        }
+    }
+    for (int64_t i = 0; i < m; i++) /* NumPy's rule: an index not below the next gives a[i] */
+        ends[i] = i + 1 == m ? n : starts[i] < starts[i + 1] ? starts[i + 1] : starts[i] + 1;
+    /* The axis last; the result has m values along it. */
+    for (int i = 0, k = 0; i < nd; i++)
+        if (i != axis)
+            perm[k++] = i;
+    perm[nd - 1] = axis;
+    for (int i = 0; i < nd; i++) {
+        back[perm[i]] = i;
+        shape[i] = i == nd - 1 ? m : PyArray_DIM(u.in, perm[i]);
+    }
+    if ((src = permuted(u.in, perm)) == NULL || (r = t_array(&u, nd, shape)) == NULL ||
+        uop_segments(&u, src, r, n, starts, ends, m) < 0)
+        goto done;
+    PyArray_Dims dims = { back, nd };
+    if ((view = (PyArrayObject *)PyArray_Transpose(r, &dims)) != NULL)
+        ret = uop_deliver(&u, view, out_obj, 0);
+done:
+    PyMem_Free(ends);
+    Py_XDECREF(idx);
+    Py_XDECREF(src);
+    Py_XDECREF(r);
+    Py_XDECREF(view);
+    Py_XDECREF(u.in);
+    Py_XDECREF(dtype);
+    return ret;
+}
+
+PyObject *gs_uop_segmented_reduce(PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "a", "flags", "op", "dtype", NULL };
+    PyObject *a, *flags_obj, *op, *ret = NULL;
+    PyArray_Descr *dtype = NULL;
+    PyArrayObject *flags = NULL, *r = NULL;
+    int64_t *starts = NULL, nseg = 0, n;
+    const unsigned char *fl;
+    npy_intp len;
+    uop u = { 0 };
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$O&:segmented_reduce", kwlist, &a,
+                                     &flags_obj, &op, PyArray_DescrConverter2, &dtype))
+        return NULL;
+    if (uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+        goto done;
+    flags = (PyArrayObject *)PyArray_FromAny(flags_obj, PyArray_DescrFromType(NPY_BOOL), 0, 0,
+                                             NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
+    if (flags == NULL)
+        goto done;
+    n = PyArray_SIZE(u.in);
+    if (PyArray_SIZE(flags) != n || PyArray_NDIM(flags) != PyArray_NDIM(u.in) ||
+        !PyArray_CompareLists(PyArray_DIMS(flags), PyArray_DIMS(u.in), PyArray_NDIM(u.in))) {
+        PyErr_SetString(PyExc_ValueError, "flags must have a's shape");
+        goto done;
+    }
+    if ((starts = PyMem_Malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    fl = PyArray_DATA(flags);
+    for (int64_t i = 0; i < n; i++) /* the heads: element 0 and every flagged one */
+        if (i == 0 || fl[i])
+            starts[nseg++] = i;
+    len = nseg;
+    if ((r = t_array(&u, 1, &len)) == NULL ||
+        uop_segments(&u, u.in, r, n, starts, NULL, nseg) < 0)
+        goto done;
+    ret = uop_deliver(&u, r, Py_None, 0);
+done:
+    PyMem_Free(starts);
+    Py_XDECREF(flags);
+    Py_XDECREF(r);
+    Py_XDECREF(u.in);
+    Py_XDECREF(dtype);
+    return ret;
+}
