@@ -312,7 +312,7 @@ ext = Extension(
     extra_compile_args=["-std=c11", "-O3", "-fvisibility=hidden", "-pthread",
                         "-Wall", "-Wno-unused-function"],
     extra_link_args=["-pthread"],
-    libraries=["pthread"],
+    libraries=["pthread", "dl"],  # dl: dlopen of compiled Operators (glibc < 2.34 keeps it apart)
     depends=tree_files("csrc", (".h",)) + tree_files("include", (".h",)),
 )
 

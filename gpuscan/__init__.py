@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING
 
 try:
     from gpuscan._gpuscan import (
+        CompileError,
         DeviceArray,
         GpuscanError,
+        Operator,
         backend,
         compact,
         bincount,
@@ -79,8 +81,10 @@ else:
 
 
 __all__ = [
+    "CompileError",
     "DeviceArray",
     "GpuscanError",
+    "Operator",
     "__version__",
     "backend",
     "compact",

@@ -22,6 +22,29 @@ _Out = TypeVar("_Out", bound=np.ndarray[Any, Any] | DeviceArray)
 MAX_NDIM: int
 
 class GpuscanError(RuntimeError): ...
+class CompileError(ValueError): ...
+
+@final
+class Operator:
+    """An associative operator written in C (help(gpuscan.Operator))."""
+
+    def __init__(
+        self, combine: str, *, dtype: npt.DTypeLike, identity: Any, name: str | None = None
+    ) -> None: ...
+    @property
+    def combine(self) -> str: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def identity(self) -> Any: ...
+    @property
+    def name(self) -> str | None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+# An Operator's input: an array, or (a structured dtype) a tuple of arrays, one per field; its
+# result comes back in the same form.
+_UserIn = npt.ArrayLike | tuple[npt.ArrayLike, ...]
 
 @final
 class DeviceArray:
@@ -62,6 +85,17 @@ class DeviceArray:
 
 @overload
 def scan(
+    a: _UserIn,
+    op: Operator,
+    *,
+    exclusive: bool = False,
+    axis: SupportsIndex | None = None,
+    dtype: None = None,
+    out: Any = None,
+    algorithm: Literal["auto"] = "auto",
+) -> Any: ...
+@overload
+def scan(
     a: DeviceArray,
     op: _Op = "add",
     *,
@@ -93,6 +127,17 @@ def scan(
     out: _Out,
     algorithm: _ScanAlgorithm = "auto",
 ) -> _Out: ...
+@overload
+def segmented_scan(
+    a: _UserIn,
+    flags: npt.ArrayLike,
+    op: Operator,
+    *,
+    exclusive: bool = False,
+    dtype: None = None,
+    out: Any = None,
+    algorithm: Literal["auto"] = "auto",
+) -> Any: ...
 @overload
 def segmented_scan(
     a: DeviceArray,
@@ -126,6 +171,18 @@ def segmented_scan(
     out: _Out,
     algorithm: _SegmentedAlgorithm = "auto",
 ) -> _Out: ...
+@overload
+def reduce(
+    a: _UserIn,
+    op: Operator,
+    *,
+    axis: _Axes = None,
+    dtype: None = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Literal[True] = True,
+) -> Any: ...
 @overload
 def reduce(
     a: DeviceArray,
@@ -201,6 +258,16 @@ def bincount(
 
 @overload
 def reduceat(
+    a: _UserIn,
+    indices: npt.ArrayLike,
+    op: Operator,
+    *,
+    axis: SupportsIndex = 0,
+    dtype: None = None,
+    out: Any = None,
+) -> Any: ...
+@overload
+def reduceat(
     a: DeviceArray,
     indices: npt.ArrayLike | DeviceArray,
     op: _Op = "add",
@@ -229,6 +296,14 @@ def reduceat(
     dtype: npt.DTypeLike | None = None,
     out: _Out,
 ) -> _Out: ...
+@overload
+def segmented_reduce(
+    a: _UserIn,
+    flags: npt.ArrayLike,
+    op: Operator,
+    *,
+    dtype: None = None,
+) -> Any: ...
 @overload
 def segmented_reduce(
     a: DeviceArray,

@@ -68,7 +68,7 @@ def test_the_examples_are_collected():
     names = {t.name for t in DOCTESTS}
     for fn in ("scan", "segmented_scan", "reduce", "reduceat", "segmented_reduce",
                "linear_recurrence", "histogram", "bincount", "split", "compact", "backend",
-               "device_info", "free_cached_memory", "to_device", "DeviceArray"):
+               "device_info", "free_cached_memory", "to_device", "DeviceArray", "Operator"):
         assert f"gpuscan.{fn}" in names, f"gpuscan.{fn} has no example"
     for fn in ("scan", "segmented_scan", "split"):
         assert f"gpuscan.trace.{fn}" in names, f"gpuscan.trace.{fn} has no example"

@@ -115,6 +115,42 @@ int gs_devarray_register(PyObject *module);
 /* gpuscan.to_device(a). */
 PyObject *gs_to_device(PyObject *self, PyObject *arg);
 
+/* ---- operator.c ----------------------------------------------------------------------- */
+
+/* gpuscan.Operator: an associative operator written in C (see the file).  Immutable once made. */
+typedef struct gs_Operator {
+    PyObject_HEAD PyObject *combine; /* str: the user's source */
+    PyArray_Descr *dtype;            /* as given */
+    PyArray_Descr *cdescr;           /* T's layout: native fields, aligned as C lays them out */
+    PyObject *identity_obj;          /* the identity as Python values (int, float or a tuple) */
+    PyObject *name;                  /* str or None */
+    char identity[GS_USER_MAX_SIZE]; /* the identity: one T */
+    char *type_decl;                 /* C declaring T (gs_user_spec) */
+    char *line_name;                 /* the name #line gives the combine */
+    int expression;                  /* combine is one expression (no `return`) */
+    int nfields;                     /* structured: its fields; 0: a scalar dtype */
+    const gs_backend_ops *prog_be;   /* the backend whose compiled operator `prog` is */
+    const gs_user_prog *prog;
+} gs_Operator;
+
+/* gpuscan.CompileError (a ValueError), made at import. */
+extern PyObject *gs_CompileError;
+
+/* Add Operator and CompileError to the module (module init). */
+int gs_operator_register(PyObject *module);
+
+/* Whether obj is an Operator. */
+int gs_operator_check(PyObject *obj);
+
+/* obj (a scalar, a tuple, a structured scalar) as one T into buf (what: "identity",
+ * "initial"); else the exception NumPy's conversion raises, or ValueError for an array. */
+int gs_operator_value(gs_Operator *op, PyObject *obj, const char *what, void *buf);
+
+/* The operator compiled for backend be (once; then kept): 0 with *prog, else CompileError,
+ * RuntimeError (no compiler), NotImplementedError (a backend without operators you write) or
+ * the failure's exception. */
+int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, const gs_user_prog **prog);
+
 /* ---- docstrings.c --------------------------------------------------------------------- */
 
 extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_doc_split[],
@@ -122,6 +158,6 @@ extern const char gs_doc_scan[], gs_doc_segmented_scan[], gs_doc_reduce[], gs_do
     gs_doc_to_device[], gs_doc_free_cached_memory[], gs_doc_module[], gs_doc_reduceat[],
     gs_doc_segmented_reduce[], gs_doc_linear_recurrence[], gs_doc_devarray[], gs_doc_devarray_get[],
     gs_doc_devarray_dlpack[], gs_doc_devarray_dlpack_device[], gs_doc_devarray_array[],
-    gs_doc_sort[], gs_doc_argsort[];
+    gs_doc_sort[], gs_doc_argsort[], gs_doc_operator[], gs_doc_compile_error[];
 
 #endif /* GS_BINDING_H */

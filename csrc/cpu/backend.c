@@ -12,6 +12,7 @@
  * wrote then means nothing, and no thread of theirs is still running.
  */
 #include "cpu/cpu.h"
+#include "cpu/jit.h"
 
 #include <errno.h>
 #include <string.h>
@@ -194,6 +195,38 @@ static int cpu_select(const gs_select_desc *d, gs_fail *f)
         "gs_cpu_parallel_for", f);
 }
 
+/* Operators you write (cpu/jit.h): the compile runs on the calling thread, unwatched (a
+ * compiler is not stopped halfway); the work runs watched, as every entry's. */
+static int cpu_user_load(const gs_user_spec *s, const gs_user_prog **prog, gs_user_msg *msg,
+                         gs_fail *f)
+{
+    int rc = gs_cpu_user_load(s, prog, msg);
+    if (rc < 0 && msg->error == NULL)
+        return gs_fail_set(f, 'e', -rc, "gs_cpu_user_load", 0);
+    return rc < 0 ? -1 : 0;
+}
+
+static int cpu_user_scan(const gs_user_desc *d, gs_fail *f)
+{
+    gs_stop_watch w;
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_user_scan(d), "gs_cpu_user_scan", f);
+}
+
+static int cpu_user_reduce(const gs_user_desc *d, gs_fail *f)
+{
+    gs_stop_watch w;
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_user_reduce(d), "gs_cpu_user_reduce", f);
+}
+
+static int cpu_user_segreduce(const gs_user_desc *d, gs_fail *f)
+{
+    gs_stop_watch w;
+    gs_stop_watch_begin(&w);
+    return outcome(&w, gs_cpu_user_segreduce(d), "gs_cpu_user_segreduce", f);
+}
+
 const gs_backend_ops gs_cpu_backend = {
     .name = "cpu",
     .mem = GS_MEM_HOST,
@@ -213,4 +246,8 @@ const gs_backend_ops gs_cpu_backend = {
     .linrec = cpu_linrec,
     .select = cpu_select,
     .sort = cpu_sort,
+    .user_load = cpu_user_load,
+    .user_scan = cpu_user_scan,
+    .user_reduce = cpu_user_reduce,
+    .user_segreduce = cpu_user_segreduce,
 };

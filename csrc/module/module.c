@@ -218,7 +218,8 @@ PyMODINIT_FUNC PyInit__gpuscan(void)
         Py_DECREF(gs_GpuscanError);
         goto fail;
     }
-    if (gs_devarray_register(m) < 0 || PyModule_AddIntConstant(m, "MAX_NDIM", GS_MAX_NDIM) < 0 ||
+    if (gs_devarray_register(m) < 0 || gs_operator_register(m) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_NDIM", GS_MAX_NDIM) < 0 ||
         PyModule_AddFunctions(m, gs_hook_methods) < 0)
         goto fail;
     gs_stop_set_check(gs_interrupt_check);

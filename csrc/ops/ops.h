@@ -37,6 +37,17 @@ PyObject *gs_argsort(PyObject *self, PyObject *args, PyObject *kwargs);
  * values, flags or None, work of the step); gpuscan.trace's engine. */
 PyObject *gs_trace(PyObject *self, PyObject *args, PyObject *kwargs);
 
+/* ---- operators you write (userop.c) ----------------------------------------------------- */
+
+/* Whether the call's `op` (positional argument pos, or the keyword) is a gpuscan.Operator; the
+ * entries then hand the whole call to their gs_uop_ twin, which parses the same arguments. */
+int gs_uop_wanted(PyObject *args, PyObject *kwargs, Py_ssize_t pos);
+PyObject *gs_uop_scan(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_segmented_scan(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_reduceat(PyObject *args, PyObject *kwargs);
+PyObject *gs_uop_segmented_reduce(PyObject *args, PyObject *kwargs);
+
 /* ---- streaming host operands through a backend's memory (stream.c) ------------------------- */
 
 /* The backend's streamed entries (gpuscan/backend.h), for host operands on a backend with memory

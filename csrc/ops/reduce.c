@@ -350,6 +350,8 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_operand in, out;
     reduce_plan p;
 
+    if (gs_uop_wanted(args, kwargs, 1))
+        return gs_uop_reduce(args, kwargs); /* an Operator: ops/userop.c */
     if (gs_half_route(gs_reduce, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 

@@ -228,6 +228,8 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_algorithm algo;
     scan_call c;
 
+    if (gs_uop_wanted(args, kwargs, 1))
+        return gs_uop_scan(args, kwargs); /* an Operator: ops/userop.c */
     if (gs_half_route(gs_scan, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 
@@ -275,6 +277,8 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_algorithm algo;
     scan_call c;
 
+    if (gs_uop_wanted(args, kwargs, 2))
+        return gs_uop_segmented_scan(args, kwargs); /* an Operator: ops/userop.c */
     if (gs_half_route(gs_segmented_scan, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
 

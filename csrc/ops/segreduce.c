@@ -373,6 +373,8 @@ PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
     reduceat_plan p;
     int ndim;
 
+    if (gs_uop_wanted(args, kwargs, 2))
+        return gs_uop_reduceat(args, kwargs); /* an Operator: ops/userop.c */
     if (gs_half_route(gs_reduceat, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
@@ -511,6 +513,8 @@ PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     gs_op op = GS_OP_ADD;
     int ndim, fnd;
 
+    if (gs_uop_wanted(args, kwargs, 2))
+        return gs_uop_segmented_reduce(args, kwargs); /* an Operator: ops/userop.c */
     if (gs_half_route(gs_segmented_reduce, self, args, kwargs, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));

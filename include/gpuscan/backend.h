@@ -49,6 +49,60 @@ static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call,
     return -1;
 }
 
+/* ---- Operators you write (gpuscan.Operator) --------------------------------------------- */
+
+/* An operator as the binding describes it to a backend, which compiles it (its own way, cached
+ * in the process and on disk: csrc/host/jitcache.h) into the kernels that run it.  `type_decl`
+ * is C that declares the value type T (a typedef of a scalar, or a struct with the dtype's
+ * fields in order, followed by _Static_asserts of its size and offsets against NumPy's aligned
+ * layout); `combine` is the user's source over T x (earlier) and T y (later): one expression
+ * (expression != 0) or statements ending in a return; `name` names it in the compiler's log
+ * (#line), so that the user's line numbers are its own.  `key_extra` enters the cache key
+ * beside the source and the compiler (gpuscan's version). */
+#define GS_USER_MAX_SIZE 256 /* bytes of T at most: a 4x4 matrix of doubles, a carry on the stack */
+typedef struct gs_user_spec {
+    const char *type_decl;
+    const char *combine;
+    int expression;
+    const char *name;
+    size_t size; /* sizeof(T): NumPy's itemsize of the aligned dtype */
+    const char *key_extra;
+} gs_user_spec;
+
+/* A compiled operator: the backend's, opaque, loaded once per process and never unloaded (the
+ * binding keeps the pointer on its Operator). */
+typedef struct gs_user_prog gs_user_prog;
+
+/* What a backend's user_load says besides its result: `error` (malloc'd; the caller frees it)
+ * with error_kind 'c' (the operator did not compile: the compiler's log) or 'm' (no compiler:
+ * what to install); `warning` (malloc'd) for something the caller should show (a cache folder
+ * refused). */
+typedef struct gs_user_msg {
+    char *error;
+    char error_kind;
+    char *warning;
+} gs_user_msg;
+
+/* Work for an operator you write, over contiguous values of its T (`size` bytes each, aligned
+ * for T).  scan: n values as rows of row_len (0: one row), each scanned alone, in place when
+ * out == in; flags (1 byte each, nonzero: a segment head; NULL: none; not with row_len) restart
+ * it.  reduce: `rows` rows of row_len values (0 allowed: the start alone) into `rows` values,
+ * each the start (initial, else the first value) combined with the row's values left to right.
+ * segreduce: out[s] = in[starts[s]] combine ... in[ends[s] - 1] for each of nseg segments of
+ * each of `rows` rows of n values (0 <= starts < ends <= n, settled by the caller), out rows x
+ * nseg.  identity: one T.  Results depend on the shapes alone (never on the threads). */
+typedef struct gs_user_desc {
+    const gs_user_prog *prog;
+    const void *in;
+    void *out;
+    const unsigned char *flags;
+    const int64_t *starts, *ends;
+    int64_t n, row_len, rows, nseg;
+    int exclusive;
+    const void *identity;
+    const void *initial; /* reduce: NULL for none */
+} gs_user_desc;
+
 /* One table per backend (see the file's header). Every entry works on flat, C-contiguous
  * buffers in the backend's memory (`mem`) described by the descriptors above, is called WITHOUT
  * the GIL, and returns 0, or -1 with the failure in *f. Work may be left enqueued (CUDA): a
@@ -96,6 +150,14 @@ typedef struct gs_backend_ops {
     int (*select)(const gs_select_desc *d, gs_fail *f);
     /* A sort or argsort (sort, argsort). */
     int (*sort)(const gs_sort_desc *d, gs_fail *f);
+    /* Operators you write (gs_user_spec above); NULL on a backend that cannot run them yet.
+     * user_load compiles (or finds in its caches) the operator: 0 with *prog, or -1 with the
+     * failure in *f, or -1 with msg->error set (f unused).  It may take long (a compile). */
+    int (*user_load)(const gs_user_spec *s, const gs_user_prog **prog, gs_user_msg *msg,
+                     gs_fail *f);
+    int (*user_scan)(const gs_user_desc *d, gs_fail *f);
+    int (*user_reduce)(const gs_user_desc *d, gs_fail *f);
+    int (*user_segreduce)(const gs_user_desc *d, gs_fail *f);
 
     /* Streamed entries (NULL for the CPU, whose memory is the host's): the same work with
      * operands and results in host memory, views of any strides, byte order and dtype (converted

@@ -1,0 +1,60 @@
+/*
+ * cpu/jit.h - operators you write (gpuscan.Operator) on the CPU backend: compiled at run time
+ * by the system's C compiler into a shared object of chunk kernels, loaded, and run on the
+ * backend's threads.
+ *
+ * Level: backend (CPU); nothing of Python.  cpu/jit.c makes and loads the shared object (its
+ * source: cpu/jit_kernels.h's template with the operator's T and combine put in; its cache:
+ * host/jitcache.h); cpu/user.c runs its kernels, a chunk of values per call, never a value per
+ * call: the user's combine is inlined into each kernel's loop.
+ */
+#ifndef GS_CPU_JIT_H
+#define GS_CPU_JIT_H
+
+#include "cpu/cpu.h"
+
+/* The kernels' interface version: in the cache key, and checked when a shared object loads. */
+#define GS_JIT_ABI 1
+
+/* The table a generated shared object exports (as gs_jit_table), over values of its T:
+ *   combine  *r = combine(*x, *y);
+ *   fold     *acc = in[0] combine ... in[n - 1] (n >= 1), or *acc combine in[0] ... when has_acc;
+ *   total    the state after the last head of in[0, n) (flags: 1 byte a value, nonzero a head;
+ *            from in[0] when none) into *acc; returns whether there was a head;
+ *   scan     the chunk in[0, n) (n >= 1) into out (out may be in): a local state from in[0]
+ *            (restarted at each head), each output the carry combined with the local state
+ *            (inclusive) or with the one before (exclusive; the identity at a head, the carry
+ *            alone at 0) until the first head, the local state alone after it (carry NULL: the
+ *            local state alone from the start, the identity at 0 when exclusive); *total
+ *            receives the final local state (the chunk's total since its last head).
+ * Written once, as a macro, so that this header and the template say the same. */
+#define GS_JIT_TABLE                                                                            \
+    struct gs_jit_table {                                                                       \
+        unsigned abi;                                                                           \
+        size_t size;                                                                            \
+        void (*combine)(const void *x, const void *y, void *r);                                 \
+        void (*fold)(const void *in, int64_t n, void *acc, int has_acc);                        \
+        int (*total)(const void *in, const unsigned char *flags, int64_t n, void *acc);         \
+        void (*scan)(const void *in, void *out, const unsigned char *flags, int64_t n,          \
+                     const void *carry, int exclusive, const void *identity, void *total);      \
+    }
+GS_JIT_TABLE;
+
+/* A loaded operator (gpuscan/backend.h's opaque gs_user_prog): its kernels and T's size. */
+struct gs_user_prog {
+    const struct gs_jit_table *k;
+    size_t size;
+    char key[65];
+    struct gs_user_prog *next; /* the process's list of loaded operators (cpu/jit.c) */
+};
+
+/* Compile (or find in the process, then on disk) the operator of spec: 0 with *prog; a negative
+ * errno; or -1 with msg->error set (a compile error, no compiler). */
+int gs_cpu_user_load(const gs_user_spec *spec, const gs_user_prog **prog, gs_user_msg *msg);
+
+/* gs_user_desc's scan, reduce and segreduce (cpu/user.c): 0 or a negative errno. */
+int gs_cpu_user_scan(const gs_user_desc *d);
+int gs_cpu_user_reduce(const gs_user_desc *d);
+int gs_cpu_user_segreduce(const gs_user_desc *d);
+
+#endif /* GS_CPU_JIT_H */
