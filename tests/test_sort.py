@@ -6,9 +6,8 @@ kind="stable")`` (NaNs last in input order, -0.0 and +0.0 equal and kept in inpu
 which keeps NaNs last and the two zeros equal; ``~a`` for integers and bool, which never
 overflows).  Values are compared bit for bit (a sort moves them: a NaN's payload and a zero's
 sign must survive), indices exactly.  Sizes are named after the CPU backend's paths
-(cpu/sort.c): the comparison sort of at most 1024 keys (insertion runs of 16, then merges), a
-one-table histogram below 4096, one thread below 2^16, the cache-sized LSD passes, the MSD split
-of a long row on every thread.
+(cpu/sort.c): the comparison sort of at most 64 keys, a one-table histogram below 4096, one
+thread below 2^16, the cache-sized LSD passes, the MSD split of a long row on every thread.
 Device variants are marked `gpu` and run with the CUDA backend.
 """
 import numpy as np
@@ -26,9 +25,8 @@ SIZES = [
     pytest.param(0, id="empty"),
     pytest.param(1, id="one"),
     pytest.param(2, id="two"),
-    pytest.param(17, id="insertion_run_plus_one_17"),
-    pytest.param(1024, id="small_sort_1024"),
-    pytest.param(1025, id="radix_1025"),
+    pytest.param(64, id="small_sort_64"),
+    pytest.param(65, id="radix_65"),
     pytest.param(4097, id="wide_histogram_4097"),
     pytest.param(2**16 + 3, id="threads_2^16+3"),
 ]
@@ -175,9 +173,9 @@ def test_axes(dtype, axis, rng):
     check(a.reshape(5, 70, 9), axis=axis, descending=True)
 
 
-@pytest.mark.parametrize("shape", [(200_000, 3), (30_000, 17), (1000, 1025), (300, 4000),
+@pytest.mark.parametrize("shape", [(200_000, 3), (30_000, 17), (3000, 65), (300, 4000),
                                    (3, 2**16 + 1), (1, 2**17)],
-                         ids=["rows_of_3", "rows_of_17", "rows_of_1025", "rows_of_4000",
+                         ids=["rows_of_3", "rows_of_17", "rows_of_65", "rows_of_4000",
                               "three_long_rows", "one_row"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32], ids=["uint8", "int32",
                                                                           "float32"])

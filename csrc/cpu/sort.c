@@ -47,10 +47,9 @@
 
 #include "cpu/cpu.h"
 
-/* Keys sorted by comparisons instead of digits: a pass's 256 counters to clear, add up and
- * scan, per digit, cost more than the merges up to here (measured on a 2-core AMD EPYC host:
- * 1000 int32 keys in 5.9 us by merges, 7.2 us by four passes; 200 in 1.5 against 2.7). */
-#define GS_SORT_SMALL 1024
+/* Keys sorted by comparisons instead of digits: 256 counters per digit cost about as much to
+ * clear, add up and scan as comparing a few dozen keys. */
+#define GS_SORT_SMALL 64
 /* Keys sorted by insertion before the small sort merges them. */
 #define GS_SORT_RUN 16
 /* A range shorter than this counts its digits into one table (cpu/sort_body.h): the four
