@@ -25,9 +25,10 @@
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
- * before it), and after an MSD split its buckets are sorted in parallel; a call of many rows
- * sorts the rows in parallel, each on one thread.  Below GS_SORT_PARALLEL_MIN keys one thread
- * does everything.  The result is the same bytes on every run and thread count.  Ctrl-C
+ * before it), and after an MSD split its buckets are sorted in parallel: rows of at least
+ * GS_SORT_LONG_MIN keys, fewer than twice the threads.  Otherwise the rows are sorted in
+ * parallel, each on one thread, and below GS_SORT_PARALLEL_MIN keys in all one thread does
+ * everything.  The result is the same bytes on every run and thread count.  Ctrl-C
  * (host/pool.h): every loop over a long range asks between blocks of GS_SORT_STOP_BLOCK keys
  * whether the call stops, and a stopped range returns at once, its later passes not run.
  *
@@ -71,6 +72,11 @@
  * as waking the workers of a busy host and sharing the histogram, and small calls stay at the
  * speed of one core with nothing to wait for. */
 #define GS_SORT_PARALLEL_MIN ((int64_t)1 << 16)
+/* One row shorter than this is sorted on one thread even when threads are free: its passes in
+ * chunks on every thread wait for each other several times a pass, and on a 2-core host (the
+ * other core often busy) 10^5 and 2*10^5 int32 keys took 1.2x-1.3x as long on two threads as on
+ * one; from 10^6 two are faster (5.4 ms against 7.3). */
+#define GS_SORT_LONG_MIN ((int64_t)1 << 19)
 /* A long range's histogram and passes run in chunks of at least this many keys, and at least
  * four per thread, so that a thread slowed by the host's load leaves the others work. */
 #define GS_SORT_CHUNK_MIN ((int64_t)1 << 15)
@@ -552,7 +558,7 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
         return 0;
     }
     d = digits[p - 1];
-    if (p == 1 || !msd_pays(job, total + d * GS_SORT_RADIX, n))
+    if (p == 1 || n <= job->cache_items || !msd_pays(job, total + d * GS_SORT_RADIX, n))
         return par_lsd(job, chunks, src, total, digits, p);
 
     /* ---- the MSD split in chunks, then the buckets in parallel ---- */
@@ -746,7 +752,7 @@ int gs_cpu_sort(const gs_sort_desc *d)
     }
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
-    if (threads > 1 && d->row_len >= GS_SORT_PARALLEL_MIN && d->rows < 2 * (int64_t)threads) {
+    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads) {
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;
