@@ -68,6 +68,9 @@
  * or when no bucket holds more than 1/GS_SORT_SPREAD of them (a level of buckets still too
  * large, split again: 16 brings each level 4 bits closer to the cache). */
 #define GS_SORT_SPREAD 16
+/* No MSD split of a range whose 256 buckets would average fewer keys than this: each bucket's
+ * passes cost 256 counters per digit besides its keys. */
+#define GS_SORT_BUCKET_MIN 4096
 /* Below this many keys in all, one thread sorts everything: 2^16 int32 keys take about as long
  * as waking the workers of a busy host and sharing the histogram, and small calls stay at the
  * speed of one core with nothing to wait for. */
@@ -278,6 +281,8 @@ static int msd_pays(const sort_job *job, const int64_t *count, int64_t n)
 {
     int64_t fit = 0, most = 0;
 
+    if (n < GS_SORT_RADIX * GS_SORT_BUCKET_MIN)
+        return 0;
     for (int b = 0; b < GS_SORT_RADIX; b++) {
         fit += count[b] <= job->cache_items ? count[b] : 0;
         most = count[b] > most ? count[b] : most;
