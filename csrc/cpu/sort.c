@@ -14,10 +14,11 @@
  *   histogram   one read counts every digit at once (as CUB's Onesweep does), and a digit that
  *               every key of the range shares is skipped: no pass for it (small integers in
  *               int64 need two or three passes, not eight);
- *   MSD split   a range larger than the cache (GS_SORT_CACHE_BYTES) whose top remaining digit
- *               spreads its keys well (msd_pays) is first split by that digit, stably, into
- *               256 buckets, each then sorted on its own by the lower digits (recursively:
- *               large buckets split again), so that the passes over each run in the cache;
+ *   MSD split   a range larger than the cache (GS_SORT_CACHE_BYTES), and large enough that its
+ *               buckets average GS_SORT_BUCKET_MIN keys, whose top remaining digit spreads its
+ *               keys well (msd_pays) is first split by that digit, stably, into 256 buckets,
+ *               each then sorted on its own by the lower digits (recursively: large buckets
+ *               split again), so that the passes over each run in the cache;
  *   LSD passes  otherwise one stable scatter per remaining digit, least significant first,
  *               the last into the output;
  *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
