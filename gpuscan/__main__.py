@@ -192,6 +192,10 @@ def main_rows():
         row("histogram", "uint8, 256 bins", "u8", bins=256, range=(0, 256)),
         row("bincount", "uint8", "u8"),
         row("bincount", "int32 in [0, 1000)", "keys"),
+        row("sort", "float32", "f32"),
+        row("sort", "float64, axis=1", "f64_rows", axis=1),
+        row("argsort", "int32", "i32"),
+        row("argsort", "float32, descending", "f32", descending=True),
     ]
 
 

@@ -32,7 +32,7 @@ from gpuscan._ops import UFUNCS
 
 __all__ = [
     "scan", "segmented_scan", "reduce", "reduceat", "segmented_reduce", "linear_recurrence",
-    "split", "compact", "histogram", "bincount",
+    "split", "compact", "histogram", "bincount", "sort", "argsort",
     "identity", "wide", "first_difference", "sum_error", "scan_error", "reduce_error",
     "segmented_scan_error", "segments_error", "mul_scan_problem", "recurrence_error",
 ]
@@ -179,6 +179,27 @@ def split(x, flags):
 def compact(x, flags):
     """gpuscan.compact: the flagged values, in order."""
     return np.asarray(x).ravel()[np.asarray(flags).ravel() != 0]
+
+
+def argsort(x, axis=-1, descending=False):
+    """gpuscan.argsort: np.argsort(kind="stable"); descending, the stable argsort of an
+    order-reversing map of the keys (-x for floats, which keeps NaNs last and the zeros equal;
+    ~x for integers and bool, which never overflows)."""
+    x = np.asarray(x)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    key = (-x if x.dtype.kind == "f" else ~x) if descending else x
+    return np.argsort(key, axis=axis, kind="stable")
+
+
+def sort(x, axis=-1, descending=False):
+    """gpuscan.sort: np.sort(kind="stable"); descending, x's values in argsort's order."""
+    if not descending:
+        return np.sort(x, axis=axis, kind="stable")
+    x = np.asarray(x)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    return np.take_along_axis(x, argsort(x, axis, True), axis)
 
 
 def linear_recurrence(a, b, axis=-1, h0=None, reverse=False):

@@ -7,7 +7,8 @@ which keeps NaNs last and the two zeros equal; ``~a`` for integers and bool, whi
 overflows).  Values are compared bit for bit (a sort moves them: a NaN's payload and a zero's
 sign must survive), indices exactly.  Sizes are named after the CPU backend's paths
 (cpu/sort.c): the comparison sort of at most 64 keys, a one-table histogram below 4096, one
-thread below 2^16, the cache-sized LSD passes, the MSD split of a long row on every thread.
+thread below 2^16, the cache-sized LSD passes, a long row (2^19 keys and more) on every thread
+with its MSD split.
 Device variants are marked `gpu` and run with the CUDA backend.
 """
 import numpy as np
@@ -28,7 +29,7 @@ SIZES = [
     pytest.param(64, id="small_sort_64"),
     pytest.param(65, id="radix_65"),
     pytest.param(4097, id="wide_histogram_4097"),
-    pytest.param(2**16 + 3, id="threads_2^16+3"),
+    pytest.param(2**16 + 3, id="one_task_2^16+3"),
 ]
 LARGE = pytest.param(2**20 + 17, id="msd_split_2^20+17")
 
@@ -174,9 +175,9 @@ def test_axes(dtype, axis, rng):
 
 
 @pytest.mark.parametrize("shape", [(200_000, 3), (30_000, 17), (3000, 65), (300, 4000),
-                                   (3, 2**16 + 1), (1, 2**17)],
+                                   (3, 2**16 + 1), (2, 2**19 + 1)],
                          ids=["rows_of_3", "rows_of_17", "rows_of_65", "rows_of_4000",
-                              "three_long_rows", "one_row"])
+                              "three_rows", "two_long_rows"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32], ids=["uint8", "int32",
                                                                           "float32"])
 def test_many_rows(dtype, shape, rng):
@@ -308,7 +309,7 @@ for dt in ("int32", "float32", "int64", "float64"):
     for desc in (False, True):
         h.update(gpuscan.sort(a, descending=desc).tobytes())
         h.update(gpuscan.argsort(a, descending=desc).tobytes())
-    h.update(gpuscan.argsort(a[: 3 * 70000].reshape(3, -1)).tobytes())
+    h.update(gpuscan.argsort(a[: 2 * (2**19 + 1)].reshape(2, -1)).tobytes())
     h.update(gpuscan.sort(a[: 2**20].reshape(-1, 64)).tobytes())
 print(h.hexdigest())
 """

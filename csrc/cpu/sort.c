@@ -14,10 +14,11 @@
  *   histogram   one read counts every digit at once (as CUB's Onesweep does), and a digit that
  *               every key of the range shares is skipped: no pass for it (small integers in
  *               int64 need two or three passes, not eight);
- *   MSD split   a range larger than the cache (GS_SORT_CACHE_BYTES) whose top remaining digit
- *               spreads its keys well (msd_pays) is first split by that digit, stably, into
- *               256 buckets, each then sorted on its own by the lower digits (recursively:
- *               large buckets split again), so that the passes over each run in the cache;
+ *   MSD split   a range larger than the cache (GS_SORT_CACHE_BYTES), and large enough that its
+ *               buckets average GS_SORT_BUCKET_MIN keys, whose top remaining digit spreads its
+ *               keys well (msd_pays) is first split by that digit, stably, into 256 buckets,
+ *               each then sorted on its own by the lower digits (recursively: large buckets
+ *               split again), so that the passes over each run in the cache;
  *   LSD passes  otherwise one stable scatter per remaining digit, least significant first,
  *               the last into the output;
  *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
@@ -25,9 +26,10 @@
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
- * before it), and after an MSD split its buckets are sorted in parallel; a call of many rows
- * sorts the rows in parallel, each on one thread.  Below GS_SORT_PARALLEL_MIN keys one thread
- * does everything.  The result is the same bytes on every run and thread count.  Ctrl-C
+ * before it), and after an MSD split its buckets are sorted in parallel: rows of at least
+ * GS_SORT_LONG_MIN keys, fewer than twice the threads.  Otherwise the rows are sorted in
+ * parallel, each on one thread, and below GS_SORT_PARALLEL_MIN keys in all one thread does
+ * everything.  The result is the same bytes on every run and thread count.  Ctrl-C
  * (host/pool.h): every loop over a long range asks between blocks of GS_SORT_STOP_BLOCK keys
  * whether the call stops, and a stopped range returns at once, its later passes not run.
  *
@@ -57,18 +59,28 @@
 #define GS_SORT_HIST_WIDE 4096
 /* A range whose keys and indices, in both buffers of its passes, fit in this many bytes is
  * sorted by LSD passes in the cache; a larger one is split by its top digit first when that
- * brings its buckets there: half of the 1 MiB second-level cache of current x86-64 server
- * cores, the other half for the counters, the stack and the data of the other core's tasks
- * sharing the third level. */
-#define GS_SORT_CACHE_BYTES (512 * 1024)
+ * brings its buckets there: twice the 1 MiB second-level cache of a current x86-64 server core
+ * (a pass streams its source once and scatters into 256 runs, which the third level absorbs).
+ * Measured on a 2-core AMD EPYC host against 512 KiB: 10^7 int64 keys sorted in a third of the
+ * time (their 39000-key buckets sorted whole instead of split again into 150-key ones, whose
+ * passes are mostly counters), 10^5 int32 keys in half. */
+#define GS_SORT_CACHE_BYTES (2048 * 1024)
 /* An MSD split pays when at least half of the range's keys land in buckets that fit the cache,
  * or when no bucket holds more than 1/GS_SORT_SPREAD of them (a level of buckets still too
  * large, split again: 16 brings each level 4 bits closer to the cache). */
 #define GS_SORT_SPREAD 16
+/* No MSD split of a range whose 256 buckets would average fewer keys than this: each bucket's
+ * passes cost 256 counters per digit besides its keys. */
+#define GS_SORT_BUCKET_MIN 4096
 /* Below this many keys in all, one thread sorts everything: 2^16 int32 keys take about as long
  * as waking the workers of a busy host and sharing the histogram, and small calls stay at the
  * speed of one core with nothing to wait for. */
 #define GS_SORT_PARALLEL_MIN ((int64_t)1 << 16)
+/* One row shorter than this is sorted on one thread even when threads are free: its passes in
+ * chunks on every thread wait for each other several times a pass, and on a 2-core host (the
+ * other core often busy) 10^5 and 2*10^5 int32 keys took 1.2x-1.3x as long on two threads as on
+ * one; from 10^6 two are faster (5.4 ms against 7.3). */
+#define GS_SORT_LONG_MIN ((int64_t)1 << 19)
 /* A long range's histogram and passes run in chunks of at least this many keys, and at least
  * four per thread, so that a thread slowed by the host's load leaves the others work. */
 #define GS_SORT_CHUNK_MIN ((int64_t)1 << 15)
@@ -270,6 +282,8 @@ static int msd_pays(const sort_job *job, const int64_t *count, int64_t n)
 {
     int64_t fit = 0, most = 0;
 
+    if (n < GS_SORT_RADIX * GS_SORT_BUCKET_MIN)
+        return 0;
     for (int b = 0; b < GS_SORT_RADIX; b++) {
         fit += count[b] <= job->cache_items ? count[b] : 0;
         most = count[b] > most ? count[b] : most;
@@ -550,7 +564,7 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
         return 0;
     }
     d = digits[p - 1];
-    if (p == 1 || !msd_pays(job, total + d * GS_SORT_RADIX, n))
+    if (p == 1 || n <= job->cache_items || !msd_pays(job, total + d * GS_SORT_RADIX, n))
         return par_lsd(job, chunks, src, total, digits, p);
 
     /* ---- the MSD split in chunks, then the buckets in parallel ---- */
@@ -744,7 +758,7 @@ int gs_cpu_sort(const gs_sort_desc *d)
     }
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
-    if (threads > 1 && d->row_len >= GS_SORT_PARALLEL_MIN && d->rows < 2 * (int64_t)threads) {
+    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads) {
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;

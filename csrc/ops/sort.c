@@ -112,6 +112,11 @@ static int sort_backend(const gs_backend_ops *be, const sort_call *c, const gs_v
     gs_fail f = { 0 };
     int rc;
 
+    if (be->sort == NULL) { /* a backend built without its sort (kernels of another build) */
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "sort/argsort: this build's CUDA backend has no sort kernels");
+        return -1;
+    }
     memset(&d, 0, sizeof(d));
     d.keys = src->ptr;
     if (c->arg || c->half != NULL)
