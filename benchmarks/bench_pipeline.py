@@ -157,7 +157,8 @@ def suite(h):
     del locked
     h.host_case("to_device f32", n, [x], [
         ("gpuscan", "gpuscan.to_device(h)", lambda a: gpuscan.to_device(a)),
-        ("cupy", "cp.asarray(h)", lambda a: cp.asarray(a)),
+        # (its first value read back: the harness keeps host results, and the read waits)
+        ("cupy", "cp.asarray(h)", lambda a: cp.asarray(a)[:1].get()),
     ], nbytes=x.nbytes)
     d = gpuscan.to_device(x)
     c = cp.asarray(x)
@@ -198,23 +199,22 @@ def suite(h):
 
     big = n == 1 << 28
     if big:
-        goal("scan round trip, fresh output", ms("scan f32 round trip (fresh out)"), 60)
-        h.goal("  (stretch)", n, f"{ms('scan f32 round trip (fresh out)'):.1f} ms", "<= 30 ms",
-               "info")
+        fresh = ms("scan f32 round trip (fresh out)")
+        goal("scan round trip, fresh output", fresh, 28)
         cupy_row = h.row("scan f32 round trip (fresh out)", "cupy", n)
-        ratio = cupy_row.ms / ms("scan f32 round trip (fresh out)") if cupy_row and cupy_row.ms \
-            else float("nan")
+        ratio = cupy_row.ms / fresh if cupy_row and cupy_row.ms else float("nan")
         h.goal("scan round trip vs CuPy's", n, f"{ratio:.1f}x", ">= 8x",
                "ok" if ratio >= 8 else "MISS")
         h.goal("  (first call: page-locked block made)", n, f"{first_ms:.1f} ms", "-", "info")
         h.goal("  (ordinary memory, no cache)", n,
                f"{ms('scan f32 round trip (fresh, ordinary memory)'):.1f} ms", "-", "info")
-        goal("scan round trip, out= preallocated", ms("scan f32 round trip (out= given)"), 40)
-        h.goal("  (out= page-locked)", n,
-               f"{ms('scan f32 round trip (out= page-locked)'):.1f} ms", "<= 40 ms", "info")
-        for case in ("to_device f32", "DeviceArray.get f32"):
+        goal("scan round trip, out= a NumPy array", ms("scan f32 round trip (out= given)"),
+             fresh)
+        goal("  (out= page-locked)", ms("scan f32 round trip (out= page-locked)"), fresh)
+        for case, floor in (("to_device f32", 50), ("DeviceArray.get f32", 50)):
             gbps = x.nbytes / ms(case) / 1e6
-            h.goal(f"{case} GB/s", n, f"{gbps:.1f}", ">= 40", "ok" if gbps >= 40 else "MISS")
+            h.goal(f"{case} GB/s", n, f"{gbps:.1f}", f">= {floor}",
+                   "ok" if gbps >= floor else "MISS")
         goal("histogram 256 bins (NumPy in)", ms("histogram f32 256 bins (up only)"), 25)
         goal("reduce (NumPy in)", ms("reduce f32 (up only)"), 25)
         goal("split round trip", ms("split f32, u8 flags (round trip)"), 60)

@@ -50,18 +50,23 @@ static void store(gs_dtype t, char *p, int swapped, gs_value v)
     memcpy(p, &buf, gs_dtype_size(t));
 }
 
-/* Runs at least this long are copied with non-temporal stores: the staging buffer is read next
- * by the copy engine, the result not soon by this thread, so neither belongs in the cache, and
- * streaming stores skip reading each destination line first (a third less memory traffic). */
+/* Where the stores of a long run go.  A pack's go to the cache: the staging chunk is read next
+ * by the copy engine, which takes it from a large last-level cache (a server's hundreds of MiB)
+ * instead of memory; streamed there, it cost a write and a read of memory more per byte, and
+ * the host's memory bandwidth bounded the upload (H200 host, 1 GiB to_device: 41 -> 53 GB/s
+ * with cached stores and 16 MiB chunks, docs/performance-notes.md).  An unpack's stream past
+ * the cache (non-temporal stores): its destination, the user's array, is not read again soon,
+ * and streaming stores skip reading each destination line first.  Runs shorter than
+ * GS_STREAM_MIN_BYTES are plain memcpy either way. */
 #define GS_STREAM_MIN_BYTES ((size_t)64 << 10)
 
-/* memcpy of a long run with streaming stores where the processor has them. */
-static void copy_long(char *dst, const char *src, size_t n)
+/* memcpy of a long run, with streaming stores (`stream`) where the processor has them. */
+static void copy_long(char *dst, const char *src, size_t n, int stream)
 {
 #if defined(__SSE2__)
     size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
 
-    if (n < GS_STREAM_MIN_BYTES) {
+    if (!stream || n < GS_STREAM_MIN_BYTES) {
         memcpy(dst, src, n);
         return;
     }
@@ -82,20 +87,21 @@ static void copy_long(char *dst, const char *src, size_t n)
     memcpy(dst, src, n);
     _mm_sfence(); /* the streamed stores visible before the task reports done */
 #else
+    (void)stream;
     memcpy(dst, src, n);
 #endif
 }
 
 /* n values from `src` (byte stride ss) to `dst` (stride ds): moved as bits when the dtypes
- * match, else converted. */
+ * match (a long contiguous run streamed when `stream`), else converted. */
 static void copy_run(const char *src, int64_t ss, gs_dtype st, int sswap, char *dst, int64_t ds,
-                     gs_dtype dt, int dswap, int64_t n)
+                     gs_dtype dt, int dswap, int64_t n, int stream)
 {
     const size_t size = gs_dtype_size(st);
 
     if (st == dt && sswap == dswap) {
         if (ss == (int64_t)size && ds == (int64_t)size) {
-            copy_long(dst, src, (size_t)n * size);
+            copy_long(dst, src, (size_t)n * size, stream);
             return;
         }
         for (int64_t i = 0; i < n; i++)
@@ -159,9 +165,9 @@ static void pack_run(void *ctx, char *p, int64_t stride, int64_t len, int64_t at
     char *b = c->buf + at * size;
 
     if (c->to_buf)
-        copy_run(p, stride, c->v->dtype, c->v->swapped, b, size, c->t, 0, len);
+        copy_run(p, stride, c->v->dtype, c->v->swapped, b, size, c->t, 0, len, 0);
     else
-        copy_run(b, size, c->t, 0, p, stride, c->v->dtype, c->v->swapped, len);
+        copy_run(b, size, c->t, 0, p, stride, c->v->dtype, c->v->swapped, len, 1);
 }
 
 void gs_pack(const gs_view *v, int64_t e0, int64_t n, gs_dtype to, void *dst)
