@@ -266,10 +266,10 @@ def _seg_summary(block, flags, op):
     _SegCarry; None for an empty block."""
     if block.size == 0:
         return None
-    nz = flags != 0
-    last = nz.size - 1 - int(nz[::-1].argmax())
-    has_head = bool(nz[last])
-    tail = block[last:] if has_head else block
+    rev = flags[::-1] != 0      # contiguous: its argmax is a fast scan, the view's is not
+    i = int(rev.argmax())
+    has_head = bool(rev[i])
+    tail = block[rev.size - 1 - i:] if has_head else block
     total = _like(gpuscan.reduce(tail, op.live, keepdims=True, **op.kw), block)
     lo = _xp(total).zeros_like(total) if op.compensated else None
     return _SegCarry(has_head, _Carry(total, lo))
@@ -324,25 +324,29 @@ def _seg_block(block, flags, carries, k, op, exclusive):
 # Task graphs
 # ================================================================================================
 class _Graph:
-    """A task dict under one name."""
+    """A task dict under one name ("gpuscan-<function>-<token>"); its inner tasks are named
+    "gpuscan-<function>-<tag>-<token>", so that Dask's task stream and profiles, which drop
+    the token and what follows it, tell their kinds apart."""
 
     def __init__(self, name):
         self.name, self.dsk, self._count = name, {}, 0
 
     def task(self, tag, task):
-        key = (f"{self.name}-{tag}", self._count)
+        head, _, token = self.name.rpartition("-")
+        key = (f"{head}-{tag}-{token}", self._count)
         self._count += 1
         self.dsk[key] = task
         return key
 
 
 def _tree(g, keys, fn):
-    """One key for fn over all `keys` (a list of partial results), joined _SPLIT_EVERY at a
-    time; fn takes a list and returns a partial of the same kind."""
-    while len(keys) > 1:
+    """The task of fn over all `keys` (a list of partial results), joined _SPLIT_EVERY at a
+    time (the levels below it added to g); fn takes a list and returns a partial of the same
+    kind.  The caller puts the task under its own key."""
+    while len(keys) > _SPLIT_EVERY:
         keys = [g.task("tree", (fn, keys[i:i + _SPLIT_EVERY]))
                 for i in range(0, len(keys), _SPLIT_EVERY)]
-    return keys[0]
+    return (fn, keys)
 
 
 def _lines(x, axis):
@@ -662,9 +666,7 @@ def histogram(x, bins, range=None, weights=None, density=None):
         parts.append(g.task("part", (chunk, (x.name,) + idx, w, edge_key)))
     dt = counts.dtype
     total = _tree(g, parts, functools.partial(_sum_padded, dtype=dt))
-    if density:
-        total = g.task("density", (_density, total, edges))
-    g.dsk[(name, 0)] = total
+    g.dsk[(name, 0)] = (_density, g.task("tree", total), edges) if density else total
     deps = [x] if weights is None else [x, weights]
     graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=deps)
     return da.Array(graph, name, ((edges.size - 1,),), meta=_meta(x, dt, 1)), edges
@@ -834,7 +836,7 @@ def split(x, flags):
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xf, ff])
     out = da.Array(graph, name, ((math.nan,) * (2 * nb),), meta=_meta(xf, xf.dtype, 1))
     # The count: a count of the flags of each chunk, where it lies, and their sum.
-    cname = name + "-count"
+    cname = "gpuscan-split-count-" + tokenize(xf, ff)
     c = _Graph(cname)
     c.dsk[(cname,)] = (_count_total, [c.task("part", (_count_chunk, (ff.name, i)))
                                       for i in range(nb)])

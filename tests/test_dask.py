@@ -520,7 +520,9 @@ def tasks(*arrays):
 def test_tasks_per_chunk(nb):
     """A scan or segmented scan of nb chunks: a total of every chunk but the last, one task
     for all the carries, a scan of every chunk (one task for one chunk); split: each chunk's
-    flagged values, its others, its count of flags, and one sum of the counts."""
+    flagged values, its others, its count of flags, and one sum of the counts; histogram: a
+    count per chunk, summed eight at a time, the last sum the result (no task that only
+    renames one)."""
     x = da.ones(5 * nb, chunks=5, dtype=np.int32)
     carries = 2 * nb - 1 + (nb > 1)
     for method in ("sequential", "blelloch"):
@@ -528,6 +530,7 @@ def test_tasks_per_chunk(nb):
     assert tasks(gsd.segmented_scan(x, x)) == carries
     assert tasks(*gsd.split(x, x)) == 3 * nb + 1
     assert tasks(gsd.compact(x, x)) == nb
+    assert tasks(gsd.histogram(x, 4, range=(0, 1))[0]) == nb + (nb > 8) * -(-nb // 8) + 1
 
 
 def test_tasks_per_row_along_the_axis():
