@@ -91,14 +91,16 @@ def data_mode(args):
 
 # ---- data, made on the workers ------------------------------------------------------------------
 def _hash(xp, size, key):
-    """size uint32 values, a bijective hash (lowbias32) of the positions mixed with key."""
-    h = xp.arange(size, dtype=xp.uint32)
-    h *= 0x9E3779B1
-    h ^= key
+    """size uint32 values, a bijective hash (lowbias32) of the positions mixed with key (every
+    constant a NumPy uint32, so that NumPy and CuPy both keep uint32 arithmetic)."""
+    u = np.uint32
+    h = xp.arange(size, dtype=u)
+    h *= u(0x9E3779B1)
+    h ^= u(key)
     for shift, mul in ((16, 0x7FEB352D), (15, 0x846CA68B)):
-        h ^= h >> shift
-        h *= mul
-    h ^= h >> 16
+        h ^= h >> u(shift)
+        h *= u(mul)
+    h ^= h >> u(16)
     return h
 
 
@@ -109,13 +111,14 @@ def _random_block(size, seed, kind, cupy, block_id=None):
         import cupy as xp
     else:
         xp = np
+    u = np.uint32
     h = _hash(xp, size, (seed * 0x85EBCA6B + block_id[0] * 0xC2B2AE35) & 0xFFFFFFFF)
     if kind == "values":
-        return (h >> 8).astype(np.float32) * np.float32(2.0**-24)
+        return (h >> u(8)).astype(np.float32) * np.float32(2.0**-24)
     if kind == "ints":
-        return (h % 2000).astype(np.int32) - np.int32(1000)
+        return (h % u(2000)).astype(np.int32) - np.int32(1000)
     p = HEAD_P if kind == "heads" else SPLIT_P
-    return (h < int(p * 2**32)).astype(np.uint8)
+    return (h < u(p * 2**32)).astype(np.uint8)
 
 
 def random_array(da, n, chunks, kind, seed, cupy):

@@ -361,19 +361,20 @@ def _lines(x, axis):
 # Public functions
 # ================================================================================================
 def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential"):
-    """Lazy ``gpuscan.scan`` of a dask array, in two levels.
+    """Lazy ``gpuscan.scan`` of a dask array, as a reduce-then-scan over its chunks.
 
-    Every chunk is scanned by ``gpuscan.scan``, its total along the axis found by
-    ``gpuscan.reduce``, and each chunk combines the carry of the chunks before it.  Float sums
-    combine their carries with compensated (TwoSum) additions, so the number of chunks adds
-    no error.
+    Three kinds of task: the total of every chunk along the axis (``gpuscan.reduce``; the last
+    chunk needs none), one task that finds every chunk's carry from the totals before it, and
+    the scan of every chunk (``gpuscan.scan``) with its carry combined in: two tasks a chunk.
+    Float sums combine their carries with compensated (TwoSum) additions, so the number of
+    chunks adds no error.
 
     Parameters
     ----------
     x : dask.array.Array or array_like
         The input (other array-likes become one-chunk dask arrays).
-    op : str or numpy.ufunc, optional
-        As for :func:`gpuscan.scan`.
+    op : str, numpy.ufunc or gpuscan.Operator, optional
+        As for :func:`gpuscan.scan` (an ``Operator`` is compiled once on each worker).
     axis : int or None, optional
         None (default) scans the C-order flattening (dask rechunks an N-D array so that each
         block is a run of that order) and gives a 1-D result; an integer axis scans along it,
@@ -383,9 +384,9 @@ def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequent
     dtype : dtype, optional
         As for :func:`gpuscan.scan`.
     method : {"sequential", "blelloch"}, optional
-        How the carries are found: a chain of tasks, each chunk's carry waiting for the one
-        before (``"sequential"``, as ``dask.array.cumsum``), or an up-sweep/down-sweep over the
-        chunk totals (``"blelloch"``: 2*log2(chunks) levels of tasks instead of one per chunk).
+        The order in which the carries task combines the totals: one after another
+        (``"sequential"``, as ``dask.array.cumsum``), or an up-sweep/down-sweep over them
+        (``"blelloch"``).  Integers come out the same; floats differ in their roundings only.
 
     Returns
     -------
@@ -441,7 +442,8 @@ def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
     """Lazy ``gpuscan.segmented_scan`` of a dask array.
 
     ``x`` and ``flags`` are read together in C order; a segment's running value crosses chunk
-    boundaries until the next nonzero flag.
+    boundaries until the next nonzero flag.  The graph has :func:`scan`'s shape: a summary of
+    every chunk, one carries task, a segmented scan of every chunk from its carry.
 
     Parameters
     ----------
@@ -450,7 +452,7 @@ def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
     flags : dask.array.Array or array_like
         ``x``'s shape (rechunked to ``x``'s chunks); a nonzero flag starts a segment.
     op, exclusive, dtype : optional
-        As for :func:`gpuscan.segmented_scan`.
+        As for :func:`gpuscan.segmented_scan` (``op`` a ``gpuscan.Operator`` too).
 
     Returns
     -------
@@ -522,7 +524,9 @@ def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=No
     x : dask.array.Array or array_like
         The input.
     op, axis, dtype, keepdims : optional
-        As for :func:`gpuscan.reduce` (``axis`` None, an int or a tuple of ints).
+        As for :func:`gpuscan.reduce` (``axis`` None, an int or a tuple of ints; ``op`` a
+        ``gpuscan.Operator`` too, whose values over several axes are combined in C order, as
+        by the single-array call, whatever the chunking).
     split_every : int or dict, optional
         How many partial results each task of the tree combines, as in ``dask.array.sum``.
 
@@ -798,6 +802,9 @@ def _count_total(counts):
 
 def split(x, flags):
     """Lazy ``gpuscan.split``: the stable partition of the C-order flattening of ``x``.
+
+    Three tasks a chunk, where it lies: its flagged values and its others (``gpuscan.compact``
+    each), and its count of flags; one more task sums the counts.
 
     Parameters
     ----------
