@@ -161,12 +161,17 @@ class _Op:
     @property
     def live(self):
         """What gpuscan's functions take as op."""
-        return _operator(*self.op[1:]) if isinstance(self.op, tuple) else self.op
+        if not isinstance(self.op, tuple):
+            return self.op
+        if self.op not in _OPERATORS:
+            _, combine, dtype, identity, name = self.op
+            _OPERATORS[self.op] = gpuscan.Operator(combine, dtype=dtype, identity=identity,
+                                                   name=name)
+        return _OPERATORS[self.op]
 
 
-@functools.lru_cache(maxsize=None)
-def _operator(combine, dtype, identity, name):
-    return gpuscan.Operator(combine, dtype=dtype, identity=identity, name=name)
+# The Operators rebuilt in this process, by their constructor's arguments (_Op.op).
+_OPERATORS: dict = {}
 
 
 def _combine(op, axis, a, b):
