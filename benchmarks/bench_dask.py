@@ -4,6 +4,7 @@
     python benchmarks/bench_dask.py --threads [--workers 2]          # the threaded scheduler
     python benchmarks/bench_dask.py --cupy [--gpus 0,1] [--log2 31 --chunks 128] [--scaling]
     python benchmarks/bench_dask.py --host-chunks [--gpus 0,1] [--log2 33 --chunks 128] [--scaling]
+    ... [--cases "scan f32,split"]        # only the cases whose names begin so
 
 One float32 array of 2^log2 values in `chunks` equal chunks, with uint8 segment heads set with
 probability 2^-10 (segments of about a thousand) and uint8 split flags set with probability
@@ -81,6 +82,9 @@ def make_parser():
                    help="GPU modes: comma-separated device ids (default: every GPU)")
     p.add_argument("--scaling", action="store_true",
                    help="GPU modes: the cases on one GPU, then on all (scaling efficiency)")
+    p.add_argument("--cases", default=None,
+                   help="comma-separated beginnings of the case names to run, e.g. 'scan f32' "
+                        "(default: every case)")
     return p
 
 
@@ -299,6 +303,8 @@ def run_cases(h, runner, da, gsd, n, chunks, cupy, label="", theirs=True):
          [("gpuscan", "x.map_blocks(lambda b: b[:0])",
            lambda: x.map_blocks(_nothing, chunks=((0,) * chunks,), dtype=x.dtype))]),
     ]
+    if h.args.cases:
+        cases = [c for c in cases if c[0].startswith(tuple(h.args.cases.split(",")))]
     times = {}
     for case, nbytes, impls in cases:
         impls = [i for i in impls if theirs or i[0] == "gpuscan"]
