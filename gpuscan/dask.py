@@ -132,34 +132,131 @@ class _Carry:
             return self.hi + self.lo
 
 
-def _combine(op, compensated, a, b):
-    """a op b for carries (a comes first in the array).  None is the empty carry."""
+class _Op:
+    """An op as the tasks hold it: built-in ones (names, ufuncs) as given, a gpuscan.Operator
+    (which does not pickle) by its constructor's arguments, rebuilt once per worker process
+    (gpuscan's cache then finds its compiled code); `dtype` is the result's, passed to gpuscan
+    only for built-in ops (an Operator fixes its own); `ufunc` the op's NumPy ufunc, if any."""
+
+    __slots__ = ("op", "dtype", "kw", "ufunc", "compensated")
+
+    def __init__(self, op, dtype):
+        if isinstance(op, gpuscan.Operator):
+            op = ("Operator", op.combine, op.dtype, op.identity, op.name)
+        self.op, self.dtype = op, np.dtype(dtype)
+        self.kw = {} if isinstance(op, tuple) else {"dtype": self.dtype}
+        self.ufunc = op if isinstance(op, np.ufunc) else UFUNCS.get(op_name(op))
+        # A float sum carries its rounding error from chunk to chunk (TwoSum).
+        self.compensated = bool(self.kw) and op_name(op) == "add" and self.dtype.kind == "f"
+
+    def __getstate__(self):
+        return self.op, self.dtype
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+    def __dask_tokenize__(self):
+        return self.op, self.dtype.str, str(self.dtype)
+
+    @property
+    def live(self):
+        """What gpuscan's functions take as op."""
+        if not isinstance(self.op, tuple):
+            return self.op
+        if self.op not in _OPERATORS:
+            _, combine, dtype, identity, name = self.op
+            _OPERATORS[self.op] = gpuscan.Operator(combine, dtype=dtype, identity=identity,
+                                                   name=name)
+        return _OPERATORS[self.op]
+
+
+# The Operators rebuilt in this process, by their constructor's arguments (_Op.op).
+_OPERATORS: dict = {}
+
+
+def _combine(op, axis, a, b):
+    """a op b for carries (a comes first in the array) along axis; None is the empty carry."""
     if a is None:
         return b
     if b is None:
         return a
     with np.errstate(all="ignore"):     # IEEE results (inf, NaN) as gpuscan's, no warnings
-        if compensated:
+        if op.compensated:
             s, e = _two_sum(a.hi, b.hi)
             return _Carry(s, a.lo + b.lo + e)
-        return _Carry(UFUNCS[op](a.hi, b.hi))
+        pair = _xp(a.hi).concatenate([a.hi, b.hi], axis=axis)
+        return _Carry(_like(gpuscan.reduce(pair, op.live, axis=axis, keepdims=True, **op.kw),
+                            a.hi))
 
 
-def _scan_total(block, op, axis, dtype, compensated):
+def _exclusive_sequential(combine, totals):
+    """carries[k] = totals[0] op ... op totals[k-1], in order (None for k = 0)."""
+    carries, carry = [], None
+    for total in totals:
+        carries.append(carry)
+        carry = combine(carry, total)
+    return carries
+
+
+def _exclusive_blelloch(combine, totals):
+    """The same carries from a work-efficient tree: pairs are combined going up (the up-sweep),
+    then each pair's carry is handed to its left member and combined with the left member's
+    total for the right one (the down-sweep)."""
+    if len(totals) <= 1:
+        return [None] * len(totals)
+    pairs = [combine(totals[i], totals[i + 1]) for i in range(0, len(totals) - 1, 2)]
+    if len(totals) % 2:
+        pairs.append(totals[-1])
+    above = _exclusive_blelloch(combine, pairs)
+    return [above[i // 2] if i % 2 == 0 else combine(above[i // 2], totals[i - 1])
+            for i in range(len(totals))]
+
+
+_CARRY_METHODS = {"sequential": _exclusive_sequential, "blelloch": _exclusive_blelloch}
+
+
+def _scan_total(block, op, axis):
     """The op-total of a block along axis (keepdims), or None for a block empty along it."""
     if block.shape[axis] == 0:
         return None
-    total = _like(gpuscan.reduce(block, op, axis=axis, dtype=dtype, keepdims=True), block)
-    return _Carry(total, _xp(total).zeros_like(total) if compensated else None)
+    total = _like(gpuscan.reduce(block, op.live, axis=axis, keepdims=True, **op.kw), block)
+    return _Carry(total, _xp(total).zeros_like(total) if op.compensated else None)
 
 
-def _scan_block(block, carry, op, axis, exclusive, dtype):
-    """gpuscan.scan of one block, with the carry of the blocks before it combined in."""
-    out = _like(gpuscan.scan(block, op, axis=axis, exclusive=exclusive, dtype=dtype), block)
-    if carry is not None and out.size:
-        with np.errstate(all="ignore"):
-            UFUNCS[op](out, carry.value(), out=out)
-    return out
+def _scan_carries(totals, op, axis, method):
+    """The carry-in of every chunk of a row (None for the first) from the totals of all but
+    the last: one task for the row, a few values per chunk."""
+    return _CARRY_METHODS[method](functools.partial(_combine, op, axis), totals + [None])
+
+
+def _with_carry(block, carry, axis, dtype):
+    """A new array of `dtype`: the carry, then the block, along axis (block cast as NumPy
+    casts a scan's input to its dtype)."""
+    shape = list(block.shape)
+    shape[axis] += 1
+    buf = _xp(block).empty(shape, dtype)
+    first = [slice(None)] * block.ndim
+    rest = list(first)
+    first[axis], rest[axis] = slice(0, 1), slice(1, None)
+    buf[tuple(first)] = carry
+    buf[tuple(rest)] = block
+    return buf, tuple(rest)
+
+
+def _scan_block(block, carries, k, op, axis, exclusive):
+    """gpuscan.scan of one block (block k of its row) continuing the blocks before it: the
+    block is scanned and its carry combined into every value in place (an op with a ufunc),
+    or the carry is put before the block and the two scanned as one, in place."""
+    carry = None if carries is None else carries[k]
+    if carry is None or block.shape[axis] == 0 or op.ufunc is not None:
+        out = _like(gpuscan.scan(block, op.live, axis=axis, exclusive=exclusive, **op.kw), block)
+        if carry is not None and out.size:
+            with np.errstate(all="ignore"):
+                op.ufunc(out, carry.value(), out=out)
+        return out
+    buf, rest = _with_carry(block, carry.value(), axis, op.dtype)
+    return _like(gpuscan.scan(buf, op.live, axis=axis, exclusive=exclusive, out=buf),
+                 block)[rest]
 
 
 def _first_head(flags):
@@ -169,17 +266,17 @@ def _first_head(flags):
     return i if nz.size and bool(nz[i]) else nz.size
 
 
-def _seg_summary(block, flags, op, dtype, compensated):
+def _seg_summary(block, flags, op):
     """(has a head, op-total from the block's last head, or from its start, to its end), as a
     _SegCarry; None for an empty block."""
     if block.size == 0:
         return None
-    nz = flags != 0
-    last = nz.size - 1 - int(nz[::-1].argmax())
-    has_head = bool(nz[last])
-    tail = block[last:] if has_head else block
-    total = _like(gpuscan.reduce(tail, op, dtype=dtype), block).reshape(1)
-    lo = _xp(total).zeros_like(total) if compensated else None
+    rev = flags[::-1] != 0      # contiguous: its argmax is a fast scan, the view's is not
+    i = int(rev.argmax())
+    has_head = bool(rev[i])
+    tail = block[rev.size - 1 - i:] if has_head else block
+    total = _like(gpuscan.reduce(tail, op.live, keepdims=True, **op.kw), block)
+    lo = _xp(total).zeros_like(total) if op.compensated else None
     return _SegCarry(has_head, _Carry(total, lo))
 
 
@@ -193,87 +290,68 @@ class _SegCarry:
         self.head, self.carry = head, carry
 
 
-def _seg_combine(op, compensated, a, b):
+def _seg_combine(op, a, b):
     """The segmented operator: b restarts the value when it holds a head."""
     if a is None:
         return b
     if b is None or b.head:
         return a if b is None else b
-    return _SegCarry(a.head, _combine(op, compensated, a.carry, b.carry))
+    return _SegCarry(a.head, _combine(op, 0, a.carry, b.carry))
 
 
-def _seg_block(block, flags, carry, op, exclusive, dtype):
+def _seg_carries(summaries, op):
+    """As _scan_carries, from the summaries of all blocks but the last."""
+    return _exclusive_sequential(functools.partial(_seg_combine, op), summaries + [None])
+
+
+def _seg_block(block, flags, carries, k, op, exclusive):
     """gpuscan.segmented_scan of one block; the values before its first head continue the
-    segment that the carry ends."""
-    out = _like(gpuscan.segmented_scan(block, flags, op, exclusive=exclusive, dtype=dtype),
-                block)
-    if carry is not None:
-        first = _first_head(flags)
+    segment that the carry ends: the carry is combined into them in place (an op with a
+    ufunc), or put before the block, the values up to the first head joining its segment, and
+    the two scanned as one, in place."""
+    carry = None if carries is None else carries[k]
+    if carry is None or block.size == 0 or op.ufunc is not None:
+        out = _like(gpuscan.segmented_scan(block, flags, op.live, exclusive=exclusive,
+                                           **op.kw), block)
+        first = 0 if carry is None else _first_head(flags)
         if first:
             head = out[:first]
             with np.errstate(all="ignore"):
-                UFUNCS[op](head, carry.carry.value(), out=head)
-    return out
+                op.ufunc(head, carry.carry.value(), out=head)
+        return out
+    buf, rest = _with_carry(block, carry.carry.value(), 0, op.dtype)
+    heads, _ = _with_carry(flags, 1, 0, flags.dtype)
+    return _like(gpuscan.segmented_scan(buf, heads, op.live, exclusive=exclusive, out=buf),
+                 block)[rest]
 
 
 # ================================================================================================
-# Carry chains over task keys: sequential, and the Blelloch up-sweep/down-sweep
+# Task graphs
 # ================================================================================================
 class _Graph:
-    """A task dict under one name; `combine(a, b)` adds a task that joins two carry keys."""
+    """A task dict under one name ("gpuscan-<function>-<token>"); its inner tasks are named
+    "gpuscan-<function>-<tag>-<token>", so that Dask's task stream and profiles, which drop
+    the token and what follows it, tell their kinds apart."""
 
-    def __init__(self, name, fn):
-        self.name, self.fn, self.dsk, self._count = name, fn, {}, 0
+    def __init__(self, name):
+        self.name, self.dsk, self._count = name, {}, 0
 
     def task(self, tag, task):
-        key = (f"{self.name}-{tag}", self._count)
+        head, _, token = self.name.rpartition("-")
+        key = (f"{head}-{tag}-{token}", self._count)
         self._count += 1
         self.dsk[key] = task
         return key
 
-    def combine(self, a, b):
-        if a is None:
-            return b
-        if b is None:
-            return a
-        return self.task("carry", (self.fn, a, b))
-
-
-def _exclusive_sequential(g, totals):
-    """carries[k] = totals[0] op ... op totals[k-1], one task after another (None for k = 0)."""
-    carries, carry = [], None
-    for total in totals:
-        carries.append(carry)
-        carry = g.combine(carry, total)
-    return carries
-
-
-def _exclusive_blelloch(g, totals):
-    """The same carries from a work-efficient tree: pairs are combined going up (the up-sweep),
-    then each pair's carry is handed to its left member and combined with the left member's
-    total for the right one (the down-sweep): 2 log2(len) levels of tasks."""
-    if len(totals) <= 1:
-        return [None] * len(totals)
-    pairs = [g.combine(totals[i], totals[i + 1]) for i in range(0, len(totals) - 1, 2)]
-    if len(totals) % 2:
-        pairs.append(totals[-1])
-    above = _exclusive_blelloch(g, pairs)
-    carries = []
-    for i in range(len(totals)):
-        carries.append(above[i // 2] if i % 2 == 0 else g.combine(above[i // 2], totals[i - 1]))
-    return carries
-
-
-_CARRY_METHODS = {"sequential": _exclusive_sequential, "blelloch": _exclusive_blelloch}
-
 
 def _tree(g, keys, fn):
-    """One key for fn over all `keys` (a list of partial results), joined _SPLIT_EVERY at a
-    time; fn takes a list and returns a partial of the same kind."""
-    while len(keys) > 1:
+    """The task of fn over all `keys` (a list of partial results), joined _SPLIT_EVERY at a
+    time (the levels below it added to g); fn takes a list and returns a partial of the same
+    kind.  The caller puts the task under its own key."""
+    while len(keys) > _SPLIT_EVERY:
         keys = [g.task("tree", (fn, keys[i:i + _SPLIT_EVERY]))
                 for i in range(0, len(keys), _SPLIT_EVERY)]
-    return keys[0]
+    return (fn, keys)
 
 
 def _lines(x, axis):
@@ -288,19 +366,20 @@ def _lines(x, axis):
 # Public functions
 # ================================================================================================
 def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequential"):
-    """Lazy ``gpuscan.scan`` of a dask array, in two levels.
+    """Lazy ``gpuscan.scan`` of a dask array, as a reduce-then-scan over its chunks.
 
-    Every chunk is scanned by ``gpuscan.scan``, its total along the axis found by
-    ``gpuscan.reduce``, and each chunk combines the carry of the chunks before it.  Float sums
-    combine their carries with compensated (TwoSum) additions, so the number of chunks adds
-    no error.
+    Three kinds of task: the total of every chunk along the axis (``gpuscan.reduce``; the last
+    chunk needs none), one task that finds every chunk's carry from the totals before it, and
+    the scan of every chunk (``gpuscan.scan``) with its carry combined in: two tasks a chunk.
+    Float sums combine their carries with compensated (TwoSum) additions, so the number of
+    chunks adds no error.
 
     Parameters
     ----------
     x : dask.array.Array or array_like
         The input (other array-likes become one-chunk dask arrays).
-    op : str or numpy.ufunc, optional
-        As for :func:`gpuscan.scan`.
+    op : str, numpy.ufunc or gpuscan.Operator, optional
+        As for :func:`gpuscan.scan` (an ``Operator`` is compiled once on each worker).
     axis : int or None, optional
         None (default) scans the C-order flattening (dask rechunks an N-D array so that each
         block is a run of that order) and gives a 1-D result; an integer axis scans along it,
@@ -310,9 +389,9 @@ def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequent
     dtype : dtype, optional
         As for :func:`gpuscan.scan`.
     method : {"sequential", "blelloch"}, optional
-        How the carries are found: a chain of tasks, each chunk's carry waiting for the one
-        before (``"sequential"``, as ``dask.array.cumsum``), or an up-sweep/down-sweep over the
-        chunk totals (``"blelloch"``: 2*log2(chunks) levels of tasks instead of one per chunk).
+        The order in which the carries task combines the totals: one after another
+        (``"sequential"``, as ``dask.array.cumsum``), or an up-sweep/down-sweep over them
+        (``"blelloch"``).  Integers come out the same; floats differ in their roundings only.
 
     Returns
     -------
@@ -341,23 +420,25 @@ def scan(x, op="add", *, axis=None, exclusive=False, dtype=None, method="sequent
     if method not in _CARRY_METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _CARRY_METHODS))}, "
                          f"not {method!r}")
-    op = op_name(op)
+    op = _Op(op, dt)
     if axis is None or x.ndim == 0:     # a 0-d x scans as one value along axis 0 (as NumPy)
         x, axis = _flat(x), 0
     axis = axis % x.ndim
-    compensated = op == "add" and dt.kind == "f"
-    name = "gpuscan-scan-" + tokenize(x, op, axis, exclusive, dt, method)
-    g = _Graph(name, functools.partial(_combine, op, compensated))
+    name = "gpuscan-scan-" + tokenize(x, op, axis, exclusive, method)
+    g = _Graph(name)
     lines = _lines(x, axis)
-    totals = [[g.task("total", (functools.partial(_scan_total, op=op, axis=axis, dtype=dt,
-                                                  compensated=compensated), (x.name,) + idx))
-               for idx in line] for line in lines[:-1]]
-    block_fn = functools.partial(_scan_block, op=op, axis=axis, exclusive=exclusive, dtype=dt)
-    # One carry chain per row of blocks along the axis (the blocks at the same other indices).
+    total = functools.partial(_scan_total, op=op, axis=axis)
+    carries = functools.partial(_scan_carries, op=op, axis=axis, method=method)
+    block = functools.partial(_scan_block, op=op, axis=axis, exclusive=exclusive)
+    # Per row of blocks along the axis (the blocks at the same other indices): a total of every
+    # block but the last, one task for all their carries, a scan of every block from its carry.
     for r in range(len(lines[0])):
-        carries = _CARRY_METHODS[method](g, [t[r] for t in totals] + [None])
-        for line, carry in zip(lines, carries):
-            g.dsk[(name,) + line[r]] = (block_fn, (x.name,) + line[r], carry)
+        row = [(x.name,) + line[r] for line in lines]
+        chain = None
+        if len(row) > 1:
+            chain = g.task("carries", (carries, [g.task("total", (total, k)) for k in row[:-1]]))
+        for k, key in enumerate(row):
+            g.dsk[(name,) + key[1:]] = (block, key, chain if k else None, k)
     graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[x])
     return da.Array(graph, name, x.chunks, meta=_meta(x, dt, x.ndim))
 
@@ -366,7 +447,8 @@ def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
     """Lazy ``gpuscan.segmented_scan`` of a dask array.
 
     ``x`` and ``flags`` are read together in C order; a segment's running value crosses chunk
-    boundaries until the next nonzero flag.
+    boundaries until the next nonzero flag.  The graph has :func:`scan`'s shape: a summary of
+    every chunk, one carries task, a segmented scan of every chunk from its carry.
 
     Parameters
     ----------
@@ -375,7 +457,7 @@ def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
     flags : dask.array.Array or array_like
         ``x``'s shape (rechunked to ``x``'s chunks); a nonzero flag starts a segment.
     op, exclusive, dtype : optional
-        As for :func:`gpuscan.segmented_scan`.
+        As for :func:`gpuscan.segmented_scan` (``op`` a ``gpuscan.Operator`` too).
 
     Returns
     -------
@@ -400,26 +482,28 @@ def segmented_scan(x, flags, op="add", *, exclusive=False, dtype=None):
     _same_shape(x, flags)
     dt = gpuscan.segmented_scan(_probe(x), _probe(flags), op, exclusive=exclusive,
                                 dtype=dtype).dtype
-    op = op_name(op)
+    op = _Op(op, dt)
     shape = x.shape
     xf = _flat(x)
     ff = _aligned(xf, _flat(flags))
-    compensated = op == "add" and dt.kind == "f"
-    name = "gpuscan-segmented-scan-" + tokenize(xf, ff, op, exclusive, dt)
-    g = _Graph(name, functools.partial(_seg_combine, op, compensated))
+    name = "gpuscan-segmented-scan-" + tokenize(xf, ff, op, exclusive)
+    g = _Graph(name)
     nb = xf.numblocks[0]
-    summary = functools.partial(_seg_summary, op=op, dtype=dt, compensated=compensated)
-    totals = [g.task("summary", (summary, (xf.name, i), (ff.name, i))) for i in range(nb - 1)]
-    carries = _exclusive_sequential(g, totals + [None])
-    block_fn = functools.partial(_seg_block, op=op, exclusive=exclusive, dtype=dt)
-    for i, carry in enumerate(carries):
-        g.dsk[(name, i)] = (block_fn, (xf.name, i), (ff.name, i), carry)
+    summary = functools.partial(_seg_summary, op=op)
+    chain = None
+    if nb > 1:
+        chain = g.task("carries", (functools.partial(_seg_carries, op=op),
+                                   [g.task("summary", (summary, (xf.name, i), (ff.name, i)))
+                                    for i in range(nb - 1)]))
+    block = functools.partial(_seg_block, op=op, exclusive=exclusive)
+    for i in range(nb):
+        g.dsk[(name, i)] = (block, (xf.name, i), (ff.name, i), chain if i else None, i)
     graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[xf, ff])
     out = da.Array(graph, name, xf.chunks, meta=_meta(x, dt, 1))
     return out if len(shape) == 1 else out.reshape(shape)
 
 
-def _reduce_part(block, axis, keepdims, op, dtype, identity):
+def _reduce_part(block, axis, keepdims, op, identity):
     """gpuscan.reduce of a block over axis (keepdims for the partial steps).  A block empty
     along axis gives the op's identity (min/max have none in NumPy, but +/-inf or the dtype's
     extremes are neutral in a combination of partials); an empty min/max of the whole array is
@@ -428,8 +512,10 @@ def _reduce_part(block, axis, keepdims, op, dtype, identity):
         shape = tuple(1 if i in axis else s for i, s in enumerate(block.shape))
         if not keepdims:
             shape = tuple(s for i, s in enumerate(shape) if i not in axis)
-        return _xp(block).full(shape, identity, dtype)
-    return _like(gpuscan.reduce(block, op, axis=axis, dtype=dtype, keepdims=keepdims), block)
+        out = _xp(block).empty(shape, op.dtype)
+        out[...] = identity
+        return out
+    return _like(gpuscan.reduce(block, op.live, axis=axis, keepdims=keepdims, **op.kw), block)
 
 
 def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None):
@@ -443,7 +529,9 @@ def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=No
     x : dask.array.Array or array_like
         The input.
     op, axis, dtype, keepdims : optional
-        As for :func:`gpuscan.reduce` (``axis`` None, an int or a tuple of ints).
+        As for :func:`gpuscan.reduce` (``axis`` None, an int or a tuple of ints; ``op`` a
+        ``gpuscan.Operator`` too, whose values over several axes are combined in C order, as
+        by the single-array call, whatever the chunking).
     split_every : int or dict, optional
         How many partial results each task of the tree combines, as in ``dask.array.sum``.
 
@@ -474,29 +562,34 @@ def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=No
     # NumPy's ValueError here; otherwise all ones.
     probe = _probe(x, x.shape if empty else None)
     res = np.asarray(gpuscan.reduce(probe, op, axis=axis, dtype=dtype, keepdims=keepdims))
-    dt = res.dtype
-    op = op_name(op)
+    op = _Op(op, res.dtype)
+    axes = np.lib.array_utils.normalize_axis_tuple(range(x.ndim) if axis is None else axis,
+                                                   x.ndim)
+    if isinstance(op.op, tuple) and any(x.numblocks[a] > 1 for a in axes[1:]):
+        # An Operator need not commute: its values are combined in C order over the reduced
+        # axes, which the blocks' order is not when an inner reduced axis has several blocks;
+        # reduce one axis made of them, in C order, instead.
+        kept = [a for a in range(x.ndim) if a not in axes]
+        x = x.transpose(kept + list(axes)).reshape([x.shape[a] for a in kept] + [-1])
+        out = reduce(x, op.live, axis=-1, keepdims=False, split_every=split_every)
+        return out.reshape(res.shape) if keepdims else out
     # The identity from gpuscan itself: the first value of an exclusive scan.
-    identity = gpuscan.scan(np.zeros(1, dt), op, exclusive=True, dtype=dt)[0]
-    part = functools.partial(_reduce_part, op=op, dtype=dt)
+    identity = gpuscan.scan(np.zeros(1, op.dtype), op.live, exclusive=True, **op.kw)[0]
+    part = functools.partial(_reduce_part, op=op)
     return da.reduction(x, functools.partial(part, identity=identity),
                         functools.partial(part, identity=None), axis=axis, keepdims=keepdims,
-                        dtype=dt, split_every=split_every,
+                        dtype=op.dtype, split_every=split_every,
                         combine=functools.partial(part, identity=identity),
                         name="gpuscan-reduce", concatenate=True,
-                        meta=_meta(x, dt, res.ndim))
+                        meta=_meta(x, op.dtype, res.ndim))
 
 
 def _sum_padded(parts, dtype):
     """The elementwise sum, in dtype, of 1-D partials of possibly different lengths (shorter
-    ones are zeros past their end: bincount's), or of 0-d ones (split's counts)."""
-    xp = _xp(parts[0])
-    out = xp.zeros(max(p.shape[0] for p in parts) if parts[0].ndim else (), dtype)
+    ones are zeros past their end: bincount's)."""
+    out = _xp(parts[0]).zeros(max(p.shape[0] for p in parts), dtype)
     for p in parts:
-        if p.ndim:
-            out[: p.shape[0]] += p
-        else:
-            out += p
+        out[: p.shape[0]] += p
     return out
 
 
@@ -570,7 +663,7 @@ def histogram(x, bins, range=None, weights=None, density=None):
                                           weights=wprobe, density=density)
     uniform = np.ndim(bins) == 0
     name = "gpuscan-histogram-" + tokenize(x, weights, bins, range, density)
-    g = _Graph(name, None)
+    g = _Graph(name)
     edge_key = None
     if not uniform:
         edge_key = g.task("edges", edges)    # one copy of the edges in the graph, not one a task
@@ -582,9 +675,7 @@ def histogram(x, bins, range=None, weights=None, density=None):
         parts.append(g.task("part", (chunk, (x.name,) + idx, w, edge_key)))
     dt = counts.dtype
     total = _tree(g, parts, functools.partial(_sum_padded, dtype=dt))
-    if density:
-        total = g.task("density", (_density, total, edges))
-    g.dsk[(name, 0)] = total
+    g.dsk[(name, 0)] = (_density, g.task("tree", total), edges) if density else total
     deps = [x] if weights is None else [x, weights]
     graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=deps)
     return da.Array(graph, name, ((edges.size - 1,),), meta=_meta(x, dt, 1)), edges
@@ -639,7 +730,7 @@ def bincount(x, weights=None, minlength=0):
     dt = gpuscan.bincount(np.zeros((size,) * x.ndim, x.dtype), weights=wprobe,
                           minlength=minlength).dtype
     name = "gpuscan-bincount-" + tokenize(x, weights, minlength)
-    g = _Graph(name, None)
+    g = _Graph(name)
     chunk = functools.partial(_bincount_chunk, minlength=minlength)
     parts = [g.task("part", (chunk, (x.name, i), None if weights is None else (weights.name, i)))
              for i in range(x.numblocks[0])]
@@ -698,23 +789,27 @@ def compact(x, flags):
                          name="gpuscan-compact-" + tokenize(xf, ff))
 
 
-def _split_chunk(block, flags):
-    out, count = gpuscan.split(block, flags)
-    return _like(out, block), count
+def _others_chunk(block, flags):
+    """The block's unflagged values, in order."""
+    return _like(gpuscan.compact(block, flags == 0), block)
 
 
-def _split_part(res, first):
-    out, count = res
-    return out[:count] if first else out[count:]
+def _count_chunk(flags):
+    """The number of nonzero flags of a block, as a Python int (CuPy's count comes to the
+    host)."""
+    return int(_xp(flags).count_nonzero(flags))
 
 
-def _split_count(res):
-    return np.asarray(res[1], np.int64)
-
+def _count_total(counts):
+    """A NumPy int64 scalar, as a dask sum computes to."""
+    return np.int64(sum(counts))
 
 
 def split(x, flags):
     """Lazy ``gpuscan.split``: the stable partition of the C-order flattening of ``x``.
+
+    Three tasks a chunk, where it lies: its flagged values and its others (``gpuscan.compact``
+    each), and its count of flags; one more task sums the counts.
 
     Parameters
     ----------
@@ -747,21 +842,17 @@ def split(x, flags):
     xf, ff = _flat_pair(x, flags)
     nb = xf.numblocks[0]
     name = "gpuscan-split-" + tokenize(xf, ff)
-    g = _Graph(name, None)
-    parts = [g.task("part", (_split_chunk, (xf.name, i), (ff.name, i))) for i in range(nb)]
-    for i, part in enumerate(parts):
-        g.dsk[(name, i)] = (_split_part, part, True)
-        g.dsk[(name, nb + i)] = (_split_part, part, False)
-    graph = HighLevelGraph.from_collections(name, g.dsk, dependencies=[xf, ff])
+    # Each chunk's flagged values, then each chunk's others, each from the chunk where it lies.
+    dsk = {(name, i): (_compact_chunk, (xf.name, i), (ff.name, i)) for i in range(nb)}
+    dsk.update({(name, nb + i): (_others_chunk, (xf.name, i), (ff.name, i)) for i in range(nb)})
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xf, ff])
     out = da.Array(graph, name, ((math.nan,) * (2 * nb),), meta=_meta(xf, xf.dtype, 1))
-    # The count: a layer of its own over the same per-chunk splits.
-    cname = name + "-count"
-    c = _Graph(cname, None)
-    counts = [c.task("part", (_split_count, p)) for p in parts]
-    # A NumPy int64 scalar, as a dask sum computes to.
-    c.dsk[(cname,)] = (np.int64, _tree(c, counts, functools.partial(_sum_padded,
-                                                                     dtype=np.int64)))
-    graph = HighLevelGraph.from_collections(cname, c.dsk, dependencies=[out])
+    # The count: a count of the flags of each chunk, where it lies, and their sum.
+    cname = "gpuscan-split-count-" + tokenize(xf, ff)
+    c = _Graph(cname)
+    c.dsk[(cname,)] = (_count_total, [c.task("part", (_count_chunk, (ff.name, i)))
+                                      for i in range(nb)])
+    graph = HighLevelGraph.from_collections(cname, c.dsk, dependencies=[ff])
     count = da.Array(graph, cname, (), meta=np.empty((), np.int64))
     return out, count
 

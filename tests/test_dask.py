@@ -509,6 +509,99 @@ def test_array_likes_are_taken(client):
 
 
 # ------------------------------------------------------------------------------------------
+# Graph sizes: reduce-then-scan, a fixed number of tasks per chunk
+# ------------------------------------------------------------------------------------------
+def tasks(*arrays):
+    """The tasks of the arrays' own layers (their inputs' layers left out)."""
+    return sum(len(a.dask.layers[a.name]) for a in arrays)
+
+
+@pytest.mark.parametrize("nb", [1, 2, 17])
+def test_tasks_per_chunk(nb):
+    """A scan or segmented scan of nb chunks: a total of every chunk but the last, one task
+    for all the carries, a scan of every chunk (one task for one chunk); split: each chunk's
+    flagged values, its others, its count of flags, and one sum of the counts; histogram: a
+    count per chunk, summed eight at a time, the last sum the result (no task that only
+    renames one)."""
+    x = da.ones(5 * nb, chunks=5, dtype=np.int32)
+    carries = 2 * nb - 1 + (nb > 1)
+    for method in ("sequential", "blelloch"):
+        assert tasks(gsd.scan(x, method=method)) == carries
+    assert tasks(gsd.segmented_scan(x, x)) == carries
+    assert tasks(*gsd.split(x, x)) == 3 * nb + 1
+    assert tasks(gsd.compact(x, x)) == nb
+    assert tasks(gsd.histogram(x, 4, range=(0, 1))[0]) == nb + (nb > 8) * -(-nb // 8) + 1
+
+
+def test_tasks_per_row_along_the_axis():
+    """A scan along an axis of a 2-D array of 3 x 4 blocks: the 3 rows of blocks along axis 1
+    each have their own totals, carries task and scans; along axis 0, the 4 columns."""
+    m = da.ones((6, 8), chunks=(2, 2), dtype=np.int32)
+    assert tasks(gsd.scan(m, axis=1)) == 3 * (2 * 4)
+    assert tasks(gsd.scan(m, axis=0)) == 4 * (2 * 3)
+
+
+# ------------------------------------------------------------------------------------------
+# Operators you write (issue 46): compiled on each worker from their source
+# ------------------------------------------------------------------------------------------
+# The affine maps x -> a x + b modulo 2^64, composed left to right: associative, not
+# commutative, exact (so results are compared bit for bit).
+AFFINE = gpuscan.Operator("T r; r.a = x.a * y.a; r.b = y.a * x.b + y.b; return r;",
+                          dtype=[("a", "u8"), ("b", "u8")], identity=(1, 0), name="affine")
+needs_cpu_operator = pytest.mark.skipif(
+    gpuscan.backend() != "cpu", reason="the CUDA path of Operator is not built yet (issue 46)")
+
+
+def assert_equal(got, want):
+    """Same shape, dtype and values (every field: uint64, so exactly)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype and (got == want).all()
+
+
+def affine_data(rng, shape):
+    a = np.empty(shape, AFFINE.dtype)
+    a["a"] = rng.integers(0, 1 << 63, shape, dtype=np.uint64) * 2 + 1
+    a["b"] = rng.integers(0, 1 << 63, shape, dtype=np.uint64)
+    return a
+
+
+@needs_cpu_operator
+@pytest.mark.parametrize("chunks", list(CHUNKINGS_1D.values()), ids=list(CHUNKINGS_1D))
+def test_operator_scan_and_segmented_scan(client, rng, chunks):
+    a = affine_data(rng, N)
+    heads = segment_flags(rng, N, 0.01)
+    x, hd = chunked(a, chunks), chunked(heads, 100)
+    for exclusive in (False, True):
+        for method in ("sequential", "blelloch"):
+            got = gsd.scan(x, AFFINE, exclusive=exclusive, method=method).compute()
+            assert_equal(got, gpuscan.scan(a, AFFINE, exclusive=exclusive))
+        got = gsd.segmented_scan(x, hd, AFFINE, exclusive=exclusive).compute()
+        assert_equal(got, gpuscan.segmented_scan(a, heads, AFFINE, exclusive=exclusive))
+
+
+@needs_cpu_operator
+def test_operator_along_axes_and_reduce_in_c_order(client, rng):
+    """Along an axis of a 2-D array chunked both ways; reductions over both axes combine the
+    values in C order, as gpuscan.reduce does, though the blocks' order is not C order."""
+    a = affine_data(rng, SHAPE_2D)
+    m = chunked(a, CHUNKS_2D)
+    for axis in (0, 1):
+        assert_equal(gsd.scan(m, AFFINE, axis=axis).compute(), gpuscan.scan(a, AFFINE, axis=axis))
+    for axis, keepdims in [(None, False), ((0, 1), True), (1, False), (0, True)]:
+        assert_equal(gsd.reduce(m, AFFINE, axis=axis, keepdims=keepdims).compute(),
+                     gpuscan.reduce(a, AFFINE, axis=axis, keepdims=keepdims))
+
+
+@needs_cpu_operator
+def test_operator_errors_when_the_graph_is_built(client):
+    f64 = np.zeros(10)
+    x = chunked(f64, 3)
+    _same_error(lambda: gsd.scan(x, AFFINE), lambda: gpuscan.scan(f64, AFFINE))
+    _same_error(lambda: gsd.reduce(x, AFFINE, dtype=np.float64),
+                lambda: gpuscan.reduce(f64, AFFINE, dtype=np.float64))
+
+
+# ------------------------------------------------------------------------------------------
 # One worker per GPU
 # ------------------------------------------------------------------------------------------
 def test_gpu_cluster_pins_one_device_per_worker():
