@@ -174,7 +174,8 @@ static char *nvrtc_source(const gs_user_spec *sp, int family)
 static int nvrtc_arch(char *arch, size_t cap)
 {
     int major = 0, minor = 0;
-    cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gs_cuda_device);
+    cudaError_t e =
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gs_cuda_device);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, gs_cuda_device);
     snprintf(arch, cap, "--gpu-architecture=sm_%d%d", major, minor);
@@ -200,8 +201,8 @@ static void nvrtc_key(const gs_user_spec *sp, const char *src, const char *arch,
 }
 
 /* Compile src to a cubin (*cubin malloc'd, *len bytes): 0, or -1 with msg->error set. */
-static int nvrtc_compile(const gs_user_spec *sp, const char *src, const char *arch,
-                         char **cubin, size_t *len, gs_user_msg *msg)
+static int nvrtc_compile(const gs_user_spec *sp, const char *src, const char *arch, char **cubin,
+                         size_t *len, gs_user_msg *msg)
 {
     const char *opts[GS_NVRTC_NOPTIONS + 1];
     nvrtcProgram prog = NULL;
@@ -221,7 +222,8 @@ static int nvrtc_compile(const gs_user_spec *sp, const char *src, const char *ar
         if (prog != NULL && gs_nv.log_size(prog, &log_len) == NVRTC_SUCCESS &&
             (log = malloc(log_len + 1)) != NULL && gs_nv.log(prog, log) == NVRTC_SUCCESS)
             log[log_len] = '\0';
-        msg_set(msg, 'c', "the combine of Operator '%s' did not compile (NVRTC %d.%d, error %d):\n%s",
+        msg_set(msg, 'c',
+                "the combine of Operator '%s' did not compile (NVRTC %d.%d, error %d):\n%s",
                 sp->name, gs_nv.major, gs_nv.minor, (int)r, log != NULL ? log : "");
         free(log);
     } else if (gs_nv.cubin_size(prog, len) != NVRTC_SUCCESS || (*cubin = malloc(*len)) == NULL ||
@@ -353,8 +355,10 @@ int gs_cuda_user_load(const gs_user_spec *sp, const gs_user_prog **prog, gs_user
         goto done;
     }
     if (gs_cache_dir(dir, sizeof(dir), &why) < 0) { /* none of the user's alone: keep nothing */
-        if (asprintf(&msg->warning, "gpuscan: %s (%s); compiling Operator '%s' without keeping "
-                     "it (set GPUSCAN_CACHE_DIR to a folder of your own)", why, dir, sp->name) < 0)
+        if (asprintf(&msg->warning,
+                     "gpuscan: %s (%s); compiling Operator '%s' without keeping "
+                     "it (set GPUSCAN_CACHE_DIR to a folder of your own)",
+                     why, dir, sp->name) < 0)
             msg->warning = NULL;
         dir[0] = '\0';
     }

@@ -61,11 +61,14 @@ static int stage_out(const gs_stage *s, gs_fail *f)
 {
     cudaError_t e = cudaSuccess;
     if (s->own && s->bytes > 0) {
-        e = cudaMemcpyAsync((void *)s->host, s->dev, s->bytes, cudaMemcpyDeviceToHost, gs_cuda_stream);
+        e = cudaMemcpyAsync((void *)s->host, s->dev, s->bytes, cudaMemcpyDeviceToHost,
+                            gs_cuda_stream);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(gs_cuda_stream);
     }
-    return e == cudaSuccess ? 0 : gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's result)", 0);
+    return e == cudaSuccess
+               ? 0
+               : gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's result)", 0);
 }
 
 static void stage_free(gs_stage *s)

@@ -1,10 +1,10 @@
 /*
  * gpuscan/user_params.h - the parameters of the kernels that NVRTC builds for an operator you
  * write (kernels/agent/user.cuh), passed by value; one definition read by both compilers: the
- * host's C (csrc/cuda/user.c fills them; gpuscan/backend.h names the families) and NVRTC (the header is embedded in the extension and
- * handed to nvrtcCreateProgram, never read from disk at run time).
- * Level: include (plain C, no CUDA type).  The integer types come from <stdint.h> on the host
- * and from the generated source's prelude under NVRTC.
+ * host's C (csrc/cuda/user.c fills them; gpuscan/backend.h names the families) and NVRTC (the
+ * header is embedded in the extension and handed to nvrtcCreateProgram, never read from disk at run
+ * time). Level: include (plain C, no CUDA type).  The integer types come from <stdint.h> on the
+ * host and from the generated source's prelude under NVRTC.
  */
 #ifndef GS_USER_PARAMS_H
 #define GS_USER_PARAMS_H
@@ -22,10 +22,10 @@ typedef struct gs_user_scan_params {
     void *out;
     const unsigned char *flags;
     int64_t n, row_len;
-    unsigned *counter;  /* tiles taken, in launch order */
-    unsigned *status;   /* per tile: 0, GS_USER_AGG or GS_USER_PREFIX, | GS_USER_HEAD */
-    void *aggregates;   /* per tile, one T each (16-byte aligned) */
-    void *prefixes;     /* per tile, one T each */
+    unsigned *counter; /* tiles taken, in launch order */
+    unsigned *status;  /* per tile: 0, GS_USER_AGG or GS_USER_PREFIX, | GS_USER_HEAD */
+    void *aggregates;  /* per tile, one T each (16-byte aligned) */
+    void *prefixes;    /* per tile, one T each */
     int exclusive;
     unsigned char identity[256]; /* one T: the operator's neutral element (exclusive scans) */
 } gs_user_scan_params;
@@ -53,7 +53,10 @@ typedef struct gs_user_fold_params {
 #define GS_USER_SCAN_SEG 1
 #define GS_USER_FOLD 2
 #define GS_USER_FAMILIES 3
-#define GS_USER_KERNEL_NAMES { "gs_user_scan", "gs_user_scan_seg", "gs_user_fold" }
+#define GS_USER_KERNEL_NAMES                               \
+    {                                                      \
+        "gs_user_scan", "gs_user_scan_seg", "gs_user_fold" \
+    }
 
 /* Threads per block of every such kernel. */
 #define GS_USER_NT 256

@@ -151,7 +151,7 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
  * then takes its consecutive values) when a thread's values are whole words and fit 128 bytes;
  * else each thread moves its values itself.  The block calls these together. */
 #define GS_U_STAGE ((GS_U_VT * (int)sizeof(T)) % 4 == 0 && GS_U_VT * (int)sizeof(T) <= 128)
-#define GS_U_TW (GS_U_VT * (int)sizeof(T) / 4)   /* words of a thread's values */
+#define GS_U_TW (GS_U_VT * (int)sizeof(T) / 4)    /* words of a thread's values */
 #define GS_U_PAD(i) ((i) + (i) / 32)              /* a word of padding per 32: no bank conflicts */
 #define GS_U_SMEM_WORDS GS_U_PAD(GS_USER_NT * 32) /* a staged tile: 128 bytes a thread */
 
@@ -384,12 +384,14 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
 }
 
 #if GS_USER_FAMILY == GS_USER_SCAN
-extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS) gs_user_scan(gs_user_scan_params p)
+extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
+    gs_user_scan(gs_user_scan_params p)
 {
     gs_u_scan_tile(&p, 0);
 }
 #elif GS_USER_FAMILY == GS_USER_SCAN_SEG
-extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS) gs_user_scan_seg(gs_user_scan_params p)
+extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
+    gs_user_scan_seg(gs_user_scan_params p)
 {
     gs_u_scan_tile(&p, 1);
 }
@@ -400,7 +402,8 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS) gs_use
 /* One block per segment (a grid-stride loop over them): the segment's tiles in order, each
  * folded by its threads and across the block, the tiles' totals chained left to right. */
 #if GS_USER_FAMILY == GS_USER_FOLD
-extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS) gs_user_fold(gs_user_fold_params p)
+extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
+    gs_user_fold(gs_user_fold_params p)
 {
     __shared__ unsigned words[GS_U_STAGE ? GS_U_SMEM_WORDS : 1];
     __shared__ gs_u_block_smem bs;
