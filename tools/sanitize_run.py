@@ -22,7 +22,8 @@ other algorithms where the build has them; split and compact (every value and fl
 edges, all and none flagged, unaligned CuPy views, NumPy in/out); histogram (every method at 256, 4096 and 65536
 bins, weights, searched edges, uneven and unaligned n) and bincount; reduceat, segmented_reduce
 and linear_recurrence (apps_cases; its lookahead driver: linrec_driver_cases); sort and argsort
-(sort_cases: the block sort and the device-wide sort's histogram and passes).  Device buffers come from
+(sort_cases: the block sort and the device-wide sort's histogram and passes); gpuscan.Operator's
+NVRTC-built kernels (operator_cases).  Device buffers come from
 gpuscan.to_device and from CuPy with its memory pool off, so each array is its own allocation
 and memcheck sees out-of-bounds accesses at the array's end.
 """
@@ -766,11 +767,79 @@ def streamed_cases(run):
         _gpuscan._pipeline_chunk_bytes(old)
 
 
+def operator_cases(run):
+    """gpuscan.Operator's kernels, built by NVRTC (kernels/agent/user.cuh): the plain scan
+    (device arrays, 4- and 32-byte T: tiles of 4096 and 1024 values), exclusive, rows and flags
+    (the segmented scan), reduce (one pass and chunked) and reduceat; a non-commutative
+    operator, so that an operand swapped anywhere shows."""
+    add = gpuscan.Operator("x + y", dtype=np.int64, identity=0, name="add")
+    mat = gpuscan.Operator(
+        "T r; r.a = x.a * y.a + x.b * y.c; r.b = x.a * y.b + x.b * y.d;"
+        " r.c = x.c * y.a + x.d * y.c; r.d = x.c * y.b + x.d * y.d; return r;",
+        dtype=[("a", "u8"), ("b", "u8"), ("c", "u8"), ("d", "u8")], identity=(1, 0, 0, 1),
+        name="matmul2")
+    rng = np.random.default_rng(46)
+
+    def add_scan(n, exclusive):
+        a = rng.integers(-1000, 1000, n)
+        got = host(gpuscan.scan(dev(a), add, exclusive=exclusive))
+        want = np.cumsum(a) - (a if exclusive else 0)
+        return None if np.array_equal(got, want) else "mismatch"
+
+    def mat_ref(a):
+        out, acc = np.empty_like(a), None
+        for i, v in enumerate(a.tolist()):
+            if acc is None:
+                acc = v
+            else:
+                x, y = acc, v
+                acc = tuple(int(t) & ((1 << 64) - 1) for t in (
+                    x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3],
+                    x[2] * y[0] + x[3] * y[2], x[2] * y[1] + x[3] * y[3]))
+            out[i] = acc
+        return out
+
+    def mat_case(n, form):
+        a = np.zeros(n, mat.dtype)
+        for f in mat.dtype.names:
+            a[f] = rng.integers(0, 1 << 64, n, dtype=np.uint64)
+        if form == "scan":
+            got, want = gpuscan.scan(a, mat), mat_ref(a)
+        elif form == "rows":
+            m = a.reshape(4, -1)
+            got, want = gpuscan.scan(m, mat, axis=1), np.stack([mat_ref(r) for r in m])
+        elif form == "flags":
+            flags = rng.random(n) < 0.01
+            got = gpuscan.segmented_scan(a, flags, mat)
+            heads = np.flatnonzero(flags | (np.arange(n) == 0))
+            want = np.concatenate([mat_ref(s) for s in np.split(a, heads[1:])])
+        elif form == "reduce":
+            got, want = gpuscan.reduce(a, mat), mat_ref(a)[-1]
+        else:  # reduceat
+            idx = np.array([0, 5, n // 3, n // 2, n - 1])
+            got = gpuscan.reduceat(a, idx, mat)
+            want = np.array([mat_ref(s)[-1] for s in np.split(a, idx[1:])], mat.dtype)
+        return None if got.tobytes() == np.asarray(want, mat.dtype).tobytes() else "mismatch"
+
+    for n in (1, 33, 4095, 4097, 3 * 4096 + 7, 70000):
+        for exclusive in (False, True):
+            run.case(f"Operator add int64 scan n={n} exclusive={exclusive}",
+                     lambda n=n, e=exclusive: add_scan(n, e))
+    for n in (1, 1025, 3 * 1024 + 5):
+        run.case(f"Operator matmul2 scan n={n}", lambda n=n: mat_case(n, "scan"))
+    run.case("Operator matmul2 rows", lambda: mat_case(4 * 3001, "rows"))
+    run.case("Operator matmul2 flags", lambda: mat_case(5000, "flags"))
+    for n in (7, 5000, 1 << 18):
+        run.case(f"Operator matmul2 reduce n={n}", lambda n=n: mat_case(n, "reduce"))
+    run.case("Operator matmul2 reduceat", lambda: mat_case(9000, "reduceat"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reduced", action="store_true", help="fewer cases (racecheck)")
     ap.add_argument("--only", default="", help="comma-separated groups to run (matrix, layout, "
-                    "algorithm, segmented, driver, split, apps, streamed, histogram, sort; linrec: "
+                    "algorithm, segmented, driver, split, apps, streamed, histogram, sort, operator; "
+                    "linrec: "
                     "the recurrence's part of driver); default all")
     ap.add_argument("--host", action="store_true",
                     help="NumPy operands on the active backend (the CPU backend without a GPU): "
@@ -840,6 +909,8 @@ def main():
         histogram_cases(run, cp)
     if want("sort"):
         sort_cases(run, args.reduced)
+    if want("operator"):
+        operator_cases(run)
     # Everything enqueued has finished before the sanitizer's summary is read.
     if cp is not None:
         cp.cuda.runtime.deviceSynchronize()

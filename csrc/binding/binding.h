@@ -131,6 +131,7 @@ typedef struct gs_Operator {
     int nfields;                     /* structured: its fields; 0: a scalar dtype */
     const gs_backend_ops *prog_be;   /* the backend whose compiled operator `prog` is */
     const gs_user_prog *prog;
+    unsigned families;               /* bit k: prog has the kernels of family k (gs_user_spec) */
 } gs_Operator;
 
 /* gpuscan.CompileError (a ValueError), made at import. */
@@ -146,10 +147,12 @@ int gs_operator_check(PyObject *obj);
  * "initial"); else the exception NumPy's conversion raises, or ValueError for an array. */
 int gs_operator_value(gs_Operator *op, PyObject *obj, const char *what, void *buf);
 
-/* The operator compiled for backend be (once; then kept): 0 with *prog, else CompileError,
+/* The operator compiled for backend be, with the kernels of `family` (gs_user_spec; once, then
+ * kept): 0 with *prog, else CompileError,
  * RuntimeError (no compiler), NotImplementedError (a backend without operators you write) or
  * the failure's exception. */
-int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, const gs_user_prog **prog);
+int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, int family,
+                     const gs_user_prog **prog);
 
 /* ---- docstrings.c --------------------------------------------------------------------- */
 

@@ -373,42 +373,87 @@ static int load_error(gs_user_msg *msg, const gs_fail *f)
     return -1;
 }
 
-int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, const gs_user_prog **prog)
+/* The folders of the nvidia-cuda-nvrtc wheel's library, where Python finds the `nvidia`
+ * namespace package (':' separated; "" when it is not installed): <path>/cu13/lib (CUDA 13's
+ * wheel) and <path>/cuda_nvrtc/lib (CUDA 12's), for each of its paths. */
+static PyObject *nvrtc_dirs(void)
+{
+    PyObject *mod = PyImport_ImportModule("nvidia"), *paths = NULL, *parts, *sep, *res = NULL;
+    if (mod != NULL)
+        paths = PyObject_GetAttrString(mod, "__path__");
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    if ((parts = PyList_New(0)) == NULL) {
+        Py_XDECREF(paths);
+        return NULL;
+    }
+    PyObject *it = paths != NULL ? PyObject_GetIter(paths) : NULL, *p;
+    PyErr_Clear();
+    while (it != NULL && (p = PyIter_Next(it)) != NULL) {
+        PyObject *a = PyUnicode_FromFormat("%S/cu13/lib", p), *b = PyUnicode_FromFormat("%S/cuda_nvrtc/lib", p);
+        if (a != NULL && b != NULL) {
+            PyList_Append(parts, a);
+            PyList_Append(parts, b);
+        }
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_DECREF(p);
+    }
+    Py_XDECREF(it);
+    Py_XDECREF(paths);
+    PyErr_Clear();
+    if ((sep = PyUnicode_FromString(":")) != NULL)
+        res = PyUnicode_Join(sep, parts);
+    Py_XDECREF(sep);
+    Py_DECREF(parts);
+    return res;
+}
+
+int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, int family,
+                     const gs_user_prog **prog)
 {
     gs_user_spec spec;
     gs_user_msg msg = { 0 };
     gs_fail f = { 0 };
-    PyObject *version;
+    PyObject *version, *dirs;
     int rc;
 
-    if (op->prog != NULL && op->prog_be == be) {
+    if (op->prog != NULL && op->prog_be == be && (op->families >> family) & 1u) {
         *prog = op->prog;
         return 0;
     }
     if (be->user_load == NULL) {
         PyErr_Format(PyExc_NotImplementedError,
-                     "gpuscan.Operator runs on the CPU backend only for now: its CUDA path "
-                     "(NVRTC; issue 46, its CUDA part) is not built yet, and the %s backend is "
-                     "active.  Set GPUSCAN_BACKEND=cpu to run Operators on the CPU.",
+                     "gpuscan.Operator does not run on the %s backend of this build.  Set "
+                     "GPUSCAN_BACKEND=cpu to run Operators on the CPU.",
                      be->name);
         return -1;
     }
     if ((version = package_version()) == NULL)
         return -1;
+    dirs = be->mem == GS_MEM_DEVICE ? nvrtc_dirs() : PyUnicode_FromString("");
+    if (dirs == NULL) {
+        Py_DECREF(version);
+        return -1;
+    }
     spec.type_decl = op->type_decl;
     spec.combine = PyUnicode_AsUTF8(op->combine);
     spec.expression = op->expression;
     spec.name = op->line_name;
     spec.size = (size_t)PyDataType_ELSIZE(op->cdescr);
     spec.key_extra = PyUnicode_AsUTF8(version);
-    if (spec.combine == NULL || spec.key_extra == NULL) {
+    spec.family = family;
+    spec.lib_dirs = PyUnicode_AsUTF8(dirs);
+    if (spec.combine == NULL || spec.key_extra == NULL || spec.lib_dirs == NULL) {
         Py_DECREF(version);
+        Py_DECREF(dirs);
         return -1;
     }
     GS_BEGIN_UNLOCKED
         rc = be->user_load(&spec, prog, &msg, &f);
     GS_END_UNLOCKED
     Py_DECREF(version);
+    Py_DECREF(dirs);
     if (msg.warning != NULL && PyErr_WarnEx(PyExc_RuntimeWarning, msg.warning, 1) < 0)
         rc = -1;
     else if (rc < 0)
@@ -417,8 +462,11 @@ int gs_operator_prog(gs_Operator *op, const gs_backend_ops *be, const gs_user_pr
     free(msg.error);
     if (rc < 0)
         return -1;
+    if (op->prog_be != be)
+        op->families = 0;
     op->prog = *prog;
     op->prog_be = be;
+    op->families |= 1u << family;
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #ifdef GS_HAVE_CUDA
 
 #include "cuda/pipeline.h"
+#include "cuda/user.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -352,6 +353,10 @@ const gs_backend_ops gs_cuda_backend = {
     .linrec = cuda_linrec,
     .select = cuda_select,
     .sort = cuda_sort,
+    .user_load = gs_cuda_user_load,
+    .user_scan = gs_cuda_user_scan,
+    .user_reduce = gs_cuda_user_reduce,
+    .user_segreduce = gs_cuda_user_segreduce,
     .stream_scan = gs_cuda_stream_scan,
     .stream_chunk = gs_cuda_stream_chunk,
     .stream_reduce = gs_cuda_stream_reduce,

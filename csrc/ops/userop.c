@@ -30,8 +30,9 @@ int gs_uop_wanted(PyObject *args, PyObject *kwargs, Py_ssize_t pos)
     return op != NULL && gs_operator_check(op);
 }
 
-/* The operator compiled for the backend; dtype= refused. */
-static int uop_begin(uop *u, PyObject *op, PyArray_Descr *dtype)
+/* The operator compiled for the backend, with the kernels of `family` (the ones the call needs
+ * first: uop_run asks for others); dtype= refused. */
+static int uop_begin(uop *u, PyObject *op, PyArray_Descr *dtype, int family)
 {
     gs_backend b;
 
@@ -47,7 +48,7 @@ static int uop_begin(uop *u, PyObject *op, PyArray_Descr *dtype)
     if (gs_backend_get(&b) < 0)
         return -1;
     u->be = gs_backend_table(b);
-    return gs_operator_prog(u->op, u->be, &u->prog);
+    return gs_operator_prog(u->op, u->be, family, &u->prog);
 }
 
 /* The descriptor (offset into cdescr) of field i of T. */
@@ -263,10 +264,15 @@ static PyObject *uop_deliver(const uop *u, PyArrayObject *r, PyObject *out_obj, 
 }
 
 /* The backend's entry run over d without the GIL; raises its failure. */
-static int uop_run(const uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_user_desc *d)
+static int uop_run(uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_user_desc *d)
 {
+    const int family = entry != u->be->user_scan                ? GS_USER_FOLD
+                       : d->flags != NULL || d->row_len > 0 ? GS_USER_SCAN_SEG
+                                                              : GS_USER_SCAN;
     gs_fail f = { 0 };
     int rc;
+    if (gs_operator_prog(u->op, u->be, family, &u->prog) < 0)
+        return -1;
     d->prog = u->prog;
     d->identity = u->op->identity;
     GS_BEGIN_UNLOCKED
@@ -298,6 +304,84 @@ static PyArrayObject *permuted(PyArrayObject *arr, int *perm)
     c = (PyArrayObject *)PyArray_FromAny(t, NULL, 0, 0, NPY_ARRAY_CARRAY, NULL);
     Py_DECREF(t);
     return c;
+}
+
+/* ---- device arrays: run where they are ----------------------------------------------------- */
+
+/* 1 with *o filled (the caller releases it) when `a` is a device array the call runs on where
+ * it is: C-contiguous, of a scalar operator's dtype; 0 when `a` is no device array; -1 with an
+ * exception for one the call cannot take. */
+static int uop_device_input(const uop *u, PyObject *a, gs_operand *o)
+{
+    gs_dtype t;
+    int r = gs_operand_get_device(a, o);
+    if (r <= 0)
+        return r;
+    if (u->op->nfields > 0 || gs_dtype_from_descr(u->op->cdescr, "dtype", &t) < 0 ||
+        t != o->view.dtype || !gs_view_is_c_contig(&o->view)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "an Operator takes a device array when it is C-contiguous and of the "
+                     "operator's own scalar dtype (%R); structured operators take NumPy arrays "
+                     "or tuples of them",
+                     (PyObject *)u->op->dtype);
+        gs_operand_release(o);
+        return -1;
+    }
+    return 1;
+}
+
+/* The scan of the flattened device array o into a new DeviceArray (axis=None, or a 1-D o). */
+static PyObject *uop_device_scan(uop *u, const gs_operand *o, PyObject *axis_obj, int exclusive,
+                                 PyObject *out_obj)
+{
+    int64_t n = gs_view_size(&o->view);
+    gs_user_desc d;
+    gs_view v;
+    PyObject *res;
+    if ((axis_obj != Py_None && o->view.ndim > 1) || out_obj != Py_None) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "an Operator scans a device array flattened (axis=None, or a 1-D array) "
+                        "into a new DeviceArray; for axis= or out=, pass a NumPy array");
+        return NULL;
+    }
+    if ((res = gs_result_new(GS_MEM_DEVICE, 1, &n, o->view.dtype, &v)) == NULL)
+        return NULL;
+    memset(&d, 0, sizeof(d));
+    d.in = o->view.ptr;
+    d.out = v.ptr;
+    d.n = n;
+    d.exclusive = exclusive;
+    if (n > 0 && uop_run(u, u->be->user_scan, &d) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+/* The reduction of the whole device array o to a NumPy scalar (axis=None). */
+static PyObject *uop_device_reduce(uop *u, const gs_operand *o, PyObject *axis_obj, int keepdims,
+                                   const void *initial, PyObject *out_obj)
+{
+    gs_user_desc d;
+    PyArrayObject *r;
+    if (axis_obj != Py_None || keepdims || out_obj != Py_None) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "an Operator reduces a device array whole (axis=None, no keepdims or "
+                        "out=); for the others, pass a NumPy array");
+        return NULL;
+    }
+    if ((r = t_array(u, 0, NULL)) == NULL)
+        return NULL;
+    memset(&d, 0, sizeof(d));
+    d.in = o->view.ptr;
+    d.out = PyArray_DATA(r);
+    d.rows = 1;
+    d.row_len = gs_view_size(&o->view);
+    d.initial = initial;
+    if (uop_run(u, u->be->user_reduce, &d) < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return PyArray_Return(r);
 }
 
 /* ---- scan and segmented_scan -------------------------------------------------------------- */
@@ -400,13 +484,23 @@ PyObject *gs_uop_scan(PyObject *args, PyObject *kwargs)
     PyArray_Descr *dtype = NULL;
     const char *algorithm = "auto";
     int exclusive = 0, axis = -1;
+    gs_operand o;
+    int dev;
     uop u = { 0 };
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$pOO&Os:scan", kwlist, &a, &op, &exclusive,
                                      &axis_obj, PyArray_DescrConverter2, &dtype, &out_obj,
                                      &algorithm))
         return NULL;
-    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype, GS_USER_SCAN) < 0 ||
+        (dev = uop_device_input(&u, a, &o)) < 0)
+        goto done;
+    if (dev) {
+        ret = uop_device_scan(&u, &o, axis_obj, exclusive, out_obj);
+        gs_operand_release(&o);
+        goto done;
+    }
+    if (uop_input(&u, a) < 0)
         goto done;
     if (axis_obj != Py_None &&
         gs_normalize_axis(axis_obj, PyArray_NDIM(u.in) > 0 ? PyArray_NDIM(u.in) : 1, &axis) < 0)
@@ -433,7 +527,7 @@ PyObject *gs_uop_segmented_scan(PyObject *args, PyObject *kwargs)
                                      &flags_obj, &op, &exclusive, PyArray_DescrConverter2, &dtype,
                                      &out_obj, &algorithm))
         return NULL;
-    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype, GS_USER_SCAN_SEG) < 0 || uop_input(&u, a) < 0)
         goto done;
     /* The flags: any dtype, exactly a's shape, as bytes (nonzero: a head). */
     if ((f = PyArray_FromAny(flags_obj, NULL, 0, 0, 0, NULL)) == NULL)
@@ -473,6 +567,8 @@ PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
     char start[GS_USER_MAX_SIZE];
     npy_intp kept[GS_MAX_NDIM], kshape[GS_MAX_NDIM];
     int keepdims = 0, perm[GS_MAX_NDIM], nd, nk = 0;
+    gs_operand o;
+    int dev;
     uop u = { 0 };
     gs_user_desc d;
 
@@ -480,7 +576,7 @@ PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
                                      &axis_obj, PyArray_DescrConverter2, &dtype, &keepdims,
                                      &initial, &out_obj, &where))
         return NULL;
-    if (uop_begin(&u, op, dtype) < 0)
+    if (uop_begin(&u, op, dtype, GS_USER_FOLD) < 0)
         goto done;
     if (where != Py_True) {
         PyErr_SetString(PyExc_NotImplementedError,
@@ -488,9 +584,16 @@ PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
                         "(a[mask]), or replace the others by the operator's identity");
         goto done;
     }
-    if (uop_input(&u, a) < 0 || gs_parse_axes(axis_obj, PyArray_NDIM(u.in), reduced) < 0)
-        goto done;
     if (initial != Py_None && gs_operator_value(u.op, initial, "initial", start) < 0)
+        goto done;
+    if ((dev = uop_device_input(&u, a, &o)) != 0) {
+        if (dev > 0)
+            ret = uop_device_reduce(&u, &o, axis_obj, keepdims, initial != Py_None ? start : NULL,
+                                    out_obj);
+        gs_operand_release(&o);
+        goto done;
+    }
+    if (uop_input(&u, a) < 0 || gs_parse_axes(axis_obj, PyArray_NDIM(u.in), reduced) < 0)
         goto done;
     /* The kept axes first, then the reduced ones, each in order: rows x row_len in C order. */
     nd = PyArray_NDIM(u.in);
@@ -538,7 +641,7 @@ done:
 
 /* The segments of rows of n values of `src` (its last axis) into r: starts (and ends, NULL
  * for a sorted partition) of nseg segments. */
-static int uop_segments(const uop *u, PyArrayObject *src, PyArrayObject *r, int64_t n,
+static int uop_segments(uop *u, PyArrayObject *src, PyArrayObject *r, int64_t n,
                         const int64_t *starts, const int64_t *ends, int64_t nseg)
 {
     gs_user_desc d;
@@ -567,7 +670,7 @@ PyObject *gs_uop_reduceat(PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$OO&O:reduceat", kwlist, &a, &ind_obj,
                                      &op, &axis_obj, PyArray_DescrConverter2, &dtype, &out_obj))
         return NULL;
-    if (uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+    if (uop_begin(&u, op, dtype, GS_USER_FOLD) < 0 || uop_input(&u, a) < 0)
         goto done;
     nd = PyArray_NDIM(u.in);
     if (nd == 0) {
@@ -636,7 +739,7 @@ PyObject *gs_uop_segmented_reduce(PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$O&:segmented_reduce", kwlist, &a,
                                      &flags_obj, &op, PyArray_DescrConverter2, &dtype))
         return NULL;
-    if (uop_begin(&u, op, dtype) < 0 || uop_input(&u, a) < 0)
+    if (uop_begin(&u, op, dtype, GS_USER_FOLD) < 0 || uop_input(&u, a) < 0)
         goto done;
     flags = (PyArrayObject *)PyArray_FromAny(flags_obj, PyArray_DescrFromType(NPY_BOOL), 0, 0,
                                              NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);

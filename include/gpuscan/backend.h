@@ -9,6 +9,7 @@
 #define GS_BACKEND_H
 
 #include "gpuscan/desc.h"
+#include "gpuscan/user_params.h"
 
 /* Where an array's memory is. */
 typedef enum gs_mem { GS_MEM_HOST, GS_MEM_DEVICE } gs_mem;
@@ -58,7 +59,11 @@ static inline int gs_fail_set(gs_fail *f, char kind, int code, const char *call,
  * layout); `combine` is the user's source over T x (earlier) and T y (later): one expression
  * (expression != 0) or statements ending in a return; `name` names it in the compiler's log
  * (#line), so that the user's line numbers are its own.  `key_extra` enters the cache key
- * beside the source and the compiler (gpuscan's version). */
+ * beside the source and the compiler (gpuscan's version).  `family` names the kernels the call
+ * needs (gpuscan/user_params.h's GS_USER_SCAN, GS_USER_SCAN_SEG, GS_USER_FOLD): a backend may
+ * compile those alone (CUDA does; the CPU compiles every kernel at once).  `lib_dirs`: folders
+ * (':' separated, "" for none) where the binding found a compiler's libraries beside the system's
+ * (the nvidia-cuda-nvrtc wheel's, for CUDA). */
 #define GS_USER_MAX_SIZE 256 /* bytes of T at most: a 4x4 matrix of doubles, a carry on the stack */
 typedef struct gs_user_spec {
     const char *type_decl;
@@ -67,6 +72,8 @@ typedef struct gs_user_spec {
     const char *name;
     size_t size; /* sizeof(T): NumPy's itemsize of the aligned dtype */
     const char *key_extra;
+    int family;
+    const char *lib_dirs;
 } gs_user_spec;
 
 /* A compiled operator: the backend's, opaque, loaded once per process and never unloaded (the
@@ -83,7 +90,8 @@ typedef struct gs_user_msg {
     char *warning;
 } gs_user_msg;
 
-/* Work for an operator you write, over contiguous values of its T (`size` bytes each, aligned
+/* Work for an operator you write, over contiguous values of its T (in the backend's memory; the
+ * CUDA backend also takes host memory, which it copies in and back, waiting for the result) (`size` bytes each, aligned
  * for T).  scan: n values as rows of row_len (0: one row), each scanned alone, in place when
  * out == in; flags (1 byte each, nonzero: a segment head; NULL: none; not with row_len) restart
  * it.  reduce: `rows` rows of row_len values (0 allowed: the start alone) into `rows` values,
