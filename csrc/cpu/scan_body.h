@@ -126,18 +126,14 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, 
             o = GS_V(selb)(seg, y, o);
             if (exclusive) /* the empty sum is +0, as np.add.reduce([]) */
                 o = GS_V(add)(o, GS_V(splat)(0));
-        } else if (op == GS_OP_MUL) {
-            o = GS_V(mul)(*h, y);
-            if (has_cin)
-                o = GS_V(mul)(ch, o);
-            o = GS_V(selb)(seg, y, o);
         } else
 #endif
         {
-            (void)has_cin;
-            (void)ch;
             (void)cl;
-            o = GS_V(selb)(seg, y, GS_V(op)(op, *h, y));
+            o = GS_V(op)(op, *h, y);
+            if (has_cin) /* float mul and the logaddexps: the chunk's carry first */
+                o = GS_V(op)(op, ch, o);
+            o = GS_V(selb)(seg, y, o);
         }
         GS_V(store)(out, o);
     }
