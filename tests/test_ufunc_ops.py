@@ -351,3 +351,37 @@ def test_trace_takes_the_new_ops(rng):
     y = rng.standard_normal(64)
     t = gpuscan.trace.scan(y, "blelloch", op="fmax", exclusive=True)
     np.testing.assert_array_equal(t.result[1:], np.fmax.accumulate(y)[:-1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ufunc, dtype", [(np.fmax, np.float32), (np.fmin, np.float64),
+                                          (np.fmax, np.int16), (np.logaddexp, np.float64),
+                                          (np.logaddexp2, np.float32), (np.logical_and, np.int32),
+                                          (np.logical_xor, np.float64)],
+                         ids=["fmax-f32", "fmin-f64", "fmax-i16", "logaddexp-f64",
+                              "logaddexp2-f32", "logical_and-i32", "logical_xor-f64"])
+def test_device_arrays(ufunc, dtype, rng):
+    """Device arrays in, DeviceArrays out: the single-pass kernels of the CUDA backend, the same
+    values as the host path (logaddexp: within the loop's bound of them)."""
+    same = assert_log_close if ufunc in LOGS else np.testing.assert_array_equal
+    x = data(rng, dtype, 5 * NV + 3, ufunc)
+    flags, starts, _ = segments_of(rng, x.size)
+    d = gpuscan.to_device(x)
+    for fn, args in ((gpuscan.scan, ()), (gpuscan.reduce, ()),
+                     (gpuscan.segmented_scan, (flags,)), (gpuscan.reduceat, (starts,))):
+        dev = args and (gpuscan.to_device(args[0]),)
+        got = fn(d, *dev, ufunc)
+        assert isinstance(got, gpuscan.DeviceArray)
+        same(np.atleast_1d(got.get()), np.atleast_1d(fn(x, *args, ufunc)))
+    got = gpuscan.scan(d, ufunc, exclusive=True).get()
+    same(got[1:], gpuscan.scan(x, ufunc)[:-1])
+
+
+@pytest.mark.gpu
+def test_device_logaddexp_of_int8_needs_a_float_dtype():
+    d = gpuscan.to_device(np.arange(10, dtype=np.int8))
+    with pytest.raises(TypeError, match="float16"):
+        gpuscan.scan(d, np.logaddexp)
+    res = gpuscan.scan(d, np.logaddexp, dtype=np.float32).get()
+    np.testing.assert_allclose(res, np.logaddexp.accumulate(np.arange(10, dtype=np.float32)),
+                               rtol=1e-6)
