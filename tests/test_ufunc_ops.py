@@ -293,6 +293,13 @@ def test_logaddexp_of_small_ints_is_float16(ufunc, dtype, rng):
         np.testing.assert_allclose(res, fn(x.astype(np.float32), ufunc).astype(np.float16))
     assert gpuscan.scan(x, ufunc, dtype=np.float32).dtype == np.float32
     assert gpuscan.scan(list(x), ufunc).dtype == ufunc.accumulate(list(x)).dtype
+    # dtype=float16 (gpuscan.dask passes the probed dtype on) and a float16 out=, any input
+    y = x.astype(np.int32)
+    np.testing.assert_array_equal(gpuscan.reduce(y, ufunc, dtype=np.float16),
+                                  gpuscan.reduce(x, ufunc))
+    out = np.empty(x.shape, np.float16)
+    assert gpuscan.scan(y, ufunc, out=out) is out
+    np.testing.assert_array_equal(out, gpuscan.scan(x, ufunc))
 
 
 @pytest.mark.parametrize("ufunc", [np.logical_and, np.logical_or, np.logical_xor],
@@ -385,3 +392,28 @@ def test_device_logaddexp_of_int8_needs_a_float_dtype():
     res = gpuscan.scan(d, np.logaddexp, dtype=np.float32).get()
     np.testing.assert_allclose(res, np.logaddexp.accumulate(np.arange(10, dtype=np.float32)),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("ufunc", UFUNCS, ids=UFUNC_IDS)
+def test_dask_forwards_the_ops(ufunc, rng):
+    """gpuscan.dask takes the ops as they are: chunk by chunk, the carries combined by the ufunc
+    itself, the same results as the one-array call (int8 logaddexp: float16, probed and passed
+    on as dtype=)."""
+    da = pytest.importorskip("dask.array")
+    import gpuscan.dask as gsd
+
+    for dtype in (np.float64, np.int8):
+        x = data(rng, dtype, 1000, ufunc)
+        dx = da.from_array(x, chunks=97)
+        flags = rng.random(x.size) < 0.05
+        for got, want in ((gsd.scan(dx, ufunc).compute(), gpuscan.scan(x, ufunc)),
+                          (gsd.scan(dx, ufunc, method="blelloch").compute(),
+                           gpuscan.scan(x, ufunc)),
+                          (gsd.reduce(dx, ufunc).compute(), gpuscan.reduce(x, ufunc)),
+                          (gsd.segmented_scan(dx, da.from_array(flags, chunks=97), ufunc).compute(),
+                           gpuscan.segmented_scan(x, flags, ufunc))):
+            assert got.dtype == want.dtype
+            if ufunc in LOGS:
+                assert_log_close(np.atleast_1d(got), np.atleast_1d(want))
+            else:
+                np.testing.assert_array_equal(got, want)

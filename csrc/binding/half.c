@@ -76,36 +76,6 @@ static int set_argument(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const 
     return PyDict_SetItemString(kwargs, name, value);
 }
 
-/* Whether the call is logaddexp or logaddexp2 (its op at `op_pos` or the keyword) of a host
- * array or array-like of bool or 8-bit integers with no dtype= and no out=: NumPy's result is
- * float16 there, made as float16 input's is (computed in float32, rounded once). */
-static int half_result(PyObject *args, PyObject *kwargs, Py_ssize_t op_pos)
-{
-    PyObject *a = argument(args, kwargs, 0, "a"), *op_obj = argument(args, kwargs, op_pos, "op");
-    PyObject *dtype = argument(args, kwargs, -1, "dtype"), *out = argument(args, kwargs, -1, "out");
-    PyObject *arr;
-    gs_op op;
-    int small;
-
-    if (op_obj == NULL || a == NULL || (dtype != NULL && dtype != Py_None) ||
-        (out != NULL && out != Py_None) ||
-        (!PyArray_Check(a) && (PyObject_HasAttrString(a, "__cuda_array_interface__") ||
-                               PyObject_HasAttrString(a, "__dlpack_device__"))))
-        return 0;
-    if (gs_parse_op(op_obj, &op) < 0) {
-        PyErr_Clear(); /* not a built-in op: the call says so itself */
-        return 0;
-    }
-    if (!gs_op_is_log(op))
-        return 0;
-    if ((arr = PyArray_FromAny(a, NULL, 0, 0, 0, NULL)) == NULL)
-        return -1;
-    small = PyArray_ISBOOL((PyArrayObject *)arr) ||
-            (PyArray_ISINTEGER((PyArrayObject *)arr) && PyArray_ITEMSIZE((PyArrayObject *)arr) == 1);
-    Py_DECREF(arr);
-    return small;
-}
-
 static PyObject *as_float32(PyObject *a)
 {
     PyObject *arr, *res;
@@ -132,6 +102,40 @@ static int dtype_is_half(PyObject *dtype, int *half)
     *half = d->type_num == NPY_HALF;
     Py_DECREF(d);
     return 0;
+}
+
+/* Whether the call is logaddexp or logaddexp2 (its op at `op_pos` or the keyword) of a host
+ * array or array-like whose result NumPy makes float16: dtype=float16, a float16 out=, or bool
+ * or 8-bit integers with neither (NumPy's first float loop that holds them).  Made as float16
+ * input's is: computed in float32, rounded once. */
+static int half_result(PyObject *args, PyObject *kwargs, Py_ssize_t op_pos)
+{
+    PyObject *a = argument(args, kwargs, 0, "a"), *op_obj = argument(args, kwargs, op_pos, "op");
+    PyObject *dtype = argument(args, kwargs, -1, "dtype"), *out = argument(args, kwargs, -1, "out");
+    PyObject *arr;
+    gs_op op;
+    int small;
+
+    if (op_obj == NULL || a == NULL ||
+        (!PyArray_Check(a) && (PyObject_HasAttrString(a, "__cuda_array_interface__") ||
+                               PyObject_HasAttrString(a, "__dlpack_device__"))))
+        return 0;
+    if (gs_parse_op(op_obj, &op) < 0) {
+        PyErr_Clear(); /* not a built-in op: the call says so itself */
+        return 0;
+    }
+    if (!gs_op_is_log(op))
+        return 0;
+    if (dtype != NULL && dtype != Py_None)
+        return dtype_is_half(dtype, &small) < 0 ? -1 : small;
+    if (out != NULL && out != Py_None)
+        return is_half(out);
+    if ((arr = PyArray_FromAny(a, NULL, 0, 0, 0, NULL)) == NULL)
+        return -1;
+    small = PyArray_ISBOOL((PyArrayObject *)arr) ||
+            (PyArray_ISINTEGER((PyArrayObject *)arr) && PyArray_ITEMSIZE((PyArrayObject *)arr) == 1);
+    Py_DECREF(arr);
+    return small;
 }
 
 /* Whether res, an array or a NumPy scalar, is float32. */
