@@ -15,6 +15,13 @@ UFUNCS = {
     "and": np.bitwise_and,
     "or": np.bitwise_or,
     "xor": np.bitwise_xor,
+    "fmax": np.fmax,
+    "fmin": np.fmin,
+    "logaddexp": np.logaddexp,
+    "logaddexp2": np.logaddexp2,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
 }
 _BY_UFUNC_NAME = {u.__name__: name for name, u in UFUNCS.items()}
 

@@ -355,6 +355,45 @@ def test_deterministic_on_any_thread_count(tmp_path):
     assert len(outs) == 1
 
 
+@pytest.mark.parametrize("n", [1, 7, CHUNK32 + 1, 9 * CHUNK32 + 3])
+def test_reduce_where(n):
+    """where= leaves values out: each row's fold over the values its mask keeps (the others
+    become the identity), for a scalar and a structured operator, the mask broadcast as NumPy's,
+    and tuple input."""
+    rng = np.random.default_rng(n)
+    m = rng.integers(-1000, 1000, (3, n))
+    keep = rng.random((3, n)) < 0.6
+    np.testing.assert_array_equal(gpuscan.reduce(m, ADD, axis=1, where=keep),
+                                  np.add.reduce(m, axis=1, where=keep))
+    row = keep[0]  # broadcast over the rows
+    np.testing.assert_array_equal(gpuscan.reduce(m, ADD, axis=1, where=row, initial=5),
+                                  np.add.reduce(m, axis=1, where=row, initial=5))
+    assert gpuscan.reduce(m, ADD, where=keep) == m[keep].sum()
+    a = random_struct(AFFINE, n, seed=n)
+    mask = rng.random(n) < 0.5
+    want = fold(affine, rows(a[mask]))
+    got = gpuscan.reduce(a, AFFINE, where=mask)
+    assert tuple(map(int, got.tolist())) == (want if want is not None else (1, 0))
+    got = gpuscan.reduce((a["a"], a["b"]), AFFINE, where=mask, initial=(3, 4))
+    assert isinstance(got, tuple)
+    assert tuple(int(v) for v in got) == fold(affine, rows(a[mask]), (3, 4))
+    k = random_struct(KADANE, n, seed=n + 1, high=100)
+    got = gpuscan.reduce(k, KADANE, where=~mask)
+    want = fold(kadane, rows(k[~mask]))
+    assert tuple(map(int, got.tolist())) == (want if want is not None else (0, NEG, NEG, NEG))
+
+
+def test_reduce_where_errors():
+    a = np.arange(6)
+    with pytest.raises(ValueError):
+        gpuscan.reduce(a, ADD, where=np.ones(4, bool))  # not broadcastable, as NumPy's
+    with pytest.raises(TypeError):
+        gpuscan.reduce(a, ADD, where=np.ones(6, np.int64))  # NumPy's safe cast to bool
+    assert gpuscan.reduce(a, ADD, where=np.zeros(6, bool)) == 0  # nothing kept: the identity
+    assert gpuscan.reduce(a, ADD, where=True) == 15
+    assert gpuscan.reduce(a, ADD, where=np.False_) == 0
+
+
 def test_out_forms():
     a = np.arange(10)
     out = np.empty(10, np.int64)

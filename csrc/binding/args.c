@@ -17,10 +17,12 @@ static const char *const op_names[GS_NOPS] = { GS_OPS(GS_X_OPNAME) };
 static const char *const op_ufuncs[GS_NOPS] = { GS_OPS(GS_X_UFUNC) };
 #undef GS_X_UFUNC
 
-#define GS_OP_CHOICES                                                                      \
-    "'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the matching NumPy ufunc (np.add, " \
-    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor) " \
-    "or its name ('multiply', 'maximum', ...)"
+#define GS_OP_CHOICES                                                                        \
+    "'add', 'mul', 'min', 'max', 'and', 'or', 'xor' or the matching NumPy ufunc (np.add, "   \
+    "np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or, np.bitwise_xor) "   \
+    "or its name ('multiply', 'maximum', ...), np.fmax, np.fmin, np.logaddexp, "             \
+    "np.logaddexp2, np.logical_and, np.logical_or, np.logical_xor or their names, or a "     \
+    "gpuscan.Operator"
 
 /* ValueError listing the choices (the contract's), except for an integer: a TypeError with a
  * hint, since np.cumsum(a, 1) and np.sum(a, 1) mean axis=1 there. */
@@ -119,6 +121,11 @@ int gs_parse_algorithm(const char *name, int segmented, gs_algorithm *algo)
 gs_dtype gs_default_acc_type(gs_dtype in, gs_op op)
 {
     char kind = gs_dtype_kind(in);
+    if (gs_op_is_logical(op))
+        return GS_BOOL;
+    if (gs_op_is_log(op) && kind != 'f') /* NumPy's first float loop that holds the input */
+        return gs_dtype_size(in) == 1 ? GS_NDTYPES : gs_dtype_size(in) == 2 ? GS_FLOAT32
+                                                                             : GS_FLOAT64;
     if ((op != GS_OP_ADD && op != GS_OP_MUL) || kind == 'f' || gs_dtype_size(in) == 8)
         return in;
     return kind == 'u' ? GS_UINT64 : GS_INT64;
@@ -126,14 +133,22 @@ gs_dtype gs_default_acc_type(gs_dtype in, gs_op op)
 
 int gs_check_op_dtype(gs_op op, gs_dtype acc)
 {
-    if (gs_op_is_bitwise(op) && gs_dtype_is_float(acc)) {
-        PyErr_Format(PyExc_TypeError,
-                     "op '%s' is not supported for %s: bitwise operators need bool or integer "
-                     "dtypes",
-                     op_names[op], gs_dtype_name(acc));
-        return -1;
-    }
-    return 0;
+    const char *need = NULL;
+
+    if (acc == GS_NDTYPES) /* logaddexp of a bool or 8-bit device array: float16 in NumPy */
+        need = "NumPy gives float16 for bool and 8-bit input there, which this call cannot "
+               "make: pass dtype=np.float32 or float input";
+    else if (gs_op_is_bitwise(op) && gs_dtype_is_float(acc))
+        need = "bitwise operators need bool or integer dtypes";
+    else if (gs_op_is_log(op) && !gs_dtype_is_float(acc))
+        need = "logaddexp and logaddexp2 need float dtypes";
+    else if (gs_op_is_logical(op) && acc != GS_BOOL)
+        need = "the logical operators give bool";
+    if (need == NULL)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "op '%s' is not supported for %s: %s", op_names[op],
+                 acc == GS_NDTYPES ? "this input" : gs_dtype_name(acc), need);
+    return -1;
 }
 
 /* ---- axes --------------------------------------------------------------------------------- */

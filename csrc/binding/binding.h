@@ -17,10 +17,11 @@
 /* ---- half.c --------------------------------------------------------------------------- */
 
 /* The float16 door of scan, segmented_scan, reduce, reduceat and segmented_reduce (fn: the op's
- * own entry): 0 when the call's `a` is not float16 input (the op goes on), else 1 with *ret the
- * float16 call's result, computed in float32 and rounded once (NULL with an exception set). */
+ * own entry, its op argument at op_pos): 0 when the call's `a` is not float16 input and its
+ * result not float16 (logaddexp of bool or 8-bit integers) (the op goes on), else 1 with *ret
+ * the float16 call's result, computed in float32 and rounded once (NULL with an exception set). */
 int gs_half_route(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args, PyObject *kwargs,
-                  PyObject **ret);
+                  Py_ssize_t op_pos, PyObject **ret);
 
 /* histogram's float16 operands: `a` widened to float32, with the float16 array itself (a_half,
  * whose edges and bins NumPy's are; NULL when `a` is not float16), `weights` widened when they

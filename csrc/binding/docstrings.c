@@ -12,6 +12,13 @@
  */
 #include "binding/binding.h"
 
+/* The ops beside the seven, as every function's `op` parameter lists them. */
+#define GS_DOC_MORE_OPS                                                                      \
+    "    np.fmax, np.fmin, np.logaddexp, np.logaddexp2, np.logical_and, np.logical_or,\n"   \
+    "    np.logical_xor or their names, with those ufuncs' results and dtypes (the logical\n" \
+    "    ops give bool; logaddexp of integers gives float16 for bool and 8-bit, float32 for\n" \
+    "    16-bit and float64 for wider ones); or a gpuscan.Operator.\n"
+
 const char gs_doc_scan[] =
     "scan(a, op='add', *, exclusive=False, axis=None, dtype=None, out=None, algorithm='auto')\n"
     "--\n"
@@ -27,11 +34,14 @@ const char gs_doc_scan[] =
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc\n"
     "    (np.add, np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or,\n"
-    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...).\n"
+    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...);\n"
+    GS_DOC_MORE_OPS
     "exclusive : bool, optional\n"
     "    If True, element i combines the elements before i (the first is the identity:\n"
     "    0 for add/or/xor, 1 for mul, all ones for and, the dtype's largest value for min\n"
-    "    and its smallest for max, +-inf for floats).\n"
+    "    and its smallest for max, +-inf for floats; -inf for logaddexp and logaddexp2, NaN\n"
+    "    for float fmax and fmin (integers: as max and min), True for logical_and, False for\n"
+    "    logical_or and logical_xor).\n"
     "axis : int or None, optional\n"
     "    None (default) scans the flattened array in C order and returns a 1-D result, as\n"
     "    np.cumsum; an integer scans each row along that axis and keeps the shape.\n"
@@ -146,7 +156,8 @@ const char gs_doc_segmented_scan[] =
     "    wider ones are made a bool array first (one more pass over the flags).\n"
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc or\n"
-    "    its name ('multiply', 'maximum', ...).\n"
+    "    its name ('multiply', 'maximum', ...);\n"
+    GS_DOC_MORE_OPS
     "exclusive : bool, optional\n"
     "    If True, element i combines the elements of its segment before i; a segment's first\n"
     "    element is the identity (0 for add/or/xor, 1 for mul, all ones for and, the dtype's\n"
@@ -218,7 +229,8 @@ const char gs_doc_reduce[] =
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc\n"
     "    (np.add, np.multiply, np.minimum, np.maximum, np.bitwise_and, np.bitwise_or,\n"
-    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...).\n"
+    "    np.bitwise_xor) or its name ('multiply', 'maximum', ...);\n"
+    GS_DOC_MORE_OPS
     "axis : None, int or tuple of ints, optional\n"
     "    The axes to reduce (negative ones count from the end): None (default) reduces every\n"
     "    axis, an empty tuple none.\n"
@@ -238,8 +250,9 @@ const char gs_doc_reduce[] =
     "    empty reduction (min and max included) then gives it.  None (default): none.\n"
     "where : array_like of bool, optional\n"
     "    Which values take part, broadcast to ``a``'s shape as NumPy's (True, the default: all;\n"
-    "    a bool array, NumPy or on the device; another dtype is NumPy's TypeError).  min and\n"
-    "    max need ``initial`` with a mask, as in NumPy.\n"
+    "    a bool array, NumPy or on the device; another dtype is NumPy's TypeError).  min, max,\n"
+    "    fmin and fmax need ``initial`` with a mask, as in NumPy; with an Operator the values\n"
+    "    left out are its identity.\n"
     "\n"
     "Returns\n"
     "-------\n"
@@ -251,11 +264,14 @@ const char gs_doc_reduce[] =
     "Raises\n"
     "------\n"
     "ValueError\n"
-    "    Unknown op, a duplicate axis, or an empty reduction with min or max (they have no\n"
-    "    identity; the other operators give it: 0 for add/or/xor, 1 for mul, all ones for\n"
-    "    and).\n"
+    "    Unknown op, a duplicate axis, or an empty reduction with min, max, fmin or fmax\n"
+    "    (they have no identity; the other operators give it: 0 for add/or/xor, 1 for mul,\n"
+    "    all ones for and, -inf for the logaddexps, True for logical_and, False for\n"
+    "    logical_or and logical_xor).\n"
     "TypeError\n"
-    "    Unsupported dtype, a bitwise op on floats, or a device array on the CPU backend.\n"
+    "    Unsupported dtype, a bitwise op on floats, a logaddexp with an integer dtype= or\n"
+    "    out=, a logical op with a dtype= or out= other than bool, or a device array on the\n"
+    "    CPU backend.\n"
     "numpy.exceptions.AxisError\n"
     "    An axis out of range.\n"
     "GpuscanError\n"
@@ -303,7 +319,8 @@ const char gs_doc_reduceat[] =
     "    are allowed, as in NumPy.\n"
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc or\n"
-    "    its name ('multiply', 'maximum', ...).\n"
+    "    its name ('multiply', 'maximum', ...);\n"
+    GS_DOC_MORE_OPS
     "axis : int, optional\n"
     "    The axis the slices run along (default 0; negative counts from the end).\n"
     "dtype : dtype, optional\n"
@@ -366,7 +383,8 @@ const char gs_doc_segmented_reduce[] =
     "    is).\n"
     "op : str or numpy.ufunc, optional\n"
     "    'add' (default), 'mul', 'min', 'max', 'and', 'or', 'xor', or the matching ufunc or\n"
-    "    its name ('multiply', 'maximum', ...).\n"
+    "    its name ('multiply', 'maximum', ...);\n"
+    GS_DOC_MORE_OPS
     "dtype : dtype, optional\n"
     "    Accumulation and result dtype, by ``reduce``'s rules when not given.\n"
     "\n"

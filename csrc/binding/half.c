@@ -104,7 +104,53 @@ static int dtype_is_half(PyObject *dtype, int *half)
     return 0;
 }
 
-/* The result `res` (stolen) as float16, or written into `out` (then returned). */
+/* Whether the call is logaddexp or logaddexp2 (its op at `op_pos` or the keyword) of a host
+ * array or array-like whose result NumPy makes float16: dtype=float16, a float16 out=, or bool
+ * or 8-bit integers with neither (NumPy's first float loop that holds them).  Made as float16
+ * input's is: computed in float32, rounded once. */
+static int half_result(PyObject *args, PyObject *kwargs, Py_ssize_t op_pos)
+{
+    PyObject *a = argument(args, kwargs, 0, "a"), *op_obj = argument(args, kwargs, op_pos, "op");
+    PyObject *dtype = argument(args, kwargs, -1, "dtype"), *out = argument(args, kwargs, -1, "out");
+    PyObject *arr;
+    gs_op op;
+    int small;
+
+    if (op_obj == NULL || a == NULL ||
+        (!PyArray_Check(a) && (PyObject_HasAttrString(a, "__cuda_array_interface__") ||
+                               PyObject_HasAttrString(a, "__dlpack_device__"))))
+        return 0;
+    if (gs_parse_op(op_obj, &op) < 0) {
+        PyErr_Clear(); /* not a built-in op: the call says so itself */
+        return 0;
+    }
+    if (!gs_op_is_log(op))
+        return 0;
+    if (dtype != NULL && dtype != Py_None)
+        return dtype_is_half(dtype, &small) < 0 ? -1 : small;
+    if (out != NULL && out != Py_None)
+        return is_half(out);
+    if ((arr = PyArray_FromAny(a, NULL, 0, 0, 0, NULL)) == NULL)
+        return -1;
+    small = PyArray_ISBOOL((PyArrayObject *)arr) ||
+            (PyArray_ISINTEGER((PyArrayObject *)arr) && PyArray_ITEMSIZE((PyArrayObject *)arr) == 1);
+    Py_DECREF(arr);
+    return small;
+}
+
+/* Whether res, an array or a NumPy scalar, is float32. */
+static int is_float32(PyObject *res)
+{
+    PyObject *dt = PyObject_GetAttrString(res, "dtype");
+    int yes = dt != NULL && PyArray_DescrCheck(dt) && ((PyArray_Descr *)dt)->type_num == NPY_FLOAT32;
+
+    Py_XDECREF(dt);
+    PyErr_Clear(); /* no dtype: not float32 */
+    return yes;
+}
+
+/* The result `res` (stolen) as float16 when it is float32, or written into `out` (then
+ * returned). */
 static PyObject *round_back(PyObject *res, PyObject *out, int half)
 {
     PyObject *ret;
@@ -118,8 +164,8 @@ static PyObject *round_back(PyObject *res, PyObject *out, int half)
         Py_DECREF(res);
         return rc < 0 ? NULL : Py_NewRef(out);
     }
-    if (!half)
-        return res;
+    if (!half || !is_float32(res))
+        return res; /* not float16 in NumPy either: a logical op's bool */
     ret = PyObject_CallMethod(res, "astype", "s", "float16"); /* arrays and NumPy scalars */
     Py_DECREF(res);
     return ret;
@@ -190,10 +236,12 @@ void gs_half_histogram_release(gs_half_hist *h)
 }
 
 int gs_half_route(PyCFunctionWithKeywords fn, PyObject *self, PyObject *args, PyObject *kwargs,
-                  PyObject **ret)
+                  Py_ssize_t op_pos, PyObject **ret)
 {
-    const int half = half_input(argument(args, kwargs, 0, "a"));
+    int half = half_input(argument(args, kwargs, 0, "a"));
 
+    if (half == 0)
+        half = half_result(args, kwargs, op_pos);
     if (half < 0) {
         *ret = NULL;
         return 1;

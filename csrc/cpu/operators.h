@@ -7,9 +7,13 @@
  * Integers wrap in GS_U (unsigned: no undefined overflow); bool add/max/or are logical or,
  * mul/min/and logical and (NumPy's bool arithmetic); float min/max follow np.minimum and
  * np.maximum: a NaN `a` is kept, a NaN `b` wins over a number, and on ties (+0 against -0
- * included) `a`, the earlier value, is kept.  Float add takes the compensated paths of the
- * bodies; here it is the plain sum.
+ * included) `a`, the earlier value, is kept; fmin/fmax skip NaNs (a NaN wins only over a NaN) and
+ * keep `a` on ties too; logaddexp and logaddexp2 are gpuscan/logaddexp.h's.  Float add takes the
+ * compensated paths of the bodies; here it is the plain sum.  fmin, fmax and the logaddexps
+ * reach floats only (gs_op_run()).
  */
+#include "gpuscan/logaddexp.h"
+
 static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
 {
 #if GS_KIND == 'b'
@@ -35,6 +39,14 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
         return (a <= b || isnan(a)) ? a : b;
     case GS_OP_MAX:
         return (a >= b || isnan(a)) ? a : b;
+    case GS_OP_FMIN:
+        return (a <= b || isnan(b)) ? a : b;
+    case GS_OP_FMAX:
+        return (a >= b || isnan(b)) ? a : b;
+    case GS_OP_LOGADDEXP:
+        return (GS_T)gs_logaddexp(a, b, 0);
+    case GS_OP_LOGADDEXP2:
+        return (GS_T)gs_logaddexp(a, b, 1);
     default:
         return a + b;
     }
@@ -61,36 +73,52 @@ static GS_ALWAYS_INLINE GS_T GS_FN(op)(const gs_op op, GS_T a, GS_T b)
 /* F(op, ...) for the operator op, with op a constant in each case: a switch that specialises an
  * always-inlined loop per operator (the bitwise ones only for bool and integers). */
 #undef GS_OP_CASE
+#undef GS_OP_CASES_ALL
 #undef GS_OP_DISPATCH
 #define GS_OP_CASE(o, F, ...) \
     case o:                   \
         F(o, __VA_ARGS__);    \
         break;
+/* The operators every dtype has; then each kind's own, the last one the default. */
+#define GS_OP_CASES_ALL(F, ...)               \
+    GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__)     \
+    GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)     \
+    GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__)     \
+    GS_OP_CASE(GS_OP_MAX, F, __VA_ARGS__)
 #if GS_KIND == 'f'
-#define GS_OP_DISPATCH(op, F, ...)            \
-    switch (op) {                             \
-        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__) \
-        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__) \
-        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__) \
-    default:                                  \
-        F(GS_OP_MAX, __VA_ARGS__);            \
+#define GS_OP_DISPATCH(op, F, ...)                  \
+    switch (op) {                                   \
+        GS_OP_CASES_ALL(F, __VA_ARGS__)             \
+        GS_OP_CASE(GS_OP_FMIN, F, __VA_ARGS__)      \
+        GS_OP_CASE(GS_OP_FMAX, F, __VA_ARGS__)      \
+        GS_OP_CASE(GS_OP_LOGADDEXP, F, __VA_ARGS__) \
+    default:                                        \
+        F(GS_OP_LOGADDEXP2, __VA_ARGS__);           \
     }
 #else
-#define GS_OP_DISPATCH(op, F, ...)                                                \
-    switch (op) {                                                                 \
-        GS_OP_CASE(GS_OP_ADD, F, __VA_ARGS__)                                     \
-        GS_OP_CASE(GS_OP_MUL, F, __VA_ARGS__)                                     \
-        GS_OP_CASE(GS_OP_MIN, F, __VA_ARGS__)                                     \
-        GS_OP_CASE(GS_OP_MAX, F, __VA_ARGS__)                                     \
-        GS_OP_CASE(GS_OP_AND, F, __VA_ARGS__)                                     \
-        GS_OP_CASE(GS_OP_OR, F, __VA_ARGS__) default : F(GS_OP_XOR, __VA_ARGS__); \
+#define GS_OP_DISPATCH(op, F, ...)             \
+    switch (op) {                              \
+        GS_OP_CASES_ALL(F, __VA_ARGS__)        \
+        GS_OP_CASE(GS_OP_AND, F, __VA_ARGS__)  \
+        GS_OP_CASE(GS_OP_OR, F, __VA_ARGS__)   \
+    default:                                   \
+        F(GS_OP_XOR, __VA_ARGS__);             \
     }
 #endif
 
-/* The operator's identity (-0 for float add: -0 + x == x for every x, -0 included). */
+/* The operator's identity (-0 for float add: -0 + x == x for every x, -0 included; NaN for
+ * fmin and fmax, -inf for the logaddexps). */
 static GS_ALWAYS_INLINE GS_T GS_FN(op_identity)(const gs_op op)
 {
     switch (op) {
+#if GS_KIND == 'f'
+    case GS_OP_FMIN:
+    case GS_OP_FMAX:
+        return (GS_T)NAN;
+    case GS_OP_LOGADDEXP:
+    case GS_OP_LOGADDEXP2:
+        return (GS_T)-INFINITY;
+#endif
     case GS_OP_ADD:
         return (GS_T)-0.0;
     case GS_OP_MUL:

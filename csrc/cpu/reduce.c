@@ -347,7 +347,7 @@ static int gs_reduce_cols(const gs_reduce_job *j, int parallel)
             cj.tiles = (cj.inner + cj.tile - 1) / cj.tile;
         }
     }
-    cj.direct = !(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL));
+    cj.direct = !gs_op_rounds(d->op, d->out_type);
     cj.acc_bytes = 2 * (size_t)cj.tile * sizeof(uint64_t);
     cj.units = d->rows * (cj.split ? cj.blocks : 1) * cj.tiles;
     if (parallel)
@@ -433,7 +433,7 @@ int gs_cpu_reduce(const gs_reduce_desc *d)
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.chunk_len = gs_reduce_chunk_len(d->row_len);
-    if (!(gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL)) &&
+    if (!gs_op_rounds(d->op, d->out_type) &&
         j.chunk_len * (int64_t)j.in_size < GS_CPU_TASK_BYTES)
         /* An exact operator gives the same bits in any grouping: chunks of a task's bytes, so
          * that a chunk's fixed costs (its start, the join of its lanes) are spread thinner. */

@@ -76,8 +76,8 @@ static GS_T GS_FN(first_zero)(const GS_T *p, int64_t len)
     return p[i];
 }
 
-/* One vector x into the lanes (h, l): add keeps TwoSum's exact error in l; mul multiplies; min
- * and max keep numbers only (a NaN compares false) and note NaNs in *nan. */
+/* One vector x into the lanes (h, l): add keeps TwoSum's exact error in l; min and max keep
+ * numbers only (a NaN compares false) and note NaNs in *nan; every other op is the operator. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VEC *h, GS_VEC *l,
                                                            GS_MASK *nan, GS_VEC x)
 {
@@ -86,11 +86,11 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(lanes_step)(const gs_op op, GS_VE
         GS_VEC bp = GS_V(sub)(s, *h);
         *l = GS_V(add)(*l, GS_V(add)(GS_V(sub)(*h, GS_V(sub)(s, bp)), GS_V(sub)(x, bp)));
         *h = s;
-    } else if (op == GS_OP_MUL) {
-        *h = GS_V(mul)(*h, x);
-    } else {
+    } else if (op == GS_OP_MIN || op == GS_OP_MAX) {
         *nan = GS_V(mor)(*nan, GS_V(ne)(x, x));
         *h = op == GS_OP_MIN ? GS_V(min_lt)(x, *h) : GS_V(max_gt)(x, *h);
+    } else {
+        *h = GS_V(op)(op, *h, x);
     }
 }
 
@@ -179,12 +179,21 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(join_lanes)(const gs_op op, const
             bh = sum;
         }
         GS_FN(pair_add)(ahi, alo, bh, bl);
-    } else if (op == GS_OP_MUL) {
+    } else if (op != GS_OP_MIN && op != GS_OP_MAX) {
+        /* mul, fmin, fmax and the logaddexps: the vectors, then their values, in lane order.
+         * fmin and fmax then take the block's first NaN (all NaN) or first zero, as min and
+         * max below: the lanes do not keep element order. */
         GS_VEC pv = h[0];
         for (int v = 1; v < NV; v++)
-            pv = GS_V(mul)(pv, h[v]);
-        for (int k = 0; k < GS_W; k++)
-            *ahi *= GS_V(get)(pv, k);
+            pv = GS_V(op)(op, pv, h[v]);
+        GS_T v = GS_V(get)(pv, 0);
+        for (int k = 1; k < GS_W; k++)
+            v = GS_FN(op)(op, v, GS_V(get)(pv, k));
+        if ((op == GS_OP_FMIN || op == GS_OP_FMAX) && isnan(v))
+            v = GS_FN(first_nan)(p, blen);
+        else if ((op == GS_OP_FMIN || op == GS_OP_FMAX) && v == 0)
+            v = GS_FN(first_zero)(p, blen);
+        *ahi = GS_FN(op)(op, *ahi, v);
     } else {
         /* No NaN in the lanes: any order gives the value.  The block's answer is its first
          * NaN, else its first value equal to v: only +0 and -0 are equal with other bits,
@@ -533,11 +542,11 @@ static GS_ALWAYS_INLINE void GS_FN(finish)(const gs_op op, GS_T h, GS_T l, GS_T 
         *alo = pl;
         return;
     }
-    if (op == GS_OP_MUL) {
+    if (gs_op_rounds(op, GS_FLOAT64)) { /* mul and the logaddexps */
         if (out != NULL)
             *out = h;
         else
-            *acc = first ? h : *acc * h;
+            *acc = first ? h : GS_FN(op)(op, *acc, h);
         return;
     }
 #endif
@@ -575,11 +584,11 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vfinish)(const gs_op op, GS_VEC h
         GS_V(store)(alo, pl);
         return;
     }
-    if (op == GS_OP_MUL) {
+    if (gs_op_rounds(op, GS_FLOAT64)) { /* mul and the logaddexps */
         if (out != NULL)
             GS_V(store)(out, hv);
         else
-            GS_V(store)(acc, first ? hv : GS_V(mul)(GS_V(load)(acc), hv));
+            GS_V(store)(acc, first ? hv : GS_V(op)(op, GS_V(load)(acc), hv));
         return;
     }
 #endif
@@ -640,7 +649,7 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(cols_block)(const gs_op op, const
                                                            const int first, GS_T *state, GS_T *out,
                                                            const int plus_zero)
 {
-    const int inexact = GS_KIND == 'f' && (op == GS_OP_ADD || op == GS_OP_MUL);
+    const int inexact = GS_KIND == 'f' && gs_op_rounds(op, GS_FLOAT64);
     const int add = GS_KIND == 'f' && op == GS_OP_ADD;
     GS_T *h = inexact ? state : acc;
     GS_T *l = state + ncols; /* float add's compensation terms */

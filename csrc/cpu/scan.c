@@ -456,7 +456,7 @@ int gs_cpu_scan(const gs_scan_desc *d)
     j.widen = d->in_type != d->out_type;
     /* int64 and uint64 add and mul wrap to the same bits: the widened pairs share uint64's loops */
     j.k = &gs_kernels_of[gs_cpu_isa()][j.widen ? GS_UINT64 : d->out_type];
-    j.inexact = gs_dtype_is_float(d->out_type) && (d->op == GS_OP_ADD || d->op == GS_OP_MUL);
+    j.inexact = gs_op_rounds(d->op, d->out_type);
     j.in_size = gs_dtype_size(d->in_type);
     j.out_size = gs_dtype_size(d->out_type);
     j.row_len = d->row_len > 0 ? d->row_len : d->n;

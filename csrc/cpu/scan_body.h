@@ -126,18 +126,14 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(vstep)(const gs_op op, GS_VEC x, 
             o = GS_V(selb)(seg, y, o);
             if (exclusive) /* the empty sum is +0, as np.add.reduce([]) */
                 o = GS_V(add)(o, GS_V(splat)(0));
-        } else if (op == GS_OP_MUL) {
-            o = GS_V(mul)(*h, y);
-            if (has_cin)
-                o = GS_V(mul)(ch, o);
-            o = GS_V(selb)(seg, y, o);
         } else
 #endif
         {
-            (void)has_cin;
-            (void)ch;
             (void)cl;
-            o = GS_V(selb)(seg, y, GS_V(op)(op, *h, y));
+            o = GS_V(op)(op, *h, y);
+            if (has_cin) /* float mul and the logaddexps: the chunk's carry first */
+                o = GS_V(op)(op, ch, o);
+            o = GS_V(selb)(seg, y, o);
         }
         GS_V(store)(out, o);
     }
@@ -311,11 +307,45 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR void GS_FN(loop)(const gs_op op, const GS_T 
 }
 #endif
 
+#if GS_KIND == 'f'
+/* The logaddexps, one value at a time: no vector exp and log1p, and the vector tree would call
+ * them log2(GS_W) + 2 times per value.  The outputs and the state as loop()'s (output i is cin
+ * combined with the state, restarting at a head), grouped from the run's start alone. */
+static GS_ALWAYS_INLINE void GS_FN(log_loop)(const gs_op op, const GS_T *in, GS_T *out,
+                                             int64_t len, int exclusive, const gs_carry *cin,
+                                             gs_carry *c, const uint64_t *heads)
+{
+    const GS_T id = GS_FN(op_identity)(op);
+    GS_T h = c->hi.GS_SFX;
+    int has_cin = cin != NULL;
+
+    for (int64_t i = 0; i < len; i++) {
+        if (heads != NULL && (heads[i / 64] >> (i % 64)) & 1) {
+            h = id;
+            has_cin = 0; /* after a head the carry is done with */
+        }
+        const GS_T before = h;
+        h = GS_FN(op)(op, h, in[i]);
+        if (out != NULL) {
+            const GS_T y = exclusive ? before : h;
+            out[i] = has_cin ? GS_FN(op)(op, cin->hi.GS_SFX, y) : y;
+        }
+    }
+    c->hi.GS_SFX = h;
+}
+#endif
+
 /* The loop, specialised per operator and for runs with and without output (gs_kernels.apply). */
 static GS_ISA_ATTR void GS_FN(apply)(gs_op op, const void *in, void *out, int64_t len,
                                      int exclusive, const gs_carry *cin, gs_carry *c,
                                      const uint64_t *heads)
 {
+#if GS_KIND == 'f'
+    if (gs_op_is_log(op)) {
+        GS_FN(log_loop)(op, in, out, len, exclusive, cin, c, heads);
+        return;
+    }
+#endif
     if (out == NULL) {
         GS_OP_DISPATCH(op, GS_FN(loop), in, NULL, len, exclusive, cin, c, heads)
     } else {

@@ -363,7 +363,8 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(max_int)(GS_VEC a, GS_VEC b)
 /* ---- The contract's operators on vectors ------------------------------------------------------
  * vop(op, a, b) = a op b value by value, `a` holding the earlier values: cpu/operators.h's
  * operator on every value (float min/max: a NaN `a` is kept, a NaN `b` wins over a number, ties
- * keep `a`; integers wrap).  Bitwise operators only for integers. */
+ * keep `a`; fmin/fmax: a NaN loses to a number; integers wrap).  Bitwise operators only for
+ * integers. */
 static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(op)(const gs_op op, GS_VEC a, GS_VEC b)
 {
     switch (op) {
@@ -374,8 +375,20 @@ static GS_ALWAYS_INLINE GS_ISA_ATTR GS_VEC GS_V(op)(const gs_op op, GS_VEC a, GS
 #if GS_KIND == 'f'
     case GS_OP_MIN:
         return GS_V(sel)(GS_V(mor)(GS_V(le)(a, b), GS_V(ne)(a, a)), a, b);
-    default:
+    case GS_OP_MAX:
         return GS_V(sel)(GS_V(mor)(GS_V(ge)(a, b), GS_V(ne)(a, a)), a, b);
+    case GS_OP_FMIN:
+        return GS_V(sel)(GS_V(mor)(GS_V(le)(a, b), GS_V(ne)(b, b)), a, b);
+    case GS_OP_FMAX:
+        return GS_V(sel)(GS_V(mor)(GS_V(ge)(a, b), GS_V(ne)(b, b)), a, b);
+    default: { /* the logaddexps: no vector exp and log1p, value by value */
+        GS_T x[GS_W], y[GS_W];
+        GS_V(store)(x, a);
+        GS_V(store)(y, b);
+        for (int k = 0; k < GS_W; k++)
+            x[k] = GS_FN(op)(op, x[k], y[k]);
+        return GS_V(load)(x);
+    }
 #else
     case GS_OP_MIN:
         return GS_V(min_int)(a, b);

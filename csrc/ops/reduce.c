@@ -33,7 +33,14 @@ typedef struct reduce_plan {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* Fill `res` with the identity of op in its dtype (add/or/xor 0, mul 1, and all ones). */
+/* Whether op has no identity in NumPy (an empty reduction, or a where= mask, needs initial=). */
+static int no_identity(gs_op op)
+{
+    return op == GS_OP_MIN || op == GS_OP_MAX || op == GS_OP_FMIN || op == GS_OP_FMAX;
+}
+
+/* Fill `res` with the identity of op (gs_op_run()'s) in its dtype (add/or/xor 0, mul 1, and all
+ * ones, the logaddexps -inf). */
 static int fill_identity(PyArrayObject *res, gs_op op, gs_dtype t)
 {
     PyObject *value;
@@ -45,6 +52,8 @@ static int fill_identity(PyArrayObject *res, gs_op op, gs_dtype t)
     }
     if (op == GS_OP_AND)
         value = Py_NewRef(Py_True);
+    else if (gs_op_is_log(op))
+        value = PyFloat_FromDouble(-INFINITY);
     else
         value = PyLong_FromLong(op == GS_OP_MUL ? 1 : 0);
     if (value == NULL)
@@ -143,13 +152,15 @@ static int where_fill(const reduce_plan *p, gs_view *v, gs_bag *bag)
     d.in = d.out = src.ptr;
     d.mask = (const unsigned char *)bytes.ptr;
     d.n = gs_view_size(v);
-    d.type = p->red_in_type;
-    gs_cpu_identity(p->op, p->red_in_type, &d.fill);
-    if (p->op == GS_OP_ADD && gs_dtype_is_float(p->red_in_type))
+    d.size = (int64_t)gs_dtype_size(p->red_in_type);
+    gs_cpu_identity(p->op, p->red_in_type, d.fill);
+    if (p->op == GS_OP_ADD && gs_dtype_is_float(p->red_in_type)) {
         /* -0.0, add's identity (x + -0.0 is x for every x, -0.0 included), not the +0.0 that an
          * exclusive scan starts from: the values left out change no sign of zero of the sum
-         * (initial=-0.0 over -0.0 values left in is -0.0, as NumPy's) */
-        d.fill = 1ull << (8 * gs_dtype_size(p->red_in_type) - 1);
+         * (initial=-0.0 over -0.0 values left in is -0.0, as NumPy's); little-endian bits */
+        const uint64_t sign = 1ull << (8 * d.size - 1);
+        memcpy(d.fill, &sign, (size_t)d.size);
+    }
     GS_BEGIN_UNLOCKED
         rc = be->select(&d, &f);
     GS_END_UNLOCKED
@@ -352,7 +363,7 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 
     if (gs_uop_wanted(args, kwargs, 1))
         return gs_uop_reduce(args, kwargs); /* an Operator: ops/userop.c */
-    if (gs_half_route(gs_reduce, self, args, kwargs, &ret))
+    if (gs_half_route(gs_reduce, self, args, kwargs, 1, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&in, 0, sizeof(in));
@@ -399,11 +410,11 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         }
     }
 
-    /* A mask leaves values out: min and max, which have no identity, start from initial=. */
+    /* A mask leaves values out: min, max, fmin and fmax, which have no identity, start from
+     * initial=. */
     if (where_get(where, &p.where) < 0)
         goto done;
-    if ((p.where.host != NULL || p.where.on_device) && p.initial == NULL &&
-        (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
+    if ((p.where.host != NULL || p.where.on_device) && p.initial == NULL && no_identity(p.op)) {
         PyErr_Format(PyExc_ValueError,
                      "reduction operation '%s' does not have an identity, so to use a where mask "
                      "one has to specify 'initial'",
@@ -411,13 +422,15 @@ PyObject *gs_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
 
-    /* An empty reduction has the identity, which min and max lack (NumPy's message). */
-    if (p.row_len == 0 && p.initial == NULL && (p.op == GS_OP_MIN || p.op == GS_OP_MAX)) {
+    /* An empty reduction has the identity, which min, max, fmin and fmax lack (NumPy's
+     * message). */
+    if (p.row_len == 0 && p.initial == NULL && no_identity(p.op)) {
         PyErr_Format(PyExc_ValueError,
                      "zero-size array to reduction operation %s which has no identity",
-                     p.op == GS_OP_MIN ? "minimum" : "maximum");
+                     gs_op_ufunc_name(p.op));
         goto done;
     }
+    p.op = gs_op_run(p.op, p.acc_type);
 
     ret = reduce_run(&p, backend, &in, &out);
 done:

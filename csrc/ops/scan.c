@@ -77,6 +77,7 @@ static int scan_settle(scan_call *c, PyArray_Descr *dtype, PyObject *out_obj, in
     plan->scan_in_type = gs_scan_pair_direct(plan->in_type, plan->acc_type, plan->op)
                              ? plan->in_type
                              : plan->acc_type;
+    plan->op = gs_op_run(plan->op, plan->acc_type);
     return 0;
 }
 
@@ -230,7 +231,7 @@ PyObject *gs_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 
     if (gs_uop_wanted(args, kwargs, 1))
         return gs_uop_scan(args, kwargs); /* an Operator: ops/userop.c */
-    if (gs_half_route(gs_scan, self, args, kwargs, &ret))
+    if (gs_half_route(gs_scan, self, args, kwargs, 1, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&c, 0, sizeof(c));
@@ -279,7 +280,7 @@ PyObject *gs_segmented_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 
     if (gs_uop_wanted(args, kwargs, 2))
         return gs_uop_segmented_scan(args, kwargs); /* an Operator: ops/userop.c */
-    if (gs_half_route(gs_segmented_scan, self, args, kwargs, &ret))
+    if (gs_half_route(gs_segmented_scan, self, args, kwargs, 2, &ret))
         return ret; /* float16: binding/half.c */
 
     memset(&c, 0, sizeof(c));

@@ -42,7 +42,7 @@ static int segreduce_backend(const gs_backend_ops *be, const gs_view *src, const
     d.nseg = nseg;
     d.in_type = src->dtype;
     d.out_type = dst->dtype;
-    d.op = op;
+    d.op = gs_op_run(op, dst->dtype);
     d.guard = guard;
     d.many_tiles = gs_test_knobs.segreduce_many;
     d.per_warp = gs_test_knobs.segreduce_per_warp;
@@ -375,7 +375,7 @@ PyObject *gs_reduceat(PyObject *self, PyObject *args, PyObject *kwargs)
 
     if (gs_uop_wanted(args, kwargs, 2))
         return gs_uop_reduceat(args, kwargs); /* an Operator: ops/userop.c */
-    if (gs_half_route(gs_reduceat, self, args, kwargs, &ret))
+    if (gs_half_route(gs_reduceat, self, args, kwargs, 2, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&ind, 0, sizeof(ind));
@@ -515,7 +515,7 @@ PyObject *gs_segmented_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 
     if (gs_uop_wanted(args, kwargs, 2))
         return gs_uop_segmented_reduce(args, kwargs); /* an Operator: ops/userop.c */
-    if (gs_half_route(gs_segmented_reduce, self, args, kwargs, &ret))
+    if (gs_half_route(gs_segmented_reduce, self, args, kwargs, 2, &ret))
         return ret; /* float16: binding/half.c */
     memset(&in, 0, sizeof(in));
     memset(&flags, 0, sizeof(flags));

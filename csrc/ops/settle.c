@@ -48,7 +48,11 @@ int gs_settle_acc(gs_op op, gs_dtype in_type, PyArray_Descr *dtype, gs_operand *
         }
         if (dtype == NULL)
             *acc = out_type;
-        if (gs_check_same_kind(dtype == NULL ? in_type : *acc, out_type) < 0)
+        /* what the loop makes, cast into out: the input's values (a logical op's bools) */
+        if (gs_check_same_kind(dtype != NULL        ? *acc
+                               : gs_op_is_logical(op) ? GS_BOOL
+                                                      : in_type,
+                               out_type) < 0)
             return -1;
     } else if (dtype == NULL) {
         *acc = gs_default_acc_type(in_type, op);

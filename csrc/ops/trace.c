@@ -164,6 +164,7 @@ static int trace_inputs(trace_run *r, PyObject *a_obj, PyObject *flags_obj, PyAr
     r->d.type = gs_default_acc_type(in_type, r->d.op);
     if (gs_check_op_dtype(r->d.op, r->d.type) < 0)
         goto fail;
+    r->d.op = gs_op_run(r->d.op, r->d.type);
     if (PyArray_SIZE(in) > GS_TRACE_MAX_N) {
         PyErr_Format(PyExc_ValueError, "a trace takes at most %d elements, got %lld",
                      GS_TRACE_MAX_N, (long long)PyArray_SIZE(in));

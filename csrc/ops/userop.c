@@ -555,6 +555,52 @@ done:
 
 /* ---- reduce ------------------------------------------------------------------------------- */
 
+_Static_assert(GS_USER_MAX_SIZE <= GS_SELECT_MAX_SIZE, "a selection moves any T");
+
+/* where=: u->in becomes a copy whose values the mask leaves out are the operator's identity
+ * (the backend's select over the host copy, T of any size), so that a reduction over every value
+ * of it is the one over the values the mask keeps.  The mask as NumPy's: a bool array (or what
+ * converts to one by a safe cast), broadcast to the input's shape. */
+static int uop_where(uop *u, PyObject *where)
+{
+    PyObject *numpy = NULL, *shape = NULL, *b = NULL;
+    PyArrayObject *mask, *copy = NULL;
+    gs_select_desc d;
+    gs_fail f = { 0 };
+    int rc = -1;
+
+    mask = (PyArrayObject *)PyArray_FromAny(where, PyArray_DescrFromType(NPY_BOOL), 0, 0, 0, NULL);
+    if (mask == NULL || (numpy = PyImport_ImportModule("numpy")) == NULL ||
+        (shape = PyObject_GetAttrString((PyObject *)u->in, "shape")) == NULL ||
+        (b = PyObject_CallMethod(numpy, "broadcast_to", "OO", (PyObject *)mask, shape)) == NULL)
+        goto done;
+    Py_SETREF(mask, (PyArrayObject *)PyArray_FromAny(b, NULL, 0, 0, NPY_ARRAY_CARRAY, NULL));
+    if (mask == NULL || (copy = (PyArrayObject *)PyArray_NewCopy(u->in, NPY_CORDER)) == NULL)
+        goto done;
+    memset(&d, 0, sizeof(d));
+    d.in = d.out = PyArray_DATA(copy);
+    d.mask = PyArray_DATA(mask);
+    d.n = PyArray_SIZE(copy);
+    d.size = PyArray_ITEMSIZE(copy);
+    memcpy(d.fill, u->op->identity, (size_t)d.size);
+    GS_BEGIN_UNLOCKED
+        rc = gs_backend_table(GS_BACKEND_CPU)->select(&d, &f);
+    GS_END_UNLOCKED
+    if (rc < 0) {
+        gs_raise(&f);
+        goto done;
+    }
+    Py_SETREF(u->in, copy);
+    copy = NULL;
+done:
+    Py_XDECREF(mask);
+    Py_XDECREF(numpy);
+    Py_XDECREF(shape);
+    Py_XDECREF(b);
+    Py_XDECREF(copy);
+    return rc;
+}
+
 PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "a",       "op",  "axis",  "dtype", "keepdims",
@@ -578,22 +624,21 @@ PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
         return NULL;
     if (uop_begin(&u, op, dtype, GS_USER_FOLD) < 0)
         goto done;
-    if (where != Py_True) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "where= is not supported with an Operator yet: select the values first "
-                        "(a[mask]), or replace the others by the operator's identity");
-        goto done;
-    }
     if (initial != Py_None && gs_operator_value(u.op, initial, "initial", start) < 0)
         goto done;
     if ((dev = uop_device_input(&u, a, &o)) != 0) {
-        if (dev > 0)
+        if (dev > 0 && where != Py_True)
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "where= with an Operator takes NumPy input; for a device array, "
+                            "replace the left-out values by the operator's identity first");
+        else if (dev > 0)
             ret = uop_device_reduce(&u, &o, axis_obj, keepdims, initial != Py_None ? start : NULL,
                                     out_obj);
         gs_operand_release(&o);
         goto done;
     }
-    if (uop_input(&u, a) < 0 || gs_parse_axes(axis_obj, PyArray_NDIM(u.in), reduced) < 0)
+    if (uop_input(&u, a) < 0 || (where != Py_True && uop_where(&u, where) < 0) ||
+        gs_parse_axes(axis_obj, PyArray_NDIM(u.in), reduced) < 0)
         goto done;
     /* The kept axes first, then the reduced ones, each in order: rows x row_len in C order. */
     nd = PyArray_NDIM(u.in);

@@ -166,15 +166,20 @@ typedef struct gs_linrec_desc {
     int reverse;
 } gs_linrec_desc;
 
+/* The largest value a selection moves, in bytes: an Operator's T (GS_USER_MAX_SIZE). */
+#define GS_SELECT_MAX_SIZE 256
+
 /* A selection, where= of a reduction: out[i] = mask[i] != 0 ? in[i] : fill, for n contiguous
- * values of `type` (mask: n bytes; fill: the value's bits, zero-extended).  out may be in. */
+ * values of `size` bytes each (a dtype's, or an Operator's T: any size up to
+ * GS_SELECT_MAX_SIZE; mask: n bytes; fill: one value's bytes, held in words so that it is
+ * aligned for any of them).  out may be in. */
 typedef struct gs_select_desc {
     const void *in;
     const unsigned char *mask;
     void *out;
     int64_t n;
-    gs_dtype type;
-    uint64_t fill;
+    int64_t size;
+    uint64_t fill[GS_SELECT_MAX_SIZE / 8];
 } gs_select_desc;
 
 /* A strided element-wise copy with a dtype conversion (C casts, as NumPy's unsafe astype):

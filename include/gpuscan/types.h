@@ -45,15 +45,24 @@ typedef enum gs_dtype {
         GS_NDTYPES
 } gs_dtype;
 
-/* X(CODE, name, ufunc) - the contract's operators, by their string name and matching ufunc. */
-#define GS_OPS(X)                      \
-    X(GS_OP_ADD, "add", "add")         \
-    X(GS_OP_MUL, "mul", "multiply")    \
-    X(GS_OP_MIN, "min", "minimum")     \
-    X(GS_OP_MAX, "max", "maximum")     \
-    X(GS_OP_AND, "and", "bitwise_and") \
-    X(GS_OP_OR, "or", "bitwise_or")    \
-    X(GS_OP_XOR, "xor", "bitwise_xor")
+/* X(CODE, name, ufunc) - the contract's operators, by their string name and matching ufunc.
+ * The backends run the first eleven; fmax and fmin on bool and integers run as max and min,
+ * the logical ops as the bitwise ones on bool (gs_op_run). */
+#define GS_OPS(X)                                      \
+    X(GS_OP_ADD, "add", "add")                         \
+    X(GS_OP_MUL, "mul", "multiply")                    \
+    X(GS_OP_MIN, "min", "minimum")                     \
+    X(GS_OP_MAX, "max", "maximum")                     \
+    X(GS_OP_AND, "and", "bitwise_and")                 \
+    X(GS_OP_OR, "or", "bitwise_or")                    \
+    X(GS_OP_XOR, "xor", "bitwise_xor")                 \
+    X(GS_OP_FMAX, "fmax", "fmax")                      \
+    X(GS_OP_FMIN, "fmin", "fmin")                      \
+    X(GS_OP_LOGADDEXP, "logaddexp", "logaddexp")       \
+    X(GS_OP_LOGADDEXP2, "logaddexp2", "logaddexp2")    \
+    X(GS_OP_LOGICAL_AND, "logical_and", "logical_and") \
+    X(GS_OP_LOGICAL_OR, "logical_or", "logical_or")    \
+    X(GS_OP_LOGICAL_XOR, "logical_xor", "logical_xor")
 
 typedef enum gs_op {
 #define GS_X_ENUM(code, name, ufunc) code,
@@ -106,6 +115,38 @@ static inline GS_HD int gs_dtype_is_float(gs_dtype t)
 static inline GS_HD int gs_op_is_bitwise(gs_op op)
 {
     return op == GS_OP_AND || op == GS_OP_OR || op == GS_OP_XOR;
+}
+
+/* The logical ops: bool results, their input read as bool (nonzero is True). */
+static inline GS_HD int gs_op_is_logical(gs_op op)
+{
+    return op == GS_OP_LOGICAL_AND || op == GS_OP_LOGICAL_OR || op == GS_OP_LOGICAL_XOR;
+}
+
+/* logaddexp and logaddexp2 are defined on floats only (integer input gives a float result). */
+static inline GS_HD int gs_op_is_log(gs_op op)
+{
+    return op == GS_OP_LOGADDEXP || op == GS_OP_LOGADDEXP2;
+}
+
+/* The operator a backend runs for `op` with results of dtype t: the logical ops are the bitwise
+ * ones on bool (their input already cast to bool), fmax and fmin on bool and integers are max
+ * and min (no NaN to skip); every other op is itself. */
+static inline GS_HD gs_op gs_op_run(gs_op op, gs_dtype t)
+{
+    if (gs_op_is_logical(op))
+        return op == GS_OP_LOGICAL_AND ? GS_OP_AND : op == GS_OP_LOGICAL_OR ? GS_OP_OR : GS_OP_XOR;
+    if ((op == GS_OP_FMAX || op == GS_OP_FMIN) && !gs_dtype_is_float(t))
+        return op == GS_OP_FMAX ? GS_OP_MAX : GS_OP_MIN;
+    return op;
+}
+
+/* Whether a float result under op depends on how the values are grouped (add, mul and logaddexp
+ * round; min, max, fmax and fmin select): such scans and reductions combine in a fixed order. */
+static inline GS_HD int gs_op_rounds(gs_op op, gs_dtype t)
+{
+    return gs_dtype_is_float(t) &&
+           (op == GS_OP_ADD || op == GS_OP_MUL || gs_op_is_log(op));
 }
 
 /* Whether a backend scans `in` straight into `out` under `op` without a separate cast pass:

@@ -444,9 +444,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
 
     /* ---- No head and no end in the tile (most tiles of long segments): its total, settled by
      * the lane of its last value; the lanes' values, then a tree across the lanes. That leaves
-     * element order, so float min and max (whose NaN and signed-zero ties pick the first) take
-     * the rows in order below. ---- */
-    if (nz == 0 && !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX))) {
+     * element order, so float min, max, fmin and fmax (whose NaN and signed-zero ties pick the
+     * first) take the rows in order below. ---- */
+    if (nz == 0 && !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX ||
+                                          op == GS_OP_FMIN || op == GS_OP_FMAX))) {
         GS_R v = x[0];
 #pragma unroll
         for (int i = 1; i < GS_VT; ++i)

@@ -28,11 +28,11 @@ static __device__ __forceinline__ void GS_FN(publish)(gs_tile_state ts, int64_t 
                   GS_FN(pack_carry)(GS_FN(carry_of)(v)));
 }
 
-/* Whether combining in any grouping gives the same bits: integers wrap exactly, min and max
- * select, bitwise ops are exact; float add and mul round. */
+/* Whether combining in any grouping gives the same bits: integers wrap exactly, min, max, fmax
+ * and fmin select, bitwise ops are exact; float add, mul and logaddexp round (gs_op_rounds). */
 static __device__ __forceinline__ int GS_FN(exact)(gs_op op)
 {
-    return GS_R_KIND != 'f' || (op != GS_OP_ADD && op != GS_OP_MUL);
+    return !gs_op_rounds(op, GS_R_KIND == 'f' ? GS_FLOAT64 : GS_UINT64);
 }
 
 /* Wait until the window of 32 tiles ending at tile `window` (lane l reads window - l) is

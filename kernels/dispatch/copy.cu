@@ -28,13 +28,17 @@ __global__ void __launch_bounds__(GS_NT) gs_copy_kernel(gs_copy_desc d, int64_t 
     }
 }
 
-/* Grid-stride loop over the values, each moved as its width's unsigned integer (T). */
-#define GS_X_SELECT(T)                                                            \
-    __global__ void __launch_bounds__(GS_NT) gs_select_##T(gs_select_desc d)      \
-    {                                                                             \
-        for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.n; \
-             i += (int64_t)gridDim.x * blockDim.x)                                \
-            ((T *)d.out)[i] = d.mask[i] ? ((const T *)d.in)[i] : (T)d.fill;       \
+/* Grid-stride loop over the values, each moved as `w` words of type T (the widest unsigned
+ * integer that divides the value's size: one word for a dtype). */
+#define GS_X_SELECT(T)                                                                \
+    __global__ void __launch_bounds__(GS_NT) gs_select_##T(gs_select_desc d, int w)   \
+    {                                                                                 \
+        for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.n;     \
+             i += (int64_t)gridDim.x * blockDim.x) {                                  \
+            const T *src = d.mask[i] ? (const T *)d.in + i * w : (const T *)d.fill;   \
+            for (int j = 0; j < w; ++j)                                               \
+                ((T *)d.out)[i * w + j] = src[j];                                     \
+        }                                                                             \
     }
 GS_X_SELECT(uint8_t)
 GS_X_SELECT(uint16_t)
@@ -64,20 +68,15 @@ extern "C" cudaError_t gs_launch_select(const gs_select_desc *d, cudaStream_t st
         return cudaSuccess;
     if ((err = gs_elementwise_blocks(d->n, &blocks)) != cudaSuccess)
         return err;
-    switch (gs_dtype_size(d->type)) {
-    case 1:
-        gs_select_uint8_t<<<blocks, GS_NT, 0, stream>>>(*d);
-        break;
-    case 2:
-        gs_select_uint16_t<<<blocks, GS_NT, 0, stream>>>(*d);
-        break;
-    case 4:
-        gs_select_uint32_t<<<blocks, GS_NT, 0, stream>>>(*d);
-        break;
-    default:
-        gs_select_uint64_t<<<blocks, GS_NT, 0, stream>>>(*d);
-        break;
-    }
+    /* device buffers are aligned for any word: the size alone picks it */
+    if (d->size % 8 == 0)
+        gs_select_uint64_t<<<blocks, GS_NT, 0, stream>>>(*d, (int)(d->size / 8));
+    else if (d->size % 4 == 0)
+        gs_select_uint32_t<<<blocks, GS_NT, 0, stream>>>(*d, (int)(d->size / 4));
+    else if (d->size % 2 == 0)
+        gs_select_uint16_t<<<blocks, GS_NT, 0, stream>>>(*d, (int)(d->size / 2));
+    else
+        gs_select_uint8_t<<<blocks, GS_NT, 0, stream>>>(*d, (int)d->size);
     return gs_launch_check(stream);
 }
 

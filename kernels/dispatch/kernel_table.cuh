@@ -18,7 +18,8 @@
  * add/mul: unsigned same-width (signed shares them) and the widening of narrow integers and
  * bool to 64 bits (the input's signedness decides its extension; a bool's value is 0 or 1,
  * whatever its byte: not uint8's row); min/max: every dtype; bitwise: bool and unsigned widths.
- * Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic). */
+ * Bool under add/mul/min/max runs as or/and (NumPy's bool arithmetic).  fmax, fmin, logaddexp
+ * and logaddexp2 have float rows only (gs_op_run() makes integer fmax and fmin max and min). */
 #define GS_KT_ARITH_INT(X, op)       \
     X(op, GS_UINT8, GS_UINT8, u32)   \
     X(op, GS_UINT16, GS_UINT16, u32) \
@@ -51,21 +52,25 @@
     X(op, GS_UINT16, GS_UINT16, u32) \
     X(op, GS_UINT32, GS_UINT32, u32) \
     X(op, GS_UINT64, GS_UINT64, u64)
-/* The rows whose operator is exact (integers, min/max, bitwise): any grouping gives the same
- * bits, so their scans may combine from the nearest published prefix (device/lookback.cuh); float
- * add and mul take the anchored look-back. */
-#define GS_EXACT_KERNELS(X)       \
-    GS_KT_ARITH_INT(X, GS_OP_ADD) \
-    GS_KT_ARITH_INT(X, GS_OP_MUL) \
-    GS_KT_ORDER(X, GS_OP_MIN)     \
-    GS_KT_ORDER(X, GS_OP_MAX)     \
-    GS_KT_BITS(X, GS_OP_AND)      \
-    GS_KT_BITS(X, GS_OP_OR)       \
+/* The rows whose operator is exact (integers, min/max, fmax/fmin, bitwise): any grouping gives
+ * the same bits, so their scans may combine from the nearest published prefix
+ * (device/lookback.cuh); float add, mul and logaddexp take the anchored look-back. */
+#define GS_EXACT_KERNELS(X)          \
+    GS_KT_ARITH_INT(X, GS_OP_ADD)    \
+    GS_KT_ARITH_INT(X, GS_OP_MUL)    \
+    GS_KT_ORDER(X, GS_OP_MIN)        \
+    GS_KT_ORDER(X, GS_OP_MAX)        \
+    GS_KT_ARITH_FLOAT(X, GS_OP_FMIN) \
+    GS_KT_ARITH_FLOAT(X, GS_OP_FMAX) \
+    GS_KT_BITS(X, GS_OP_AND)         \
+    GS_KT_BITS(X, GS_OP_OR)          \
     GS_KT_BITS(X, GS_OP_XOR)
-#define GS_TYPED_KERNELS(X)         \
-    GS_EXACT_KERNELS(X)             \
-    GS_KT_ARITH_FLOAT(X, GS_OP_ADD) \
-    GS_KT_ARITH_FLOAT(X, GS_OP_MUL)
+#define GS_TYPED_KERNELS(X)                \
+    GS_EXACT_KERNELS(X)                    \
+    GS_KT_ARITH_FLOAT(X, GS_OP_ADD)        \
+    GS_KT_ARITH_FLOAT(X, GS_OP_MUL)        \
+    GS_KT_ARITH_FLOAT(X, GS_OP_LOGADDEXP) \
+    GS_KT_ARITH_FLOAT(X, GS_OP_LOGADDEXP2)
 
 /* The unsigned dtype of the same width as an integer dtype t. */
 static gs_dtype gs_unsigned_of(gs_dtype t)

@@ -12,6 +12,7 @@
  * and max; wrapping arithmetic always runs on unsigned registers (no undefined overflow).
  * Every `op` and dtype argument is a compile-time constant at the call sites.
  */
+#include "gpuscan/logaddexp.h"
 
 /* The identity of `op` for results of dtype t (exclusive scans, empty reductions). */
 static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
@@ -23,7 +24,12 @@ static __device__ __forceinline__ GS_R GS_FN(identity)(gs_op op, gs_dtype t)
     case GS_OP_MIN:
         return (GS_R)__int_as_float(0x7f800000); /* +inf, exact in double too */
     case GS_OP_MAX:
+    case GS_OP_LOGADDEXP:
+    case GS_OP_LOGADDEXP2:
         return (GS_R)__int_as_float((int)0xff800000u); /* -inf */
+    case GS_OP_FMAX:
+    case GS_OP_FMIN:
+        return (GS_R)__int_as_float(0x7fc00000); /* NaN: fmax(NaN, x) is x */
 #else
     case GS_OP_AND:
         return t == GS_BOOL ? (GS_R)1 : (GS_R) ~(GS_R)0;
@@ -106,7 +112,9 @@ static __device__ __forceinline__ GS_R GS_FN(select_bits)(int take_a, GS_R a, GS
 
 /*
  * a (earlier) combined with b (later).  Float min/max follow np.minimum/np.maximum: the first
- * operand wins ties and NaN propagates, so a scan returns the first NaN it meets, bit for bit.
+ * operand wins ties and NaN propagates, so a scan returns the first NaN it meets, bit for bit;
+ * fmax/fmin skip NaNs (a NaN wins only over a NaN), the first operand winning ties too;
+ * logaddexp in double (gpuscan/logaddexp.h), rounded once.
  */
 static __device__ __forceinline__ GS_R GS_FN(combine)(gs_op op, GS_R a, GS_R b)
 {
@@ -120,6 +128,14 @@ static __device__ __forceinline__ GS_R GS_FN(combine)(gs_op op, GS_R a, GS_R b)
         return GS_FN(select_bits)(a <= b || a != a, a, b);
     case GS_OP_MAX:
         return GS_FN(select_bits)(a >= b || a != a, a, b);
+    case GS_OP_FMIN:
+        return GS_FN(select_bits)(a <= b || b != b, a, b);
+    case GS_OP_FMAX:
+        return GS_FN(select_bits)(a >= b || b != b, a, b);
+    case GS_OP_LOGADDEXP:
+        return (GS_R)gs_logaddexp((double)a, (double)b, 0);
+    case GS_OP_LOGADDEXP2:
+        return (GS_R)gs_logaddexp((double)a, (double)b, 1);
 #else
     case GS_OP_MIN:
         return a <= b ? a : b;
