@@ -1,0 +1,401 @@
+/*
+ * cpu/sort_qs.h - an AVX-512 quicksort of unsigned words (32 or 64 bits), for a sort without
+ * indices: included by cpu/sort.c once per width (no include guard on purpose), after it
+ * defines GS_QS_W (32 or 64); undefines it.
+ *
+ * Level: backend (CPU), the innermost level of the sort, x86-64 only, compiled for AVX-512
+ * (F, BW, DQ, VL) whatever the build targets and called only where cpu/isa.c chose AVX-512.
+ * The shape of x86-simd-sort's (NumPy's default kind): a range of at most GS_QS_NET_REGS
+ * vectors sorted in registers by a bitonic network (each vector sorted across its lanes, then
+ * merged with its neighbours, flip then half-cleaners); a longer one partitioned around the
+ * median of a vector of samples, a vector at a time: the lanes compressed in a register
+ * (vpcompress to memory is microcoded on Zen 4) and stored by masked stores at both ends of the
+ * range's gap, two vectors held back so that no store overtakes the loads.  Equal keys: a
+ * pivot that is the range's least key partitions again by "greater than", so that the keys
+ * equal to it are done; one that is its largest leaves a side of equal keys, done too.  Past
+ * GS_QS_DEPTH levels a range is heap-sorted: no input takes quadratic time.
+ * Not stable, and needs not be: equal words are the same bits (cpu/sort.c decides when the
+ * words are a key's whole bits).
+ */
+#if GS_QS_W == 32
+#define GS_QS_T uint32_t
+#define GS_QS_L 16
+#define GS_QS_MASK __mmask16
+#define GS_QS_SFX u32
+#define GS_QS_MIN _mm512_min_epu32
+#define GS_QS_MAX _mm512_max_epu32
+#define GS_QS_PERM _mm512_permutexvar_epi32
+#define GS_QS_BLEND _mm512_mask_blend_epi32
+#define GS_QS_CMP _mm512_cmp_epu32_mask
+#define GS_QS_COMPRESS _mm512_maskz_compress_epi32
+#define GS_QS_LOADM _mm512_mask_loadu_epi32
+#define GS_QS_STOREM _mm512_mask_storeu_epi32
+#define GS_QS_SET1(x) _mm512_set1_epi32((int)(x))
+#define GS_QS_IOTA _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_NET_REGS 16 /* 256 keys */
+#else
+#define GS_QS_T uint64_t
+#define GS_QS_L 8
+#define GS_QS_MASK __mmask8
+#define GS_QS_SFX u64
+#define GS_QS_MIN _mm512_min_epu64
+#define GS_QS_MAX _mm512_max_epu64
+#define GS_QS_PERM _mm512_permutexvar_epi64
+#define GS_QS_BLEND _mm512_mask_blend_epi64
+#define GS_QS_CMP _mm512_cmp_epu64_mask
+#define GS_QS_COMPRESS _mm512_maskz_compress_epi64
+#define GS_QS_LOADM _mm512_mask_loadu_epi64
+#define GS_QS_STOREM _mm512_mask_storeu_epi64
+#define GS_QS_SET1(x) _mm512_set1_epi64((long long)(x))
+#define GS_QS_IOTA _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_NET_REGS 16 /* 128 keys */
+#endif
+#define GS_QS_N(name) GS_QS_PASTE(name, GS_QS_SFX)
+#define GS_QS_PASTE(a, b) GS_QS_PASTE2(a, b)
+#define GS_QS_PASTE2(a, b) gs_qs_##a##_##b
+#define GS_QS_ATTR __attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,avx512dq,avx512vl")))
+#define GS_QS_FN static GS_QS_ATTR
+#define GS_QS_UNROLL _Pragma("GCC unroll 16")
+#define GS_QS_UNROLL_N 4 /* vectors a step of a partition loads */
+#define GS_QS_INLINE static GS_ALWAYS_INLINE GS_QS_ATTR
+
+/* One step of a network inside v: lane i against lane i ^ x, the larger into the lanes of
+ * `upper` (those whose index has the bit of the pair that differs set). */
+GS_QS_INLINE __m512i GS_QS_N(step)(__m512i v, int x, GS_QS_MASK upper)
+{
+    __m512i p;
+
+    switch (x * GS_QS_W) { /* shuffles by immediates where one does it: cheaper than a perm */
+    case 32:
+        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1); /* 32-bit lanes' neighbours */
+        break;
+    case 64:
+        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E); /* 64-bit lanes' neighbours */
+        break;
+    case 96:
+        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x1B); /* 4 32-bit lanes reversed */
+        break;
+    case 128:
+        p = _mm512_shuffle_i64x2(v, v, 0xB1); /* 128-bit lanes' neighbours */
+        break;
+    case 256:
+        p = _mm512_shuffle_i64x2(v, v, 0x4E);
+        break;
+    default:
+        p = GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(x)), v);
+    }
+    return GS_QS_BLEND(upper, GS_QS_MIN(v, p), GS_QS_MAX(v, p));
+}
+
+/* The half-cleaners inside v: a vector whose halves, quarters, .. a flip left ordered against
+ * each other, sorted. */
+GS_QS_INLINE __m512i GS_QS_N(clean)(__m512i v)
+{
+#if GS_QS_L == 16
+    v = GS_QS_N(step)(v, 8, 0xFF00);
+#endif
+    v = GS_QS_N(step)(v, 4, (GS_QS_MASK)0xF0F0);
+    v = GS_QS_N(step)(v, 2, (GS_QS_MASK)0xCCCC);
+    return GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
+}
+
+/* v's lanes sorted: blocks of 2, 4, .. lanes, each a flip then half-cleaners. */
+GS_QS_INLINE __m512i GS_QS_N(sort1)(__m512i v)
+{
+    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
+    v = GS_QS_N(step)(v, 3, (GS_QS_MASK)0xCCCC);
+    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
+    v = GS_QS_N(step)(v, 7, (GS_QS_MASK)0xF0F0);
+    v = GS_QS_N(step)(v, 2, (GS_QS_MASK)0xCCCC);
+    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
+#if GS_QS_L == 16
+    v = GS_QS_N(step)(v, 15, 0xFF00);
+    v = GS_QS_N(step)(v, 4, 0xF0F0);
+    v = GS_QS_N(step)(v, 2, 0xCCCC);
+    v = GS_QS_N(step)(v, 1, 0xAAAA);
+#endif
+    return v;
+}
+
+GS_QS_INLINE __m512i GS_QS_N(rev)(__m512i v)
+{
+    return GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(GS_QS_L - 1)), v);
+}
+
+/* The r vectors of v (r a power of two) sorted as one sequence: each on its own, then blocks of
+ * 2, 4, .. vectors merged: the flip across a block (a vector against its mirror, reversed),
+ * then half-cleaners between vectors, then inside each. */
+GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
+{
+    GS_QS_UNROLL
+    for (int i = 0; i < r; i++)
+        v[i] = GS_QS_N(sort1)(v[i]);
+    GS_QS_UNROLL
+    for (int s = 2; s <= r; s *= 2) {
+        GS_QS_UNROLL
+        for (int b = 0; b < r; b += s)
+            GS_QS_UNROLL
+            for (int i = 0; i < s / 2; i++) {
+                const __m512i a = v[b + i], m = GS_QS_N(rev)(v[b + s - 1 - i]);
+                v[b + i] = GS_QS_MIN(a, m);
+                v[b + s - 1 - i] = GS_QS_N(rev)(GS_QS_MAX(a, m));
+            }
+        GS_QS_UNROLL
+        for (int d = s / 4; d >= 1; d /= 2)
+            GS_QS_UNROLL
+            for (int b = 0; b < r; b += 2 * d)
+                GS_QS_UNROLL
+                for (int i = b; i < b + d; i++) {
+                    const __m512i a = v[i], c = v[i + d];
+                    v[i] = GS_QS_MIN(a, c);
+                    v[i + d] = GS_QS_MAX(a, c);
+                }
+        GS_QS_UNROLL
+        for (int i = 0; i < r; i++)
+            v[i] = GS_QS_N(clean)(v[i]);
+    }
+}
+
+/* The mask of the first n lanes (none for n <= 0, all from GS_QS_L). */
+GS_QS_INLINE GS_QS_MASK GS_QS_N(first)(int64_t n)
+{
+    return (GS_QS_MASK)(n >= GS_QS_L ? ~(GS_QS_MASK)0 : n <= 0 ? 0 : ((GS_QS_MASK)1 << n) - 1);
+}
+
+/* a[0, n) sorted by the network of r vectors (n <= r * GS_QS_L): the lanes past n read as all
+ * ones, which sort last and are not stored. */
+GS_QS_INLINE void GS_QS_N(net_n)(GS_QS_T *a, int64_t n, int r)
+{
+    __m512i v[GS_QS_NET_REGS];
+
+    GS_QS_UNROLL
+    for (int i = 0; i < r; i++)
+        v[i] = GS_QS_LOADM(GS_QS_SET1(~(GS_QS_T)0), GS_QS_N(first)(n - i * GS_QS_L),
+                           a + i * GS_QS_L);
+    GS_QS_N(net)(v, r);
+    GS_QS_UNROLL
+    for (int i = 0; i < r; i++)
+        GS_QS_STOREM(a + i * GS_QS_L, GS_QS_N(first)(n - i * GS_QS_L), v[i]);
+}
+
+/* a[0, n) sorted by the smallest network that holds it (n <= GS_QS_NET_REGS * GS_QS_L). */
+GS_QS_FN void GS_QS_N(small)(GS_QS_T *a, int64_t n)
+{
+    if (n <= GS_QS_L)
+        GS_QS_N(net_n)(a, n, 1);
+    else if (n <= 2 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 2);
+    else if (n <= 4 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 4);
+    else if (n <= 8 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 8);
+    else
+        GS_QS_N(net_n)(a, n, 16);
+}
+
+/* a[0, n) heap-sorted: the fallback past the depth limit. */
+static void GS_QS_N(heap)(GS_QS_T *a, int64_t n)
+{
+    for (int64_t end = n, k = n / 2; end > 1;) {
+        GS_QS_T x;
+        int64_t i;
+        if (k > 0) { /* building the heap: sift a[--k] down */
+            x = a[--k];
+            i = k;
+        } else { /* the largest to the end, the last to the root */
+            x = a[--end];
+            a[end] = a[0];
+            i = 0;
+        }
+        for (int64_t c; (c = 2 * i + 1) < end; i = c) {
+            c += c + 1 < end && a[c + 1] > a[c];
+            if (a[c] <= x)
+                break;
+            a[i] = a[c];
+        }
+        a[i] = x;
+    }
+}
+
+/* The median of GS_QS_L keys of a[0, n) spread over it (n >= GS_QS_L). */
+GS_QS_FN GS_QS_T GS_QS_N(pivot)(const GS_QS_T *a, int64_t n)
+{
+    GS_QS_T s[GS_QS_L];
+
+    for (int i = 0; i < GS_QS_L; i++)
+        s[i] = a[(n - 1) * i / (GS_QS_L - 1)];
+    _mm512_storeu_si512(s, GS_QS_N(sort1)(_mm512_loadu_si512(s)));
+    return s[GS_QS_L / 2];
+}
+
+/* v's keys that go right (> p with `gt`, else >= p) stored before a + hi, the others from
+ * a + lo; lo and hi moved past them. */
+GS_QS_INLINE void GS_QS_N(split1)(GS_QS_T *a, int64_t *lo, int64_t *hi, __m512i v, __m512i p,
+                                  int gt)
+{
+    const GS_QS_MASK right = gt ? GS_QS_CMP(v, p, _MM_CMPINT_NLE) : GS_QS_CMP(v, p, _MM_CMPINT_NLT);
+    const int nr = __builtin_popcount((unsigned)right);
+
+    /* the first k lanes by bzhi: a branch on k would be random */
+    GS_QS_STOREM(a + *lo, (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)(GS_QS_L - nr)),
+                 GS_QS_COMPRESS((GS_QS_MASK)~right, v));
+    *hi -= nr;
+    GS_QS_STOREM(a + *hi, (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)nr), GS_QS_COMPRESS(right, v));
+    *lo += GS_QS_L - nr;
+}
+
+/* a[0, n) partitioned around p: the keys that go right (> p with `gt`, else >= p) after the
+ * others; returns how many do not.  First the n % GS_QS_L keys of the front, one at a time
+ * (without a branch), then the vectors, GS_QS_UNROLL_N at a time while they last, from the end
+ * whose gap is smaller, as many held back at each end (else one). */
+GS_QS_FN int64_t GS_QS_N(part)(GS_QS_T *a, int64_t n, GS_QS_T p, int gt)
+{
+    int64_t lo = 0, hi = n, l, r, u;
+    const __m512i pv = GS_QS_SET1(p);
+    __m512i held[2 * GS_QS_UNROLL_N];
+
+    while ((hi - lo) % GS_QS_L != 0) {
+        const GS_QS_T x = a[lo], y = a[hi - 1];
+        const int go = gt ? x > p : x >= p;
+        a[lo] = go ? y : x;
+        a[hi - 1] = go ? x : y;
+        hi -= go;
+        lo += !go;
+    }
+    if (hi - lo < 2 * GS_QS_L) { /* at most one vector left: held, then split */
+        if (hi > lo)
+            GS_QS_N(split1)(a, &lo, &hi, _mm512_loadu_si512(a + lo), pv, gt);
+        return lo;
+    }
+    u = hi - lo >= 2 * GS_QS_UNROLL_N * GS_QS_L ? GS_QS_UNROLL_N : 1;
+    for (int64_t i = 0; i < u; i++) {
+        held[i] = _mm512_loadu_si512(a + lo + i * GS_QS_L);
+        held[u + i] = _mm512_loadu_si512(a + hi - (i + 1) * GS_QS_L);
+    }
+    l = lo + u * GS_QS_L; /* the unread keys: [l, r) */
+    r = hi - u * GS_QS_L;
+    if (u == GS_QS_UNROLL_N)
+        while (r - l >= GS_QS_UNROLL_N * GS_QS_L) {
+            __m512i v[GS_QS_UNROLL_N];
+            const int64_t at = hi - r < l - lo ? (r -= GS_QS_UNROLL_N * GS_QS_L) : l;
+            l += at == l ? GS_QS_UNROLL_N * GS_QS_L : 0;
+            GS_QS_UNROLL
+            for (int i = 0; i < GS_QS_UNROLL_N; i++)
+                v[i] = _mm512_loadu_si512(a + at + i * GS_QS_L);
+            GS_QS_UNROLL
+            for (int i = 0; i < GS_QS_UNROLL_N; i++)
+                GS_QS_N(split1)(a, &lo, &hi, v[i], pv, gt);
+        }
+    while (l < r) {
+        __m512i v;
+        if (hi - r < l - lo) {
+            r -= GS_QS_L;
+            v = _mm512_loadu_si512(a + r);
+        } else {
+            v = _mm512_loadu_si512(a + l);
+            l += GS_QS_L;
+        }
+        GS_QS_N(split1)(a, &lo, &hi, v, pv, gt);
+    }
+    for (int64_t i = 0; i < 2 * u; i++)
+        GS_QS_N(split1)(a, &lo, &hi, held[i], pv, gt);
+    return lo;
+}
+
+/* a[0, n) sorted: networks for short ranges, else a partition and each side (the shorter by
+ * recursion, the longer by the loop); heap sort past `depth` levels. */
+GS_QS_FN void GS_QS_N(qsort)(GS_QS_T *a, int64_t n, int depth)
+{
+    while (n > GS_QS_NET_REGS * GS_QS_L) {
+        if (depth-- == 0) {
+            GS_QS_N(heap)(a, n);
+            return;
+        }
+        const GS_QS_T p = GS_QS_N(pivot)(a, n);
+        int64_t m = GS_QS_N(part)(a, n, p, 0); /* [0, m) < p <= [m, n), m < n: p is a key */
+        if (m == 0) { /* p is the least: the keys equal to it first, done */
+            m = GS_QS_N(part)(a, n, p, 1);
+            a += m;
+            n -= m;
+        } else if (m <= n - m) {
+            GS_QS_N(qsort)(a, m, depth);
+            a += m;
+            n -= m;
+        } else {
+            GS_QS_N(qsort)(a + m, n - m, depth);
+            n = m;
+        }
+    }
+    if (n > 1)
+        GS_QS_N(small)(a, n);
+}
+
+/* The n words of src, keys of cpu/sort_body.h's shape (floats with `is_float`, read through
+ * the XOR mask `mask`), sorted into dst (src itself, or not overlapping it): returns 1, or 0
+ * with nothing written when an unstable sort cannot give the stable order: floats with -0.0
+ * and +0.0 both, or NaNs of more than one bit pattern (the radix key folds each group onto one
+ * key; one pattern of each is put back from the sorted keys). */
+GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask, int is_float)
+{
+    const GS_QS_T m = (GS_QS_T)mask, sign = (GS_QS_T)1 << (GS_QS_W - 1), ones = ~(GS_QS_T)0;
+    const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
+    const GS_QS_T *s = src;
+    GS_QS_T *d = dst, zero_or = 0, zero_and = ones, nan_or = 0, nan_and = ones;
+    int depth = 0;
+
+    for (int64_t k = n; k > 1; k /= 2)
+        depth += 2;
+    if (!is_float) {
+        for (int64_t i = 0; i < n; i++)
+            d[i] = s[i] ^ m;
+        GS_QS_N(qsort)(d, n, depth);
+        for (int64_t i = 0; i < n; i++)
+            d[i] ^= m;
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) { /* the zeros' and the NaNs' bits */
+        const GS_QS_T x = s[i], a = x & ~sign;
+        zero_or |= a == 0 ? x : 0;
+        zero_and &= a == 0 ? x : ones;
+        nan_or |= a > inf ? x : 0;
+        nan_and &= a > inf ? x : ones;
+    }
+    if ((zero_and != ones && zero_or != zero_and) || (nan_and != ones && nan_or != nan_and))
+        return 0;
+    for (int64_t i = 0; i < n; i++) { /* the radix key (cpu/sort_body.h) */
+        const GS_QS_T x = s[i] == sign ? 0 : s[i];
+        const GS_QS_T t = x ^ ((GS_QS_T)((GS_QS_T)0 - (x >> (GS_QS_W - 1))) | sign) ^ m;
+        d[i] = (x & ~sign) > inf ? ones : t;
+    }
+    GS_QS_N(qsort)(d, n, depth);
+    for (int64_t i = 0; i < n; i++) { /* back: the NaNs' and the zeros' bits as they were */
+        const GS_QS_T u = d[i] ^ m, x = u & sign ? u ^ sign : ~u;
+        d[i] = d[i] == ones ? nan_or : x == 0 ? zero_or : x;
+    }
+    return 1;
+}
+
+#undef GS_QS_T
+#undef GS_QS_L
+#undef GS_QS_MASK
+#undef GS_QS_SFX
+#undef GS_QS_MIN
+#undef GS_QS_MAX
+#undef GS_QS_PERM
+#undef GS_QS_BLEND
+#undef GS_QS_CMP
+#undef GS_QS_COMPRESS
+#undef GS_QS_LOADM
+#undef GS_QS_STOREM
+#undef GS_QS_SET1
+#undef GS_QS_IOTA
+#undef GS_QS_NET_REGS
+#undef GS_QS_N
+#undef GS_QS_PASTE
+#undef GS_QS_PASTE2
+#undef GS_QS_ATTR
+#undef GS_QS_FN
+#undef GS_QS_UNROLL
+#undef GS_QS_UNROLL_N
+#undef GS_QS_INLINE
+#undef GS_QS_W
