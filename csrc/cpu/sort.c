@@ -314,6 +314,14 @@ static int msd_pays(const sort_job *job, const int64_t *count, int64_t n)
     return 2 * fit >= n || most * GS_SORT_SPREAD <= n;
 }
 
+/* Whether n keys whose span has nd digits are split by their top digit into buckets that the
+ * quicksort sorts (msd_pays), so that the histogram of that digit alone is needed: the lower
+ * digits of a random key are live (their counts then read as such, never as shared). */
+static int top_only(const sort_job *job, int64_t n, int nd)
+{
+    return job->qs != NULL && nd > 1 && n > job->cache_items && msd_pays(job, NULL, n);
+}
+
 /* off[b] = lo + the keys of the buckets before b. */
 static void bucket_starts(const int64_t *count, int64_t lo, int64_t *off)
 {
@@ -402,7 +410,7 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
     uint64_t range[2];
     int nd, p, at;
 
-    if (job->qs != NULL && n <= job->cache_items && qsort_range(job, src, lo, hi))
+    if (job->qs != NULL && qsort_range(job, src, lo, hi))
         return 0;
     if (n <= GS_SORT_SMALL) {
         char *const keys = job->keys[job->out];
@@ -437,8 +445,6 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
         return 0;
     }
     /* ---- LSD passes, the last into the result ---- */
-    if (job->qs != NULL && n > job->cache_items && qsort_range(job, src, lo, hi))
-        return 0;
     at = src;
     for (int i = 0; i < p; i++) {
         const int dst = next_place(job, at, p - i);
@@ -563,7 +569,7 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
     int digits[GS_SORT_MAX_DIGITS];
     int64_t chunks = gs_cpu_threads() * GS_SORT_CHUNKS_PER_THREAD, chunk, big_min;
     uint64_t least, most;
-    int nd, p, d;
+    int nd, p, d, top;
 
     chunk = (n + chunks - 1) / chunks;
     chunk = chunk < GS_SORT_CHUNK_MIN ? GS_SORT_CHUNK_MIN : chunk;
@@ -585,13 +591,16 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
     }
     job->base = least;
     job->nd = nd = span_digits(most - least);
-    job->all_digits = 1;
+    top = top_only(job, n, nd);
+    job->all_digits = !top;
+    job->digit = nd - 1;
     if (nd > 0 && par(job, chunks, chunk_hist))
         return 1;
     memset(total, 0, sizeof(int64_t) * GS_SORT_RADIX * (size_t)nd);
     for (int64_t c = 0; c < chunks; c++)
-        for (int i = 0; i < nd * GS_SORT_RADIX; i++)
-            total[i] += job->counts[c * nd * GS_SORT_RADIX + i];
+        for (int i = 0; i < (top ? 1 : nd) * GS_SORT_RADIX; i++)
+            total[(top ? (nd - 1) * GS_SORT_RADIX : 0) + i] +=
+                job->counts[c * (top ? 1 : nd) * GS_SORT_RADIX + i];
     p = live_digits(total, nd, n, digits);
     if (p == 0) {
         copy_out(job, src, lo, hi, row_base);
@@ -602,7 +611,8 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
         return par_lsd(job, chunks, src, total, digits, p);
 
     /* ---- the MSD split in chunks, then the buckets in parallel ---- */
-    chunk_offsets(job, chunks, nd * GS_SORT_RADIX, d * GS_SORT_RADIX, total + d * GS_SORT_RADIX);
+    chunk_offsets(job, chunks, top ? GS_SORT_RADIX : nd * GS_SORT_RADIX,
+                  top ? 0 : d * GS_SORT_RADIX, total + d * GS_SORT_RADIX);
     job->dst = other(src);
     job->digit = d;
     if (par(job, chunks, chunk_pass))
