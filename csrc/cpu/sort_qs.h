@@ -123,8 +123,9 @@ GS_QS_INLINE __m512i GS_QS_N(rev)(__m512i v)
 }
 
 /* The r vectors of v (r a power of two) sorted as one sequence: each on its own, then blocks of
- * 2, 4, .. vectors merged: the flip across a block (a vector against its mirror, reversed),
- * then half-cleaners between vectors, then inside each. */
+ * 2, 4, .. vectors merged: the upper half of a block reversed against the lower (the minima
+ * and the maxima then each a bitonic sequence), then half-cleaners between vectors, then
+ * inside each. */
 GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
 {
     GS_QS_UNROLL
@@ -133,13 +134,18 @@ GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
     GS_QS_UNROLL
     for (int s = 2; s <= r; s *= 2) {
         GS_QS_UNROLL
-        for (int b = 0; b < r; b += s)
+        for (int b = 0; b < r; b += s) {
+            __m512i h[GS_QS_NET_REGS / 2];
             GS_QS_UNROLL
             for (int i = 0; i < s / 2; i++) {
                 const __m512i a = v[b + i], m = GS_QS_N(rev)(v[b + s - 1 - i]);
                 v[b + i] = GS_QS_MIN(a, m);
-                v[b + s - 1 - i] = GS_QS_N(rev)(GS_QS_MAX(a, m));
+                h[i] = GS_QS_MAX(a, m); /* the upper half: bitonic, as the lower */
             }
+            GS_QS_UNROLL
+            for (int i = 0; i < s / 2; i++)
+                v[b + s / 2 + i] = h[i];
+        }
         GS_QS_UNROLL
         for (int d = s / 4; d >= 1; d /= 2)
             GS_QS_UNROLL
@@ -368,9 +374,11 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
         d[i] = (x & ~sign) > inf ? ones : t;
     }
     GS_QS_N(qsort)(d, n, depth);
-    for (int64_t i = 0; i < n; i++) { /* back: the NaNs' and the zeros' bits as they were */
-        const GS_QS_T u = d[i] ^ m, x = u & sign ? u ^ sign : ~u;
-        d[i] = d[i] == ones ? nan_or : x == 0 ? zero_or : x;
+    for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
+        const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
+        const GS_QS_T x = u ^ (sign | (GS_QS_T)((u >> (GS_QS_W - 1)) - 1));
+        const GS_QS_T nan = (GS_QS_T)0 - (GS_QS_T)(t == ones);
+        d[i] = ((x | (zero_or & ((GS_QS_T)0 - (GS_QS_T)(x == 0)))) & ~nan) | (nan_or & nan);
     }
     return 1;
 }
