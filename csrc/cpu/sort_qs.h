@@ -6,14 +6,14 @@
  * Level: backend (CPU), the innermost level of the sort, x86-64 only, compiled for AVX-512
  * (F, BW, DQ, VL) whatever the build targets and called only where cpu/isa.c chose AVX-512.
  * The shape of x86-simd-sort's (NumPy's default kind): a range of at most GS_QS_NET_REGS
- * vectors sorted in registers by a bitonic network (each vector sorted across its lanes, then
- * merged with its neighbours, flip then half-cleaners); a longer one partitioned around the
- * median of a vector of samples, a vector at a time: the lanes compressed in a register
- * (vpcompress to memory is microcoded on Zen 4) and stored by masked stores at both ends of the
- * range's gap, two vectors held back so that no store overtakes the loads.  Equal keys: a
- * pivot that is the range's least key partitions again by "greater than", so that the keys
- * equal to it are done; one that is its largest leaves a side of equal keys, done too.  Past
- * GS_QS_DEPTH levels a range is heap-sorted: no input takes quadratic time.
+ * vectors sorted in registers by a bitonic network (net); a longer one partitioned around the
+ * median of a vector of samples: the lanes of a vector compressed in a register (vpcompress to
+ * memory is microcoded on Zen 4) and stored by masked stores at both ends of the range's gap,
+ * GS_QS_UNROLL_N vectors a step, as many held back at each end so that no store overtakes the
+ * loads.  Equal keys: a pivot that is the range's least key partitions again by "greater
+ * than", so that the keys equal to it are done; one that is its largest leaves a side of equal
+ * keys, done at the next level that way.  Past 2 log2(n) levels a range is heap-sorted: no
+ * input takes quadratic time.
  * Not stable, and needs not be: equal words are the same bits (cpu/sort.c decides when the
  * words are a key's whole bits).
  */
@@ -59,106 +59,90 @@
 #define GS_QS_UNROLL_N 4 /* vectors a step of a partition loads */
 #define GS_QS_INLINE static GS_ALWAYS_INLINE GS_QS_ATTR
 
-/* One step of a network inside v: lane i against lane i ^ x, the larger into the lanes of
- * `upper` (those whose index has the bit of the pair that differs set). */
-GS_QS_INLINE __m512i GS_QS_N(step)(__m512i v, int x, GS_QS_MASK upper)
+/* v's lane i ^ x in lane i: by one shuffle of an immediate where one does it (cheaper than a
+ * permutation by a vector of indices). */
+GS_QS_INLINE __m512i GS_QS_N(pxor)(__m512i v, int x)
 {
-    __m512i p;
-
-    switch (x * GS_QS_W) { /* shuffles by immediates where one does it: cheaper than a perm */
+    switch (x * GS_QS_W) {
     case 32:
-        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1); /* 32-bit lanes' neighbours */
-        break;
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1); /* 32-bit lanes' neighbours */
     case 64:
-        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E); /* 64-bit lanes' neighbours */
-        break;
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E); /* 64-bit lanes' neighbours */
     case 96:
-        p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x1B); /* 4 32-bit lanes reversed */
-        break;
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x1B); /* 4 32-bit lanes reversed */
     case 128:
-        p = _mm512_shuffle_i64x2(v, v, 0xB1); /* 128-bit lanes' neighbours */
-        break;
+        return _mm512_shuffle_i64x2(v, v, 0xB1); /* 128-bit lanes' neighbours */
     case 256:
-        p = _mm512_shuffle_i64x2(v, v, 0x4E);
-        break;
+        return _mm512_shuffle_i64x2(v, v, 0x4E);
     default:
-        p = GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(x)), v);
+        return GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(x)), v);
     }
-    return GS_QS_BLEND(upper, GS_QS_MIN(v, p), GS_QS_MAX(v, p));
 }
 
-/* The half-cleaners inside v: a vector whose halves, quarters, .. a flip left ordered against
- * each other, sorted. */
-GS_QS_INLINE __m512i GS_QS_N(clean)(__m512i v)
+/* The lanes whose index has bit `bit` (1, 2, 4 or 8) set. */
+#define GS_QS_LANES(bit) \
+    ((GS_QS_MASK)((bit) == 1 ? 0xAAAA : (bit) == 2 ? 0xCCCC : (bit) == 4 ? 0xF0F0 : 0xFF00))
+
+/* One step of a network inside v: lane i against lane i ^ x, the larger into the lane of the
+ * two whose index has `bit` set. */
+GS_QS_INLINE __m512i GS_QS_N(step)(__m512i v, int x, int bit)
 {
-#if GS_QS_L == 16
-    v = GS_QS_N(step)(v, 8, 0xFF00);
-#endif
-    v = GS_QS_N(step)(v, 4, (GS_QS_MASK)0xF0F0);
-    v = GS_QS_N(step)(v, 2, (GS_QS_MASK)0xCCCC);
-    return GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
+    const __m512i p = GS_QS_N(pxor)(v, x);
+
+    return GS_QS_BLEND(GS_QS_LANES(bit), GS_QS_MIN(v, p), GS_QS_MAX(v, p));
 }
 
-/* v's lanes sorted: blocks of 2, 4, .. lanes, each a flip then half-cleaners. */
-GS_QS_INLINE __m512i GS_QS_N(sort1)(__m512i v)
+GS_QS_INLINE void GS_QS_N(coex)(__m512i *a, __m512i *b)
 {
-    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
-    v = GS_QS_N(step)(v, 3, (GS_QS_MASK)0xCCCC);
-    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
-    v = GS_QS_N(step)(v, 7, (GS_QS_MASK)0xF0F0);
-    v = GS_QS_N(step)(v, 2, (GS_QS_MASK)0xCCCC);
-    v = GS_QS_N(step)(v, 1, (GS_QS_MASK)0xAAAA);
-#if GS_QS_L == 16
-    v = GS_QS_N(step)(v, 15, 0xFF00);
-    v = GS_QS_N(step)(v, 4, 0xF0F0);
-    v = GS_QS_N(step)(v, 2, 0xCCCC);
-    v = GS_QS_N(step)(v, 1, 0xAAAA);
-#endif
-    return v;
+    const __m512i x = *a;
+
+    *a = GS_QS_MIN(x, *b);
+    *b = GS_QS_MAX(x, *b);
 }
 
-GS_QS_INLINE __m512i GS_QS_N(rev)(__m512i v)
-{
-    return GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(GS_QS_L - 1)), v);
-}
-
-/* The r vectors of v (r a power of two) sorted as one sequence: each on its own, then blocks of
- * 2, 4, .. vectors merged: the upper half of a block reversed against the lower (the minima
- * and the maxima then each a bitonic sequence), then half-cleaners between vectors, then
- * inside each. */
+/* The r vectors of v (r a power of two) sorted as one sequence, vector by vector, in the shape
+ * of x86-simd-sort's networks: each column (a lane across the vectors) sorted by a bitonic
+ * network over whole vectors (no shuffle); then for blocks of 2, 4, .. lanes, sorted runs of
+ * the block's lanes across the vectors merged: between vectors, the upper half's lanes
+ * reversed within the block and mirrored vectors compared, recursively over halves; then
+ * inside each vector, a flip within the block and half-cleaners. */
 GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
 {
     GS_QS_UNROLL
-    for (int i = 0; i < r; i++)
-        v[i] = GS_QS_N(sort1)(v[i]);
-    GS_QS_UNROLL
-    for (int s = 2; s <= r; s *= 2) {
+    for (int k = 2; k <= r; k *= 2) {
         GS_QS_UNROLL
-        for (int b = 0; b < r; b += s) {
-            __m512i h[GS_QS_NET_REGS / 2];
+        for (int b = 0; b < r; b += k)
             GS_QS_UNROLL
-            for (int i = 0; i < s / 2; i++) {
-                const __m512i a = v[b + i], m = GS_QS_N(rev)(v[b + s - 1 - i]);
-                v[b + i] = GS_QS_MIN(a, m);
-                h[i] = GS_QS_MAX(a, m); /* the upper half: bitonic, as the lower */
-            }
-            GS_QS_UNROLL
-            for (int i = 0; i < s / 2; i++)
-                v[b + s / 2 + i] = h[i];
-        }
+            for (int i = 0; i < k / 2; i++)
+                GS_QS_N(coex)(&v[b + i], &v[b + k - 1 - i]);
         GS_QS_UNROLL
-        for (int d = s / 4; d >= 1; d /= 2)
+        for (int d = k / 4; d >= 1; d /= 2)
             GS_QS_UNROLL
             for (int b = 0; b < r; b += 2 * d)
                 GS_QS_UNROLL
-                for (int i = b; i < b + d; i++) {
-                    const __m512i a = v[i], c = v[i + d];
-                    v[i] = GS_QS_MIN(a, c);
-                    v[i + d] = GS_QS_MAX(a, c);
-                }
+                for (int i = b; i < b + d; i++)
+                    GS_QS_N(coex)(&v[i], &v[i + d]);
+    }
+    GS_QS_UNROLL
+    for (int scale = 2; scale <= GS_QS_L; scale *= 2) {
         GS_QS_UNROLL
-        for (int i = 0; i < r; i++)
-            v[i] = GS_QS_N(clean)(v[i]);
+        for (int w = r; w >= 2; w /= 2)
+            GS_QS_UNROLL
+            for (int b = 0; b < r; b += w) {
+                GS_QS_UNROLL
+                for (int i = b + w / 2; i < b + w; i++)
+                    v[i] = GS_QS_N(pxor)(v[i], scale - 1);
+                GS_QS_UNROLL
+                for (int i = 0; i < w / 2; i++)
+                    GS_QS_N(coex)(&v[b + i], &v[b + w - 1 - i]);
+            }
+        GS_QS_UNROLL
+        for (int i = 0; i < r; i++) {
+            v[i] = GS_QS_N(step)(v[i], scale - 1, scale / 2);
+            GS_QS_UNROLL
+            for (int s2 = scale / 2; s2 >= 2; s2 /= 2)
+                v[i] = GS_QS_N(step)(v[i], s2 / 2, s2 / 2);
+        }
     }
 }
 
@@ -230,7 +214,10 @@ GS_QS_FN GS_QS_T GS_QS_N(pivot)(const GS_QS_T *a, int64_t n)
 
     for (int i = 0; i < GS_QS_L; i++)
         s[i] = a[(n - 1) * i / (GS_QS_L - 1)];
-    _mm512_storeu_si512(s, GS_QS_N(sort1)(_mm512_loadu_si512(s)));
+    __m512i v = _mm512_loadu_si512(s);
+
+    GS_QS_N(net)(&v, 1);
+    _mm512_storeu_si512(s, v);
     return s[GS_QS_L / 2];
 }
 
@@ -405,5 +392,6 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
 #undef GS_QS_FN
 #undef GS_QS_UNROLL
 #undef GS_QS_UNROLL_N
+#undef GS_QS_LANES
 #undef GS_QS_INLINE
 #undef GS_QS_W
