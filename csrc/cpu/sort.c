@@ -208,6 +208,7 @@ typedef struct sort_job {
     /* cpu/sort_qs.h's sort of the key's words (NULL: none), and whether they are floats */
     int (*qs)(const void *src, void *dst, int64_t n, uint64_t mask, int is_float);
     int qs_float;
+    int qs_arg; /* an argsort alone of 32-bit keys by cpu/sort_qs.h's gs_qs_argsort_k32 */
     int64_t row_len, rows;
     /* The step of par_range under way, for its tasks: the range [lo, hi) of a row from
      * row_base, in chunks of `chunk`, counted (a digit, or every one) or passed by `digit` from
@@ -412,6 +413,13 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
 
     if (job->qs != NULL && qsort_range(job, src, lo, hi))
         return 0;
+#if GS_CPU_X86
+    if (job->qs_arg && src == AT_IN && n > GS_SORT_SMALL) { /* A and B: room for n words */
+        gs_qs_argsort_k32(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
+                          job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
+        return 0;
+    }
+#endif
     if (n <= GS_SORT_SMALL) {
         char *const keys = job->keys[job->out];
         job->k->small(keys_at(job, src, lo), idx_from(job, src, lo), lo - row_base,
@@ -734,9 +742,11 @@ static int job_init(sort_job *job, const gs_sort_desc *d)
         GS_SORT_CACHE_BYTES / (2 * (int64_t)(job->w + (job->with_idx ? job->iw : 0)));
     job->out = job->with_idx ? AT_OUT : AT_B;
 #if GS_CPU_X86
-    /* a sort alone of 32- or 64-bit keys: equal keys are the same bits (floats: cpu/sort_qs.h) */
-    if (!job->with_idx && (job->w == 4 || job->w == 8) && gs_cpu_isa() == GS_ISA_AVX512) {
-        job->qs = job->w == 4 ? gs_qs_sort_u32 : gs_qs_sort_u64;
+    /* a sort alone of 32- or 64-bit keys: equal keys are the same bits (floats: cpu/sort_qs.h);
+     * an argsort alone of 32-bit keys: each with its position in a 64-bit word */
+    if ((job->w == 4 || job->w == 8) && gs_cpu_isa() == GS_ISA_AVX512) {
+        job->qs = job->with_idx ? NULL : job->w == 4 ? gs_qs_sort_u32 : gs_qs_sort_u64;
+        job->qs_arg = job->with_idx && d->keys_out == NULL && job->w == 4 && !wide_idx;
         job->qs_float = kind == 'f';
     }
 #endif

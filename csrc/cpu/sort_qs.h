@@ -323,6 +323,28 @@ GS_QS_FN void GS_QS_N(qsort)(GS_QS_T *a, int64_t n, int depth)
         GS_QS_N(small)(a, n);
 }
 
+/* The radix key of the float bits x (cpu/sort_body.h's): -0.0 folded onto +0.0, the sign
+ * flipped, the mask, every NaN all ones. */
+GS_QS_INLINE GS_QS_T GS_QS_N(fkey)(GS_QS_T x, GS_QS_T m)
+{
+    const GS_QS_T sign = (GS_QS_T)1 << (GS_QS_W - 1);
+    const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
+    const GS_QS_T y = x == sign ? 0 : x;
+    const GS_QS_T t = y ^ ((GS_QS_T)((GS_QS_T)0 - (y >> (GS_QS_W - 1))) | sign) ^ m;
+
+    return (y & ~sign) > inf ? ~(GS_QS_T)0 : t;
+}
+
+/* 2 log2(n): the partitions' depth past which a range is heap-sorted. */
+static int GS_QS_N(depth)(int64_t n)
+{
+    int depth = 0;
+
+    for (int64_t k = n; k > 1; k /= 2)
+        depth += 2;
+    return depth;
+}
+
 /* The n words of src, keys of cpu/sort_body.h's shape (floats with `is_float`, read through
  * the XOR mask `mask`), sorted into dst (src itself, or not overlapping it): returns 1, or 0
  * with nothing written when an unstable sort cannot give the stable order: floats with -0.0
@@ -334,10 +356,8 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
     const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
     const GS_QS_T *s = src;
     GS_QS_T *d = dst, zero_or = 0, zero_and = ones, nan_or = 0, nan_and = ones;
-    int depth = 0;
+    const int depth = GS_QS_N(depth)(n);
 
-    for (int64_t k = n; k > 1; k /= 2)
-        depth += 2;
     if (!is_float) {
         for (int64_t i = 0; i < n; i++)
             d[i] = s[i] ^ m;
@@ -355,11 +375,8 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
     }
     if ((zero_and != ones && zero_or != zero_and) || (nan_and != ones && nan_or != nan_and))
         return 0;
-    for (int64_t i = 0; i < n; i++) { /* the radix key (cpu/sort_body.h) */
-        const GS_QS_T x = s[i] == sign ? 0 : s[i];
-        const GS_QS_T t = x ^ ((GS_QS_T)((GS_QS_T)0 - (x >> (GS_QS_W - 1))) | sign) ^ m;
-        d[i] = (x & ~sign) > inf ? ones : t;
-    }
+    for (int64_t i = 0; i < n; i++)
+        d[i] = GS_QS_N(fkey)(s[i], m);
     GS_QS_N(qsort)(d, n, depth);
     for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
         const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
@@ -369,6 +386,28 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
     }
     return 1;
 }
+
+#if GS_QS_W == 64
+/* The argsort of n 32-bit keys of cpu/sort_body.h's shape (floats with `is_float`, the XOR
+ * mask `mask`) in positions ibase.., into di: each key's radix key above its position, sorted
+ * as 64-bit words (ties in position order: the stable order, whatever the quicksort does with
+ * equal words, which are none), the low halves then the indices; tmp holds n words. */
+GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int is_float,
+                                int64_t ibase, int64_t *di, uint64_t *tmp)
+{
+    const uint32_t *s = src, m = (uint32_t)mask;
+
+    if (is_float)
+        for (int64_t i = 0; i < n; i++)
+            tmp[i] = (uint64_t)gs_qs_fkey_u32(s[i], m) << 32 | (uint64_t)i;
+    else
+        for (int64_t i = 0; i < n; i++)
+            tmp[i] = (uint64_t)(s[i] ^ m) << 32 | (uint64_t)i;
+    gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
+    for (int64_t i = 0; i < n; i++)
+        di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+}
+#endif
 
 #undef GS_QS_T
 #undef GS_QS_L
