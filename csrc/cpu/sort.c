@@ -23,12 +23,13 @@
  *               the last into the output;
  *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
  *               by insertion, then merges): 256 counters per digit cost more than that;
- *   quicksort   a sort alone of 32- or 64-bit keys where cpu/isa.c chose AVX-512: a range that
- *               fits the cache (or one too large that no MSD split divides) by cpu/sort_qs.h,
- *               whose unstable order is the stable one there (equal keys are the same bits;
- *               floats with -0.0 and +0.0 both, or NaNs of several patterns, stay with the
- *               radix sort); with it the MSD split pays whenever its buckets average
- *               GS_SORT_QS_BUCKET_MIN keys (NumPy's default kind is such a quicksort).
+ *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: any range
+ *               on one thread by cpu/sort_qs.h, whose unstable order is the stable one there
+ *               (equal keys are the same bits; floats with -0.0 and +0.0 both, or NaNs of
+ *               several patterns, stay with the radix sort); on every thread a long row is
+ *               first split by its top digit (counted alone) whenever its buckets average
+ *               GS_SORT_QS_BUCKET_MIN keys.  An argsort alone of 32-bit keys: a row on one
+ *               thread sorts its radix keys each above its position as 64-bit words.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks

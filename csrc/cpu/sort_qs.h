@@ -347,7 +347,8 @@ static int GS_QS_N(depth)(int64_t n)
 
 /* The n words of src, keys of cpu/sort_body.h's shape (floats with `is_float`, read through
  * the XOR mask `mask`), sorted into dst (src itself, or not overlapping it): returns 1, or 0
- * with nothing written when an unstable sort cannot give the stable order: floats with -0.0
+ * (src as it was; dst, when another place, overwritten) when an unstable sort cannot give the
+ * stable order: floats with -0.0
  * and +0.0 both, or NaNs of more than one bit pattern (the radix key folds each group onto one
  * key; one pattern of each is put back from the sorted keys). */
 GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask, int is_float)
@@ -366,17 +367,19 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
             d[i] ^= m;
         return 1;
     }
-    for (int64_t i = 0; i < n; i++) { /* the zeros' and the NaNs' bits */
-        const GS_QS_T x = s[i], a = x & ~sign;
+    for (int64_t i = 0; i < n; i++) { /* the zeros' and the NaNs' bits; the keys, unless */
+        const GS_QS_T x = s[i], a = x & ~sign; /* in place (the radix sort may need them) */
         zero_or |= a == 0 ? x : 0;
         zero_and &= a == 0 ? x : ones;
         nan_or |= a > inf ? x : 0;
         nan_and &= a > inf ? x : ones;
+        if (s != d)
+            d[i] = GS_QS_N(fkey)(x, m);
     }
     if ((zero_and != ones && zero_or != zero_and) || (nan_and != ones && nan_or != nan_and))
         return 0;
-    for (int64_t i = 0; i < n; i++)
-        d[i] = GS_QS_N(fkey)(s[i], m);
+    for (int64_t i = 0; i < n && s == d; i++)
+        d[i] = GS_QS_N(fkey)(d[i], m);
     GS_QS_N(qsort)(d, n, depth);
     for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
         const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
