@@ -26,10 +26,11 @@
  *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: any range
  *               on one thread by cpu/sort_qs.h, whose unstable order is the stable one there
  *               (equal keys are the same bits; floats with -0.0 and +0.0 both, or NaNs of
- *               several patterns, stay with the radix sort); on every thread a long row is
- *               first split by its top digit (counted alone) whenever its buckets average
- *               GS_SORT_QS_BUCKET_MIN keys.  An argsort alone of 32-bit keys: a row on one
- *               thread sorts its radix keys each above its position as 64-bit words.
+ *               several patterns, stay with the radix sort), a long row too: on a 2-core
+ *               host under load an MSD split shared by the threads, then its buckets
+ *               quicksorted, took 1.2x the CPU time and up to 2x the wall time of one thread.
+ *               An argsort alone of 32-bit keys: a row on one thread sorts its radix keys each
+ *               above its position as 64-bit words by the same quicksort.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
@@ -80,7 +81,6 @@
 /* No MSD split of a range whose 256 buckets would average fewer keys than this: each bucket's
  * passes cost 256 counters per digit besides its keys. */
 #define GS_SORT_BUCKET_MIN 4096
-#define GS_SORT_QS_BUCKET_MIN 1024
 /* Below this many keys in all, one thread sorts everything: 2^16 int32 keys take about as long
  * as waking the workers of a busy host and sharing the histogram, and small calls stay at the
  * speed of one core with nothing to wait for. */
@@ -298,15 +298,11 @@ static int span_digits(uint64_t x)
     return d;
 }
 
-/* Whether an MSD split of n keys with these bucket counts pays (GS_SORT_SPREAD; with the
- * quicksort, whenever the buckets average GS_SORT_QS_BUCKET_MIN keys: it has no counters to
- * clear, and a bucket still too large is split again by its next digit). */
+/* Whether an MSD split of n keys with these bucket counts pays (GS_SORT_SPREAD). */
 static int msd_pays(const sort_job *job, const int64_t *count, int64_t n)
 {
     int64_t fit = 0, most = 0;
 
-    if (job->qs != NULL)
-        return n >= GS_SORT_RADIX * GS_SORT_QS_BUCKET_MIN;
     if (n < GS_SORT_RADIX * GS_SORT_BUCKET_MIN)
         return 0;
     for (int b = 0; b < GS_SORT_RADIX; b++) {
@@ -314,14 +310,6 @@ static int msd_pays(const sort_job *job, const int64_t *count, int64_t n)
         most = count[b] > most ? count[b] : most;
     }
     return 2 * fit >= n || most * GS_SORT_SPREAD <= n;
-}
-
-/* Whether n keys whose span has nd digits are split by their top digit into buckets that the
- * quicksort sorts (msd_pays), so that the histogram of that digit alone is needed: the lower
- * digits of a random key are live (their counts then read as such, never as shared). */
-static int top_only(const sort_job *job, int64_t n, int nd)
-{
-    return job->qs != NULL && nd > 1 && n > job->cache_items && msd_pays(job, NULL, n);
 }
 
 /* off[b] = lo + the keys of the buckets before b. */
@@ -578,7 +566,7 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
     int digits[GS_SORT_MAX_DIGITS];
     int64_t chunks = gs_cpu_threads() * GS_SORT_CHUNKS_PER_THREAD, chunk, big_min;
     uint64_t least, most;
-    int nd, p, d, top;
+    int nd, p, d;
 
     chunk = (n + chunks - 1) / chunks;
     chunk = chunk < GS_SORT_CHUNK_MIN ? GS_SORT_CHUNK_MIN : chunk;
@@ -600,16 +588,13 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
     }
     job->base = least;
     job->nd = nd = span_digits(most - least);
-    top = top_only(job, n, nd);
-    job->all_digits = !top;
-    job->digit = nd - 1;
+    job->all_digits = 1;
     if (nd > 0 && par(job, chunks, chunk_hist))
         return 1;
     memset(total, 0, sizeof(int64_t) * GS_SORT_RADIX * (size_t)nd);
     for (int64_t c = 0; c < chunks; c++)
-        for (int i = 0; i < (top ? 1 : nd) * GS_SORT_RADIX; i++)
-            total[(top ? (nd - 1) * GS_SORT_RADIX : 0) + i] +=
-                job->counts[c * (top ? 1 : nd) * GS_SORT_RADIX + i];
+        for (int i = 0; i < nd * GS_SORT_RADIX; i++)
+            total[i] += job->counts[c * nd * GS_SORT_RADIX + i];
     p = live_digits(total, nd, n, digits);
     if (p == 0) {
         copy_out(job, src, lo, hi, row_base);
@@ -620,8 +605,7 @@ static int par_range(sort_job *job, int src, int64_t lo, int64_t hi, int64_t row
         return par_lsd(job, chunks, src, total, digits, p);
 
     /* ---- the MSD split in chunks, then the buckets in parallel ---- */
-    chunk_offsets(job, chunks, top ? GS_SORT_RADIX : nd * GS_SORT_RADIX,
-                  top ? 0 : d * GS_SORT_RADIX, total + d * GS_SORT_RADIX);
+    chunk_offsets(job, chunks, nd * GS_SORT_RADIX, d * GS_SORT_RADIX, total + d * GS_SORT_RADIX);
     job->dst = other(src);
     job->digit = d;
     if (par(job, chunks, chunk_pass))
@@ -820,7 +804,8 @@ int gs_cpu_sort(const gs_sort_desc *d)
     }
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
-    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads) {
+    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads &&
+        job.qs == NULL) {
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;
