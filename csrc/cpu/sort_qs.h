@@ -57,6 +57,7 @@
 #define GS_QS_FN static GS_QS_ATTR
 #define GS_QS_UNROLL _Pragma("GCC unroll 16")
 #define GS_QS_UNROLL_N 4 /* vectors a step of a partition loads */
+#define GS_QS_STOP_MIN ((int64_t)1 << 20)
 #define GS_QS_INLINE static GS_ALWAYS_INLINE GS_QS_ATTR
 
 /* v's lane i ^ x in lane i: by one shuffle of an immediate where one does it (cheaper than a
@@ -296,10 +297,13 @@ GS_QS_FN int64_t GS_QS_N(part)(GS_QS_T *a, int64_t n, GS_QS_T p, int gt)
 }
 
 /* a[0, n) sorted: networks for short ranges, else a partition and each side (the shorter by
- * recursion, the longer by the loop); heap sort past `depth` levels. */
+ * recursion, the longer by the loop); heap sort past `depth` levels.  Before a partition of
+ * GS_QS_STOP_MIN keys or more (a tenth of a millisecond and up) it asks whether the call stops. */
 GS_QS_FN void GS_QS_N(qsort)(GS_QS_T *a, int64_t n, int depth)
 {
     while (n > GS_QS_NET_REGS * GS_QS_L) {
+        if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+            return; /* Ctrl-C (host/pool.h): the keys then mean nothing */
         if (depth-- == 0) {
             GS_QS_N(heap)(a, n);
             return;
@@ -363,6 +367,8 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
         for (int64_t i = 0; i < n; i++)
             d[i] = s[i] ^ m;
         GS_QS_N(qsort)(d, n, depth);
+        if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+            return 1; /* Ctrl-C: the keys mean nothing */
         for (int64_t i = 0; i < n; i++)
             d[i] ^= m;
         return 1;
@@ -381,6 +387,8 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
     for (int64_t i = 0; i < n && s == d; i++)
         d[i] = GS_QS_N(fkey)(d[i], m);
     GS_QS_N(qsort)(d, n, depth);
+    if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+        return 1;
     for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
         const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
         const GS_QS_T x = u ^ (sign | (GS_QS_T)((u >> (GS_QS_W - 1)) - 1));
@@ -400,15 +408,25 @@ GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int i
 {
     const uint32_t *s = src, m = (uint32_t)mask;
 
-    if (is_float)
-        for (int64_t i = 0; i < n; i++)
-            tmp[i] = (uint64_t)gs_qs_fkey_u32(s[i], m) << 32 | (uint64_t)i;
-    else
-        for (int64_t i = 0; i < n; i++)
-            tmp[i] = (uint64_t)(s[i] ^ m) << 32 | (uint64_t)i;
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) { /* asking between blocks: Ctrl-C */
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (b > 0 && gs_cpu_stopping())
+            return;
+        if (is_float)
+            for (int64_t i = b; i < e; i++)
+                tmp[i] = (uint64_t)gs_qs_fkey_u32(s[i], m) << 32 | (uint64_t)i;
+        else
+            for (int64_t i = b; i < e; i++)
+                tmp[i] = (uint64_t)(s[i] ^ m) << 32 | (uint64_t)i;
+    }
     gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
-    for (int64_t i = 0; i < n; i++)
-        di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t i = b; i < e; i++)
+            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+    }
 }
 #endif
 
@@ -434,6 +452,7 @@ GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int i
 #undef GS_QS_FN
 #undef GS_QS_UNROLL
 #undef GS_QS_UNROLL_N
+#undef GS_QS_STOP_MIN
 #undef GS_QS_LANES
 #undef GS_QS_INLINE
 #undef GS_QS_W
