@@ -8,7 +8,8 @@ overflows).  Values are compared bit for bit (a sort moves them: a NaN's payload
 sign must survive), indices exactly.  Sizes are named after the CPU backend's paths
 (cpu/sort.c): the comparison sort of at most 64 keys, a one-table histogram below 4096, one
 thread below 2^16, the cache-sized LSD passes, a long row (2^19 keys and more) on every thread
-with its MSD split.
+with its MSD split; on AVX-512 hosts a sort alone of 32- and 64-bit keys, and an argsort alone
+of 32-bit keys on one thread, take the quicksort (cpu/sort_qs.h) instead.
 Device variants are marked `gpu` and run with the CUDA backend.
 """
 import json
