@@ -8,15 +8,18 @@ overflows).  Values are compared bit for bit (a sort moves them: a NaN's payload
 sign must survive), indices exactly.  Sizes are named after the CPU backend's paths
 (cpu/sort.c): the comparison sort of at most 64 keys, a one-table histogram below 4096, one
 thread below 2^16, the cache-sized LSD passes, a long row (2^19 keys and more) on every thread
-with its MSD split.
+with its MSD split; on AVX-512 hosts a sort alone of 32- and 64-bit keys, and an argsort alone
+of 32-bit keys on one thread, take the quicksort (cpu/sort_qs.h) instead.
 Device variants are marked `gpu` and run with the CUDA backend.
 """
+import json
+
 import numpy as np
 import pytest
 
 import gpuscan
 from conftest import (DTYPE_IDS, DTYPES, make_layout, outputs_on_thread_counts, random_array,
-                      run_in_threads)
+                      run_in_threads, run_python)
 from reference import bits
 
 SORT_DTYPES = DTYPES + [np.float16]
@@ -161,6 +164,99 @@ def test_every_nan_and_zero_kept(rng):
     a = nans_and_zeros(rng)
     check(a)
     check(a, descending=True)
+
+
+# ------------------------------------------------------------------------------------------
+# The quicksort of a sort alone of 32- and 64-bit keys (cpu/sort_qs.h, AVX-512 hosts; the
+# radix sort elsewhere): sizes at the edges of its networks (1 to 16 vectors of 16 or 8 keys)
+# and of a partition's vectors, its worst cases, the floats it takes (NaNs of one pattern,
+# zeros of one sign: put back bit for bit) and those it leaves to the radix sort.
+# ------------------------------------------------------------------------------------------
+QS_DTYPES = [np.int32, np.uint32, np.float32, np.int64, np.uint64, np.float64]
+QS_IDS = ["int32", "uint32", "float32", "int64", "uint64", "float64"]
+
+
+@pytest.mark.parametrize("n", [3, 8, 9, 15, 16, 17, 33, 63, 65, 127, 129, 255, 256, 257, 300,
+                               513, 4099])
+@pytest.mark.parametrize("dtype", QS_DTYPES, ids=QS_IDS)
+def test_quicksort_sizes(dtype, n, rng):
+    for data in ("full", "ties"):
+        check(keys(rng, dtype, n, data))
+        check(keys(rng, dtype, n, data), descending=True)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64, np.float64],
+                         ids=["int32", "float32", "int64", "float64"])
+def test_quicksort_past_the_cache(dtype, rng):
+    # One row larger than the cache (cpu/sort.c: 2 MiB over both buffers) whose MSD split does
+    # not pay (too few keys for its buckets): quicksorted whole.
+    n = 2 * 1024 * 1024 // (2 * np.dtype(dtype).itemsize) + 1
+    check(keys(rng, dtype, n, "full"))
+
+
+@pytest.mark.parametrize("n", [5000, 300_001])
+def test_quicksort_worst_cases(n, rng):
+    # Inputs that defeat naive pivots or partitions: sorted, reversed, organ pipe, all equal,
+    # two values, one key among equal ones, sawtooth, few distinct values.
+    half = np.arange(n // 2, dtype=np.int64)
+    for a in (np.arange(n), np.arange(n)[::-1], np.concatenate([half, half[::-1]]),
+              np.full(n, 7), np.arange(n) % 2, np.where(np.arange(n) == n // 3, -1, 5),
+              np.arange(n) % 1000, rng.integers(0, 4, n)):
+        for dt in (np.int32, np.float64):
+            check(np.ascontiguousarray(a).astype(dt))
+
+
+@pytest.mark.parametrize("zeros", ["none", "positive", "negative", "both"])
+@pytest.mark.parametrize("nans", ["none", "quiet", "negative", "all_ones", "two_patterns"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_quicksort_floats(dtype, zeros, nans, rng):
+    udt = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    ones = udt.type(np.iinfo(udt).max)
+    n = 3001
+    a = rng.uniform(-2, 2, n).astype(dtype)
+    if zeros != "none":
+        z = {"positive": 0.0, "negative": -0.0}.get(zeros)
+        a[rng.random(n) < 0.1] = z if z is not None else rng.choice(np.array([0.0, -0.0], dtype))
+        if zeros == "both":
+            a[:2] = np.array([0.0, -0.0], dtype)
+    if nans != "none":
+        quiet = np.array(np.nan, dtype).view(udt)
+        pattern = {"quiet": [quiet], "negative": [quiet | (ones ^ (ones >> udt.type(1)))],
+                   "all_ones": [ones], "two_patterns": [quiet, quiet | udt.type(1)]}[nans]
+        where = np.flatnonzero(rng.random(n) < 0.05)
+        a[where] = np.array(pattern, udt)[np.arange(where.size) % len(pattern)].view(dtype)
+    check(a)
+    check(a, descending=True)
+
+
+@pytest.mark.skipif(gpuscan.backend() != "cpu", reason="the CPU backend's instruction sets")
+def test_same_bits_on_every_instruction_set():
+    # The quicksort (AVX-512) and the radix sort (every set) give the same bytes: NumPy's
+    # stable order.
+    code = """
+import hashlib, json, numpy as np, gpuscan
+rng = np.random.default_rng(45)
+h = hashlib.sha256()
+for dt in ("int32", "float32", "int64", "float64", "uint32"):
+    for n in (1000, 70_000, 2**20 + 17):
+        a = (rng.standard_normal(n) * 1000).astype(dt)
+        a[::7] = 3
+        for desc in (False, True):
+            h.update(gpuscan.sort(a, descending=desc).tobytes())
+            h.update(gpuscan.argsort(a, descending=desc).tobytes())
+        h.update(gpuscan.sort(a[: n // 10 * 10].reshape(-1, 10)).tobytes())
+print(json.dumps({"simd": gpuscan.device_info()["simd"], "sha": h.hexdigest()}))
+"""
+    outs = {}
+    for simd in ("base", "avx2", "avx512"):
+        proc = run_python(code, env={"GPUSCAN_BACKEND": "cpu", "GPUSCAN_CPU_SIMD": simd},
+                          timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        outs[out["simd"]] = out["sha"]
+    assert len(set(outs.values())) == 1, outs
+    if len(outs) == 1:
+        pytest.skip("this processor has no instruction set beyond base")
 
 
 # ------------------------------------------------------------------------------------------

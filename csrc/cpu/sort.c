@@ -22,7 +22,15 @@
  *   LSD passes  otherwise one stable scatter per remaining digit, least significant first,
  *               the last into the output;
  *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
- *               by insertion, then merges): 256 counters per digit cost more than that.
+ *               by insertion, then merges): 256 counters per digit cost more than that;
+ *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: any range
+ *               on one thread by cpu/sort_qs.h, whose unstable order is the stable one there
+ *               (equal keys are the same bits; floats with -0.0 and +0.0 both, or NaNs of
+ *               several patterns, stay with the radix sort), a long row too: on a 2-core
+ *               host under load an MSD split shared by the threads, then its buckets
+ *               quicksorted, took 1.2x the CPU time and up to 2x the wall time of one thread.
+ *               An argsort alone of 32-bit keys: a row on one thread sorts its radix keys each
+ *               above its position as 64-bit words by the same quicksort.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
@@ -48,6 +56,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/simd.h"
 
 /* Keys sorted by comparisons instead of digits: 256 counters per digit cost about as much to
  * clear, add up and scan as comparing a few dozen keys. */
@@ -146,6 +155,14 @@ _Static_assert(GS_SORT_SMALL < GS_SORT_HIST_WIDE, "cpu/sort.c: GS_SORT_HIST_WIDE
 #define GS_SK_SHAPE f64
 #include "cpu/sort_stamp.h"
 
+/* ---- the AVX-512 quicksort of 32- and 64-bit words, for a sort alone (cpu/sort_qs.h) -------- */
+#if GS_CPU_X86
+#define GS_QS_W 32
+#include "cpu/sort_qs.h"
+#define GS_QS_W 64
+#include "cpu/sort_qs.h"
+#endif
+
 /* What cpu/sort_body.h provides for one key shape and index type. */
 typedef struct sort_kernels {
     void (*range)(const void *keys, int64_t n, uint64_t mask, uint64_t *range);
@@ -189,6 +206,10 @@ typedef struct sort_job {
     int with_idx;        /* an argsort */
     int out;             /* the place of the result: AT_OUT, or AT_B for a sort alone */
     int64_t cache_items; /* a range of at most this many keys is sorted in the cache */
+    /* cpu/sort_qs.h's sort of the key's words (NULL: none), and whether they are floats */
+    int (*qs)(const void *src, void *dst, int64_t n, uint64_t mask, int is_float);
+    int qs_float;
+    int qs_arg; /* an argsort alone of 32-bit keys by cpu/sort_qs.h's gs_qs_argsort_k32 */
     int64_t row_len, rows;
     /* The step of par_range under way, for its tasks: the range [lo, hi) of a row from
      * row_base, in chunks of `chunk`, counted (a digit, or every one) or passed by `digit` from
@@ -358,6 +379,13 @@ static int next_place(const sort_job *job, int at, int left)
     return at == AT_IN ? (left % 2 ? AT_B : AT_A) : other(at);
 }
 
+/* [lo, hi) at place src sorted into the result by cpu/sort_qs.h: 1, or 0 when it declines. */
+static int qsort_range(const sort_job *job, int src, int64_t lo, int64_t hi)
+{
+    return job->qs(keys_at(job, src, lo), job->keys[job->out] + (size_t)lo * job->w, hi - lo,
+                   job->mask, job->qs_float);
+}
+
 /* ==== One range on one thread ===============================================================
  * The digits of a range are those of key - base, base its least key: keys of a narrow range
  * (small integers of both signs, whose every byte differs between -1 and 0) differ on the few
@@ -372,6 +400,15 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
     uint64_t range[2];
     int nd, p, at;
 
+    if (job->qs != NULL && qsort_range(job, src, lo, hi))
+        return 0;
+#if GS_CPU_X86
+    if (job->qs_arg && src == AT_IN && n > GS_SORT_SMALL) { /* A and B: room for n words */
+        gs_qs_argsort_k32(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
+                          job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
+        return 0;
+    }
+#endif
     if (n <= GS_SORT_SMALL) {
         char *const keys = job->keys[job->out];
         job->k->small(keys_at(job, src, lo), idx_from(job, src, lo), lo - row_base,
@@ -689,6 +726,15 @@ static int job_init(sort_job *job, const gs_sort_desc *d)
     job->cache_items =
         GS_SORT_CACHE_BYTES / (2 * (int64_t)(job->w + (job->with_idx ? job->iw : 0)));
     job->out = job->with_idx ? AT_OUT : AT_B;
+#if GS_CPU_X86
+    /* a sort alone of 32- or 64-bit keys: equal keys are the same bits (floats: cpu/sort_qs.h);
+     * an argsort alone of 32-bit keys: each with its position in a 64-bit word */
+    if ((job->w == 4 || job->w == 8) && gs_cpu_isa() == GS_ISA_AVX512) {
+        job->qs = job->with_idx ? NULL : job->w == 4 ? gs_qs_sort_u32 : gs_qs_sort_u64;
+        job->qs_arg = job->with_idx && d->keys_out == NULL && job->w == 4 && !wide_idx;
+        job->qs_float = kind == 'f';
+    }
+#endif
     job->keys[job->out] = d->keys_out;
     return 0;
 }
@@ -758,7 +804,8 @@ int gs_cpu_sort(const gs_sort_desc *d)
     }
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
-    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads) {
+    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads &&
+        job.qs == NULL) {
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;

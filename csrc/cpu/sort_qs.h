@@ -1,0 +1,458 @@
+/*
+ * cpu/sort_qs.h - an AVX-512 quicksort of unsigned words (32 or 64 bits), for a sort without
+ * indices: included by cpu/sort.c once per width (no include guard on purpose), after it
+ * defines GS_QS_W (32 or 64); undefines it.
+ *
+ * Level: backend (CPU), the innermost level of the sort, x86-64 only, compiled for AVX-512
+ * (F, BW, DQ, VL) whatever the build targets and called only where cpu/isa.c chose AVX-512.
+ * The shape of x86-simd-sort's (NumPy's default kind): a range of at most GS_QS_NET_REGS
+ * vectors sorted in registers by a bitonic network (net); a longer one partitioned around the
+ * median of a vector of samples: the lanes of a vector compressed in a register (vpcompress to
+ * memory is microcoded on Zen 4) and stored by masked stores at both ends of the range's gap,
+ * GS_QS_UNROLL_N vectors a step, as many held back at each end so that no store overtakes the
+ * loads.  Equal keys: a pivot that is the range's least key partitions again by "greater
+ * than", so that the keys equal to it are done; one that is its largest leaves a side of equal
+ * keys, done at the next level that way.  Past 2 log2(n) levels a range is heap-sorted: no
+ * input takes quadratic time.
+ * Not stable, and needs not be: equal words are the same bits (cpu/sort.c decides when the
+ * words are a key's whole bits).
+ */
+#if GS_QS_W == 32
+#define GS_QS_T uint32_t
+#define GS_QS_L 16
+#define GS_QS_MASK __mmask16
+#define GS_QS_SFX u32
+#define GS_QS_MIN _mm512_min_epu32
+#define GS_QS_MAX _mm512_max_epu32
+#define GS_QS_PERM _mm512_permutexvar_epi32
+#define GS_QS_BLEND _mm512_mask_blend_epi32
+#define GS_QS_CMP _mm512_cmp_epu32_mask
+#define GS_QS_COMPRESS _mm512_maskz_compress_epi32
+#define GS_QS_LOADM _mm512_mask_loadu_epi32
+#define GS_QS_STOREM _mm512_mask_storeu_epi32
+#define GS_QS_SET1(x) _mm512_set1_epi32((int)(x))
+#define GS_QS_IOTA _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_NET_REGS 16 /* 256 keys */
+#else
+#define GS_QS_T uint64_t
+#define GS_QS_L 8
+#define GS_QS_MASK __mmask8
+#define GS_QS_SFX u64
+#define GS_QS_MIN _mm512_min_epu64
+#define GS_QS_MAX _mm512_max_epu64
+#define GS_QS_PERM _mm512_permutexvar_epi64
+#define GS_QS_BLEND _mm512_mask_blend_epi64
+#define GS_QS_CMP _mm512_cmp_epu64_mask
+#define GS_QS_COMPRESS _mm512_maskz_compress_epi64
+#define GS_QS_LOADM _mm512_mask_loadu_epi64
+#define GS_QS_STOREM _mm512_mask_storeu_epi64
+#define GS_QS_SET1(x) _mm512_set1_epi64((long long)(x))
+#define GS_QS_IOTA _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_NET_REGS 16 /* 128 keys */
+#endif
+#define GS_QS_N(name) GS_QS_PASTE(name, GS_QS_SFX)
+#define GS_QS_PASTE(a, b) GS_QS_PASTE2(a, b)
+#define GS_QS_PASTE2(a, b) gs_qs_##a##_##b
+#define GS_QS_ATTR __attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,avx512dq,avx512vl")))
+#define GS_QS_FN static GS_QS_ATTR
+#define GS_QS_UNROLL _Pragma("GCC unroll 16")
+#define GS_QS_UNROLL_N 4 /* vectors a step of a partition loads */
+#define GS_QS_STOP_MIN ((int64_t)1 << 20)
+#define GS_QS_INLINE static GS_ALWAYS_INLINE GS_QS_ATTR
+
+/* v's lane i ^ x in lane i: by one shuffle of an immediate where one does it (cheaper than a
+ * permutation by a vector of indices). */
+GS_QS_INLINE __m512i GS_QS_N(pxor)(__m512i v, int x)
+{
+    switch (x * GS_QS_W) {
+    case 32:
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1); /* 32-bit lanes' neighbours */
+    case 64:
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E); /* 64-bit lanes' neighbours */
+    case 96:
+        return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x1B); /* 4 32-bit lanes reversed */
+    case 128:
+        return _mm512_shuffle_i64x2(v, v, 0xB1); /* 128-bit lanes' neighbours */
+    case 256:
+        return _mm512_shuffle_i64x2(v, v, 0x4E);
+    default:
+        return GS_QS_PERM(_mm512_xor_si512(GS_QS_IOTA, GS_QS_SET1(x)), v);
+    }
+}
+
+/* The lanes whose index has bit `bit` (1, 2, 4 or 8) set. */
+#define GS_QS_LANES(bit) \
+    ((GS_QS_MASK)((bit) == 1 ? 0xAAAA : (bit) == 2 ? 0xCCCC : (bit) == 4 ? 0xF0F0 : 0xFF00))
+
+/* One step of a network inside v: lane i against lane i ^ x, the larger into the lane of the
+ * two whose index has `bit` set. */
+GS_QS_INLINE __m512i GS_QS_N(step)(__m512i v, int x, int bit)
+{
+    const __m512i p = GS_QS_N(pxor)(v, x);
+
+    return GS_QS_BLEND(GS_QS_LANES(bit), GS_QS_MIN(v, p), GS_QS_MAX(v, p));
+}
+
+GS_QS_INLINE void GS_QS_N(coex)(__m512i *a, __m512i *b)
+{
+    const __m512i x = *a;
+
+    *a = GS_QS_MIN(x, *b);
+    *b = GS_QS_MAX(x, *b);
+}
+
+/* The r vectors of v (r a power of two) sorted as one sequence, vector by vector, in the shape
+ * of x86-simd-sort's networks: each column (a lane across the vectors) sorted by a bitonic
+ * network over whole vectors (no shuffle); then for blocks of 2, 4, .. lanes, sorted runs of
+ * the block's lanes across the vectors merged: between vectors, the upper half's lanes
+ * reversed within the block and mirrored vectors compared, recursively over halves; then
+ * inside each vector, a flip within the block and half-cleaners. */
+GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
+{
+    GS_QS_UNROLL
+    for (int k = 2; k <= r; k *= 2) {
+        GS_QS_UNROLL
+        for (int b = 0; b < r; b += k)
+            GS_QS_UNROLL
+            for (int i = 0; i < k / 2; i++)
+                GS_QS_N(coex)(&v[b + i], &v[b + k - 1 - i]);
+        GS_QS_UNROLL
+        for (int d = k / 4; d >= 1; d /= 2)
+            GS_QS_UNROLL
+            for (int b = 0; b < r; b += 2 * d)
+                GS_QS_UNROLL
+                for (int i = b; i < b + d; i++)
+                    GS_QS_N(coex)(&v[i], &v[i + d]);
+    }
+    GS_QS_UNROLL
+    for (int scale = 2; scale <= GS_QS_L; scale *= 2) {
+        GS_QS_UNROLL
+        for (int w = r; w >= 2; w /= 2)
+            GS_QS_UNROLL
+            for (int b = 0; b < r; b += w) {
+                GS_QS_UNROLL
+                for (int i = b + w / 2; i < b + w; i++)
+                    v[i] = GS_QS_N(pxor)(v[i], scale - 1);
+                GS_QS_UNROLL
+                for (int i = 0; i < w / 2; i++)
+                    GS_QS_N(coex)(&v[b + i], &v[b + w - 1 - i]);
+            }
+        GS_QS_UNROLL
+        for (int i = 0; i < r; i++) {
+            v[i] = GS_QS_N(step)(v[i], scale - 1, scale / 2);
+            GS_QS_UNROLL
+            for (int s2 = scale / 2; s2 >= 2; s2 /= 2)
+                v[i] = GS_QS_N(step)(v[i], s2 / 2, s2 / 2);
+        }
+    }
+}
+
+/* The mask of the first n lanes (none for n <= 0, all from GS_QS_L). */
+GS_QS_INLINE GS_QS_MASK GS_QS_N(first)(int64_t n)
+{
+    return (GS_QS_MASK)(n >= GS_QS_L ? ~(GS_QS_MASK)0 : n <= 0 ? 0 : ((GS_QS_MASK)1 << n) - 1);
+}
+
+/* a[0, n) sorted by the network of r vectors (n <= r * GS_QS_L): the lanes past n read as all
+ * ones, which sort last and are not stored. */
+GS_QS_INLINE void GS_QS_N(net_n)(GS_QS_T *a, int64_t n, int r)
+{
+    __m512i v[GS_QS_NET_REGS];
+
+    GS_QS_UNROLL
+    for (int i = 0; i < r; i++)
+        v[i] = GS_QS_LOADM(GS_QS_SET1(~(GS_QS_T)0), GS_QS_N(first)(n - i * GS_QS_L),
+                           a + i * GS_QS_L);
+    GS_QS_N(net)(v, r);
+    GS_QS_UNROLL
+    for (int i = 0; i < r; i++)
+        GS_QS_STOREM(a + i * GS_QS_L, GS_QS_N(first)(n - i * GS_QS_L), v[i]);
+}
+
+/* a[0, n) sorted by the smallest network that holds it (n <= GS_QS_NET_REGS * GS_QS_L). */
+GS_QS_FN void GS_QS_N(small)(GS_QS_T *a, int64_t n)
+{
+    if (n <= GS_QS_L)
+        GS_QS_N(net_n)(a, n, 1);
+    else if (n <= 2 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 2);
+    else if (n <= 4 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 4);
+    else if (n <= 8 * GS_QS_L)
+        GS_QS_N(net_n)(a, n, 8);
+    else
+        GS_QS_N(net_n)(a, n, 16);
+}
+
+/* a[0, n) heap-sorted: the fallback past the depth limit. */
+static void GS_QS_N(heap)(GS_QS_T *a, int64_t n)
+{
+    for (int64_t end = n, k = n / 2; end > 1;) {
+        GS_QS_T x;
+        int64_t i;
+        if (k > 0) { /* building the heap: sift a[--k] down */
+            x = a[--k];
+            i = k;
+        } else { /* the largest to the end, the last to the root */
+            x = a[--end];
+            a[end] = a[0];
+            i = 0;
+        }
+        for (int64_t c; (c = 2 * i + 1) < end; i = c) {
+            c += c + 1 < end && a[c + 1] > a[c];
+            if (a[c] <= x)
+                break;
+            a[i] = a[c];
+        }
+        a[i] = x;
+    }
+}
+
+/* The median of GS_QS_L keys of a[0, n) spread over it (n >= GS_QS_L). */
+GS_QS_FN GS_QS_T GS_QS_N(pivot)(const GS_QS_T *a, int64_t n)
+{
+    GS_QS_T s[GS_QS_L];
+
+    for (int i = 0; i < GS_QS_L; i++)
+        s[i] = a[(n - 1) * i / (GS_QS_L - 1)];
+    __m512i v = _mm512_loadu_si512(s);
+
+    GS_QS_N(net)(&v, 1);
+    _mm512_storeu_si512(s, v);
+    return s[GS_QS_L / 2];
+}
+
+/* v's keys that go right (> p with `gt`, else >= p) stored before a + hi, the others from
+ * a + lo; lo and hi moved past them. */
+GS_QS_INLINE void GS_QS_N(split1)(GS_QS_T *a, int64_t *lo, int64_t *hi, __m512i v, __m512i p,
+                                  int gt)
+{
+    const GS_QS_MASK right = gt ? GS_QS_CMP(v, p, _MM_CMPINT_NLE) : GS_QS_CMP(v, p, _MM_CMPINT_NLT);
+    const int nr = __builtin_popcount((unsigned)right);
+
+    /* the first k lanes by bzhi: a branch on k would be random */
+    GS_QS_STOREM(a + *lo, (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)(GS_QS_L - nr)),
+                 GS_QS_COMPRESS((GS_QS_MASK)~right, v));
+    *hi -= nr;
+    GS_QS_STOREM(a + *hi, (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)nr), GS_QS_COMPRESS(right, v));
+    *lo += GS_QS_L - nr;
+}
+
+/* a[0, n) partitioned around p: the keys that go right (> p with `gt`, else >= p) after the
+ * others; returns how many do not.  First the n % GS_QS_L keys of the front, one at a time
+ * (without a branch), then the vectors, GS_QS_UNROLL_N at a time while they last, from the end
+ * whose gap is smaller, as many held back at each end (else one). */
+GS_QS_FN int64_t GS_QS_N(part)(GS_QS_T *a, int64_t n, GS_QS_T p, int gt)
+{
+    int64_t lo = 0, hi = n, l, r, u;
+    const __m512i pv = GS_QS_SET1(p);
+    __m512i held[2 * GS_QS_UNROLL_N];
+
+    while ((hi - lo) % GS_QS_L != 0) {
+        const GS_QS_T x = a[lo], y = a[hi - 1];
+        const int go = gt ? x > p : x >= p;
+        a[lo] = go ? y : x;
+        a[hi - 1] = go ? x : y;
+        hi -= go;
+        lo += !go;
+    }
+    if (hi - lo < 2 * GS_QS_L) { /* at most one vector left: held, then split */
+        if (hi > lo)
+            GS_QS_N(split1)(a, &lo, &hi, _mm512_loadu_si512(a + lo), pv, gt);
+        return lo;
+    }
+    u = hi - lo >= 2 * GS_QS_UNROLL_N * GS_QS_L ? GS_QS_UNROLL_N : 1;
+    for (int64_t i = 0; i < u; i++) {
+        held[i] = _mm512_loadu_si512(a + lo + i * GS_QS_L);
+        held[u + i] = _mm512_loadu_si512(a + hi - (i + 1) * GS_QS_L);
+    }
+    l = lo + u * GS_QS_L; /* the unread keys: [l, r) */
+    r = hi - u * GS_QS_L;
+    if (u == GS_QS_UNROLL_N)
+        while (r - l >= GS_QS_UNROLL_N * GS_QS_L) {
+            __m512i v[GS_QS_UNROLL_N];
+            const int64_t at = hi - r < l - lo ? (r -= GS_QS_UNROLL_N * GS_QS_L) : l;
+            l += at == l ? GS_QS_UNROLL_N * GS_QS_L : 0;
+            GS_QS_UNROLL
+            for (int i = 0; i < GS_QS_UNROLL_N; i++)
+                v[i] = _mm512_loadu_si512(a + at + i * GS_QS_L);
+            GS_QS_UNROLL
+            for (int i = 0; i < GS_QS_UNROLL_N; i++)
+                GS_QS_N(split1)(a, &lo, &hi, v[i], pv, gt);
+        }
+    while (l < r) {
+        __m512i v;
+        if (hi - r < l - lo) {
+            r -= GS_QS_L;
+            v = _mm512_loadu_si512(a + r);
+        } else {
+            v = _mm512_loadu_si512(a + l);
+            l += GS_QS_L;
+        }
+        GS_QS_N(split1)(a, &lo, &hi, v, pv, gt);
+    }
+    for (int64_t i = 0; i < 2 * u; i++)
+        GS_QS_N(split1)(a, &lo, &hi, held[i], pv, gt);
+    return lo;
+}
+
+/* a[0, n) sorted: networks for short ranges, else a partition and each side (the shorter by
+ * recursion, the longer by the loop); heap sort past `depth` levels.  Before a partition of
+ * GS_QS_STOP_MIN keys or more (a tenth of a millisecond and up) it asks whether the call stops. */
+GS_QS_FN void GS_QS_N(qsort)(GS_QS_T *a, int64_t n, int depth)
+{
+    while (n > GS_QS_NET_REGS * GS_QS_L) {
+        if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+            return; /* Ctrl-C (host/pool.h): the keys then mean nothing */
+        if (depth-- == 0) {
+            GS_QS_N(heap)(a, n);
+            return;
+        }
+        const GS_QS_T p = GS_QS_N(pivot)(a, n);
+        int64_t m = GS_QS_N(part)(a, n, p, 0); /* [0, m) < p <= [m, n), m < n: p is a key */
+        if (m == 0) { /* p is the least: the keys equal to it first, done */
+            m = GS_QS_N(part)(a, n, p, 1);
+            a += m;
+            n -= m;
+        } else if (m <= n - m) {
+            GS_QS_N(qsort)(a, m, depth);
+            a += m;
+            n -= m;
+        } else {
+            GS_QS_N(qsort)(a + m, n - m, depth);
+            n = m;
+        }
+    }
+    if (n > 1)
+        GS_QS_N(small)(a, n);
+}
+
+/* The radix key of the float bits x (cpu/sort_body.h's): -0.0 folded onto +0.0, the sign
+ * flipped, the mask, every NaN all ones. */
+GS_QS_INLINE GS_QS_T GS_QS_N(fkey)(GS_QS_T x, GS_QS_T m)
+{
+    const GS_QS_T sign = (GS_QS_T)1 << (GS_QS_W - 1);
+    const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
+    const GS_QS_T y = x == sign ? 0 : x;
+    const GS_QS_T t = y ^ ((GS_QS_T)((GS_QS_T)0 - (y >> (GS_QS_W - 1))) | sign) ^ m;
+
+    return (y & ~sign) > inf ? ~(GS_QS_T)0 : t;
+}
+
+/* 2 log2(n): the partitions' depth past which a range is heap-sorted. */
+static int GS_QS_N(depth)(int64_t n)
+{
+    int depth = 0;
+
+    for (int64_t k = n; k > 1; k /= 2)
+        depth += 2;
+    return depth;
+}
+
+/* The n words of src, keys of cpu/sort_body.h's shape (floats with `is_float`, read through
+ * the XOR mask `mask`), sorted into dst (src itself, or not overlapping it): returns 1, or 0
+ * (src as it was; dst, when another place, overwritten) when an unstable sort cannot give the
+ * stable order: floats with -0.0
+ * and +0.0 both, or NaNs of more than one bit pattern (the radix key folds each group onto one
+ * key; one pattern of each is put back from the sorted keys). */
+GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask, int is_float)
+{
+    const GS_QS_T m = (GS_QS_T)mask, sign = (GS_QS_T)1 << (GS_QS_W - 1), ones = ~(GS_QS_T)0;
+    const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
+    const GS_QS_T *s = src;
+    GS_QS_T *d = dst, zero_or = 0, zero_and = ones, nan_or = 0, nan_and = ones;
+    const int depth = GS_QS_N(depth)(n);
+
+    if (!is_float) {
+        for (int64_t i = 0; i < n; i++)
+            d[i] = s[i] ^ m;
+        GS_QS_N(qsort)(d, n, depth);
+        if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+            return 1; /* Ctrl-C: the keys mean nothing */
+        for (int64_t i = 0; i < n; i++)
+            d[i] ^= m;
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) { /* the zeros' and the NaNs' bits; the keys, unless */
+        const GS_QS_T x = s[i], a = x & ~sign; /* in place (the radix sort may need them) */
+        zero_or |= a == 0 ? x : 0;
+        zero_and &= a == 0 ? x : ones;
+        nan_or |= a > inf ? x : 0;
+        nan_and &= a > inf ? x : ones;
+        if (s != d)
+            d[i] = GS_QS_N(fkey)(x, m);
+    }
+    if ((zero_and != ones && zero_or != zero_and) || (nan_and != ones && nan_or != nan_and))
+        return 0;
+    for (int64_t i = 0; i < n && s == d; i++)
+        d[i] = GS_QS_N(fkey)(d[i], m);
+    GS_QS_N(qsort)(d, n, depth);
+    if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+        return 1;
+    for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
+        const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
+        const GS_QS_T x = u ^ (sign | (GS_QS_T)((u >> (GS_QS_W - 1)) - 1));
+        const GS_QS_T nan = (GS_QS_T)0 - (GS_QS_T)(t == ones);
+        d[i] = ((x | (zero_or & ((GS_QS_T)0 - (GS_QS_T)(x == 0)))) & ~nan) | (nan_or & nan);
+    }
+    return 1;
+}
+
+#if GS_QS_W == 64
+/* The argsort of n 32-bit keys of cpu/sort_body.h's shape (floats with `is_float`, the XOR
+ * mask `mask`) in positions ibase.., into di: each key's radix key above its position, sorted
+ * as 64-bit words (ties in position order: the stable order, whatever the quicksort does with
+ * equal words, which are none), the low halves then the indices; tmp holds n words. */
+GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int is_float,
+                                int64_t ibase, int64_t *di, uint64_t *tmp)
+{
+    const uint32_t *s = src, m = (uint32_t)mask;
+
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) { /* asking between blocks: Ctrl-C */
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (b > 0 && gs_cpu_stopping())
+            return;
+        if (is_float)
+            for (int64_t i = b; i < e; i++)
+                tmp[i] = (uint64_t)gs_qs_fkey_u32(s[i], m) << 32 | (uint64_t)i;
+        else
+            for (int64_t i = b; i < e; i++)
+                tmp[i] = (uint64_t)(s[i] ^ m) << 32 | (uint64_t)i;
+    }
+    gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t i = b; i < e; i++)
+            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+    }
+}
+#endif
+
+#undef GS_QS_T
+#undef GS_QS_L
+#undef GS_QS_MASK
+#undef GS_QS_SFX
+#undef GS_QS_MIN
+#undef GS_QS_MAX
+#undef GS_QS_PERM
+#undef GS_QS_BLEND
+#undef GS_QS_CMP
+#undef GS_QS_COMPRESS
+#undef GS_QS_LOADM
+#undef GS_QS_STOREM
+#undef GS_QS_SET1
+#undef GS_QS_IOTA
+#undef GS_QS_NET_REGS
+#undef GS_QS_N
+#undef GS_QS_PASTE
+#undef GS_QS_PASTE2
+#undef GS_QS_ATTR
+#undef GS_QS_FN
+#undef GS_QS_UNROLL
+#undef GS_QS_UNROLL_N
+#undef GS_QS_STOP_MIN
+#undef GS_QS_LANES
+#undef GS_QS_INLINE
+#undef GS_QS_W
