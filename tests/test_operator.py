@@ -22,8 +22,10 @@ from conftest import run_python
 M64 = (1 << 64) - 1
 CHUNK8 = 8192  # values of 8 bytes per chunk
 CHUNK32 = 2048  # values of 32 bytes per chunk
-SIZES8 = [1, 2, 7, CHUNK8 - 1, CHUNK8, CHUNK8 + 1, 9 * CHUNK8 + 5]  # the last: parallel
-SIZES32 = [1, 3, CHUNK32, CHUNK32 + 1, 9 * CHUNK32 + 3]
+LANES8, LANES32 = 8 * 32, 4 * 32  # the fewest values a kernel runs as lanes (cpu/jit_kernels.h)
+SIZES8 = [1, 2, 7, LANES8 - 1, LANES8, CHUNK8 - 1, CHUNK8, CHUNK8 + 1,
+          9 * CHUNK8 + 5]  # the last: parallel
+SIZES32 = [1, 3, LANES32 - 1, LANES32 + 3, CHUNK32, CHUNK32 + 1, 9 * CHUNK32 + 3]
 
 cpu_only = pytest.mark.skipif(
     gpuscan.backend() != "cpu", reason="CUDA path of Operator not built yet (issue 46)")
@@ -482,13 +484,13 @@ def compiles(log):
 
 USE = textwrap.dedent("""
     import numpy as np, gpuscan
-    op = gpuscan.Operator("x * 3 + y /* {tag} */", dtype=np.uint64, identity=0)
+    op = gpuscan.Operator("x + y + 1 /* {tag} */", dtype=np.uint64, identity=2**64 - 1)
     a = np.arange(100000, dtype=np.uint64)
     got = gpuscan.scan(a, op)
     want = np.zeros_like(a)
     acc = 0
     for i, v in enumerate(a.tolist()[:2000]):
-        acc = v if i == 0 else (acc * 3 + v) & ((1 << 64) - 1)
+        acc = v if i == 0 else (acc + v + 1) & ((1 << 64) - 1)
         want[i] = acc
     assert np.array_equal(got[:2000], want[:2000])
     assert int(gpuscan.reduce(a[:2000], op)) == acc

@@ -6,7 +6,7 @@
  * Level: backend (CPU); nothing of Python.
  *
  * Algorithm (the reduce-then-scan of cpu/scan.c).  Every row is cut into chunks of
- * gs_user_chunk() values counted from the row's start (a number fixed by T's size); the carry
+ * gs_jit_chunk() values counted from the row's start (a number fixed by T's size); the carry
  * into a chunk is none for a row's first, else the chunk before's total (the state after its
  * last head) when it holds a head or has no carry, else the carry combined with that total.
  * The totals (phase 1) are computed from the back, the carries chained (phase 2) and the chunks
@@ -32,11 +32,6 @@
 #include "cpu/claim.h"
 #include "cpu/jit.h"
 
-/* Bytes of values per chunk: 64 KiB stays in L2 between a chunk's kernel calls and is tens of
- * microseconds of work for the simplest operator, far above the cost of a task. */
-#define GS_USER_CHUNK_BYTES (64 * 1024)
-/* Fewest values per chunk (for wide T): enough that a kernel call's overhead stays negligible. */
-#define GS_USER_CHUNK_MIN 256
 /* Below this many chunks the whole call runs on the calling thread (GS_CPU_PARALLEL_MIN's
  * reasoning, cpu/scan.c: waking a worker costs about 5 us). */
 #define GS_USER_PARALLEL_CHUNKS 8
@@ -62,12 +57,6 @@ typedef struct gs_user_job {
     int64_t meet;             /* the first chunk the front did not scan */
 } gs_user_job;
 
-static int64_t gs_user_chunk(size_t size)
-{
-    int64_t c = GS_USER_CHUNK_BYTES / (int64_t)size;
-    return c < GS_USER_CHUNK_MIN ? GS_USER_CHUNK_MIN : c;
-}
-
 static void job_init(gs_user_job *j, const gs_user_desc *d, int64_t len, int64_t rows)
 {
     memset(j, 0, sizeof(*j));
@@ -76,7 +65,7 @@ static void job_init(gs_user_job *j, const gs_user_desc *d, int64_t len, int64_t
     j->size = d->prog->size;
     j->len = len;
     j->rows = rows;
-    j->chunk = gs_user_chunk(j->size);
+    j->chunk = gs_jit_chunk(j->size);
     j->cpr = len > 0 ? (len + j->chunk - 1) / j->chunk : 0;
     j->rows_per_task = len >= j->chunk ? 1 : j->chunk / (len > 0 ? len : 1);
 }
@@ -275,10 +264,9 @@ int gs_cpu_user_scan(const gs_user_desc *d)
 static void fold_row(const gs_user_job *j, const unsigned char *in, int64_t len, void *out)
 {
     unsigned char t[GS_USER_MAX_SIZE];
-    j->k->fold(in, len < j->chunk ? len : j->chunk, out, 0);
+    j->k->fold(in, len < j->chunk ? len : j->chunk, out);
     for (int64_t from = j->chunk; from < len; from += j->chunk) {
-        j->k->fold(in + (size_t)from * j->size, len - from < j->chunk ? len - from : j->chunk, t,
-                   0);
+        j->k->fold(in + (size_t)from * j->size, len - from < j->chunk ? len - from : j->chunk, t);
         j->k->combine(out, t, out);
     }
 }
@@ -311,7 +299,7 @@ static void reduce_chunk_task(void *ctx, int64_t c)
     gs_user_job *j = ctx;
     int64_t from, to;
     chunk_range(j, c, &from, &to);
-    j->k->fold(at(j, j->d->in, from), to - from, j->total + (size_t)c * j->size, 0);
+    j->k->fold(at(j, j->d->in, from), to - from, j->total + (size_t)c * j->size);
 }
 
 int gs_cpu_user_reduce(const gs_user_desc *d)
