@@ -22,11 +22,12 @@
  *   total    the state after the last head of in[0, n) (flags: 1 byte a value, nonzero a head;
  *            from in[0] when none) into *acc; returns whether there was a head;
  *   scan     the chunk in[0, n) (n >= 1) into out (out may be in; grouped as the lanes of
- *            cpu/jit_kernels.h): a local state from in[0] (restarted at each head), each output the carry combined with the local state
- *            (inclusive) or with the one before (exclusive; the identity at a head, the carry
- *            alone at 0) until the first head, the local state alone after it (carry NULL: the
- *            local state alone from the start, the identity at 0 when exclusive); *total
- *            receives the final local state (the chunk's total since its last head).
+ *            cpu/jit_kernels.h): a local state from in[0] (restarted at each head), each
+ *            output the carry combined with the local state (inclusive) or with the one
+ *            before (exclusive; the identity at a head, the carry alone at 0) until the first
+ *            head, the local state alone after it (carry NULL: the local state alone from the
+ *            start, the identity at 0 when exclusive); *total receives the final local state
+ *            (the chunk's total since its last head).
  * Written once, as a macro, so that this header and the template say the same. */
 #define GS_JIT_TABLE                                                                            \
     struct gs_jit_table {                                                                       \
