@@ -6,7 +6,9 @@
  * Level: backend (CPU); included by cpu/jit.c alone.  The kernels are C text, kept here as code
  * (GS_JIT_TEXT stringizes it, so that it reads and diffs as C, with no preprocessor lines
  * inside) and compiled at run time; cpu/jit.c's prelude defines GS_CLONES (one copy of each
- * entry per x86-64 level) and GS_INLINE (helpers inlined into every copy).
+ * entry per x86-64 level) and GS_INLINE (helpers inlined into every copy).  The lanes' loops are
+ * what the copies are for; the one-value-at-a-time loops (short runs, segments) are compiled
+ * once (noinline), which keeps the compile within its second.
  *
  * Lanes.  A run of n >= 32 * GS_K values (no head) is GS_K sub-blocks side by side, the lanes:
  * lane k holds values [k m, (k + 1) m), the last one also the tail up to n.  One pass scans the
@@ -87,7 +89,7 @@ GS_INLINE void gs_k_lanes(const T *in, T *out, int64_t n, int64_t m, int exclusi
         tot[k] = loc[k];
 }
 
-GS_INLINE T gs_k_fold_seq(const T *in, int64_t n)
+static __attribute__((noinline)) T gs_k_fold_seq(const T *in, int64_t n)
 {
     T acc = in[0];
     for (int64_t i = 1; i < n; i++)
@@ -118,7 +120,8 @@ GS_CLONES static void gs_k_fold(const void *in, int64_t n, void *acc)
     *(T *)acc = gs_k_fold_lanes((const T *)in, n);
 }
 
-GS_INLINE T gs_k_seq(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
+static __attribute__((noinline)) T gs_k_seq(const T *in, T *out, int64_t n, const T *carry,
+                                            int exclusive, T id)
 {
     T loc = in[0];
     if (carry == 0 && !exclusive) {
@@ -185,8 +188,8 @@ GS_INLINE T gs_k_plain(const T *in, T *out, int64_t n, const T *carry, int exclu
     return gs_k_plain_n(in, out, n, carry, exclusive, id);
 }
 
-static T gs_k_flagged(const T *in, T *out, const unsigned char *flags, int64_t n, const T *carry,
-                      int exclusive, T id)
+static __attribute__((noinline)) T gs_k_flagged(const T *in, T *out, const unsigned char *flags,
+                                                int64_t n, const T *carry, int exclusive, T id)
 {
     int live = carry != 0 && !flags[0];
     T c = carry != 0 ? *carry : id, loc = in[0];
@@ -208,7 +211,7 @@ static T gs_k_flagged(const T *in, T *out, const unsigned char *flags, int64_t n
     return loc;
 }
 
-GS_INLINE int64_t gs_k_last_head(const unsigned char *flags, int64_t n)
+static int64_t gs_k_last_head(const unsigned char *flags, int64_t n)
 {
     int64_t i = flags != 0 ? n - 1 : -1;
     while (i >= 0 && !flags[i])
@@ -216,11 +219,13 @@ GS_INLINE int64_t gs_k_last_head(const unsigned char *flags, int64_t n)
     return i;
 }
 
-GS_CLONES static int gs_k_total(const void *vin, const unsigned char *flags, int64_t n, void *vacc)
+static int gs_k_total(const void *vin, const unsigned char *flags, int64_t n, void *vacc)
 {
-    const T *in = (const T *)vin;
     int64_t head = gs_k_last_head(flags, n);
-    *(T *)vacc = head < 0 ? gs_k_fold_lanes(in, n) : gs_k_fold_seq(in + head, n - head);
+    if (head < 0)
+        gs_k_fold(vin, n, vacc);
+    else
+        *(T *)vacc = gs_k_fold_seq((const T *)vin + head, n - head);
     return head >= 0;
 }
 
