@@ -3,8 +3,9 @@ backend: compiled by the system's C compiler, cached in the process and on disk,
 backend's threads.
 
 The oracle is a sequential left fold in Python (`fold`, `scan_ref`).  Sizes are named after the
-paths they reach in csrc/cpu/user.c: a chunk holds 65536 / itemsize values (8192 of 8 bytes,
-2048 of 32), and a call of 8 chunks or more runs on several threads (three phases).
+paths they reach in csrc/cpu/user.c: a chunk holds 262144 / itemsize values (32768 of 8 bytes,
+8192 of 32), and a call of 8 chunks or more runs on several threads (cpu/chain.h's front and
+back); runs of 32 * lanes values or more are scanned as lanes (cpu/jit_kernels.h).
 The CUDA path is not built yet: there, every Operator call raises NotImplementedError (the
 `gpu` tests at the end hold that gap visible as expected failures).
 """
@@ -20,8 +21,8 @@ import gpuscan
 from conftest import run_python
 
 M64 = (1 << 64) - 1
-CHUNK8 = 8192  # values of 8 bytes per chunk
-CHUNK32 = 2048  # values of 32 bytes per chunk
+CHUNK8 = 32768  # values of 8 bytes per chunk (cpu/jit.h's GS_JIT_CHUNK_BYTES)
+CHUNK32 = 8192  # values of 32 bytes per chunk
 LANES8, LANES32 = 8 * 32, 4 * 32  # the fewest values a kernel runs as lanes (cpu/jit_kernels.h)
 SIZES8 = [1, 2, 7, LANES8 - 1, LANES8, CHUNK8 - 1, CHUNK8, CHUNK8 + 1,
           9 * CHUNK8 + 5]  # the last: parallel
@@ -198,7 +199,7 @@ def test_fibonacci_mod_2_64():
     assert [int(v) for v in got] == fib[1:n + 1]
 
 
-@pytest.mark.parametrize("n", [1, 17, CHUNK32 * 4 + 1, 20 * 8192 // 16])
+@pytest.mark.parametrize("n", [1, 17, CHUNK32 * 4 + 1, 10 * CHUNK8 // 2])
 def test_affine_maps_tuple_in_tuple_out(n):
     rng = np.random.default_rng(n)
     a = rng.integers(0, 1 << 64, n, dtype=np.uint64)

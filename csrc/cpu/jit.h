@@ -41,9 +41,12 @@
     }
 GS_JIT_TABLE;
 
-/* Bytes of values per chunk: 64 KiB stays in L2 between a chunk's kernel calls and is tens of
- * microseconds of work for the simplest operator, far above the cost of a task. */
-#define GS_JIT_CHUNK_BYTES (64 * 1024)
+/* Bytes of values per chunk: 256 KiB stays in L2 between a chunk's two passes (the lanes, the
+ * fix-up: cpu/jit_kernels.h) and between its kernel calls, is a hundred microseconds of work for
+ * the simplest operator, far above the cost of a task, and makes lanes of 32 KiB, streams long
+ * enough for the hardware prefetchers (2-core EPYC, add scans of 5 * 10^7 values from memory:
+ * 64 KiB chunks 7.5 GB/s float32 and 11 GB/s int64, 256 KiB 10.5 and 21 GB/s). */
+#define GS_JIT_CHUNK_BYTES (256 * 1024)
 /* Fewest values per chunk (for wide T): enough that a kernel call's overhead stays negligible. */
 #define GS_JIT_CHUNK_MIN 256
 
