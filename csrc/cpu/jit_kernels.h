@@ -110,14 +110,12 @@ GS_INLINE T gs_k_fold_n(const T *in, int64_t n)
     return acc;
 }
 
-GS_INLINE T gs_k_fold_lanes(const T *in, int64_t n)
-{
-    return n == GS_JIT_CHUNK ? gs_k_fold_n(in, GS_JIT_CHUNK) : gs_k_fold_n(in, n);
-}
-
 GS_CLONES static void gs_k_fold(const void *in, int64_t n, void *acc)
 {
-    *(T *)acc = gs_k_fold_lanes((const T *)in, n);
+    if (n == GS_JIT_CHUNK)
+        *(T *)acc = gs_k_fold_n((const T *)in, GS_JIT_CHUNK);
+    else
+        *(T *)acc = gs_k_fold_n((const T *)in, n);
 }
 
 static __attribute__((noinline)) T gs_k_seq(const T *in, T *out, int64_t n, const T *carry,
