@@ -3,8 +3,9 @@ active backend: on the CPU compiled by the system's C compiler and run on the ba
 on CUDA compiled by NVRTC (csrc/cuda/nvrtc.c); cached in the process and on disk.
 
 The oracle is a sequential left fold in Python (`fold`, `scan_ref`).  Sizes are named after the
-paths they reach in csrc/cpu/user.c: a chunk holds 65536 / itemsize values (8192 of 8 bytes,
-2048 of 32), and a call of 8 chunks or more runs on several threads (three phases).  On CUDA
+paths they reach in csrc/cpu/user.c: a chunk holds 262144 / itemsize values (32768 of 8 bytes,
+8192 of 32), and a call of 8 chunks or more runs on several threads (cpu/chain.h's front and
+back); runs of 32 * lanes values or more are scanned as lanes (cpu/jit_kernels.h).  On CUDA
 (kernels/agent/user.cuh) a tile holds 256 threads of 128 bytes of values (4096 of 4 or 8 bytes,
 1024 of 32): the same sizes span one tile, several, and a partial last one.  The cache tests
 run the CPU backend in fresh processes on any machine; their `gpu` twins at the end run CUDA's.
@@ -21,10 +22,12 @@ import gpuscan
 from conftest import run_python
 
 M64 = (1 << 64) - 1
-CHUNK8 = 8192  # values of 8 bytes per chunk
-CHUNK32 = 2048  # values of 32 bytes per chunk
-SIZES8 = [1, 2, 7, CHUNK8 - 1, CHUNK8, CHUNK8 + 1, 9 * CHUNK8 + 5]  # the last: parallel
-SIZES32 = [1, 3, CHUNK32, CHUNK32 + 1, 9 * CHUNK32 + 3]
+CHUNK8 = 32768  # values of 8 bytes per chunk (cpu/jit.h's GS_JIT_CHUNK_BYTES)
+CHUNK32 = 8192  # values of 32 bytes per chunk
+LANES8, LANES32 = 8 * 32, 4 * 32  # the fewest values a kernel runs as lanes (cpu/jit_kernels.h)
+SIZES8 = [1, 2, 7, LANES8 - 1, LANES8, CHUNK8 - 1, CHUNK8, CHUNK8 + 1,
+          9 * CHUNK8 + 5]  # the last: parallel
+SIZES32 = [1, 3, LANES32 - 1, LANES32 + 3, CHUNK32, CHUNK32 + 1, 9 * CHUNK32 + 3]
 
 
 
@@ -194,7 +197,7 @@ def test_fibonacci_mod_2_64():
     assert [int(v) for v in got] == fib[1:n + 1]
 
 
-@pytest.mark.parametrize("n", [1, 17, CHUNK32 * 4 + 1, 20 * 8192 // 16])
+@pytest.mark.parametrize("n", [1, 17, CHUNK32 * 4 + 1, 10 * CHUNK8 // 2])
 def test_affine_maps_tuple_in_tuple_out(n):
     rng = np.random.default_rng(n)
     a = rng.integers(0, 1 << 64, n, dtype=np.uint64)
@@ -520,13 +523,13 @@ def compiles(log):
 
 USE = textwrap.dedent("""
     import numpy as np, gpuscan
-    op = gpuscan.Operator("x * 3 + y /* {tag} */", dtype=np.uint64, identity=0)
+    op = gpuscan.Operator("x + y + 1 /* {tag} */", dtype=np.uint64, identity=2**64 - 1)
     a = np.arange(100000, dtype=np.uint64)
     got = gpuscan.scan(a, op)
     want = np.zeros_like(a)
     acc = 0
     for i, v in enumerate(a.tolist()[:2000]):
-        acc = v if i == 0 else (acc * 3 + v) & ((1 << 64) - 1)
+        acc = v if i == 0 else (acc + v + 1) & ((1 << 64) - 1)
         want[i] = acc
     assert np.array_equal(got[:2000], want[:2000])
     assert int(gpuscan.reduce(a[:2000], op)) == acc

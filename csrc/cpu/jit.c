@@ -15,9 +15,11 @@
  * into a private temporary folder, the object straight into a temporary file of the cache folder
  * (or of the private folder, when the cache folder is refused), published by a rename.
  *
- * Flags: -O2 -fPIC -shared and -ffp-contract=off (no fused multiply-add decided by the compiler:
- * the same bits wherever the entry is used).  No -march=native: the cache may be shared by
- * machines of one user with different processors, and its key does not name the processor.
+ * Flags: -O3 (it keeps cpu/jit_kernels.h's lanes in registers and vectorises their fix-up),
+ * -fPIC -shared and -ffp-contract=off (no fused multiply-add decided by the compiler: the same
+ * bits wherever the entry is used).  No -march=native: the cache may be shared by machines of
+ * one user with different processors, and its key does not name the processor; the prelude's
+ * GS_CLONES builds the kernels for each x86-64 level instead, doing the same operations in each.
  */
 #define _GNU_SOURCE
 
@@ -44,15 +46,24 @@
 extern char **environ;
 
 /* The compiler's flags (besides -o and the source); they enter the key. */
-static const char *const gs_jit_flags[] = { "-O2", "-fPIC", "-shared", "-std=gnu11",
+static const char *const gs_jit_flags[] = { "-O3", "-fPIC", "-shared", "-std=gnu11",
                                             "-ffp-contract=off", "-w" };
 #define GS_JIT_NFLAGS (int)(sizeof(gs_jit_flags) / sizeof(gs_jit_flags[0]))
 /* Words of $CC at most ("ccache gcc -m64" is three). */
 #define GS_JIT_CC_WORDS 16
 
+/* The C99 headers the user may need, and GS_CLONES: the kernels compiled for x86-64's baseline,
+ * for AVX2 (x86-64-v3) and for AVX-512 (v4), the loader picking the processor's best (an ifunc),
+ * so that one cache entry serves every processor as cpu/isa.c's dispatch does the built-in ops. */
 static const char gs_jit_prelude[] =
     "#include <stdint.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <string.h>\n"
-    "#include <math.h>\n#include <float.h>\n#include <limits.h>\n";
+    "#include <math.h>\n#include <float.h>\n#include <limits.h>\n"
+    "#if defined(__x86_64__) && defined(__has_attribute)\n"
+    "#if __has_attribute(target_clones)\n"
+    "#define GS_CLONES __attribute__((target_clones(\"default\", \"arch=x86-64-v3\", "
+    "\"arch=x86-64-v4\")))\n"
+    "#endif\n#endif\n#ifndef GS_CLONES\n#define GS_CLONES\n#endif\n"
+    "#define GS_INLINE static inline __attribute__((always_inline))\n";
 
 static pthread_mutex_t gs_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_user_prog *gs_jit_loaded; /* the process's loaded operators, never freed */
@@ -96,7 +107,8 @@ static void str_add(gs_str *b, const char *fmt, ...)
 static char *jit_source(const gs_user_spec *sp)
 {
     gs_str b = { 0 };
-    str_add(&b, "%s#define GS_JIT_ABI_VALUE %d\n%s\n", gs_jit_prelude, GS_JIT_ABI, sp->type_decl);
+    str_add(&b, "%s#define GS_JIT_ABI_VALUE %d\n#define GS_JIT_CHUNK %lld\n%s\n", gs_jit_prelude,
+            GS_JIT_ABI, (long long)gs_jit_chunk(sp->size), sp->type_decl);
     str_add(&b, "static inline T gs_combine(T x, T y)\n{\n%s\n#line 1 \"%s\"\n%s\n",
             sp->expression ? "    return (" : "", sp->name, sp->combine);
     str_add(&b, "#line 1 \"gpuscan-kernels\"\n%s\n}\n%s\n", sp->expression ? ");" : "",

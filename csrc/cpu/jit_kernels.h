@@ -5,11 +5,28 @@
  *
  * Level: backend (CPU); included by cpu/jit.c alone.  The kernels are C text, kept here as code
  * (GS_JIT_TEXT stringizes it, so that it reads and diffs as C, with no preprocessor lines
- * inside) and compiled at run time.  Each kernel runs a loop over a chunk with gs_combine
- * inlined in it; the loops are split by exclusive / carry / flags so that none tests them per
- * value.  The state of a chunk always starts from its first value (or a head) and the carry is
- * combined into each output: a chunk's outputs and total depend on its values and its carry
- * alone, so that any thread computes them the same.
+ * inside) and compiled at run time; cpu/jit.c's prelude defines GS_CLONES (one copy of each
+ * entry per x86-64 level) and GS_INLINE (helpers inlined into every copy).  The lanes' loops are
+ * what the copies are for; the one-value-at-a-time loops (short runs, segments) are compiled
+ * once (noinline), which keeps the compile within its second.
+ *
+ * Lanes.  A run of n >= 32 * GS_K values (no head) is GS_K sub-blocks side by side, the lanes:
+ * lane k holds values [k m, (k + 1) m), the last one also the tail up to n.  One pass scans the
+ * lanes in lockstep, each from its own first value (GS_K independent chains of combine, where
+ * one chain would wait on each combine's latency), then a fix-up pass combines each lane's carry
+ * (the carry-in, then the lanes before it) into its outputs, a loop of combine over contiguous
+ * values that the compiler vectorises.  m is n / GS_K less 16 values, so that the lanes do not
+ * start a multiple of 4 KiB apart (their loads and stores would share L1 sets and alias).  The
+ * run's total is its lanes' totals combined in order, the same in the scan and in the fold;
+ * GS_JIT_CHUNK-long runs (cpu/user.c's chunks) get their own copy with m a constant, which keeps
+ * the lanes' pointers in registers.  Operands are never swapped, so non-commutative operators
+ * are safe; integer results equal the sequential left fold bit for bit; every float result
+ * depends on n alone (never on the thread count or the instruction set).
+ *
+ * Segments (flags) run one value at a time, restarting at each head; a chunk's state after its
+ * last head is the sequential fold from that head, in the scan and in the total alike.  The
+ * carry is combined into each output before the first head: a chunk's outputs and total depend
+ * on its values and its carry alone, so that any thread computes them the same.
  */
 #ifndef GS_CPU_JIT_KERNELS_H
 #define GS_CPU_JIT_KERNELS_H
@@ -20,34 +37,89 @@
 #define GS_JIT_XSTR(...) GS_JIT_STR(__VA_ARGS__)
 
 static const char gs_jit_kernels_text[] = GS_JIT_XSTR(GS_JIT_TABLE) ";\n" GS_JIT_STR(
+enum { GS_K = sizeof(T) <= 8 ? 8 : sizeof(T) <= 32 ? 4 : 2 }; /* lanes: the states fit registers */
+
 static void gs_k_combine(const void *x, const void *y, void *r)
 {
     *(T *)r = gs_combine(*(const T *)x, *(const T *)y);
 }
 
-static void gs_k_fold(const void *vin, int64_t n, void *vacc, int has_acc)
+/* Values per lane of a run of n (0: too short for lanes, one value after the other). */
+GS_INLINE int64_t gs_k_sub(int64_t n)
 {
-    const T *in = (const T *)vin;
-    T acc = has_acc ? *(const T *)vacc : in[0];
-    for (int64_t i = has_acc ? 0 : 1; i < n; i++)
-        acc = gs_combine(acc, in[i]);
-    *(T *)vacc = acc;
+    return n >= 32 * GS_K ? n / GS_K - 16 : 0;
 }
 
-static int gs_k_total(const void *vin, const unsigned char *flags, int64_t n, void *vacc)
+/* The lanes' pass: each lane's scan from its first value into out (none when out is 0; exclusive:
+ * each output the state before it, the lane's first left unwritten), its total into tot[k]. */
+GS_INLINE void gs_k_lanes(const T *in, T *out, int64_t n, int64_t m, int exclusive, T *tot)
 {
-    int64_t from = n;
-    while (flags != 0 && from > 0 && !flags[from - 1])
-        from--;
-    if (flags == 0 || from == 0) {
-        gs_k_fold(vin, n, vacc, 0);
-        return 0;
+    T loc[GS_K];
+    int64_t i;
+    for (int k = 0; k < GS_K; k++)
+        loc[k] = in[k * m];
+    if (out == 0) {
+        for (i = 1; i < m; i++)
+            for (int k = 0; k < GS_K; k++)
+                loc[k] = gs_combine(loc[k], in[k * m + i]);
+        for (i = GS_K * m; i < n; i++)
+            loc[GS_K - 1] = gs_combine(loc[GS_K - 1], in[i]);
+    } else if (!exclusive) {
+        for (int k = 0; k < GS_K; k++)
+            out[k * m] = loc[k];
+        for (i = 1; i < m; i++)
+            for (int k = 0; k < GS_K; k++)
+                out[k * m + i] = loc[k] = gs_combine(loc[k], in[k * m + i]);
+        for (i = GS_K * m; i < n; i++)
+            out[i] = loc[GS_K - 1] = gs_combine(loc[GS_K - 1], in[i]);
+    } else {
+        for (i = 1; i < m; i++)
+            for (int k = 0; k < GS_K; k++) {
+                T x = in[k * m + i];
+                out[k * m + i] = loc[k];
+                loc[k] = gs_combine(loc[k], x);
+            }
+        for (i = GS_K * m; i < n; i++) {
+            T x = in[i];
+            out[i] = loc[GS_K - 1];
+            loc[GS_K - 1] = gs_combine(loc[GS_K - 1], x);
+        }
     }
-    gs_k_fold((const T *)vin + (from - 1), n - (from - 1), vacc, 0);
-    return 1;
+    for (int k = 0; k < GS_K; k++)
+        tot[k] = loc[k];
 }
 
-static T gs_k_plain(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
+static __attribute__((noinline)) T gs_k_fold_seq(const T *in, int64_t n)
+{
+    T acc = in[0];
+    for (int64_t i = 1; i < n; i++)
+        acc = gs_combine(acc, in[i]);
+    return acc;
+}
+
+GS_INLINE T gs_k_fold_n(const T *in, int64_t n)
+{
+    T tot[GS_K], acc;
+    int64_t m = gs_k_sub(n);
+    if (m == 0)
+        return gs_k_fold_seq(in, n);
+    gs_k_lanes(in, 0, n, m, 0, tot);
+    acc = tot[0];
+    for (int k = 1; k < GS_K; k++)
+        acc = gs_combine(acc, tot[k]);
+    return acc;
+}
+
+GS_CLONES static void gs_k_fold(const void *in, int64_t n, void *acc)
+{
+    if (n == GS_JIT_CHUNK)
+        *(T *)acc = gs_k_fold_n((const T *)in, GS_JIT_CHUNK);
+    else
+        *(T *)acc = gs_k_fold_n((const T *)in, n);
+}
+
+static __attribute__((noinline)) T gs_k_seq(const T *in, T *out, int64_t n, const T *carry,
+                                            int exclusive, T id)
 {
     T loc = in[0];
     if (carry == 0 && !exclusive) {
@@ -80,8 +152,42 @@ static T gs_k_plain(const T *in, T *out, int64_t n, const T *carry, int exclusiv
     return loc;
 }
 
-static T gs_k_flagged(const T *in, T *out, const unsigned char *flags, int64_t n, const T *carry,
-                      int exclusive, T id)
+/* Scan a run with no head from carry (0: none); returns its total (without the carry). */
+GS_INLINE T gs_k_plain_n(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
+{
+    T tot[GS_K], acc, c;
+    int64_t m = gs_k_sub(n);
+    if (m == 0)
+        return gs_k_seq(in, out, n, carry, exclusive, id);
+    gs_k_lanes(in, out, n, m, exclusive, tot);
+    if (exclusive)
+        out[0] = carry != 0 ? *carry : id;
+    acc = tot[0];
+    for (int k = carry != 0 ? 0 : 1; k < GS_K; k++) {
+        int64_t from = k * m + (exclusive != 0), to = k == GS_K - 1 ? n : (k + 1) * m;
+        if (k > 0)
+            c = carry != 0 ? gs_combine(*carry, acc) : acc;
+        else
+            c = *carry;
+        if (exclusive && k > 0)
+            out[k * m] = c;
+        for (int64_t i = from; i < to; i++)
+            out[i] = gs_combine(c, out[i]);
+        if (k > 0)
+            acc = gs_combine(acc, tot[k]);
+    }
+    return acc;
+}
+
+GS_INLINE T gs_k_plain(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
+{
+    if (n == GS_JIT_CHUNK)
+        return gs_k_plain_n(in, out, GS_JIT_CHUNK, carry, exclusive, id);
+    return gs_k_plain_n(in, out, n, carry, exclusive, id);
+}
+
+static __attribute__((noinline)) T gs_k_flagged(const T *in, T *out, const unsigned char *flags,
+                                                int64_t n, const T *carry, int exclusive, T id)
 {
     int live = carry != 0 && !flags[0];
     T c = carry != 0 ? *carry : id, loc = in[0];
@@ -103,10 +209,28 @@ static T gs_k_flagged(const T *in, T *out, const unsigned char *flags, int64_t n
     return loc;
 }
 
-static void gs_k_scan(const void *in, void *out, const unsigned char *flags, int64_t n,
-                      const void *carry, int exclusive, const void *id, void *total)
+static int64_t gs_k_last_head(const unsigned char *flags, int64_t n)
 {
-    if (flags == 0)
+    int64_t i = flags != 0 ? n - 1 : -1;
+    while (i >= 0 && !flags[i])
+        i--;
+    return i;
+}
+
+static int gs_k_total(const void *vin, const unsigned char *flags, int64_t n, void *vacc)
+{
+    int64_t head = gs_k_last_head(flags, n);
+    if (head < 0)
+        gs_k_fold(vin, n, vacc);
+    else
+        *(T *)vacc = gs_k_fold_seq((const T *)vin + head, n - head);
+    return head >= 0;
+}
+
+GS_CLONES static void gs_k_scan(const void *in, void *out, const unsigned char *flags, int64_t n,
+                                const void *carry, int exclusive, const void *id, void *total)
+{
+    if (gs_k_last_head(flags, n) < 0)
         *(T *)total = gs_k_plain((const T *)in, (T *)out, n, (const T *)carry, exclusive,
                                  *(const T *)id);
     else

@@ -3,7 +3,8 @@
  *
  * Level: backend (CPU).  Sees one gs_scan_desc (gpuscan/desc.h) over flat
  * buffers; the loops over values live in cpu/scan_body.h, stamped out once per dtype and per
- * instruction set (cpu/stamp_isa.h); the threads come from cpu/pool.c.
+ * instruction set (cpu/stamp_isa.h); who scans which chunk, cpu/chain.h decides; the threads
+ * come from cpu/pool.c.
  *
  * Algorithm.  A scan is cut into independent scans ("rows": the rows of row_len, or the whole
  * array), each row into chunks of GS_CPU_CHUNK values counted from the row's start.  A chunk is
@@ -13,12 +14,10 @@
  * other operator is exact, and the carry-in is simply the starting state.  A segmented scan reads
  * each chunk's flags into a bitmap of heads (gs_heads) and the loops restart at them inside one
  * pass over the chunk (cpu/scan_body.h), whatever the density of the heads.
- *   one thread (or a small scan)  the chunks one after the other, in one pass;
- *   several (gs_scan_parallel)    one thread (the front) does exactly that from the first chunk
- *                                 while the others (the back) compute chunk totals from the last
- *                                 one down; where they meet, the front chains the carry-ins of
- *                                 the rest from those totals, and every thread scans the rest;
- *   rows of one chunk             tasks of many whole rows;
+ *   rows along the last axis      cpu/chain.h's driver, over this file's chunks, carries (the
+ *                                 state, plus float add's compensation) and totals: the chunks
+ *                                 in order on one thread, tasks of rows, or the parallel scan of
+ *                                 a front and a back;
  *   axes in place (inner > 1)     tiles of columns, each scanned down its rows (gs_scan_cols).
  *
  * Guarantees:
@@ -45,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/claim.h"
+#include "cpu/chain.h"
 #include "cpu/cpu.h"
 #include "cpu/flags.h"
 #include "cpu/simd.h"
@@ -144,17 +143,6 @@ typedef struct gs_scan_job {
     int64_t row_len;        /* values per independent scan (n when row_len == 0) */
     int64_t rows;           /* independent scans */
     int64_t chunks_per_row; /* chunks of one row */
-    int64_t rows_per_task;  /* rows of one task when chunks_per_row == 1 */
-    /* The parallel scan of rows of several chunks (gs_scan_parallel): */
-    int64_t nchunks;
-    gs_carry *carry;          /* per chunk from `meet` on: its carry-in */
-    gs_carry *total;          /* per chunk: its total, the state after its last head (the back) */
-    unsigned char *head;      /* per chunk: whether it holds a segment head (the back) */
-    atomic_uchar *done;       /* per chunk: its total and head are written */
-    gs_cpu_ends ends;         /* the chunks claimed from the front and from the back */
-    atomic_int_fast64_t next; /* the next chunk from `meet` on to scan */
-    atomic_int ready;         /* `meet` and the carries from it on are written */
-    int64_t meet;             /* the first chunk the front did not scan */
 } gs_scan_job;
 
 /* Scan in[from, to) from the state *c and the carry cin, writing the scan to out[from, to) when
@@ -226,40 +214,7 @@ static void gs_chunk_seq(const gs_scan_job *j, int64_t c, gs_carry *cin)
         j->k->combine(j->d->op, cin, &st);
 }
 
-/* Scan rows [first, last) whole on this thread, chunk after chunk: the same states and carries
- * as the parallel scan.  Rows of several chunks ask for a stop between them. */
-static void gs_rows(const gs_scan_job *j, int64_t first, int64_t last)
-{
-    for (int64_t row = first; row < last; row++) {
-        gs_carry cin;
-        j->k->identity(j->d->op, &cin);
-        for (int64_t c = row * j->chunks_per_row; c < (row + 1) * j->chunks_per_row; c++) {
-            if (j->chunks_per_row > 1 && gs_cpu_stopping())
-                return;
-            gs_chunk_seq(j, c, &cin);
-        }
-    }
-}
-
-/* Task t scans rows_per_task whole rows. */
-static void gs_rows_task(void *ctx, int64_t task)
-{
-    const gs_scan_job *j = ctx;
-    int64_t first = task * j->rows_per_task;
-    int64_t last = first + j->rows_per_task < j->rows ? first + j->rows_per_task : j->rows;
-    gs_rows(j, first, last);
-}
-
-/* ==== The parallel scan ====================================================================
- * One thread (the front) scans the chunks from the first one on, in one pass, exactly as one
- * thread alone would; the others (the back) claim chunks from the last one down and compute
- * their totals (the state after their last head: what the front's pass would end the chunk
- * with).  Where the two meet, the front chains the carry-ins of the remaining chunks from those
- * totals (computing itself any total not written yet, so it never waits), and then every thread
- * scans the remaining chunks from their carry-ins.  The carries are the one chain
- * C(c+1) = head in c ? T(c) : C(c) combine T(c), whoever computes them: the same bits on any
- * number of threads, and a worker that does not run (a busy host) leaves the front with a
- * single pass over everything, no slower than one thread. */
+/* ==== The chunks' callbacks for cpu/chain.h's driver ==================================== */
 
 /* The total of chunk c (the state after its last head, from the identity) and whether it holds
  * a head: what the front's scan of the chunk ends with, bit for bit.  The state after a head
@@ -282,114 +237,29 @@ static void gs_total(const gs_scan_job *j, int64_t c, gs_carry *total, unsigned 
     gs_apply(j, from, to, 0, NULL, total, *head && gs_heads(d, from, to, heads) ? heads : NULL);
 }
 
-/* Every thread asks for a stop before each chunk it scans or totals; a stopped front leaves
- * nothing for the others to scan (meet at the end). */
-static void gs_front(gs_scan_job *j)
+static void gs_chain_start(void *ctx, void *cin)
 {
-    gs_carry cin, total;
-    unsigned char head;
-    int64_t c;
-
-    while ((c = gs_cpu_claim(&j->ends, 1)) >= 0) {
-        if (gs_cpu_stopping())
-            goto stopped;
-        if (c % j->chunks_per_row == 0)
-            j->k->identity(j->d->op, &cin);
-        gs_chunk_seq(j, c, &cin);
-    }
-    j->meet = gs_cpu_ends_front(&j->ends);
-    for (c = j->meet; c < j->nchunks; c++) {
-        if (c % j->chunks_per_row == 0)
-            j->k->identity(j->d->op, &cin);
-        j->carry[c] = cin;
-        if (c % j->chunks_per_row == j->chunks_per_row - 1)
-            continue; /* a row's last chunk passes no carry on */
-        if (atomic_load_explicit(&j->done[c], memory_order_acquire)) {
-            total = j->total[c];
-            head = j->head[c];
-        } else {
-            if (gs_cpu_stopping())
-                goto stopped;
-            gs_total(j, c, &total, &head);
-        }
-        if (head)
-            cin = total;
-        else
-            j->k->combine(j->d->op, &cin, &total);
-    }
-    atomic_store_explicit(&j->ready, 1, memory_order_release);
-    return;
-stopped:
-    j->meet = j->nchunks;
-    atomic_store_explicit(&j->ready, 1, memory_order_release);
+    const gs_scan_job *j = ctx;
+    j->k->identity(j->d->op, cin);
 }
 
-static void gs_back(gs_scan_job *j)
+static void gs_chain_step(void *ctx, int64_t c, void *cin)
 {
-    int64_t c;
-    while ((c = gs_cpu_claim(&j->ends, 0)) >= 0 && !gs_cpu_stopping()) {
-        if (c % j->chunks_per_row != j->chunks_per_row - 1)
-            gs_total(j, c, &j->total[c], &j->head[c]);
-        atomic_store_explicit(&j->done[c], 1, memory_order_release);
-    }
+    gs_chunk_seq(ctx, c, cin);
 }
 
-/* Task 0 is the front, the others the back; then all scan the chunks from `meet` on. */
-static void gs_scan_task(void *ctx, int64_t task)
+static void gs_chain_total(void *ctx, int64_t c, void *tot, unsigned char *head)
 {
-    gs_scan_job *j = ctx;
-    int64_t c;
+    gs_total(ctx, c, tot, head);
+}
 
-    if (task == 0)
-        gs_front(j);
+static void gs_chain_chain(void *ctx, void *cin, const void *tot, int head)
+{
+    const gs_scan_job *j = ctx;
+    if (head)
+        *(gs_carry *)cin = *(const gs_carry *)tot;
     else
-        gs_back(j);
-    if (!gs_cpu_wait(&j->ready))
-        return;
-    while ((c = j->meet + atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
-               j->nchunks &&
-           !gs_cpu_stopping()) {
-        gs_carry st;
-        int64_t from, to;
-        gs_chunk_range(j, c, &from, &to);
-        if (j->inexact) {
-            j->k->identity(j->d->op, &st);
-            gs_scan_range(j, from, to, &j->carry[c], &st);
-        } else {
-            st = j->carry[c];
-            gs_scan_range(j, from, to, NULL, &st);
-        }
-    }
-}
-
-static int gs_scan_parallel(gs_scan_job *j)
-{
-    int rc = 0;
-    j->nchunks = j->rows * j->chunks_per_row;
-    if (j->nchunks > 0xffffffff) { /* beyond 2^44 values: the claims' 32-bit halves */
-        gs_rows(j, 0, j->rows);
-        return 0;
-    }
-    j->carry = malloc((size_t)j->nchunks * sizeof(gs_carry));
-    j->total = malloc((size_t)j->nchunks * sizeof(gs_carry));
-    j->head = malloc((size_t)j->nchunks);
-    j->done = malloc((size_t)j->nchunks * sizeof(atomic_uchar));
-    if (j->carry == NULL || j->total == NULL || j->head == NULL || j->done == NULL) {
-        rc = -ENOMEM;
-        goto finally;
-    }
-    for (int64_t c = 0; c < j->nchunks; c++)
-        atomic_init(&j->done[c], 0);
-    gs_cpu_ends_init(&j->ends, j->nchunks);
-    atomic_init(&j->next, 0);
-    atomic_init(&j->ready, 0);
-    rc = gs_cpu_parallel_for(gs_cpu_threads(), gs_scan_task, j);
-finally:
-    free(j->carry);
-    free(j->total);
-    free(j->head);
-    free((void *)j->done);
-    return rc;
+        j->k->combine(j->d->op, cin, tot);
 }
 
 /* ==== Columns: blocks of row_len x inner, each column scanned down the rows ============== */
@@ -468,17 +338,15 @@ int gs_cpu_scan(const gs_scan_desc *d)
         return 0;
     }
 
-    if (j.chunks_per_row == 1 || !parallel) {
-        /* Every row whole on one thread: as many rows per task as make about one chunk. */
-        j.rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len;
-        const int64_t ntasks = (j.rows + j.rows_per_task - 1) / j.rows_per_task;
-        if (parallel)
-            gs_cpu_parallel_for(ntasks, gs_rows_task, &j);
-        else
-            for (int64_t t = 0; t < ntasks && (t == 0 || !gs_cpu_stopping()); t++)
-                gs_rows_task(&j, t);
-        return 0;
-    }
-
-    return gs_scan_parallel(&j);
+    /* Rows of one chunk: as many rows per task as make about one chunk. */
+    gs_chain ch = { .ctx = &j,
+                    .carry_size = sizeof(gs_carry),
+                    .rows = j.rows,
+                    .chunks_per_row = j.chunks_per_row,
+                    .rows_per_task = j.row_len >= GS_CPU_CHUNK ? 1 : GS_CPU_CHUNK / j.row_len,
+                    .start = gs_chain_start,
+                    .step = gs_chain_step,
+                    .total = gs_chain_total,
+                    .chain = gs_chain_chain };
+    return gs_chain_run(&ch, parallel);
 }
