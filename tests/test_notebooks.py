@@ -31,7 +31,7 @@ def test_notebooks_exist():
     names = [os.path.basename(p) for p in NOTEBOOKS]
     for want in ("01_prefix_sum", "02_segmented_scan", "03_reduce_and_histogram",
                  "04_split_and_sort", "05_performance", "06_beyond_one_gpu",
-                 "07_applications", "08_sort"):
+                 "07_applications", "08_sort", "09_any_operator"):
         assert want + ".ipynb" in names
 
 
