@@ -133,18 +133,16 @@ class _Carry:
 
 
 class _Op:
-    """An op as the tasks hold it: built-in ones (names, ufuncs) as given, a gpuscan.Operator
-    (which does not pickle) by its constructor's arguments, rebuilt once per worker process
-    (gpuscan's cache then finds its compiled code); `dtype` is the result's, passed to gpuscan
-    only for built-in ops (an Operator fixes its own); `ufunc` the op's NumPy ufunc, if any."""
+    """An op as the tasks hold it (names, ufuncs, a gpuscan.Operator, which pickles by its
+    constructor's arguments: gpuscan's caches then find its compiled code on each worker);
+    `dtype` is the result's, passed to gpuscan only for built-in ops (an Operator fixes its own);
+    `ufunc` the op's NumPy ufunc, if any."""
 
     __slots__ = ("op", "dtype", "kw", "ufunc", "compensated")
 
     def __init__(self, op, dtype):
-        if isinstance(op, gpuscan.Operator):
-            op = ("Operator", op.combine, op.dtype, op.identity, op.name)
         self.op, self.dtype = op, np.dtype(dtype)
-        self.kw = {} if isinstance(op, tuple) else {"dtype": self.dtype}
+        self.kw = {} if isinstance(op, gpuscan.Operator) else {"dtype": self.dtype}
         self.ufunc = op if isinstance(op, np.ufunc) else UFUNCS.get(op_name(op))
         # A float sum carries its rounding error from chunk to chunk (TwoSum).
         self.compensated = bool(self.kw) and op_name(op) == "add" and self.dtype.kind == "f"
@@ -156,22 +154,10 @@ class _Op:
         self.__init__(*state)
 
     def __dask_tokenize__(self):
-        return self.op, self.dtype.str, str(self.dtype)
-
-    @property
-    def live(self):
-        """What gpuscan's functions take as op."""
-        if not isinstance(self.op, tuple):
-            return self.op
-        if self.op not in _OPERATORS:
-            _, combine, dtype, identity, name = self.op
-            _OPERATORS[self.op] = gpuscan.Operator(combine, dtype=dtype, identity=identity,
-                                                   name=name)
-        return _OPERATORS[self.op]
-
-
-# The Operators rebuilt in this process, by their constructor's arguments (_Op.op).
-_OPERATORS: dict = {}
+        op = self.op
+        if isinstance(op, gpuscan.Operator):
+            op = ("Operator", op.combine, str(op.dtype), repr(op.identity), op.name)
+        return op, self.dtype.str, str(self.dtype)
 
 
 def _combine(op, axis, a, b):
@@ -185,7 +171,7 @@ def _combine(op, axis, a, b):
             s, e = _two_sum(a.hi, b.hi)
             return _Carry(s, a.lo + b.lo + e)
         pair = _xp(a.hi).concatenate([a.hi, b.hi], axis=axis)
-        return _Carry(_like(gpuscan.reduce(pair, op.live, axis=axis, keepdims=True, **op.kw),
+        return _Carry(_like(gpuscan.reduce(pair, op.op, axis=axis, keepdims=True, **op.kw),
                             a.hi))
 
 
@@ -219,7 +205,7 @@ def _scan_total(block, op, axis):
     """The op-total of a block along axis (keepdims), or None for a block empty along it."""
     if block.shape[axis] == 0:
         return None
-    total = _like(gpuscan.reduce(block, op.live, axis=axis, keepdims=True, **op.kw), block)
+    total = _like(gpuscan.reduce(block, op.op, axis=axis, keepdims=True, **op.kw), block)
     return _Carry(total, _xp(total).zeros_like(total) if op.compensated else None)
 
 
@@ -249,13 +235,13 @@ def _scan_block(block, carries, k, op, axis, exclusive):
     or the carry is put before the block and the two scanned as one, in place."""
     carry = None if carries is None else carries[k]
     if carry is None or block.shape[axis] == 0 or op.ufunc is not None:
-        out = _like(gpuscan.scan(block, op.live, axis=axis, exclusive=exclusive, **op.kw), block)
+        out = _like(gpuscan.scan(block, op.op, axis=axis, exclusive=exclusive, **op.kw), block)
         if carry is not None and out.size:
             with np.errstate(all="ignore"):
                 op.ufunc(out, carry.value(), out=out)
         return out
     buf, rest = _with_carry(block, carry.value(), axis, op.dtype)
-    return _like(gpuscan.scan(buf, op.live, axis=axis, exclusive=exclusive, out=buf),
+    return _like(gpuscan.scan(buf, op.op, axis=axis, exclusive=exclusive, out=buf),
                  block)[rest]
 
 
@@ -275,7 +261,7 @@ def _seg_summary(block, flags, op):
     i = int(rev.argmax())
     has_head = bool(rev[i])
     tail = block[rev.size - 1 - i:] if has_head else block
-    total = _like(gpuscan.reduce(tail, op.live, keepdims=True, **op.kw), block)
+    total = _like(gpuscan.reduce(tail, op.op, keepdims=True, **op.kw), block)
     lo = _xp(total).zeros_like(total) if op.compensated else None
     return _SegCarry(has_head, _Carry(total, lo))
 
@@ -311,7 +297,7 @@ def _seg_block(block, flags, carries, k, op, exclusive):
     the two scanned as one, in place."""
     carry = None if carries is None else carries[k]
     if carry is None or block.size == 0 or op.ufunc is not None:
-        out = _like(gpuscan.segmented_scan(block, flags, op.live, exclusive=exclusive,
+        out = _like(gpuscan.segmented_scan(block, flags, op.op, exclusive=exclusive,
                                            **op.kw), block)
         first = 0 if carry is None else _first_head(flags)
         if first:
@@ -321,7 +307,7 @@ def _seg_block(block, flags, carries, k, op, exclusive):
         return out
     buf, rest = _with_carry(block, carry.carry.value(), 0, op.dtype)
     heads, _ = _with_carry(flags, 1, 0, flags.dtype)
-    return _like(gpuscan.segmented_scan(buf, heads, op.live, exclusive=exclusive, out=buf),
+    return _like(gpuscan.segmented_scan(buf, heads, op.op, exclusive=exclusive, out=buf),
                  block)[rest]
 
 
@@ -515,7 +501,7 @@ def _reduce_part(block, axis, keepdims, op, identity):
         out = _xp(block).empty(shape, op.dtype)
         out[...] = identity
         return out
-    return _like(gpuscan.reduce(block, op.live, axis=axis, keepdims=keepdims, **op.kw), block)
+    return _like(gpuscan.reduce(block, op.op, axis=axis, keepdims=keepdims, **op.kw), block)
 
 
 def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=None):
@@ -565,16 +551,16 @@ def reduce(x, op="add", *, axis=None, dtype=None, keepdims=False, split_every=No
     op = _Op(op, res.dtype)
     axes = np.lib.array_utils.normalize_axis_tuple(range(x.ndim) if axis is None else axis,
                                                    x.ndim)
-    if isinstance(op.op, tuple) and any(x.numblocks[a] > 1 for a in axes[1:]):
+    if isinstance(op.op, gpuscan.Operator) and any(x.numblocks[a] > 1 for a in axes[1:]):
         # An Operator need not commute: its values are combined in C order over the reduced
         # axes, which the blocks' order is not when an inner reduced axis has several blocks;
         # reduce one axis made of them, in C order, instead.
         kept = [a for a in range(x.ndim) if a not in axes]
         x = x.transpose(kept + list(axes)).reshape([x.shape[a] for a in kept] + [-1])
-        out = reduce(x, op.live, axis=-1, keepdims=False, split_every=split_every)
+        out = reduce(x, op.op, axis=-1, keepdims=False, split_every=split_every)
         return out.reshape(res.shape) if keepdims else out
     # The identity from gpuscan itself: the first value of an exclusive scan.
-    identity = gpuscan.scan(np.zeros(1, op.dtype), op.live, exclusive=True, **op.kw)[0]
+    identity = gpuscan.scan(np.zeros(1, op.dtype), op.op, exclusive=True, **op.kw)[0]
     part = functools.partial(_reduce_part, op=op)
     return da.reduction(x, functools.partial(part, identity=identity),
                         functools.partial(part, identity=None), axis=axis, keepdims=keepdims,

@@ -137,6 +137,20 @@ def test_operator_object():
     assert issubclass(gpuscan.CompileError, ValueError)
 
 
+def test_pickle():
+    # An Operator travels to other processes (multiprocessing, Dask's workers) by its
+    # constructor's arguments: the copy is equal and computes the same.
+    import pickle
+    named = gpuscan.Operator("x > y ? x : y", dtype=np.int32, identity=-2**31, name="max")
+    for op in (named, AFFINE):
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            copy = pickle.loads(pickle.dumps(op, protocol))
+            assert type(copy) is gpuscan.Operator and copy == op and repr(copy) == repr(op)
+    x = np.array([3, -1, 7, 2], np.int32)
+    np.testing.assert_array_equal(gpuscan.scan(x, pickle.loads(pickle.dumps(named))),
+                                  np.maximum.accumulate(x))
+
+
 @pytest.mark.parametrize("kwargs, exc", [
     (dict(dtype=np.complex128, identity=0), TypeError),
     (dict(dtype=object, identity=0), TypeError),

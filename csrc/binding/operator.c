@@ -331,6 +331,40 @@ static PyGetSetDef operator_getset[] = {
     { NULL, NULL, NULL, NULL, NULL },
 };
 
+/* Pickling: functools.partial(Operator, dtype=, identity=, name=) called with combine, so that
+ * an Operator travels to other processes (multiprocessing, Dask's workers), where gpuscan's
+ * caches find its compiled code again. */
+static PyObject *operator_reduce(gs_Operator *op, PyObject *unused)
+{
+    PyObject *functools = NULL, *partial = NULL, *cls = NULL, *kw = NULL, *fn = NULL, *ret = NULL;
+
+    (void)unused;
+    if (op->dtype == NULL) {
+        PyErr_SetString(PyExc_TypeError, "an Operator that was never made cannot be pickled");
+        return NULL;
+    }
+    if ((functools = PyImport_ImportModule("functools")) == NULL ||
+        (partial = PyObject_GetAttrString(functools, "partial")) == NULL ||
+        (cls = PyTuple_Pack(1, (PyObject *)Py_TYPE(op))) == NULL ||
+        (kw = Py_BuildValue("{sOsOsO}", "dtype", (PyObject *)op->dtype, "identity",
+                            op->identity_obj, "name", op->name)) == NULL ||
+        (fn = PyObject_Call(partial, cls, kw)) == NULL)
+        goto done;
+    ret = Py_BuildValue("(O(O))", fn, op->combine);
+done:
+    Py_XDECREF(functools);
+    Py_XDECREF(partial);
+    Py_XDECREF(cls);
+    Py_XDECREF(kw);
+    Py_XDECREF(fn);
+    return ret;
+}
+
+static PyMethodDef operator_methods[] = {
+    { "__reduce__", (PyCFunction)operator_reduce, METH_NOARGS, NULL },
+    { NULL, NULL, 0, NULL },
+};
+
 static PyTypeObject operator_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpuscan.Operator",
     .tp_basicsize = sizeof(gs_Operator),
@@ -343,6 +377,7 @@ static PyTypeObject operator_type = {
     .tp_richcompare = operator_richcompare,
     .tp_hash = (hashfunc)operator_hash,
     .tp_getset = operator_getset,
+    .tp_methods = operator_methods,
 };
 
 int gs_operator_check(PyObject *obj)
