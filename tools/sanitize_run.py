@@ -15,7 +15,8 @@ CPU backend, on a machine without a GPU): a dry run of the cases and their check
 the exclusive form, the other sizes and the layout cases for add only.
 
 Paths: the decoupled look-back scan for every dtype x op, inclusive and exclusive, at sizes
-1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension); a row-wise scan (axis=1)
+1, 33, NV-1, NV+1, 3*NV+7 (NV = values per tile, from the extension), and the ufuncs' float
+operators (fmax, fmin, logaddexp, logaddexp2) inclusive; a row-wise scan (axis=1)
 and a column scan (axis=0); a non-contiguous CuPy input (strided copy kernel); dtype casts
 (converting copy); NumPy in/out (host <-> device copies); in place (out is the input); the
 other algorithms where the build has them; split and compact (every value and flag width, tile
@@ -42,6 +43,9 @@ import gpuscan  # noqa: E402
 from gpuscan import _gpuscan, _slow  # noqa: E402
 
 OPS = ("add", "mul", "min", "max", "and", "or", "xor")
+# The ufuncs' float operators (fmax/fmin on integers run as max/min, the logical ops as and/or/xor
+# on bool: the kernels above).
+FLOAT_OPS = ("fmax", "fmin", "logaddexp", "logaddexp2")
 BITWISE = ("and", "or", "xor")
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float32, np.float64]
@@ -119,7 +123,7 @@ def compare(res, ref, op):
         return f"result {res.dtype}{res.shape}, NumPy {ref.dtype}{ref.shape}"
     if ref.dtype == np.float16 and op == "mul":
         return None   # (i+1)*eps with eps = 2^-10 allows any value here: dtype and shape only
-    if ref.dtype.kind == "f" and op in ("add", "mul"):
+    if ref.dtype.kind == "f" and op in ("add", "mul", "logaddexp", "logaddexp2"):
         tol = {2: 2e-2, 4: 2e-4}.get(ref.dtype.itemsize, 1e-12)
         if not np.allclose(res, ref, rtol=tol, atol=tol, equal_nan=True):
             bad = np.flatnonzero(~np.isclose(res, ref, rtol=tol, atol=tol, equal_nan=True))
@@ -889,6 +893,9 @@ def main():
         matrix(run, every, [np.int32, np.float64], ("add",), (False, True))
     elif want("matrix"):
         matrix(run, every, dtypes, OPS, (False, True))
+    if want("matrix"):
+        matrix(run, [3 * nv + 7] if args.reduced else every, [np.float32, np.float64], FLOAT_OPS,
+               (False,))
     if want("layout"):
         layout_cases(run, nv, cp)
     if want("algorithm"):
