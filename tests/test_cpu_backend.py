@@ -193,7 +193,9 @@ def test_column_scan_infinities_and_signed_zeros():
         expected = np.cumsum(a, axis=0)
     res = gpuscan.scan(a, axis=0)
     np.testing.assert_array_equal(res, expected)
-    np.testing.assert_array_equal(np.signbit(res), np.signbit(expected))
+    # (the sign of inf - inf's NaN is the hardware's: set on x86, clear on a GPU or on ARM)
+    number = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(res[number]), np.signbit(expected[number]))
     ex = gpuscan.scan(a, axis=0, exclusive=True)
     assert not np.signbit(ex[0]).any() and (ex[0] == 0).all()
 

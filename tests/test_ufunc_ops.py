@@ -191,7 +191,11 @@ def test_exclusive_scan(ufunc, dtype, ident, n, rng):
     exc = gpuscan.scan(x, ufunc, exclusive=True)
     assert exc.dtype == inc.dtype
     np.testing.assert_array_equal(exc[:1], np.array([ident]).astype(inc.dtype))
-    np.testing.assert_array_equal(exc[1:], inc[:-1])
+    if ufunc in (np.logaddexp, np.logaddexp2) and gpuscan.backend() == "cuda":
+        # a rounding op: CUDA's exclusive scan groups its tiles apart from the inclusive one's
+        np.testing.assert_allclose(exc[1:], inc[:-1], rtol=4 * np.finfo(inc.dtype).eps)
+    else:
+        np.testing.assert_array_equal(exc[1:], inc[:-1])
 
 
 @pytest.mark.parametrize("ufunc, empty", [(np.logaddexp, -np.inf), (np.logaddexp2, -np.inf),
