@@ -46,6 +46,11 @@ int gs_cuda_trim_pool(size_t *released, gs_fail *f);
  * zeroed once and reused with an epoch per scan.  No GIL needed. */
 cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d);
 
+/* scan_scratch.c: the same for any launch that tags its look-back with an epoch: launch(ctx,
+ * scratch, cap, epoch) enqueued under the scratch's lock, with at least `bytes` of it. */
+typedef cudaError_t (*gs_tagged_launch)(void *ctx, void *scratch, size_t cap, unsigned epoch);
+cudaError_t gs_cuda_scan_tagged(size_t bytes, gs_tagged_launch launch, void *ctx);
+
 /* scan_scratch.c: enqueue one reduction (gs_launch_reduce) on the reductions' shared scratch,
  * zeroed once (each reduction leaves its counters zero).  No GIL needed. */
 cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d);

@@ -315,6 +315,38 @@ static int nvrtc_kernel(const char *cubin, int family, cudaKernel_t *k)
     return (int)e;
 }
 
+/* p->smem and p->resident of a family whose kernel is loaded: the most tiles that fit a block's
+ * shared memory (the scan: three, else two), and the blocks resident at once. */
+static void nvrtc_fit(gs_user_prog *p, int family)
+{
+    const int tile = GS_USER_TILE_BYTES((int)p->size);
+    const void *k = (const void *)p->kernel[family];
+    int optin = 0, sms = 0, per_sm = 0;
+    struct cudaFuncAttributes fa;
+
+    p->smem[family] = p->resident[family] = 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gs_cuda_device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gs_cuda_device) !=
+            cudaSuccess ||
+        cudaFuncGetAttributes(&fa, k) != cudaSuccess)
+        return;
+    for (int nbuf = family == GS_USER_FOLD ? 1 : 3; nbuf >= (family == GS_USER_FOLD ? 1 : 2);
+         nbuf--) {
+        if ((size_t)nbuf * tile + fa.sharedSizeBytes <= (size_t)optin) {
+            p->smem[family] = nbuf * tile;
+            break;
+        }
+    }
+    if (p->smem[family] == 0 ||
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, p->smem[family]) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, GS_USER_NT,
+                                                      (size_t)p->smem[family]) != cudaSuccess)
+        return;
+    p->resident[family] = per_sm * sms;
+}
+
 int gs_cuda_user_load(const gs_user_spec *sp, const gs_user_prog **prog, gs_user_msg *msg,
                       gs_fail *f)
 {
@@ -377,6 +409,7 @@ int gs_cuda_user_load(const gs_user_spec *sp, const gs_user_prog **prog, gs_user
             goto done;
         }
     }
+    nvrtc_fit(p, family);
     pthread_mutex_unlock(&gs_nvrtc_lock);
     *prog = p;
     goto done;

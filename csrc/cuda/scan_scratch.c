@@ -10,7 +10,9 @@
  * reads as unpublished, and each scan leaves the tile counter at zero (the block that takes the
  * last tile resets it). After GS_EPOCH_LIMIT - 1 scans the tags would repeat, so the scratch is
  * zeroed again. The lock keeps epoch, buffer and launch in one order on the stream, so a buffer
- * replaced by a larger one is freed in stream order, after every scan enqueued on it.
+ * replaced by a larger one is freed in stream order, after every scan enqueued on it.  The scans
+ * of an operator you write (cuda/user.c) share the scratch and the epochs the same way
+ * (gs_cuda_scan_tagged), with descriptors of their own layout (kernels/agent/user.cuh).
  * Reductions share a scratch of their own the same way (without epochs): a reduction leaves its
  * rows' counters at zero (the last chunk of a row resets them), and its partials are written
  * before they are read.  But one reduction's partials lie where a later one with more rows keeps
@@ -76,15 +78,11 @@ static cudaError_t grow(kept_scratch *k, size_t bytes, int *replaced)
     return cudaSuccess;
 }
 
-cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d)
+cudaError_t gs_cuda_scan_tagged(size_t bytes, gs_tagged_launch launch, void *ctx)
 {
-    size_t bytes = gs_scan_scratch_bytes(d->n);
-    gs_scan_desc tagged = *d;
     cudaError_t err;
     int fresh;
 
-    if (bytes == 0) /* n == 0: nothing to launch */
-        return gs_launch_scan(d, NULL, 0, gs_cuda_stream);
     pthread_mutex_lock(&scan_scratch.lock);
     err = grow(&scan_scratch, bytes, &fresh);
     if (err == cudaSuccess && fresh) {
@@ -94,12 +92,25 @@ cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d)
             cudaSuccess)
             epoch = 0;
     }
-    if (err == cudaSuccess) {
-        tagged.epoch = ++epoch;
-        err = gs_launch_scan(&tagged, scan_scratch.ptr, scan_scratch.cap, gs_cuda_stream);
-    }
+    if (err == cudaSuccess)
+        err = launch(ctx, scan_scratch.ptr, scan_scratch.cap, ++epoch);
     pthread_mutex_unlock(&scan_scratch.lock);
     return err;
+}
+
+static cudaError_t scan_launch(void *ctx, void *scratch, size_t cap, unsigned e)
+{
+    gs_scan_desc tagged = *(const gs_scan_desc *)ctx;
+    tagged.epoch = e;
+    return gs_launch_scan(&tagged, scratch, cap, gs_cuda_stream);
+}
+
+cudaError_t gs_cuda_scan_shared(const gs_scan_desc *d)
+{
+    const size_t bytes = gs_scan_scratch_bytes(d->n);
+    if (bytes == 0) /* n == 0: nothing to launch */
+        return gs_launch_scan(d, NULL, 0, gs_cuda_stream);
+    return gs_cuda_scan_tagged(bytes, scan_launch, (void *)d);
 }
 
 cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d)

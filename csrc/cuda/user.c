@@ -4,12 +4,15 @@
  * Level: backend (CUDA), host side; a build with CUDA only.  Runs without the GIL.
  * A buffer of the descriptor that is device memory is used where it is; one in host memory
  * (ops/userop.c hands NumPy arrays' data) is copied to the device and, for the result, back,
- * the call then waiting for it.  Scratch (tile states, partials) comes from the pool and goes
- * back stream-ordered.
+ * the call then waiting for it.  A scan's look-back state lies in the scans' shared scratch,
+ * tagged with its epoch (cuda/scan_scratch.c); a fold's partials come from the pool and go back
+ * stream-ordered.
  */
 #ifdef GS_HAVE_CUDA
 
 #include "cuda/user.h"
+
+#include "gpuscan/config.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -78,35 +81,68 @@ static void stage_free(gs_stage *s)
     s->own = 0;
 }
 
-/* One launch of an Operator's kernel over `blocks` blocks with its parameters at params. */
-static cudaError_t user_launch(cudaKernel_t k, int64_t blocks, void *params)
+/* One launch of an Operator's kernel of `family` over `blocks` blocks with its parameters at
+ * params. */
+static cudaError_t user_launch(const gs_user_prog *prog, int family, int64_t blocks, void *params)
 {
     dim3 grid = { (unsigned)blocks, 1, 1 }, block = { GS_USER_NT, 1, 1 };
     void *args[1] = { params };
+    const cudaKernel_t k = prog->kernel[family];
     if (k == NULL)
         return cudaErrorInvalidDeviceFunction;
     if (blocks == 0)
         return cudaSuccess;
-    cudaError_t e = cudaLaunchKernel((const void *)k, grid, block, args, 0, gs_cuda_stream);
+    cudaError_t e = cudaLaunchKernel((const void *)k, grid, block, args,
+                                     (size_t)prog->smem[family], gs_cuda_stream);
     return e != cudaSuccess ? e : cudaPeekAtLastError();
+}
+
+_Static_assert(1u << (32 - GS_USER_TAG_SHIFT) == GS_EPOCH_LIMIT, "an epoch fills the tag's bits");
+
+/* A scan's launch on the scans' shared scratch (gs_cuda_scan_tagged): the tile counter, then
+ * the tiles' slots, then the anchors'. */
+typedef struct user_scan_job {
+    const gs_user_prog *prog;
+    int family;
+    int64_t tiles, blocks;
+    gs_user_scan_params p;
+} user_scan_job;
+
+static size_t user_scan_scratch(int64_t tiles, size_t size)
+{
+    return GS_SCRATCH_ALIGN + (size_t)(tiles + GS_USER_ANCHORS(tiles, (int64_t)size)) * GS_USER_SLOT(size);
+}
+
+static cudaError_t user_scan_launch(void *ctx, void *scratch, size_t cap, unsigned epoch)
+{
+    user_scan_job *j = (user_scan_job *)ctx;
+    if (cap < user_scan_scratch(j->tiles, j->prog->size))
+        return cudaErrorInvalidValue;
+    j->p.counter = (unsigned *)scratch;
+    j->p.aggregates = (char *)scratch + GS_SCRATCH_ALIGN;
+    j->p.prefixes = (char *)j->p.aggregates + (size_t)j->tiles * GS_USER_SLOT(j->prog->size);
+    j->p.epoch = epoch;
+    return user_launch(j->prog, j->family, j->blocks, &j->p);
 }
 
 int gs_cuda_user_scan(const gs_user_desc *d, gs_fail *f)
 {
     const size_t size = d->prog->size;
     const int seg = d->flags != NULL || d->row_len > 0;
+    const int family = seg ? GS_USER_SCAN_SEG : GS_USER_SCAN;
     const int64_t nv = (int64_t)GS_USER_NT * GS_USER_VT((int64_t)size);
     const int64_t tiles = (d->n + nv - 1) / nv;
-    const size_t status_bytes = GS_ROUND16(16 + (size_t)tiles * 4);
-    const size_t payload = GS_ROUND16((size_t)tiles * size);
+    const int resident = d->prog->resident[family];
     gs_stage in = { 0 }, out = { 0 }, flags = { 0 };
-    gs_user_scan_params p;
-    void *scratch = NULL;
+    user_scan_job j;
 
     if (d->n <= 0)
         return 0;
     if (tiles > INT32_MAX || size > GS_USER_MAX_SIZE)
         return gs_fail_set(f, 'e', EINVAL, "an Operator's scan", 0);
+    if (resident == 0)
+        return gs_fail_set(f, 'e', ENOMEM, "an Operator's scan: a tile of its dtype in shared memory",
+                           (size_t)2 * GS_USER_TILE_BYTES((int64_t)size));
     GS_CUDA_TRY(f, gs_cuda_enter());
     if (stage_in(&in, d->in, (size_t)d->n * size, 1, f) < 0 ||
         stage_in(&flags, d->flags, d->row_len > 0 ? 0 : (size_t)d->n, 1, f) < 0)
@@ -115,28 +151,27 @@ int gs_cuda_user_scan(const gs_user_desc *d, gs_fail *f)
         out = in, out.own = 0;
     else if (stage_in(&out, d->out, (size_t)d->n * size, 0, f) < 0)
         goto done;
-    if (gs_cuda_alloc(&scratch, status_bytes + 2 * payload, f) < 0)
-        goto done;
-    GS_CUDA_TRY(f, cudaMemsetAsync(scratch, 0, status_bytes, gs_cuda_stream));
-    memset(&p, 0, sizeof(p));
-    p.in = in.dev;
-    p.out = out.dev;
-    p.flags = d->row_len > 0 ? NULL : (const unsigned char *)flags.dev;
-    p.n = d->n;
-    p.row_len = d->row_len;
-    p.counter = (unsigned *)scratch;
-    p.status = (unsigned *)((char *)scratch + 16);
-    p.aggregates = (char *)scratch + status_bytes;
-    p.prefixes = (char *)scratch + status_bytes + payload;
-    p.exclusive = d->exclusive;
-    memcpy(p.identity, d->identity, size);
-    GS_CUDA_TRY(f, user_launch(d->prog->kernel[seg ? GS_USER_SCAN_SEG : GS_USER_SCAN], tiles, &p));
+    memset(&j, 0, sizeof(j));
+    j.prog = d->prog;
+    j.family = family;
+    j.tiles = tiles;
+    /* A persistent grid: twice the blocks resident at once (the second half waits for room; a
+     * block whose first tile is past the end returns at once), fewer for few tiles. */
+    j.blocks = tiles < 2 * (int64_t)resident ? tiles : 2 * (int64_t)resident;
+    j.p.in = in.dev;
+    j.p.out = out.dev;
+    j.p.flags = d->row_len > 0 ? NULL : (const unsigned char *)flags.dev;
+    j.p.n = d->n;
+    j.p.row_len = d->row_len;
+    j.p.nbuf = d->prog->smem[family] / GS_USER_TILE_BYTES((int)size);
+    j.p.exclusive = d->exclusive;
+    memcpy(j.p.identity, d->identity, size);
+    GS_CUDA_TRY(f, gs_cuda_scan_tagged(user_scan_scratch(tiles, size), user_scan_launch, &j));
     if (d->out == d->in)
         stage_out(&in, f);
     else
         stage_out(&out, f);
 done:
-    gs_cuda_free(scratch);
     stage_free(&in);
     stage_free(&out);
     stage_free(&flags);
@@ -147,8 +182,9 @@ done:
 static cudaError_t user_fold(const gs_user_desc *d, gs_user_fold_params *p)
 {
     const int64_t n = p->rows * p->nseg;
-    return user_launch(d->prog->kernel[GS_USER_FOLD], n < GS_USER_FOLD_GRID ? n : GS_USER_FOLD_GRID,
-                       p);
+    if (d->prog->resident[GS_USER_FOLD] == 0)
+        return cudaErrorInvalidConfiguration; /* a tile of T beyond the device's shared memory */
+    return user_launch(d->prog, GS_USER_FOLD, n < GS_USER_FOLD_GRID ? n : GS_USER_FOLD_GRID, p);
 }
 
 /* Rows of no values: each the start alone (initial, else the identity). */

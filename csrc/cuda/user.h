@@ -11,11 +11,15 @@
 #include "gpuscan/user_params.h"
 
 /* A loaded operator (gpuscan/backend.h's opaque gs_user_prog): the kernel of each family
- * loaded so far (NULL until a call needs it), and T's size. */
+ * loaded so far (NULL until a call needs it), the dynamic shared memory it is launched with
+ * (GS_USER_SMEM, or for the scan two tiles where three do not fit) and how many of its blocks
+ * the device holds at once (0: not one, T being too large for its shared memory); T's size. */
 struct gs_user_prog {
     char key[65]; /* the operator's, whatever the family */
     size_t size;
     cudaKernel_t kernel[GS_USER_FAMILIES];
+    int smem[GS_USER_FAMILIES];
+    int resident[GS_USER_FAMILIES];
     struct gs_user_prog *next; /* the process's list of operators (cuda/nvrtc.c) */
 };
 

@@ -15,17 +15,20 @@
 
 /* The scan (gs_user_scan and gs_user_scan_seg): n values of T from `in` into `out` (the same
  * buffer for in place), rows of row_len (0: one row) or 1-byte flags (NULL: none) restarting
- * it.  Tile states in scratch: a status word per tile beside two payloads (the tile's
- * aggregate, its inclusive prefix), zeroed before the launch with the tile counter. */
+ * it.  Its look-back state (kernels/agent/user.cuh) lies in the scans' shared scratch
+ * (cuda/scan_scratch.c): the tile counter, zero when a scan starts and left zero by it; a slot
+ * per tile (its aggregate) and one per anchor (its exclusive prefix), GS_USER_SLOT(size) bytes
+ * each, published under the scan's epoch, so that what another scan left reads as unpublished. */
 typedef struct gs_user_scan_params {
     const void *in;
     void *out;
     const unsigned char *flags;
     int64_t n, row_len;
-    unsigned *counter; /* tiles taken, in launch order */
-    unsigned *status;  /* per tile: 0, GS_USER_AGG or GS_USER_PREFIX, | GS_USER_HEAD */
-    void *aggregates;  /* per tile, one T each (16-byte aligned) */
-    void *prefixes;    /* per tile, one T each */
+    unsigned *counter;  /* tiles taken, in launch order */
+    void *aggregates;   /* per tile, a slot (16-byte aligned) */
+    void *prefixes;     /* per anchor, a slot */
+    unsigned epoch;     /* 1 .. 2^(32 - GS_USER_TAG_SHIFT) - 1 */
+    int nbuf;           /* tiles of dynamic shared memory: 3, or 2 where no more fit */
     int exclusive;
     unsigned char identity[256]; /* one T: the operator's neutral element (exclusive scans) */
 } gs_user_scan_params;
@@ -43,10 +46,21 @@ typedef struct gs_user_fold_params {
     unsigned char init[256]; /* one T */
 } gs_user_fold_params;
 
-/* Tile status bits. */
-#define GS_USER_AGG 1u    /* the aggregate is published */
-#define GS_USER_PREFIX 2u /* the inclusive prefix is published */
+/* Status bits, under the epoch's tag. */
+#define GS_USER_AGG 1u    /* a tile's aggregate is published */
+#define GS_USER_PREFIX 2u /* an anchor's exclusive prefix is published */
 #define GS_USER_HEAD 4u   /* the tile holds a segment head: its aggregate is a prefix */
+#define GS_USER_TAG_SHIFT 3
+
+/* A slot: T's 4-byte words, each in an 8-byte cell beside the status, whole 16-byte pairs. */
+#define GS_USER_SLOT(size) ((((size) + 3) / 4 + 1) / 2 * 16)
+
+/* The anchored look-back: every GS_USER_EVERY-th tile is an anchor; a tile starts from the
+ * last anchor at least GS_USER_LAG tiles back (for a T of `size` bytes: a 4-byte T's tiles pass
+ * fastest, and its chain of anchors needs the longer lag).  The anchors of `tiles` tiles: */
+#define GS_USER_LAG(size) ((size) <= 4 ? 256 : 192)
+#define GS_USER_EVERY(size) ((size) <= 4 ? 128 : 64)
+#define GS_USER_ANCHORS(tiles, size) ((tiles) / GS_USER_EVERY(size) + 1)
 
 /* The kernel families, one NVRTC program each (GS_USER_FAMILY), and their kernels' names. */
 #define GS_USER_SCAN 0
@@ -60,7 +74,12 @@ typedef struct gs_user_fold_params {
 
 /* Threads per block of every such kernel. */
 #define GS_USER_NT 256
-/* Values per thread: 128 bytes of them (at most 16, at least 1), a tile of 32 KiB at most. */
+/* Values per thread: 128 bytes of them (at most 16, at least 1): a tile of 32 KiB, or of 256
+ * values for a T wider than 128 bytes. */
 #define GS_USER_VT(size) ((size) >= 128 ? 1 : 128 / (size) > 16 ? 16 : 128 / (size))
+/* Dynamic shared memory of a family's kernel: tiles of input in transit (the scan holds three,
+ * or two on a device whose blocks cannot have three; the fold one). */
+#define GS_USER_TILE_BYTES(size) (GS_USER_NT * GS_USER_VT(size) * (size))
+#define GS_USER_SMEM(family, size) (((family) == GS_USER_FOLD ? 1 : 3) * GS_USER_TILE_BYTES(size))
 
 #endif /* GS_USER_PARAMS_H */

@@ -11,12 +11,14 @@
  * up to 256 bytes: values move through shuffles and shared memory as 32-bit words.  Never
  * compiled by nvcc into the extension: its text is embedded at build time (setup.py).
  * The operator need not be commutative: every combine takes the earlier value on the left.
- * The look-back keeps a status word beside the payload (as device/pair_lookback.cuh does): the
- * payload is written, a fence, then the status; a reader sees the status, fences, then reads the
- * payload through L2.  It is anchored, as pair_lookback's: a tile's prefix has the same grouping
- * on every run (gs_u_look_back).  The identity is used only where an exclusive scan emits nothing
- * (element 0, a head); every other value is a combine of input values, so the results depend on
- * the input and the shapes alone.
+ * The scan is the built-in's design (agent/scan.cuh) for a T of any size: a persistent grid whose
+ * blocks hold three tiles in shared memory (cp.async brings the next in while the block works),
+ * each block publishing its current tile's aggregate before the look-back of its previous one.
+ * The look-back publishes each T as 8-byte cells that carry the status beside 4 bytes of the
+ * value (no fence on either side, as device/tile_state.cuh's descriptors), and is anchored: a
+ * tile's prefix has the same grouping on every run (gs_u_look_back).  The identity is used only
+ * where an exclusive scan emits nothing (element 0, a head); every other value is a combine of
+ * input values, so the results depend on the input and the shapes alone.
  */
 #include "gpuscan/user_params.h"
 
@@ -24,10 +26,11 @@
 #define GS_U_WARP 32
 #define GS_U_NWARPS (GS_USER_NT / GS_U_WARP)
 #define GS_U_WORDS ((int)((sizeof(T) + 3) / 4))
-/* Blocks per multiprocessor the registers must allow: one tile per block, so occupancy hides
- * the look-back's and the barriers' latency (a staged tile's 33 KiB of shared memory leaves
- * room for 6; 32-byte T: 3 fit without spills). */
-#define GS_U_MIN_BLOCKS (sizeof(T) <= 4 ? 6 : sizeof(T) <= 8 ? 4 : sizeof(T) <= 32 ? 3 : 1)
+/* Blocks per multiprocessor the registers must allow: as many as the scan's three tiles of
+ * shared memory leave room for on a Hopper (228 KiB), at most 4. */
+#define GS_U_SMEM GS_USER_SMEM(GS_USER_SCAN, (int)sizeof(T))
+#define GS_U_MIN_BLOCKS \
+    (GS_U_SMEM <= 52 * 1024 ? 4 : GS_U_SMEM <= 72 * 1024 ? 3 : GS_U_SMEM <= 110 * 1024 ? 2 : 1)
 
 typedef union gs_u_words {
     T t;
@@ -70,11 +73,11 @@ static __device__ __forceinline__ T gs_u_shfl(T v, int lane)
  * operator (f1, v1) . (f2, v2) = (f1 | f2, f2 ? v2 : v1 combine v2), `seg` a compile-time
  * constant (0: no flag is moved).  Lanes with has 0 hold no value yet (a reduction's empty
  * lanes): (has, v) pairs combine as a value or nothing. */
-static __device__ __forceinline__ void gs_u_warp_scan(int seg, int *f, int *has, T *v)
+static __device__ __forceinline__ void gs_u_warp_scan(int seg, int *f, int *has, T *v, int width)
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
 #pragma unroll
-    for (int d = 1; d < GS_U_WARP; d <<= 1) {
+    for (int d = 1; d < width; d <<= 1) {
         const T ov = gs_u_shfl_up(*v, d);
         const int of = seg ? __shfl_up_sync(0xffffffffu, *f, d) : 0;
         const int oh = __shfl_up_sync(0xffffffffu, *has, d);
@@ -89,10 +92,42 @@ static __device__ __forceinline__ void gs_u_warp_scan(int seg, int *f, int *has,
 
 /* ---- block level ------------------------------------------------------------------------- */
 
+/* A wide T (16 to 64 bytes, whole 16-byte pieces) is scanned across the block by raking: the
+ * threads' values go to shared memory, warp 0 folds 8 consecutive ones a lane, scans the lanes
+ * and writes each value's exclusive prefix back: a quarter of the shuffles of a warp scan in
+ * every warp, whose cost grows with T. */
+#define GS_U_RAKE ((int)sizeof(T) % 16 == 0 && (int)sizeof(T) <= 64)
+#define GS_U_Q ((int)sizeof(T) / 16)                    /* 16-byte pieces of a T */
+#define GS_U_RPER (GS_USER_NT / GS_U_WARP)               /* values a raking lane folds */
+#define GS_U_RAT(i) ((i) * GS_U_Q + (i) / GS_U_RPER)      /* slot i's first piece: lanes odd apart */
+#define GS_U_RWORDS (GS_U_RAKE ? GS_U_RAT(GS_USER_NT) : 1)
+
 typedef struct gs_u_block_smem {
     int f[GS_U_NWARPS], has[GS_U_NWARPS];
     T v[GS_U_NWARPS];
+    uint4 rv[GS_U_RWORDS];
+    unsigned char rf[GS_U_RAKE ? GS_USER_NT : 1], rh[GS_U_RAKE ? GS_USER_NT : 1];
 } gs_u_block_smem;
+
+static __device__ __forceinline__ T gs_u_rget(const gs_u_block_smem *sm, int i)
+{
+    uint4 w[GS_U_Q > 0 ? GS_U_Q : 1];
+    T t;
+#pragma unroll
+    for (int q = 0; q < GS_U_Q; ++q)
+        w[q] = sm->rv[GS_U_RAT(i) + q];
+    memcpy(&t, w, sizeof(T));
+    return t;
+}
+
+static __device__ __forceinline__ void gs_u_rput(gs_u_block_smem *sm, int i, T t)
+{
+    uint4 w[GS_U_Q > 0 ? GS_U_Q : 1];
+    memcpy(w, &t, sizeof(T));
+#pragma unroll
+    for (int q = 0; q < GS_U_Q; ++q)
+        sm->rv[GS_U_RAT(i) + q] = w[q];
+}
 
 /* Exclusive scan of the threads' (f, has, v) across the block: on return (*ef, *eh, *ev) the
  * threads before this one, (*tf, *th, *tv) the block's total.  Two barriers; every thread calls
@@ -103,9 +138,65 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
     const int warp = threadIdx.x / GS_U_WARP;
+    if (GS_U_RAKE) {
+        gs_u_rput(sm, threadIdx.x, v);
+        sm->rf[threadIdx.x] = (unsigned char)f;
+        sm->rh[threadIdx.x] = (unsigned char)has;
+        __syncthreads();
+        if (warp == 0) {
+            const int i0 = lane * GS_U_RPER;
+            int lf = 0, lh = 0;
+            T lv;
+            memset(&lv, 0, sizeof(T));
+#pragma unroll
+            for (int j = 0; j < GS_U_RPER; ++j) {
+                if (sm->rh[i0 + j]) {
+                    const T x = gs_u_rget(sm, i0 + j);
+                    lv = lh && !(seg && sm->rf[i0 + j]) ? gs_user_combine(lv, x) : x;
+                    lh = 1;
+                }
+                lf |= seg ? sm->rf[i0 + j] : 0;
+            }
+            int wf = lf, wh = lh;
+            T wv = lv;
+            gs_u_warp_scan(seg, &wf, &wh, &wv, GS_U_WARP);
+            /* This lane's exclusive prefix: the inclusive one lane up. */
+            int rf = seg ? __shfl_up_sync(0xffffffffu, wf, 1) : 0;
+            int rh = __shfl_up_sync(0xffffffffu, wh, 1);
+            T rv = gs_u_shfl_up(wv, 1);
+            if (lane == 0)
+                rf = rh = 0;
+#pragma unroll
+            for (int j = 0; j < GS_U_RPER; ++j) {
+                const int xf = seg ? sm->rf[i0 + j] : 0, xh = sm->rh[i0 + j];
+                const T x = gs_u_rget(sm, i0 + j);
+                sm->rf[i0 + j] = (unsigned char)rf;
+                sm->rh[i0 + j] = (unsigned char)rh;
+                gs_u_rput(sm, i0 + j, rv);
+                if (xh) {
+                    rv = rh && !(seg && xf) ? gs_user_combine(rv, x) : x;
+                    rh = 1;
+                }
+                rf |= xf;
+            }
+            if (lane == GS_U_WARP - 1) {
+                sm->f[0] = wf;
+                sm->has[0] = wh;
+                sm->v[0] = wv;
+            }
+        }
+        __syncthreads();
+        *ef = sm->rf[threadIdx.x];
+        *eh = sm->rh[threadIdx.x];
+        *ev = gs_u_rget(sm, threadIdx.x);
+        *tf = sm->f[0];
+        *th = sm->has[0];
+        *tv = sm->v[0];
+        return;
+    }
     int wf = f, wh = has;
     T wv = v;
-    gs_u_warp_scan(seg, &wf, &wh, &wv);
+    gs_u_warp_scan(seg, &wf, &wh, &wv, GS_U_WARP);
     if (lane == GS_U_WARP - 1) {
         sm->f[warp] = wf;
         sm->has[warp] = wh;
@@ -125,7 +216,7 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
         int sf = lane < GS_U_NWARPS && seg ? sm->f[lane] : 0;
         int sh = lane < GS_U_NWARPS ? sm->has[lane] : 0;
         T sv = sm->v[lane < GS_U_NWARPS ? lane : 0];
-        gs_u_warp_scan(seg, &sf, &sh, &sv);
+        gs_u_warp_scan(seg, &sf, &sh, &sv, GS_U_NWARPS); /* lanes < NWARPS: exact */
         *tf = seg ? __shfl_sync(0xffffffffu, sf, GS_U_NWARPS - 1) : 0;
         *th = __shfl_sync(0xffffffffu, sh, GS_U_NWARPS - 1);
         *tv = gs_u_shfl(sv, GS_U_NWARPS - 1);
@@ -145,93 +236,146 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
     *ev = lv;
 }
 
-/* ---- tiles in and out -------------------------------------------------------------------- */
+/* ---- tiles in shared memory ------------------------------------------------------------- */
 
-/* A whole tile goes through shared memory as words (coalesced loads and stores: each thread
- * then takes its consecutive values) when a thread's values are whole words and fit 128 bytes;
- * else each thread moves its values itself.  The block calls these together. */
-#define GS_U_STAGE ((GS_U_VT * (int)sizeof(T)) % 4 == 0 && GS_U_VT * (int)sizeof(T) <= 128)
-#define GS_U_TW (GS_U_VT * (int)sizeof(T) / 4)    /* words of a thread's values */
-#define GS_U_PAD(i) ((i) + (i) / 32)              /* a word of padding per 32: no bank conflicts */
-#define GS_U_SMEM_WORDS GS_U_PAD(GS_USER_NT * 32) /* a staged tile: 128 bytes a thread */
+/* A thread's values are GS_U_TB consecutive bytes of the tile: thread t holds values
+ * t*VT .. t*VT+VT-1.  A tile moves between memory and a shared buffer in 16-byte chunks in
+ * memory order (coalesced; cp.async on the way in), and each thread takes its values from the
+ * buffer.  When a thread's bytes are whole chunks the buffer is swizzled (chunk c at c ^ (c/8 %
+ * 8)): a quarter warp's 16-byte accesses then hit distinct banks both ways. */
+#define GS_U_TB (GS_U_VT * (int)sizeof(T))
+#define GS_U_TILE (GS_USER_NT * GS_U_TB) /* bytes: a multiple of 256 */
+#define GS_U_SWZ (GS_U_TB % 16 == 0)
 
-/* This thread's values of the tile at base, the first `valid` of it, into x (past the end:
- * zero bytes, never combined into an emitted value). */
-static __device__ __forceinline__ void gs_u_load(const char *base, int64_t valid, T *x,
-                                                 unsigned *words)
+static __device__ __forceinline__ int gs_u_at(int byte)
 {
-    if (GS_U_STAGE && valid >= (int64_t)GS_USER_NT * GS_U_VT && ((size_t)base & 3) == 0) {
-        const unsigned *src = (const unsigned *)base;
-        unsigned w[GS_U_TW > 0 ? GS_U_TW : 1];
+    const int c = byte >> 4;
+    return GS_U_SWZ ? ((c ^ ((c >> 3) & 7)) << 4) | (byte & 15) : byte;
+}
+
+static __device__ __forceinline__ void gs_u_cp_async(void *smem, const void *gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(s), "l"(gmem) : "memory");
+}
+
+/* Start copying a whole tile (16-byte aligned in memory) into buf. */
+static __device__ __forceinline__ void gs_u_prefetch(const char *src, char *buf)
+{
 #pragma unroll
-        for (int j = 0; j < GS_U_TW; ++j)
-            words[GS_U_PAD(j * GS_USER_NT + threadIdx.x)] = src[j * GS_USER_NT + threadIdx.x];
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < GS_U_TW; ++j)
-            w[j] = words[GS_U_PAD(threadIdx.x * GS_U_TW + j)];
-        memcpy(x, w, sizeof(T) * GS_U_VT);
-        __syncthreads();
-        return;
-    }
-    const T *mine = (const T *)base + (int64_t)threadIdx.x * GS_U_VT;
-#pragma unroll
-    for (int i = 0; i < GS_U_VT; ++i) {
-        if ((int64_t)threadIdx.x * GS_U_VT + i < valid)
-            x[i] = mine[i];
-        else
-            memset(&x[i], 0, sizeof(T));
+    for (int j = 0; j < (GS_U_TILE / 16 + GS_USER_NT - 1) / GS_USER_NT; ++j) {
+        const int c = j * GS_USER_NT + threadIdx.x;
+        if (GS_U_TILE % (16 * GS_USER_NT) == 0 || c < GS_U_TILE / 16)
+            gs_u_cp_async(buf + gs_u_at(16 * c), src + 16 * c);
     }
 }
 
-/* y (this thread's values) into the tile at base, the first `valid` of it. */
-static __device__ __forceinline__ void gs_u_store(char *base, int64_t valid, const T *y,
-                                                  unsigned *words)
+/* Copy the first `bytes` of a tile into buf (a tail, or input not 16-byte aligned). */
+static __device__ __forceinline__ void gs_u_fill(const char *src, int bytes, char *buf)
 {
-    if (GS_U_STAGE && valid >= (int64_t)GS_USER_NT * GS_U_VT && ((size_t)base & 3) == 0) {
-        unsigned *dst = (unsigned *)base, w[GS_U_TW > 0 ? GS_U_TW : 1];
-        memcpy(w, y, sizeof(T) * GS_U_VT);
+    if ((((size_t)src | (size_t)bytes) & 3) == 0)
+        for (int i = 4 * threadIdx.x; i < bytes; i += 4 * GS_USER_NT)
+            *(unsigned *)(buf + gs_u_at(i)) = *(const unsigned *)(src + i);
+    else
+        for (int i = threadIdx.x; i < bytes; i += GS_USER_NT)
+            buf[gs_u_at(i)] = src[i];
+}
+
+/* Write the first `bytes` of buf to the tile at dst: whole chunks when it is all there and dst
+ * is 16-byte aligned. */
+static __device__ __forceinline__ void gs_u_drain(char *dst, int bytes, const char *buf)
+{
+    if (bytes == GS_U_TILE && ((size_t)dst & 15) == 0) {
 #pragma unroll
-        for (int j = 0; j < GS_U_TW; ++j)
-            words[GS_U_PAD(threadIdx.x * GS_U_TW + j)] = w[j];
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < GS_U_TW; ++j)
-            dst[j * GS_USER_NT + threadIdx.x] = words[GS_U_PAD(j * GS_USER_NT + threadIdx.x)];
-        __syncthreads();
-        return;
+        for (int j = 0; j < (GS_U_TILE / 16 + GS_USER_NT - 1) / GS_USER_NT; ++j) {
+            const int c = j * GS_USER_NT + threadIdx.x;
+            if (GS_U_TILE % (16 * GS_USER_NT) == 0 || c < GS_U_TILE / 16)
+                __stcs((uint4 *)(dst + 16 * c), *(const uint4 *)(buf + gs_u_at(16 * c)));
+        }
+    } else if ((((size_t)dst | (size_t)bytes) & 3) == 0) {
+        for (int i = 4 * threadIdx.x; i < bytes; i += 4 * GS_USER_NT)
+            *(unsigned *)(dst + i) = *(const unsigned *)(buf + gs_u_at(i));
+    } else {
+        for (int i = threadIdx.x; i < bytes; i += GS_USER_NT)
+            dst[i] = buf[gs_u_at(i)];
     }
-    T *mine = (T *)base + (int64_t)threadIdx.x * GS_U_VT;
+}
+
+/* This thread's values from buf, or into it. */
+static __device__ __forceinline__ void gs_u_get(const char *buf, T *x)
+{
+    if (GS_U_SWZ) {
+        uint4 w[GS_U_TB / 16 > 0 ? GS_U_TB / 16 : 1];
 #pragma unroll
-    for (int i = 0; i < GS_U_VT; ++i)
-        if ((int64_t)threadIdx.x * GS_U_VT + i < valid)
-            mine[i] = y[i];
+        for (int q = 0; q < GS_U_TB / 16; ++q)
+            w[q] = *(const uint4 *)(buf + gs_u_at(threadIdx.x * GS_U_TB + 16 * q));
+        memcpy(x, w, GS_U_TB);
+    } else {
+        memcpy(x, buf + threadIdx.x * GS_U_TB, GS_U_TB);
+    }
+}
+
+static __device__ __forceinline__ void gs_u_put(char *buf, const T *y)
+{
+    if (GS_U_SWZ) {
+        uint4 w[GS_U_TB / 16 > 0 ? GS_U_TB / 16 : 1];
+        memcpy(w, y, GS_U_TB);
+#pragma unroll
+        for (int q = 0; q < GS_U_TB / 16; ++q)
+            *(uint4 *)(buf + gs_u_at(threadIdx.x * GS_U_TB + 16 * q)) = w[q];
+    } else {
+        memcpy(buf + threadIdx.x * GS_U_TB, y, GS_U_TB);
+    }
 }
 
 /* ---- the look-back ----------------------------------------------------------------------- */
 
-/* A T through L2 (another block's payload, published before its status). */
-static __device__ __forceinline__ T gs_u_read_l2(const T *p)
-{
-    gs_u_words u;
-    const unsigned *w = (const unsigned *)p;
-#pragma unroll
-    for (int i = 0; i < GS_U_WORDS; ++i)
-        u.w[i] = __ldcg(w + i);
-    return u.t;
-}
+/* A published T: its words, each in an 8-byte cell beside the status it was published with
+ * (the scan's tag, epoch << GS_USER_TAG_SHIFT, | GS_USER_AGG or GS_USER_PREFIX | GS_USER_HEAD),
+ * the cells written and read 16 bytes at a time through L2.  PTX makes an aligned 8-byte access
+ * single-copy atomic, and a slot is written once per scan: a reader that sees the same status in
+ * every cell of a slot has the whole T of that publication, with no fence on either side (as
+ * device/tile_state.cuh's descriptors).  A cell another scan left carries another tag. */
+#define GS_U_CELLS ((GS_U_WORDS + 1) & ~1) /* 8-byte cells of a slot: whole 16-byte pairs */
 
-static __device__ __forceinline__ void gs_u_publish(const gs_user_scan_params *p, int64_t tile,
-                                                    unsigned what, unsigned head, T v)
+static __device__ __forceinline__ void gs_u_publish(unsigned long long *slot, unsigned status, T v)
 {
-    T *slot = (T *)(what == GS_USER_PREFIX ? p->prefixes : p->aggregates) + tile;
     gs_u_words u;
     u.t = v;
+    const unsigned long long st = (unsigned long long)status << 32;
 #pragma unroll
-    for (int i = 0; i < GS_U_WORDS; ++i)
-        __stcg((unsigned *)slot + i, u.w[i]);
-    __threadfence();
-    atomicOr(p->status + tile, what | head);
+    for (int i = 0; i < GS_U_CELLS; i += 2)
+        asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
+                     :
+                     : "l"(slot + i), "l"(st | u.w[i]),
+                       "l"(st | (i + 1 < GS_U_WORDS ? u.w[i + 1] : 0u))
+                     : "memory");
+}
+
+/* Wait until the slot holds a T published with the tag and `bit`: its status, *v the T. */
+static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *slot, unsigned tag,
+                                                      unsigned bit, T *v)
+{
+    for (;;) {
+        gs_u_words u;
+        unsigned st = 0, same = 1;
+#pragma unroll
+        for (int i = 0; i < GS_U_CELLS; i += 2) {
+            unsigned long long a, b;
+            asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot + i) : "memory");
+            if (i == 0)
+                st = (unsigned)(a >> 32);
+            same &= (unsigned)(a >> 32) == st && (unsigned)(b >> 32) == st;
+            u.w[i] = (unsigned)a;
+            if (i + 1 < GS_U_WORDS)
+                u.w[i + 1] = (unsigned)b;
+        }
+        if (same && (st & ~((1u << GS_USER_TAG_SHIFT) - 1u)) == tag && (st & bit) != 0) {
+            *v = u.t;
+            return st;
+        }
+        __nanosleep(20);
+    }
 }
 
 /* The anchors: every GS_U_EVERY-th tile (but tile 0) publishes its exclusive prefix.  A tile
@@ -241,15 +385,17 @@ static __device__ __forceinline__ void gs_u_publish(const gs_user_scan_params *p
  * combined in a tree fixed by the distance alone.  So the prefix is a function of the
  * aggregates, with the same grouping on every run (deterministic for float operators too), and
  * the chain of anchors advances GS_U_LAG tiles a link, off the tiles' path. */
-#define GS_U_LAG 256
-#define GS_U_EVERY 128
+#define GS_U_LAG GS_USER_LAG((int)sizeof(T))
+#define GS_U_EVERY GS_USER_EVERY((int)sizeof(T))
 #define GS_U_PER ((GS_U_LAG + GS_U_EVERY - 1 + GS_USER_NT - 1) / GS_USER_NT)
 
 /* The exclusive prefix of `tile` (> 0), every thread of the block taking part and getting it.
  * Starts and ends with a barrier (sm is the block scan's). */
-static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p, int64_t tile,
-                                                   int seg, gs_u_block_smem *sm, T *anchor_s)
+static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p, int64_t ntiles,
+                                                   int64_t tile, int seg, gs_u_block_smem *sm,
+                                                   T *anchor_s)
 {
+    const unsigned tag = p->epoch << GS_USER_TAG_SHIFT;
     const int64_t a = tile < GS_U_LAG ? 0 : (tile - GS_U_LAG) / GS_U_EVERY * GS_U_EVERY;
     int f = 0, has = 0;
     T v;
@@ -259,11 +405,9 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
     for (int k = 0; k < GS_U_PER; ++k) {
         const int64_t t = a + (int64_t)threadIdx.x * GS_U_PER + k;
         if (t < tile) {
-            unsigned st;
-            while (((st = *(volatile unsigned *)(p->status + t)) & GS_USER_AGG) == 0)
-                __nanosleep(20);
-            __threadfence();
-            const T g = gs_u_read_l2((const T *)p->aggregates + t);
+            T g;
+            const unsigned st = gs_u_await((const unsigned long long *)p->aggregates + t * GS_U_CELLS,
+                                           tag, GS_USER_AGG, &g);
             if (seg && (st & GS_USER_HEAD)) {
                 v = g;
                 f = 1;
@@ -274,10 +418,10 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
         }
     }
     if (a > 0 && threadIdx.x == 0) {
-        while ((*(volatile unsigned *)(p->status + a) & GS_USER_PREFIX) == 0)
-            __nanosleep(20);
-        __threadfence();
-        *anchor_s = gs_u_read_l2((const T *)p->prefixes + a);
+        T g;
+        gs_u_await((const unsigned long long *)p->prefixes + a / GS_U_EVERY * GS_U_CELLS, tag,
+                   GS_USER_PREFIX, &g);
+        *anchor_s = g;
     }
     int ef, eh, tf, th;
     T ev, tv;
@@ -290,29 +434,25 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
 
 /* ---- the scan ---------------------------------------------------------------------------- */
 
-/* One tile per block, tiles taken in launch order: aggregate (load, fold each thread's values,
- * scan the threads across the block), look back (publish the aggregate, learn the prefix of the
- * tiles before, publish the inclusive prefix), emit (each value from its prefix, store).
- * `seg` is a compile-time constant: a plain scan computes no heads. */
-static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params *p, int seg)
-{
-    __shared__ gs_u_block_smem bs;
-    __shared__ unsigned tile_s;
-    __shared__ unsigned words[GS_U_STAGE ? GS_U_SMEM_WORDS : 1];
-    __shared__ T anchor_s;
-    const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
-    if (threadIdx.x == 0)
-        tile_s = atomicAdd(p->counter, 1u);
-    __syncthreads();
-    const int64_t tile = tile_s;
-    const int64_t start = tile * nv;
-    const int64_t valid = p->n - start < nv ? p->n - start : nv;
-    const int whole = valid == nv;
-    const int64_t first = start + (int64_t)threadIdx.x * GS_U_VT;
-    T x[GS_U_VT];
-    gs_u_load((const char *)p->in + start * (int64_t)sizeof(T), valid, x, words);
+/* What a thread keeps of a tile between its aggregate and emit phases: the heads among its
+ * values, and the scan of the threads before it in the tile (f: a head among them; has: any). */
+typedef struct gs_u_mine {
+    unsigned heads;
+    int ef, eh;
+    T ev;
+} gs_u_mine;
 
-    /* ---- Aggregate: the heads, each thread's fold, the block's scan of the folds. ---- */
+/* The aggregate phase of the tile at `start` (valid values of it) in buf: this thread's heads,
+ * its exclusive scan across the block (*m), the tile's total (*tf: a head in it, *tv). */
+static __device__ __forceinline__ void gs_u_aggregate(const gs_user_scan_params *p, int seg,
+                                                      int64_t start, int64_t valid,
+                                                      const char *buf, gs_u_mine *m, int *tf,
+                                                      T *tv, gs_u_block_smem *bs)
+{
+    const int64_t first = start + (int64_t)threadIdx.x * GS_U_VT;
+    const int whole = valid == (int64_t)GS_USER_NT * GS_U_VT;
+    T x[GS_U_VT];
+    gs_u_get(buf, x);
     unsigned heads = 0;
     if (seg && p->row_len > 0) {
         int64_t r = first % p->row_len;
@@ -344,26 +484,23 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
             has = 1;
         }
     }
-    int ef, eh, tf, th;
-    T ev, tv;
-    gs_u_block_scan(seg, f, has, acc, &ef, &eh, &ev, &tf, &th, &tv, &bs);
+    int th;
+    m->heads = heads;
+    gs_u_block_scan(seg, f, has, acc, &m->ef, &m->eh, &m->ev, tf, &th, tv, bs);
+}
 
-    /* ---- Look back: publish the aggregate, learn the exclusive prefix (tile 0 has none);
-     * an anchor publishes it. ---- */
-    if (threadIdx.x == 0)
-        gs_u_publish(p, tile, GS_USER_AGG, seg && tf ? GS_USER_HEAD : 0u, tv);
-    T excl = tv;
-    if (tile > 0) {
-        excl = gs_u_look_back(p, tile, seg, &bs, &anchor_s);
-        if (tile % GS_U_EVERY == 0 && threadIdx.x == 0)
-            gs_u_publish(p, tile, GS_USER_PREFIX, 0u, excl);
-    }
-
-    /* ---- Emit: each value from this thread's prefix, then the store. ---- */
-    int hp = eh;
-    T run = ev;
-    if (tile > 0 && !(seg && ef)) {
-        run = eh ? gs_user_combine(excl, ev) : excl;
+/* The emit phase: each value of this thread from its prefix (excl: the tiles' before, when
+ * tile > 0), back into buf. */
+static __device__ __forceinline__ void gs_u_emit(const gs_user_scan_params *p, int seg,
+                                                 int64_t tile, T excl, const gs_u_mine *m,
+                                                 char *buf)
+{
+    T x[GS_U_VT];
+    gs_u_get(buf, x);
+    int hp = m->eh;
+    T run = m->ev;
+    if (tile > 0 && !(seg && m->ef)) {
+        run = m->eh ? gs_user_combine(excl, m->ev) : excl;
         hp = 1;
     }
     T id;
@@ -371,7 +508,7 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
 #pragma unroll
     for (int i = 0; i < GS_U_VT; ++i) {
         const T xi = x[i];
-        if (seg && ((heads >> i) & 1u))
+        if (seg && ((m->heads >> i) & 1u))
             hp = 0;
         if (p->exclusive)
             x[i] = hp ? run : id;
@@ -380,7 +517,132 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
         if (!p->exclusive)
             x[i] = run;
     }
-    gs_u_store((char *)p->out + start * (int64_t)sizeof(T), valid, x, words);
+    gs_u_put(buf, x);
+}
+
+/* The look-back and emit phases of `tile` (its values in buf, *m this thread's part of its
+ * aggregate phase): its exclusive prefix (an anchor publishes it), its values from there,
+ * written out. */
+static __device__ __forceinline__ void gs_u_finish(const gs_user_scan_params *p, int64_t ntiles,
+                                                   int seg, int64_t tile, const gs_u_mine *m,
+                                                   char *buf, gs_u_block_smem *bs, T *anchor_s)
+{
+    const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
+    const int64_t valid = p->n - tile * nv < nv ? p->n - tile * nv : nv;
+    T excl;
+    memset(&excl, 0, sizeof(T));
+    if (tile > 0) {
+        excl = gs_u_look_back(p, ntiles, tile, seg, bs, anchor_s);
+        if (tile % GS_U_EVERY == 0 && threadIdx.x == 0)
+            gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
+                         (p->epoch << GS_USER_TAG_SHIFT) | GS_USER_PREFIX, excl);
+    }
+    gs_u_emit(p, seg, tile, excl, m, buf);
+    __syncthreads(); /* the block's values are in the buffer */
+    gs_u_drain((char *)p->out + tile * GS_U_TILE, (int)(valid * (int64_t)sizeof(T)), buf);
+}
+
+/* A tile index from the counter: a launch takes exactly `takes` of them, and the block that
+ * takes the last one puts the counter back to zero for the next scan. */
+static __device__ __forceinline__ unsigned gs_u_take(unsigned *counter, unsigned takes)
+{
+    const unsigned t = atomicAdd(counter, 1u);
+    if (t == takes - 1u)
+        atomicExch(counter, 0u);
+    return t;
+}
+
+/* The scan: a persistent grid whose blocks hold three tiles, in three shared buffers (the
+ * dynamic shared memory): they publish the aggregate of their current tile before the look-back
+ * of their previous one, while the next streams in (cp.async).  Tiles are taken in launch order
+ * (previous < current < next): the earliest tile still waiting is some block's previous tile,
+ * whose predecessors have all published their aggregates, and the anchors before it their
+ * prefixes.  `seg` is a compile-time constant: a plain scan computes no heads. */
+static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params *p, int seg)
+{
+    extern __shared__ uint4 gs_u_dyn[];
+    __shared__ gs_u_block_smem bs;
+    __shared__ unsigned taken[3];
+    __shared__ T anchor_s;
+    const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
+    const int64_t ntiles = (p->n + nv - 1) / nv;
+    const unsigned takes = (unsigned)ntiles + gridDim.x;
+    const unsigned tag = p->epoch << GS_USER_TAG_SHIFT;
+    const int vec_in = ((size_t)p->in & 15) == 0;
+    char *const bufs = (char *)gs_u_dyn;
+#define GS_U_BUF(i) (bufs + (i) * GS_U_TILE)
+#define GS_U_VALID(t) (p->n - (t) * nv < nv ? p->n - (t) * nv : nv)
+
+    if (threadIdx.x == 0) {
+        taken[0] = gs_u_take(p->counter, takes);
+        taken[1] = taken[0] < ntiles ? gs_u_take(p->counter, takes) : 0xffffffffu;
+    }
+    __syncthreads();
+    int64_t prev = -1, cur = taken[0], next = taken[1];
+    if (cur >= ntiles)
+        return;
+    /* Buffer slots: prev's, cur's, next's (with two buffers next is not prefetched: it goes where
+     * prev was, once prev is written out). */
+    int bp = p->nbuf - 1, bc = 0, bn = 1;
+    int pre_c = vec_in && GS_U_VALID(cur) == nv;
+    if (pre_c)
+        gs_u_prefetch((const char *)p->in + cur * GS_U_TILE, GS_U_BUF(bc));
+    gs_u_mine mine_p;
+    memset(&mine_p, 0, sizeof(mine_p));
+
+    for (;;) {
+        /* ---- The next tile streams in while this iteration works. ---- */
+        unsigned after = 0xffffffffu;
+        if (threadIdx.x == 0 && next < ntiles)
+            after = gs_u_take(p->counter, takes);
+        if (!pre_c && vec_in && GS_U_VALID(cur) == nv)
+            gs_u_prefetch((const char *)p->in + cur * GS_U_TILE, GS_U_BUF(bc));
+        else if (!pre_c)
+            gs_u_fill((const char *)p->in + cur * GS_U_TILE, (int)(GS_U_VALID(cur) * sizeof(T)),
+                      GS_U_BUF(bc));
+        asm volatile("cp.async.wait_all;" : : : "memory");
+        __syncthreads(); /* cur's copies, done by every thread, seen by all */
+        const int pre_n = p->nbuf > 2 && vec_in && next < ntiles && GS_U_VALID(next) == nv;
+        if (pre_n)
+            gs_u_prefetch((const char *)p->in + next * GS_U_TILE, GS_U_BUF(bn));
+
+        /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
+        gs_u_mine mine_c;
+        {
+            int tf;
+            T tv;
+            gs_u_aggregate(p, seg, cur * nv, GS_U_VALID(cur), GS_U_BUF(bc), &mine_c, &tf, &tv,
+                           &bs);
+            if (threadIdx.x == 0) {
+                gs_u_publish((unsigned long long *)p->aggregates + cur * GS_U_CELLS,
+                             tag | GS_USER_AGG | (seg && tf ? GS_USER_HEAD : 0u), tv);
+                taken[2] = after;
+            }
+        }
+
+        /* ---- Look-back and emit phases of prev. ---- */
+        if (prev >= 0)
+            gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s);
+        __syncthreads(); /* taken[2]; prev's buffer drained before it takes the next tile */
+
+        /* ---- Rotate: cur becomes prev, next becomes cur, the tile taken becomes next. ---- */
+        const int b = bp;
+        mine_p = mine_c;
+        prev = cur;
+        cur = next;
+        next = taken[2];
+        pre_c = pre_n;
+        bp = bc;
+        bc = p->nbuf > 2 ? bn : b;
+        bn = b;
+        if (cur >= ntiles)
+            break;
+    }
+
+    /* ---- The last tile's look-back and emit. ---- */
+    gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s);
+#undef GS_U_BUF
+#undef GS_U_VALID
 }
 
 #if GS_USER_FAMILY == GS_USER_SCAN
@@ -405,7 +667,8 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
     gs_user_fold(gs_user_fold_params p)
 {
-    __shared__ unsigned words[GS_U_STAGE ? GS_U_SMEM_WORDS : 1];
+    extern __shared__ uint4 gs_u_dyn[];
+    char *const buf = (char *)gs_u_dyn;
     __shared__ gs_u_block_smem bs;
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
     for (int64_t i = blockIdx.x; i < p.rows * p.nseg; i += gridDim.x) {
@@ -425,7 +688,15 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
         for (int64_t off = 0; off < e - b; off += nv) {
             const int64_t valid = e - b - off < nv ? e - b - off : nv;
             T x[GS_U_VT];
-            gs_u_load(base + off * (int64_t)sizeof(T), valid, x, words);
+            const char *src = base + off * (int64_t)sizeof(T);
+            if (valid == nv && ((size_t)src & 15) == 0) {
+                gs_u_prefetch(src, buf);
+                asm volatile("cp.async.wait_all;" : : : "memory");
+            } else {
+                gs_u_fill(src, (int)(valid * (int64_t)sizeof(T)), buf);
+            }
+            __syncthreads();
+            gs_u_get(buf, x);
             int has = 0;
             T v = x[0];
 #pragma unroll
