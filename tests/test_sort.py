@@ -229,6 +229,46 @@ def test_quicksort_floats(dtype, zeros, nans, rng):
     check(a, descending=True)
 
 
+@pytest.mark.skipif(gpuscan.backend() != "cpu", reason="the CPU backend's threads")
+def test_quicksort_split_over_threads():
+    # A long row of a sort alone is split into a bucket a thread by sampled splitters, each
+    # bucket then quicksorted (cpu/sort_qs.h's sort_par): two buckets by compressed stores, more
+    # by a bucket index a lane; keys equal to a splitter, buckets left empty or holding every
+    # key, and floats it declines (both zeros, two NaN patterns: the radix sort then) all give
+    # NumPy's stable order, in both directions and on every thread count.
+    code = """
+import hashlib, numpy as np, gpuscan
+rng = np.random.default_rng(46)
+n = 2**18 + 37
+bad, h = 0, hashlib.sha256()
+for dt in ("int32", "uint32", "float32", "int64", "uint64", "float64"):
+    if dt.startswith("float"):
+        full = (rng.standard_normal(n) * 1e3).astype(dt)
+    else:
+        full = rng.integers(0, 2**63, n, dtype=np.uint64).astype(dt)
+    cases = [full, full[::-1].copy(), np.sort(full), rng.integers(-3, 4, n).astype(dt),
+             np.full(n, 5, dt), np.where(np.arange(n) < n - 40, 1, 0).astype(dt),
+             np.stack([full, full[::-1]])]
+    if dt.startswith("float"):
+        one = full.copy()
+        one[::97] = np.nan
+        one[5::89] = -0.0
+        both = one.copy()
+        both[7::101] = 0.0
+        two = one.copy()
+        two[3::103] = -np.nan
+        cases += [one, both, two]
+    for a in cases:
+        want = np.sort(a, kind="stable").view(f"u{a.itemsize}")
+        bad += not np.array_equal(gpuscan.sort(a).view(f"u{a.itemsize}"), want)
+        h.update(gpuscan.sort(a, descending=True).tobytes())
+print(bad, h.hexdigest())
+"""
+    # one thread: the quicksort (or the radix sort) of the whole row, the descending oracle
+    outs = outputs_on_thread_counts(code, counts=("1", "2", "3", "5"))
+    assert outs[0].split()[0] == "0" and outs == [outs[0]] * 4
+
+
 @pytest.mark.skipif(gpuscan.backend() != "cpu", reason="the CPU backend's instruction sets")
 def test_same_bits_on_every_instruction_set():
     # The quicksort (AVX-512) and the radix sort (every set) give the same bytes: NumPy's

@@ -23,14 +23,15 @@
  *               the last into the output;
  *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
  *               by insertion, then merges): 256 counters per digit cost more than that;
- *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: any range
- *               on one thread by cpu/sort_qs.h, whose unstable order is the stable one there
- *               (equal keys are the same bits; floats with -0.0 and +0.0 both, or NaNs of
- *               several patterns, stay with the radix sort), a long row too: on a 2-core
- *               host under load an MSD split shared by the threads, then its buckets
- *               quicksorted, took 1.2x the CPU time and up to 2x the wall time of one thread.
- *               An argsort alone of 32-bit keys: a row on one thread sorts its radix keys each
- *               above its position as 64-bit words by the same quicksort.
+ *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: a range by
+ *               cpu/sort_qs.h, whose unstable order is the stable one there (equal keys are
+ *               the same bits; floats with -0.0 and +0.0 both, or NaNs of several patterns,
+ *               stay with the radix sort).  A row on one thread is quicksorted whole; a few
+ *               long rows (GS_SORT_QS_PAR_MIN keys) are each split over the threads first, by
+ *               splitters sampled from the keys, a bucket a thread, each bucket then quicksorted
+ *               (1.2-1.6x NumPy's quicksort at 10^6-10^7 keys on two cores, where one thread's
+ *               is 0.8-0.9x).  An argsort alone of 32-bit keys: a row on one thread sorts its
+ *               radix keys each above its position as 64-bit words by the same quicksort.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
@@ -97,6 +98,9 @@
 /* Rows are handed out in tasks of at least this many keys: a task of short rows is then tens
  * of microseconds of work, far above what taking one costs. */
 #define GS_SORT_ROW_TASK ((int64_t)1 << 14)
+/* A row of at least this many keys is quicksorted by every thread (cpu/sort_qs.h's sort_par):
+ * below it one thread's quicksort takes about as long as the split (a tenth of a millisecond). */
+#define GS_SORT_QS_PAR_MIN ((int64_t)1 << 18)
 /* The temporaries of a call of at most this many bytes are kept for the next call
  * (block_give): 2^27, enough for a sort of 10^7 int64 keys or an argsort of 10^6 of any. */
 #define GS_SORT_KEEP_BYTES ((size_t)1 << 27)
@@ -784,6 +788,26 @@ static int long_rows(sort_job *job)
     return rc;
 }
 
+/* A few long rows, each by cpu/sort_qs.h's quicksort split over the threads: 1, or 0 when
+ * the quicksort declined a row (the rows then mean nothing). */
+static int qs_rows(sort_job *job, int threads)
+{
+#if GS_CPU_X86
+    const size_t bytes = (size_t)job->row_len * job->w;
+    for (int64_t r = 0; r < job->rows && !gs_cpu_stopping(); r++) {
+        const char *src = job->in + r * bytes;
+        char *dst = job->keys[job->out] + r * bytes, *tmp = job->keys[AT_A] + r * bytes;
+        if (!(job->w == 4 ? gs_qs_sort_par_u32 : gs_qs_sort_par_u64)(
+                src, dst, tmp, job->row_len, job->mask, job->qs_float, threads))
+            return 0;
+    }
+    return 1;
+#else
+    (void)job, (void)threads;
+    return 0;
+#endif
+}
+
 int gs_cpu_sort(const gs_sort_desc *d)
 {
     const int64_t n = d->rows * d->row_len;
@@ -804,8 +828,13 @@ int gs_cpu_sort(const gs_sort_desc *d)
     }
 
     /* ---- a few long rows: each on every thread; else the rows in parallel ---- */
-    if (threads > 1 && d->row_len >= GS_SORT_LONG_MIN && d->rows < 2 * (int64_t)threads &&
-        job.qs == NULL) {
+    const int few_long = threads > 1 && d->rows < 2 * (int64_t)threads;
+    if (few_long && d->row_len >= GS_SORT_QS_PAR_MIN && job.qs != NULL) {
+        if (!qs_rows(&job, threads)) {
+            job.qs = NULL; /* a row the quicksort declined: every row by the radix sort */
+            rc = long_rows(&job);
+        }
+    } else if (few_long && d->row_len >= GS_SORT_LONG_MIN && job.qs == NULL) {
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;

@@ -32,6 +32,8 @@
 #define GS_QS_STOREM _mm512_mask_storeu_epi32
 #define GS_QS_SET1(x) _mm512_set1_epi32((int)(x))
 #define GS_QS_IOTA _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_SRAI _mm512_srai_epi32
+#define GS_QS_MADD _mm512_mask_add_epi32
 #define GS_QS_NET_REGS 16 /* 256 keys */
 #else
 #define GS_QS_T uint64_t
@@ -48,6 +50,8 @@
 #define GS_QS_STOREM _mm512_mask_storeu_epi64
 #define GS_QS_SET1(x) _mm512_set1_epi64((long long)(x))
 #define GS_QS_IOTA _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)
+#define GS_QS_SRAI _mm512_srai_epi64
+#define GS_QS_MADD _mm512_mask_add_epi64
 #define GS_QS_NET_REGS 16 /* 128 keys */
 #endif
 #define GS_QS_N(name) GS_QS_PASTE(name, GS_QS_SFX)
@@ -339,6 +343,21 @@ GS_QS_INLINE GS_QS_T GS_QS_N(fkey)(GS_QS_T x, GS_QS_T m)
     return (y & ~sign) > inf ? ~(GS_QS_T)0 : t;
 }
 
+/* The n radix keys of floats at t back into their words at d (t itself, or not overlapping it),
+ * the NaNs' and the zeros' bits as they were (zero_or, nan_or: one pattern each): by masks,
+ * GCC vectorises no nested selects. */
+GS_QS_FN void GS_QS_N(unkey)(const GS_QS_T *t, GS_QS_T *d, int64_t n, GS_QS_T m, GS_QS_T zero_or,
+                            GS_QS_T nan_or)
+{
+    const GS_QS_T sign = (GS_QS_T)1 << (GS_QS_W - 1), ones = ~(GS_QS_T)0;
+    for (int64_t i = 0; i < n; i++) {
+        const GS_QS_T k = t[i], u = k ^ m;
+        const GS_QS_T x = u ^ (sign | (GS_QS_T)((u >> (GS_QS_W - 1)) - 1));
+        const GS_QS_T nan = (GS_QS_T)0 - (GS_QS_T)(k == ones);
+        d[i] = ((x | (zero_or & ((GS_QS_T)0 - (GS_QS_T)(x == 0)))) & ~nan) | (nan_or & nan);
+    }
+}
+
 /* 2 log2(n): the partitions' depth past which a range is heap-sorted. */
 static int GS_QS_N(depth)(int64_t n)
 {
@@ -389,12 +408,239 @@ GS_QS_FN int GS_QS_N(sort)(const void *src, void *dst, int64_t n, uint64_t mask,
     GS_QS_N(qsort)(d, n, depth);
     if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
         return 1;
-    for (int64_t i = 0; i < n; i++) { /* back, the NaNs' and the zeros' bits as they were, */
-        const GS_QS_T t = d[i], u = t ^ m; /* by masks: GCC vectorises no nested selects */
-        const GS_QS_T x = u ^ (sign | (GS_QS_T)((u >> (GS_QS_W - 1)) - 1));
-        const GS_QS_T nan = (GS_QS_T)0 - (GS_QS_T)(t == ones);
-        d[i] = ((x | (zero_or & ((GS_QS_T)0 - (GS_QS_T)(x == 0)))) & ~nan) | (nan_or & nan);
+    GS_QS_N(unkey)(d, d, n, m, zero_or, nan_or);
+    return 1;
+}
+
+/* ---- a long range on several threads ----------------------------------------------------------
+ * Split by the threads first: splitters from a sample of the keys, each thread counting then
+ * moving a chunk of the keys into the buckets they make (in a temporary), and each bucket then
+ * quicksorted on its own thread: the sorted buckets in order are the sorted range.  The order
+ * among equal keys is no matter (equal words are the same bits, as above), so any split gives
+ * the result the stable sort gives. */
+#define GS_QS_PAR_MAX 16     /* buckets at most: one a thread */
+#define GS_QS_PAR_SAMPLE 256 /* sample keys a bucket */
+
+typedef struct GS_QS_N(par) {
+    const GS_QS_T *s;
+    GS_QS_T *d, *tmp, m;
+    int64_t n, chunk;
+    int nb, is_float;
+    GS_QS_T split[GS_QS_PAR_MAX]; /* bucket b: split[b - 1] <= key < split[b] */
+    int64_t at[GS_QS_PAR_MAX][GS_QS_PAR_MAX]; /* [chunk][bucket]: its count, then its place */
+    int64_t start[GS_QS_PAR_MAX + 1];         /* each bucket's first key, then n */
+    GS_QS_T zor[GS_QS_PAR_MAX], zand[GS_QS_PAR_MAX], nor[GS_QS_PAR_MAX], nand[GS_QS_PAR_MAX];
+    GS_QS_T zero_or, nan_or;
+} GS_QS_N(par);
+
+GS_QS_INLINE GS_QS_T GS_QS_N(key)(const GS_QS_N(par) * p, GS_QS_T x)
+{
+    return p->is_float ? GS_QS_N(fkey)(x, p->m) : x ^ p->m;
+}
+
+GS_QS_INLINE int GS_QS_N(bucket)(const GS_QS_N(par) * p, GS_QS_T k)
+{
+    int b = 0;
+    for (int j = 0; j < p->nb - 1; j++)
+        b += k >= p->split[j];
+    return b;
+}
+
+/* GS_QS_N(key) of a vector (fkey's steps, lane by lane). */
+GS_QS_INLINE __m512i GS_QS_N(vkey)(const GS_QS_N(par) * p, __m512i x)
+{
+    const __m512i m = GS_QS_SET1(p->m), sign = GS_QS_SET1((GS_QS_T)1 << (GS_QS_W - 1));
+    if (!p->is_float)
+        return _mm512_xor_si512(x, m);
+    const __m512i inf = GS_QS_SET1(GS_QS_W == 32 ? (GS_QS_T)0x7F800000u
+                                                 : (GS_QS_T)0x7FF0000000000000ull);
+    const __m512i y = GS_QS_BLEND(GS_QS_CMP(x, sign, _MM_CMPINT_EQ), x, _mm512_setzero_si512());
+    const __m512i t =
+        _mm512_xor_si512(_mm512_xor_si512(y, _mm512_or_si512(GS_QS_SRAI(y, GS_QS_W - 1), sign)), m);
+    return GS_QS_BLEND(GS_QS_CMP(_mm512_andnot_si512(sign, y), inf, _MM_CMPINT_NLE), t,
+                       GS_QS_SET1(~(GS_QS_T)0));
+}
+
+/* Chunk c's keys [*lo, *hi), and the splitters as vectors. */
+GS_QS_INLINE void GS_QS_N(chunk)(const GS_QS_N(par) * p, int64_t c, int64_t *lo, int64_t *hi,
+                                 __m512i *split)
+{
+    *lo = c * p->chunk;
+    *hi = *lo + p->chunk < p->n ? *lo + p->chunk : p->n;
+    for (int j = 0; j < p->nb - 1; j++)
+        split[j] = GS_QS_SET1(p->split[j]);
+}
+
+/* Chunk c's keys counted by bucket (and, of floats, its zeros' and NaNs' bits): how many are
+ * at least each splitter, a vector at a time. */
+GS_QS_FN void GS_QS_N(par_count)(void *ctx, int64_t c)
+{
+    GS_QS_N(par) *p = ctx;
+    const GS_QS_T sign = (GS_QS_T)1 << (GS_QS_W - 1), ones = ~(GS_QS_T)0;
+    const GS_QS_T inf = GS_QS_W == 32 ? (GS_QS_T)0x7F800000u : (GS_QS_T)0x7FF0000000000000ull;
+    const __m512i vsign = GS_QS_SET1(sign), vinf = GS_QS_SET1(inf);
+    __m512i split[GS_QS_PAR_MAX], zor = _mm512_setzero_si512(), zand = GS_QS_SET1(ones),
+                                  nor = zor, nand = zand;
+    int64_t lo, hi, ge[GS_QS_PAR_MAX] = { 0 }, i;
+    GS_QS_N(chunk)(p, c, &lo, &hi, split);
+    i = lo;
+    for (int64_t b = lo; b < hi; b += GS_QS_STOP_MIN) {
+        const int64_t e = hi - b < GS_QS_STOP_MIN ? hi : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (i = b; i + GS_QS_L <= e; i += GS_QS_L) {
+            const __m512i x = _mm512_loadu_si512(p->s + i), k = GS_QS_N(vkey)(p, x);
+            for (int j = 0; j < p->nb - 1; j++)
+                ge[j] += __builtin_popcount((unsigned)GS_QS_CMP(k, split[j], _MM_CMPINT_NLT));
+            if (p->is_float) {
+                const __m512i a = _mm512_andnot_si512(vsign, x);
+                const GS_QS_MASK z = GS_QS_CMP(a, _mm512_setzero_si512(), _MM_CMPINT_EQ);
+                const GS_QS_MASK nn = GS_QS_CMP(a, vinf, _MM_CMPINT_NLE);
+                zor = GS_QS_BLEND(z, zor, _mm512_or_si512(zor, x));
+                zand = GS_QS_BLEND(z, zand, _mm512_and_si512(zand, x));
+                nor = GS_QS_BLEND(nn, nor, _mm512_or_si512(nor, x));
+                nand = GS_QS_BLEND(nn, nand, _mm512_and_si512(nand, x));
+            }
+        }
     }
+    GS_QS_T lz[GS_QS_L], la[GS_QS_L], ln[GS_QS_L], lm[GS_QS_L], szor = 0, szand = ones,
+                                                               snor = 0, snand = ones;
+    _mm512_storeu_si512(lz, zor);
+    _mm512_storeu_si512(la, zand);
+    _mm512_storeu_si512(ln, nor);
+    _mm512_storeu_si512(lm, nand);
+    for (int l = 0; l < GS_QS_L; l++) {
+        szor |= lz[l];
+        szand &= la[l];
+        snor |= ln[l];
+        snand &= lm[l];
+    }
+    for (; i < hi; i++) { /* the tail, one at a time */
+        const GS_QS_T x = p->s[i], a = x & ~sign, k = GS_QS_N(key)(p, x);
+        for (int j = 0; j < p->nb - 1; j++)
+            ge[j] += k >= p->split[j];
+        szor |= a == 0 ? x : 0;
+        szand &= a == 0 ? x : ones;
+        snor |= a > inf ? x : 0;
+        snand &= a > inf ? x : ones;
+    }
+    for (int b = 0; b < p->nb; b++) /* bucket b: at least split[b - 1], below split[b] */
+        p->at[c][b] = (b == 0 ? hi - lo : ge[b - 1]) - (b == p->nb - 1 ? 0 : ge[b]);
+    p->zor[c] = szor;
+    p->zand[c] = szand;
+    p->nor[c] = snor;
+    p->nand[c] = snand;
+}
+
+/* Chunk c's keys, as radix keys, into their buckets' places in tmp: a vector's keys of each
+ * bucket compressed and stored by a masked store (no store past the bucket's chunk). */
+GS_QS_FN void GS_QS_N(par_move)(void *ctx, int64_t c)
+{
+    GS_QS_N(par) *p = ctx;
+    const __m512i one = GS_QS_SET1(1);
+    __m512i split[GS_QS_PAR_MAX];
+    int64_t lo, hi, at[GS_QS_PAR_MAX], i;
+    GS_QS_N(chunk)(p, c, &lo, &hi, split);
+    i = lo;
+    for (int b = 0; b < p->nb; b++)
+        at[b] = p->at[c][b];
+    for (int64_t b = lo; b < hi; b += GS_QS_STOP_MIN) {
+        const int64_t e = hi - b < GS_QS_STOP_MIN ? hi : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (i = b; i + GS_QS_L <= e; i += GS_QS_L) {
+            const __m512i k = GS_QS_N(vkey)(p, _mm512_loadu_si512(p->s + i));
+            if (p->nb == 2) {
+                const GS_QS_MASK r = GS_QS_CMP(k, split[0], _MM_CMPINT_NLT);
+                const int nr = __builtin_popcount((unsigned)r);
+                GS_QS_STOREM(p->tmp + at[0], (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)(GS_QS_L - nr)),
+                             GS_QS_COMPRESS((GS_QS_MASK)~r, k));
+                GS_QS_STOREM(p->tmp + at[1], (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)nr),
+                             GS_QS_COMPRESS(r, k));
+                at[0] += GS_QS_L - nr;
+                at[1] += nr;
+                continue;
+            }
+            __m512i idx = _mm512_setzero_si512();
+            for (int j = 0; j < p->nb - 1; j++)
+                idx = GS_QS_MADD(idx, GS_QS_CMP(k, split[j], _MM_CMPINT_NLT), idx, one);
+            for (int q = 0; q < p->nb; q++) {
+                const GS_QS_MASK mq = GS_QS_CMP(idx, GS_QS_SET1(q), _MM_CMPINT_EQ);
+                const int nq = __builtin_popcount((unsigned)mq);
+                GS_QS_STOREM(p->tmp + at[q], (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)nq),
+                             GS_QS_COMPRESS(mq, k));
+                at[q] += nq;
+            }
+        }
+    }
+    for (; i < hi; i++) { /* the tail, one at a time */
+        const GS_QS_T k = GS_QS_N(key)(p, p->s[i]);
+        p->tmp[at[GS_QS_N(bucket)(p, k)]++] = k;
+    }
+}
+
+/* Bucket b quicksorted in tmp, then its words back into d. */
+GS_QS_FN void GS_QS_N(par_sort)(void *ctx, int64_t b)
+{
+    GS_QS_N(par) *p = ctx;
+    const int64_t lo = p->start[b], n = p->start[b + 1] - lo;
+    GS_QS_N(qsort)(p->tmp + lo, n, GS_QS_N(depth)(n));
+    if (n >= GS_QS_STOP_MIN && gs_cpu_stopping())
+        return;
+    if (p->is_float)
+        GS_QS_N(unkey)(p->tmp + lo, p->d + lo, n, p->m, p->zero_or, p->nan_or);
+    else
+        for (int64_t i = 0; i < n; i++)
+            p->d[lo + i] = p->tmp[lo + i] ^ p->m;
+}
+
+/* GS_QS_N(sort) of n words on `threads` threads (2 or more), tmp holding n words: returns 1,
+ * or 0 (dst and tmp overwritten, src as it was) where the sort alone declines. */
+GS_QS_FN int GS_QS_N(sort_par)(const void *src, void *dst, void *tmp, int64_t n, uint64_t mask,
+                               int is_float, int threads)
+{
+    const GS_QS_T ones = ~(GS_QS_T)0;
+    GS_QS_T smp[GS_QS_PAR_SAMPLE * GS_QS_PAR_MAX], zand = ones, nand = ones;
+    GS_QS_N(par) p;
+    int64_t ns;
+
+    memset(&p, 0, sizeof(p));
+    p.s = src;
+    p.d = dst;
+    p.tmp = tmp;
+    p.m = (GS_QS_T)mask;
+    p.n = n;
+    p.is_float = is_float;
+    p.nb = threads < GS_QS_PAR_MAX ? threads : GS_QS_PAR_MAX;
+    p.chunk = (n + p.nb - 1) / p.nb;
+    ns = (int64_t)GS_QS_PAR_SAMPLE * p.nb; /* evenly spaced keys: the splitters their quantiles */
+    for (int64_t i = 0; i < ns; i++)
+        smp[i] = GS_QS_N(key)(&p, p.s[i * (n / ns)]);
+    GS_QS_N(qsort)(smp, ns, GS_QS_N(depth)(ns));
+    for (int b = 0; b < p.nb - 1; b++)
+        p.split[b] = smp[(b + 1) * GS_QS_PAR_SAMPLE];
+    if (gs_cpu_parallel_for(p.nb, GS_QS_N(par_count), &p) < 0 || gs_cpu_stopping())
+        return 1; /* Ctrl-C: the keys mean nothing */
+    for (int c = 0; c < p.nb; c++) {
+        p.zero_or |= p.zor[c];
+        zand &= p.zand[c];
+        p.nan_or |= p.nor[c];
+        nand &= p.nand[c];
+    }
+    if (is_float && ((zand != ones && p.zero_or != zand) || (nand != ones && p.nan_or != nand)))
+        return 0;
+    for (int b = 0; b < p.nb; b++) { /* the places: bucket by bucket, chunk by chunk */
+        int64_t at = p.start[b];
+        for (int c = 0; c < p.nb; c++) {
+            const int64_t k = p.at[c][b];
+            p.at[c][b] = at;
+            at += k;
+        }
+        p.start[b + 1] = at;
+    }
+    if (gs_cpu_parallel_for(p.nb, GS_QS_N(par_move), &p) < 0 || gs_cpu_stopping())
+        return 1;
+    (void)gs_cpu_parallel_for(p.nb, GS_QS_N(par_sort), &p);
     return 1;
 }
 
@@ -444,6 +690,8 @@ GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int i
 #undef GS_QS_STOREM
 #undef GS_QS_SET1
 #undef GS_QS_IOTA
+#undef GS_QS_SRAI
+#undef GS_QS_MADD
 #undef GS_QS_NET_REGS
 #undef GS_QS_N
 #undef GS_QS_PASTE
@@ -455,4 +703,6 @@ GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int i
 #undef GS_QS_STOP_MIN
 #undef GS_QS_LANES
 #undef GS_QS_INLINE
+#undef GS_QS_PAR_MAX
+#undef GS_QS_PAR_SAMPLE
 #undef GS_QS_W
