@@ -31,6 +31,8 @@ SIZES = [
     pytest.param(2, id="two"),
     pytest.param(64, id="small_sort_64"),
     pytest.param(65, id="radix_65"),
+    pytest.param(1024, id="small_sort_8_byte_keys_1024"),
+    pytest.param(1025, id="radix_8_byte_keys_1025"),
     pytest.param(4097, id="wide_histogram_4097"),
     pytest.param(2**16 + 3, id="one_task_2^16+3"),
 ]

@@ -21,8 +21,9 @@
  *               split again), so that the passes over each run in the cache;
  *   LSD passes  otherwise one stable scatter per remaining digit, least significant first,
  *               the last into the output;
- *   small       a range of at most GS_SORT_SMALL keys is sorted by comparisons instead (runs
- *               by insertion, then merges): 256 counters per digit cost more than that;
+ *   small       a range of at most GS_SORT_SMALL keys (GS_SORT_SMALL_WIDE of 8 bytes) is sorted
+ *               by comparisons instead (runs by insertion, then merges): 256 counters per digit
+ *               cost more than that;
  *   quicksort   where cpu/isa.c chose AVX-512, a sort alone of 32- or 64-bit keys: a range by
  *               cpu/sort_qs.h, whose unstable order is the stable one there (equal keys are
  *               the same bits; floats with -0.0 and +0.0 both, or NaNs of several patterns,
@@ -62,6 +63,11 @@
 /* Keys sorted by comparisons instead of digits: 256 counters per digit cost about as much to
  * clear, add up and scan as comparing a few dozen keys. */
 #define GS_SORT_SMALL 64
+/* ... and for 8-byte keys, whose radix sort takes up to eight passes: a comparison sort of 1000
+ * int64 keys with their indices takes half the time of their radix sort. */
+#define GS_SORT_SMALL_WIDE 1024
+/* The comparison sort's room (cpu/sort_body.h). */
+#define GS_SORT_SMALL_MAX GS_SORT_SMALL_WIDE
 /* Keys sorted by insertion before the small sort merges them. */
 #define GS_SORT_RUN 16
 /* A range shorter than this counts its digits into one table (cpu/sort_body.h): the four
@@ -111,9 +117,11 @@
 #define GS_SORT_RADIX 256
 #define GS_SORT_MAX_DIGITS 8
 
-_Static_assert(GS_SORT_SMALL <= INT32_MAX, "cpu/sort.c: positions of the small sort are int32");
+_Static_assert(GS_SORT_SMALL_MAX <= INT32_MAX, "cpu/sort.c: positions of the small sort are int32");
 _Static_assert(GS_SORT_RUN >= 1 && GS_SORT_RUN <= GS_SORT_SMALL, "cpu/sort.c: GS_SORT_RUN");
-_Static_assert(GS_SORT_SMALL < GS_SORT_HIST_WIDE, "cpu/sort.c: GS_SORT_HIST_WIDE");
+_Static_assert(GS_SORT_SMALL <= GS_SORT_SMALL_WIDE && GS_SORT_SMALL_WIDE <= GS_SORT_SMALL_MAX,
+               "cpu/sort.c: GS_SORT_SMALL_MAX");
+_Static_assert(GS_SORT_SMALL_MAX < GS_SORT_HIST_WIDE, "cpu/sort.c: GS_SORT_HIST_WIDE");
 
 /* ---- the key shapes, each with uint32 and int64 indices (cpu/sort_stamp.h) ----------- */
 
@@ -383,6 +391,12 @@ static int next_place(const sort_job *job, int at, int left)
     return at == AT_IN ? (left % 2 ? AT_B : AT_A) : other(at);
 }
 
+/* The longest range sorted by comparisons (cpu/sort_body.h's small). */
+static int64_t small_max(const sort_job *job)
+{
+    return job->w == 8 ? GS_SORT_SMALL_WIDE : GS_SORT_SMALL;
+}
+
 /* [lo, hi) at place src sorted into the result by cpu/sort_qs.h: 1, or 0 when it declines. */
 static int qsort_range(const sort_job *job, int src, int64_t lo, int64_t hi)
 {
@@ -407,13 +421,13 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
     if (job->qs != NULL && qsort_range(job, src, lo, hi))
         return 0;
 #if GS_CPU_X86
-    if (job->qs_arg && src == AT_IN && n > GS_SORT_SMALL) { /* A and B: room for n words */
+    if (job->qs_arg && src == AT_IN && n > small_max(job)) { /* A and B: room for n words */
         gs_qs_argsort_k32(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
                           job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
         return 0;
     }
 #endif
-    if (n <= GS_SORT_SMALL) {
+    if (n <= small_max(job)) {
         char *const keys = job->keys[job->out];
         job->k->small(keys_at(job, src, lo), idx_from(job, src, lo), lo - row_base,
                       keys != NULL ? keys + (size_t)lo * job->w : NULL,
@@ -749,7 +763,7 @@ static size_t job_bytes(const sort_job *job)
 {
     const size_t n = (size_t)(job->rows * job->row_len);
 
-    if (job->row_len <= GS_SORT_SMALL)
+    if (job->row_len <= small_max(job))
         return 0;
     return line_up(n * job->w) +
            (job->with_idx ? line_up(n * job->w) + 2 * line_up(n * job->iw) : 0);

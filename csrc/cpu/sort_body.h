@@ -221,7 +221,7 @@ typedef struct GS_SK_NAME(item) {
     int32_t pos;
 } GS_SK_NAME(item);
 
-/* A stable sort of n <= GS_SORT_SMALL keys (and their indices: si NULL, the positions from
+/* A stable sort of n <= GS_SORT_SMALL_MAX keys (and their indices: si NULL, the positions from
  * ibase) by comparisons: runs of GS_SORT_RUN sorted by insertion, then merged in pairs (ties
  * taken from the left run); the keys and the int64 indices then gathered into dk and di (each
  * NULL: not written).  dk may be sk itself (the keys are kept aside first); di never
@@ -230,9 +230,9 @@ static void GS_SK_NAME(small)(const void *sk, const void *sidx, int64_t ibase, v
                               int64_t *di, int64_t n, uint64_t mask)
 {
     const GS_SK_IDX *si = sidx;
-    GS_SK_NAME(item) buf[2][GS_SORT_SMALL];
+    GS_SK_NAME(item) buf[2][GS_SORT_SMALL_MAX];
     GS_SK_NAME(item) *a = buf[0], *b = buf[1];
-    GS_SK_T s[GS_SORT_SMALL];
+    GS_SK_T s[GS_SORT_SMALL_MAX];
     GS_SK_T *k = dk;
     const GS_SK_T m = (GS_SK_T)mask;
 
