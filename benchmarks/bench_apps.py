@@ -193,11 +193,5 @@ def suite(h):
     h.goal_pct_memcpy(REDAT_NP, N_BIG, 0)   # information: the indices' upload included
 
 
-def parser():
-    p = harness.make_parser(TITLE)
-    p.add_argument("--no-jax", action="store_true", help="leave JAX's associative_scan out")
-    return p
-
-
 if __name__ == "__main__":
-    sys.exit(harness.run_main(TITLE, suite, default_tag="apps", parser=parser()))
+    sys.exit(harness.run_main(TITLE, suite, default_tag="apps"))

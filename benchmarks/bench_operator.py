@@ -256,11 +256,5 @@ def suite(h):
         struct_cases(h, fadd, affine, kadane, None if h.args.no_jax else jax_or_none())
 
 
-def parser():
-    p = harness.make_parser(TITLE)
-    p.add_argument("--no-jax", action="store_true", help="leave JAX's associative_scan out")
-    return p
-
-
 if __name__ == "__main__":
-    sys.exit(harness.run_main(TITLE, suite, default_tag="operator", parser=parser()))
+    sys.exit(harness.run_main(TITLE, suite, default_tag="operator"))

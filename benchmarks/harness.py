@@ -238,6 +238,8 @@ def make_parser(description) -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, default=2,
                    help="log2 step between sizes (default %(default)s)")
     p.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    p.add_argument("--no-jax", action="store_true",
+                   help="leave JAX out (the benchmarks that time jax.lax.associative_scan)")
     p.add_argument("--no-host", action="store_true", help="leave the NumPy in/out cases out")
     p.add_argument("--tag", default=None,
                    help="suffix of the result file name (<gpu>-<date>-<tag>.txt)")

@@ -575,16 +575,20 @@ def test_fresh_process_uses_the_disk_cache(tmp_path):
     assert entries(cache) == [entry]
 
 
+def four_at_once(code, env):
+    """`code` run by four processes started together; each must print "ok"."""
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 and out.strip() == "ok" for p, (out, _) in zip(procs, outs)), outs
+
+
 def test_four_processes_at_once(tmp_path):
     cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     env = dict(os.environ, GPUSCAN_BACKEND="cpu", CC=cc, GPUSCAN_CACHE_DIR=str(cache),
                PYTHONPATH=os.pathsep.join(sys.path))
-    procs = [subprocess.Popen([sys.executable, "-c", USE.format(tag="race")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 and out.strip() == "ok" for p, (out, _) in zip(procs, outs)), outs
+    four_at_once(USE.format(tag="race"), env)
     assert len(entries(cache)) == 1 and entries(cache)[0].endswith(".so")  # no temporary left
     before = len(compiles(log))
     assert 1 <= before <= 4
@@ -718,11 +722,7 @@ def test_cuda_four_processes_at_once(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, GPUSCAN_BACKEND="cuda", GPUSCAN_CACHE_DIR=str(cache),
                PYTHONPATH=os.pathsep.join(sys.path))
-    procs = [subprocess.Popen([sys.executable, "-c", CUDA_USE.format(tag="race")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 and out.strip() == "ok" for p, (out, _) in zip(procs, outs)), outs
+    four_at_once(CUDA_USE.format(tag="race"), env)
     entries_now = published(cache)
     assert len(entries_now) == 2 and all(n.endswith(".cubin") for n, _ in entries_now)
     r = run_cuda_use(cache, "race")

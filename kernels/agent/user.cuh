@@ -39,35 +39,20 @@ typedef union gs_u_words {
 
 /* ---- warp level -------------------------------------------------------------------------- */
 
-static __device__ __forceinline__ T gs_u_shfl_up(T v, int d)
-{
-    gs_u_words u;
-    u.t = v;
-#pragma unroll
-    for (int i = 0; i < GS_U_WORDS; ++i)
-        u.w[i] = __shfl_up_sync(0xffffffffu, u.w[i], d);
-    return u.t;
-}
-
-static __device__ __forceinline__ T gs_u_shfl_down(T v, int d)
-{
-    gs_u_words u;
-    u.t = v;
-#pragma unroll
-    for (int i = 0; i < GS_U_WORDS; ++i)
-        u.w[i] = __shfl_down_sync(0xffffffffu, u.w[i], d);
-    return u.t;
-}
-
-static __device__ __forceinline__ T gs_u_shfl(T v, int lane)
-{
-    gs_u_words u;
-    u.t = v;
-#pragma unroll
-    for (int i = 0; i < GS_U_WORDS; ++i)
-        u.w[i] = __shfl_sync(0xffffffffu, u.w[i], lane);
-    return u.t;
-}
+/* A T moved across the warp as 32-bit words: gs_u_shfl_up(v, d) from the lane d below,
+ * gs_u_shfl(v, lane) from `lane`. */
+#define GS_U_SHFL(name, shfl)                                  \
+    static __device__ __forceinline__ T name(T v, int a)       \
+    {                                                          \
+        gs_u_words u;                                          \
+        u.t = v;                                               \
+        _Pragma("unroll") for (int i = 0; i < GS_U_WORDS; ++i) \
+            u.w[i] = shfl(0xffffffffu, u.w[i], a);             \
+        return u.t;                                            \
+    }
+GS_U_SHFL(gs_u_shfl_up, __shfl_up_sync)
+GS_U_SHFL(gs_u_shfl, __shfl_sync)
+#undef GS_U_SHFL
 
 /* Inclusive scan of (f, v) pairs across the warp, lane order = element order: the segmented
  * operator (f1, v1) . (f2, v2) = (f1 | f2, f2 ? v2 : v1 combine v2), `seg` a compile-time
