@@ -774,7 +774,7 @@ def streamed_cases(run):
 def operator_cases(run):
     """gpuscan.Operator's kernels, built by NVRTC (kernels/agent/user.cuh): the plain scan
     (device arrays, 4- and 32-byte T: tiles of 4096 and 1024 values), exclusive, rows and flags
-    (the segmented scan), reduce (one pass and chunked) and reduceat; a non-commutative
+    (the segmented scan), reduce (one pass and chunked; a device array's too) and reduceat; a non-commutative
     operator, so that an operand swapped anywhere shows."""
     add = gpuscan.Operator("x + y", dtype=np.int64, identity=0, name="add")
     mat = gpuscan.Operator(
@@ -829,6 +829,10 @@ def operator_cases(run):
         for exclusive in (False, True):
             run.case(f"Operator add int64 scan n={n} exclusive={exclusive}",
                      lambda n=n, e=exclusive: add_scan(n, e))
+    for n in (1, 70000):  # a device array reduced to a NumPy scalar
+        a = rng.integers(-1000, 1000, n)
+        run.case(f"Operator add int64 reduce of a device array n={n}",
+                 lambda a=a: None if gpuscan.reduce(dev(a), add) == a.sum() else "mismatch")
     for n in (1, 1025, 3 * 1024 + 5):
         run.case(f"Operator matmul2 scan n={n}", lambda n=n: mat_case(n, "scan"))
     run.case("Operator matmul2 rows", lambda: mat_case(4 * 3001, "rows"))

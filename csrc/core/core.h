@@ -183,6 +183,12 @@ gs_DeviceArray *gs_devarray_new(int ndim, const int64_t *shape, gs_dtype dtype);
  * host, a DeviceArray on the device; *v views it. */
 PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dtype, gs_view *v);
 
+/* A new uninitialised C-contiguous NumPy array of `descr` (stolen) and `dims`, in the memory
+ * `be`'s copies reach fastest (be->host_take, given back when the array is freed; NULL or a
+ * backend without it: NumPy's memory). */
+PyArrayObject *gs_host_array(const gs_backend_ops *be, int ndim, const npy_intp *dims,
+                             PyArray_Descr *descr);
+
 /* A new host result that a streamed entry of `be` fills: in the memory its copies reach fastest
  * (be->host_take, given back when the array is freed), else as gs_result_new's. */
 PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,

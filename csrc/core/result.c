@@ -98,40 +98,55 @@ static void host_block_free(PyObject *capsule)
         be->host_give(PyCapsule_GetPointer(capsule, GS_HOST_BLOCK));
 }
 
-PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
-                             gs_dtype dtype, gs_view *v)
+PyArrayObject *gs_host_array(const gs_backend_ops *be, int ndim, const npy_intp *dims,
+                             PyArray_Descr *descr)
 {
-    npy_intp dims[GS_MAX_NDIM];
-    const size_t bytes = (size_t)gs_shape_size(ndim, shape) * gs_dtype_size(dtype);
-    PyArray_Descr *descr;
+    size_t bytes = (size_t)PyDataType_ELSIZE(descr);
     PyObject *owner;
     PyArrayObject *a;
     void *ptr = NULL;
 
-    if (be->host_take != NULL && bytes > 0) {
+    for (int i = 0; i < ndim; i++)
+        bytes *= (size_t)dims[i];
+    if (be != NULL && be->host_take != NULL && bytes > 0) {
         Py_BEGIN_ALLOW_THREADS
             ptr = be->host_take(bytes);
         Py_END_ALLOW_THREADS
     }
     if (ptr == NULL)
-        return gs_result_new(GS_MEM_HOST, ndim, shape, dtype, v);
+        return (PyArrayObject *)PyArray_Empty(ndim, (npy_intp *)dims, descr, 0);
     if ((owner = PyCapsule_New(ptr, GS_HOST_BLOCK, host_block_free)) == NULL ||
-        PyCapsule_SetContext(owner, (void *)be) < 0 || (descr = gs_descr(dtype)) == NULL) {
+        PyCapsule_SetContext(owner, (void *)be) < 0) {
         if (owner != NULL)
             Py_DECREF(owner);
         else
             be->host_give(ptr);
+        Py_DECREF(descr);
         return NULL;
     }
-    for (int i = 0; i < ndim; i++)
-        dims[i] = (npy_intp)shape[i];
-    a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, ptr,
-                                              NPY_ARRAY_CARRAY, NULL);
+    a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, ndim, (npy_intp *)dims, NULL,
+                                              ptr, NPY_ARRAY_CARRAY, NULL);
     if (a == NULL || PyArray_SetBaseObject(a, owner) < 0) { /* steals owner, even on failure */
         if (a == NULL)
             Py_DECREF(owner);
         Py_XDECREF(a);
         return NULL;
     }
+    return a;
+}
+
+PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
+                             gs_dtype dtype, gs_view *v)
+{
+    npy_intp dims[GS_MAX_NDIM];
+    PyArray_Descr *descr = gs_descr(dtype);
+    PyArrayObject *a;
+
+    if (descr == NULL)
+        return NULL;
+    for (int i = 0; i < ndim; i++)
+        dims[i] = (npy_intp)shape[i];
+    if ((a = gs_host_array(be, ndim, dims, descr)) == NULL)
+        return NULL;
     return host_result_view(a, dtype, v);
 }

@@ -2,9 +2,8 @@
  * cuda/user.c - the launches of an operator you write (gpuscan.Operator): scan, reduce and
  * segreduce of gs_user_desc over the kernels cuda/nvrtc.c loaded (kernels/agent/user.cuh).
  * Level: backend (CUDA), host side; a build with CUDA only.  Runs without the GIL.
- * A buffer of the descriptor that is device memory is used where it is; one in host memory
- * (ops/userop.c hands NumPy arrays' data) is copied to the device and, for the result, back,
- * the call then waiting for it.  A scan's look-back state lies in the scans' shared scratch,
+ * Every buffer of the descriptor is device memory (ops/userop.c moves NumPy's there and back
+ * by the transfer pipeline).  A scan's look-back state lies in the scans' shared scratch,
  * tagged with its epoch (cuda/scan_scratch.c); a fold's partials come from the pool and go back
  * stream-ordered.
  */
@@ -25,61 +24,6 @@
 #define GS_USER_FEW_ROWS 1024
 /* Blocks of a fold's grid-stride loop at most. */
 #define GS_USER_FOLD_GRID (1 << 20)
-
-/* One buffer of a call on the device: `dev` is the caller's pointer when it is device memory,
- * else memory of the pool holding a copy (own). */
-typedef struct gs_stage {
-    const void *host;
-    void *dev;
-    size_t bytes;
-    int own;
-} gs_stage;
-
-/* ptr's bytes on the device (copied there when `copy`): 0, or -1 with the failure in *f. */
-static int stage_in(gs_stage *s, const void *ptr, size_t bytes, int copy, gs_fail *f)
-{
-    char why[16];
-    memset(s, 0, sizeof(*s));
-    s->host = ptr;
-    s->bytes = bytes;
-    if (ptr == NULL || bytes == 0)
-        return 0;
-    if (gs_cuda_check_pointer(ptr, why, sizeof(why)) == 0) {
-        s->dev = (void *)ptr;
-        return 0;
-    }
-    s->own = 1;
-    if (gs_cuda_alloc(&s->dev, GS_ROUND16(bytes), f) < 0)
-        return -1;
-    if (copy) {
-        cudaError_t e = cudaMemcpyAsync(s->dev, ptr, bytes, cudaMemcpyHostToDevice, gs_cuda_stream);
-        if (e != cudaSuccess)
-            return gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's input)", 0);
-    }
-    return 0;
-}
-
-/* A staged result back to the host, waited for. */
-static int stage_out(const gs_stage *s, gs_fail *f)
-{
-    cudaError_t e = cudaSuccess;
-    if (s->own && s->bytes > 0) {
-        e = cudaMemcpyAsync((void *)s->host, s->dev, s->bytes, cudaMemcpyDeviceToHost,
-                            gs_cuda_stream);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(gs_cuda_stream);
-    }
-    return e == cudaSuccess
-               ? 0
-               : gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's result)", 0);
-}
-
-static void stage_free(gs_stage *s)
-{
-    if (s->own)
-        gs_cuda_free(s->dev);
-    s->own = 0;
-}
 
 /* One launch of an Operator's kernel of `family` over `blocks` blocks with its parameters at
  * params. */
@@ -133,7 +77,6 @@ int gs_cuda_user_scan(const gs_user_desc *d, gs_fail *f)
     const int64_t nv = (int64_t)GS_USER_NT * GS_USER_VT((int64_t)size);
     const int64_t tiles = (d->n + nv - 1) / nv;
     const int resident = d->prog->resident[family];
-    gs_stage in = { 0 }, out = { 0 }, flags = { 0 };
     user_scan_job j;
 
     if (d->n <= 0)
@@ -144,13 +87,6 @@ int gs_cuda_user_scan(const gs_user_desc *d, gs_fail *f)
         return gs_fail_set(f, 'e', ENOMEM, "an Operator's scan: a tile of its dtype in shared memory",
                            (size_t)2 * GS_USER_TILE_BYTES((int64_t)size));
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (stage_in(&in, d->in, (size_t)d->n * size, 1, f) < 0 ||
-        stage_in(&flags, d->flags, d->row_len > 0 ? 0 : (size_t)d->n, 1, f) < 0)
-        goto done;
-    if (d->out == d->in)
-        out = in, out.own = 0;
-    else if (stage_in(&out, d->out, (size_t)d->n * size, 0, f) < 0)
-        goto done;
     memset(&j, 0, sizeof(j));
     j.prog = d->prog;
     j.family = family;
@@ -158,23 +94,16 @@ int gs_cuda_user_scan(const gs_user_desc *d, gs_fail *f)
     /* A persistent grid: twice the blocks resident at once (the second half waits for room; a
      * block whose first tile is past the end returns at once), fewer for few tiles. */
     j.blocks = tiles < 2 * (int64_t)resident ? tiles : 2 * (int64_t)resident;
-    j.p.in = in.dev;
-    j.p.out = out.dev;
-    j.p.flags = d->row_len > 0 ? NULL : (const unsigned char *)flags.dev;
+    j.p.in = d->in;
+    j.p.out = d->out;
+    j.p.flags = d->row_len > 0 ? NULL : d->flags;
     j.p.n = d->n;
     j.p.row_len = d->row_len;
     j.p.nbuf = d->prog->smem[family] / GS_USER_TILE_BYTES((int)size);
     j.p.exclusive = d->exclusive;
     memcpy(j.p.identity, d->identity, size);
     GS_CUDA_TRY(f, gs_cuda_scan_tagged(user_scan_scratch(tiles, size), user_scan_launch, &j));
-    if (d->out == d->in)
-        stage_out(&in, f);
-    else
-        stage_out(&out, f);
 done:
-    stage_free(&in);
-    stage_free(&out);
-    stage_free(&flags);
     return f->kind ? -1 : 0;
 }
 
@@ -192,24 +121,18 @@ static int reduce_empty(const gs_user_desc *d, gs_fail *f)
 {
     const size_t size = d->prog->size;
     unsigned char *host = malloc((size_t)d->rows * size);
-    gs_stage out = { 0 };
+    cudaError_t e;
     if (host == NULL)
         return gs_fail_set(f, 'e', ENOMEM, "malloc", (size_t)d->rows * size);
     for (int64_t r = 0; r < d->rows; r++)
         memcpy(host + (size_t)r * size, d->initial != NULL ? d->initial : d->identity, size);
-    if (stage_in(&out, d->out, (size_t)d->rows * size, 0, f) == 0) {
-        cudaError_t e = cudaMemcpyAsync(out.dev, host, (size_t)d->rows * size,
-                                        cudaMemcpyHostToDevice, gs_cuda_stream);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(gs_cuda_stream);
-        if (e != cudaSuccess)
-            gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's reduction)", 0);
-        else
-            stage_out(&out, f);
-    }
-    stage_free(&out);
+    /* from pageable memory: the call returns once host's bytes are taken */
+    e = cudaMemcpyAsync(d->out, host, (size_t)d->rows * size, cudaMemcpyHostToDevice,
+                        gs_cuda_stream);
     free(host);
-    return f->kind ? -1 : 0;
+    return e == cudaSuccess
+               ? 0
+               : gs_fail_set(f, 'c', (int)e, "cudaMemcpyAsync (an Operator's reduction)", 0);
 }
 
 int gs_cuda_user_reduce(const gs_user_desc *d, gs_fail *f)
@@ -218,7 +141,6 @@ int gs_cuda_user_reduce(const gs_user_desc *d, gs_fail *f)
     const int64_t chunk = (int64_t)GS_USER_CHUNK_TILES * GS_USER_NT * GS_USER_VT((int64_t)size);
     const int64_t nch = (d->row_len + chunk - 1) / chunk;
     const int split = nch > 1 && d->rows < GS_USER_FEW_ROWS;
-    gs_stage in = { 0 }, out = { 0 };
     gs_user_fold_params p;
     void *partials = NULL;
 
@@ -229,12 +151,9 @@ int gs_cuda_user_reduce(const gs_user_desc *d, gs_fail *f)
     GS_CUDA_TRY(f, gs_cuda_enter());
     if (d->row_len == 0)
         return reduce_empty(d, f);
-    if (stage_in(&in, d->in, (size_t)(d->rows * d->row_len) * size, 1, f) < 0 ||
-        stage_in(&out, d->out, (size_t)d->rows * size, 0, f) < 0)
-        goto done;
     memset(&p, 0, sizeof(p));
-    p.in = in.dev;
-    p.out = out.dev;
+    p.in = d->in;
+    p.out = d->out;
     p.rows = d->rows;
     p.nseg = 1;
     p.stride = p.len = p.chunk = d->row_len;
@@ -246,7 +165,7 @@ int gs_cuda_user_reduce(const gs_user_desc *d, gs_fail *f)
         p.chunk = chunk;
         GS_CUDA_TRY(f, user_fold(d, &p));
         p.in = partials;
-        p.out = out.dev;
+        p.out = d->out;
         p.nseg = 1;
         p.stride = p.len = p.chunk = nch;
     }
@@ -254,18 +173,14 @@ int gs_cuda_user_reduce(const gs_user_desc *d, gs_fail *f)
     if (p.has_init)
         memcpy(p.init, d->initial, size);
     GS_CUDA_TRY(f, user_fold(d, &p));
-    stage_out(&out, f);
 done:
     gs_cuda_free(partials);
-    stage_free(&in);
-    stage_free(&out);
     return f->kind ? -1 : 0;
 }
 
 int gs_cuda_user_segreduce(const gs_user_desc *d, gs_fail *f)
 {
     const size_t size = d->prog->size;
-    gs_stage in = { 0 }, out = { 0 }, starts = { 0 }, ends = { 0 };
     gs_user_fold_params p;
 
     if (d->rows * d->nseg <= 0)
@@ -273,26 +188,16 @@ int gs_cuda_user_segreduce(const gs_user_desc *d, gs_fail *f)
     if (size > GS_USER_MAX_SIZE)
         return gs_fail_set(f, 'e', EINVAL, "an Operator's segmented reduction", 0);
     GS_CUDA_TRY(f, gs_cuda_enter());
-    if (stage_in(&in, d->in, (size_t)(d->rows * d->n) * size, 1, f) < 0 ||
-        stage_in(&starts, d->starts, (size_t)d->nseg * 8, 1, f) < 0 ||
-        stage_in(&ends, d->ends, d->ends != NULL ? (size_t)d->nseg * 8 : 0, 1, f) < 0 ||
-        stage_in(&out, d->out, (size_t)(d->rows * d->nseg) * size, 0, f) < 0)
-        goto done;
     memset(&p, 0, sizeof(p));
-    p.in = in.dev;
-    p.out = out.dev;
-    p.starts = (const int64_t *)starts.dev;
-    p.ends = (const int64_t *)ends.dev;
+    p.in = d->in;
+    p.out = d->out;
+    p.starts = d->starts;
+    p.ends = d->ends;
     p.rows = d->rows;
     p.nseg = d->nseg;
     p.stride = p.len = d->n;
     GS_CUDA_TRY(f, user_fold(d, &p));
-    stage_out(&out, f);
 done:
-    stage_free(&in);
-    stage_free(&out);
-    stage_free(&starts);
-    stage_free(&ends);
     return f->kind ? -1 : 0;
 }
 

@@ -18,6 +18,7 @@ typedef struct uop {
     const gs_backend_ops *be;
     const gs_user_prog *prog;
     int tuple_in;      /* the input was a tuple of field arrays */
+    int own_in;        /* u->in is the call's own copy of the input (a scan may overwrite it) */
     int direct;        /* the backend writes out= itself: it is the result */
     PyArrayObject *in; /* C-contiguous T values of the input's shape */
 } uop;
@@ -72,8 +73,9 @@ static int check_cast(PyArray_Descr *from, PyArray_Descr *to, const char *what)
     return -1;
 }
 
-/* A tuple of same-shape arrays, one per field, as one C-contiguous array of T. */
-static PyArrayObject *from_fields(const gs_Operator *op, PyObject *a)
+/* A tuple of same-shape arrays, one per field, as one C-contiguous array of T (in the memory
+ * be's copies reach fastest). */
+static PyArrayObject *from_fields(const gs_Operator *op, const gs_backend_ops *be, PyObject *a)
 {
     const Py_ssize_t n = PyTuple_GET_SIZE(a);
     PyArrayObject *res = NULL, *f = NULL, *first = NULL;
@@ -95,7 +97,7 @@ static PyArrayObject *from_fields(const gs_Operator *op, PyObject *a)
         if (first == NULL) {
             first = (PyArrayObject *)Py_NewRef(f);
             Py_INCREF(op->cdescr);
-            res = (PyArrayObject *)PyArray_Empty(PyArray_NDIM(f), PyArray_DIMS(f), op->cdescr, 0);
+            res = gs_host_array(be, PyArray_NDIM(f), PyArray_DIMS(f), op->cdescr);
             if (res == NULL)
                 goto fail;
         } else if (!PyArray_SAMESHAPE(f, first)) {
@@ -131,8 +133,8 @@ static int uop_input(uop *u, PyObject *a)
     PyArrayObject *arr;
 
     if (op->nfields > 0 && PyTuple_Check(a)) {
-        u->tuple_in = 1;
-        return (u->in = from_fields(op, a)) == NULL ? -1 : 0;
+        u->tuple_in = u->own_in = 1;
+        return (u->in = from_fields(op, u->be, a)) == NULL ? -1 : 0;
     }
     if (gs_operand_get(a, &o) < 0)
         return -1;
@@ -155,6 +157,7 @@ static int uop_input(uop *u, PyObject *a)
     Py_INCREF(op->cdescr);
     u->in = (PyArrayObject *)PyArray_FromAny((PyObject *)arr, op->cdescr, 0, 0,
                                              NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
+    u->own_in = u->in != NULL && u->in != arr && PyArray_BASE(u->in) == NULL;
     Py_DECREF(arr);
     return u->in == NULL ? -1 : 0;
 }
@@ -240,14 +243,19 @@ static PyObject *uop_deliver(const uop *u, PyArrayObject *r, PyObject *out_obj, 
         if ((res = PyTuple_New(op->nfields)) == NULL)
             return NULL;
         for (Py_ssize_t i = 0; i < op->nfields; i++) {
-            PyArrayObject *v = field_view(op, r, i);
-            PyObject *c = v == NULL ? NULL : PyArray_NewCopy(v, NPY_CORDER);
+            PyArrayObject *v = field_view(op, r, i), *c = NULL;
+            if (v != NULL) {
+                Py_INCREF(PyArray_DESCR(v));
+                c = gs_host_array(u->be, PyArray_NDIM(v), PyArray_DIMS(v), PyArray_DESCR(v));
+            }
+            if (c != NULL && PyArray_CopyInto(c, v) < 0)
+                Py_CLEAR(c);
             Py_XDECREF(v);
             if (c == NULL) {
                 Py_DECREF(res);
                 return NULL;
             }
-            PyTuple_SET_ITEM(res, i, scalar ? PyArray_Return((PyArrayObject *)c) : c);
+            PyTuple_SET_ITEM(res, i, scalar ? PyArray_Return(c) : (PyObject *)c);
         }
         return res;
     }
@@ -263,29 +271,122 @@ static PyObject *uop_deliver(const uop *u, PyArrayObject *r, PyObject *out_obj, 
     return res != NULL && scalar ? PyArray_Return((PyArrayObject *)res) : res;
 }
 
-/* The backend's entry run over d without the GIL; raises its failure. */
-static int uop_run(uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_user_desc *d)
+/* `bytes` bytes at ptr in mem, as a flat view of bytes. */
+static gs_view byte_view(const void *ptr, size_t bytes, gs_mem mem)
+{
+    gs_view v;
+    memset(&v, 0, sizeof(v));
+    v.ptr = (char *)ptr;
+    v.dtype = GS_UINT8;
+    v.mem = mem;
+    v.ndim = 1;
+    v.shape[0] = (int64_t)bytes;
+    v.strides[0] = 1;
+    return v;
+}
+
+/* *ptr's `bytes` (host memory) copied to the device by the transfer pipeline, *ptr then the
+ * copy (in the bag); nothing for none. */
+static int to_device(const void **ptr, size_t bytes, gs_bag *bag)
+{
+    void *dev;
+    gs_view src, dst;
+    if (*ptr == NULL || bytes == 0)
+        return 0;
+    if (gs_bag_alloc(bag, GS_MEM_DEVICE, bytes, &dev) < 0)
+        return -1;
+    src = byte_view(*ptr, bytes, GS_MEM_HOST);
+    dst = byte_view(dev, bytes, GS_MEM_DEVICE);
+    if (gs_move(&src, &dst, bag) < 0)
+        return -1;
+    *ptr = dev;
+    return 0;
+}
+
+/* Where a call's buffers are: NumPy's (host memory), the backend's own (a device array's), or
+ * the backend's input and a NumPy result (a device array reduced to a NumPy scalar). */
+enum { UOP_BACKEND, UOP_HOST, UOP_HOST_OUT };
+
+/* For a backend whose memory is the device's, d's host buffers (NumPy's, `where`) placed there
+ * as the built-in operations' are: the inputs moved by the transfer pipeline, the result
+ * written to the device (*res: its bytes there, moved back by the caller into *host). */
+static int uop_place(const uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_user_desc *d,
+                     int where, gs_bag *bag, void **host, gs_view *res)
+{
+    const size_t size = (size_t)PyDataType_ELSIZE(u->op->cdescr);
+    const int move_in = where == UOP_HOST;
+    size_t in_bytes, out_bytes;
+    const void *out;
+    if (entry == u->be->user_scan) {
+        in_bytes = out_bytes = (size_t)d->n * size;
+        if (move_in && to_device((const void **)&d->flags, d->row_len > 0 ? 0 : (size_t)d->n, bag) < 0)
+            return -1;
+    } else if (entry == u->be->user_reduce) {
+        in_bytes = (size_t)(d->rows * d->row_len) * size;
+        out_bytes = (size_t)d->rows * size;
+    } else {
+        in_bytes = (size_t)(d->rows * d->n) * size;
+        out_bytes = (size_t)(d->rows * d->nseg) * size;
+        if (move_in && (to_device((const void **)&d->starts, (size_t)d->nseg * 8, bag) < 0 ||
+                        to_device((const void **)&d->ends, (size_t)d->nseg * 8, bag) < 0))
+            return -1;
+    }
+    *host = d->out;
+    if (move_in && d->out == d->in) { /* in place: the input's copy is the result */
+        if (to_device(&d->in, in_bytes, bag) < 0)
+            return -1;
+        out = d->in;
+    } else if ((move_in && to_device(&d->in, in_bytes, bag) < 0) ||
+               gs_bag_alloc(bag, GS_MEM_DEVICE, out_bytes, (void **)&out) < 0) {
+        return -1;
+    }
+    d->out = (void *)out;
+    *res = byte_view(out, out_bytes, GS_MEM_DEVICE);
+    return 0;
+}
+
+/* The backend's entry run over d without the GIL; raises its failure.  `where`: where d's
+ * buffers are (UOP_*). */
+static int uop_run(uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_user_desc *d,
+                   int where)
 {
     const int family = entry != u->be->user_scan                ? GS_USER_FOLD
                        : d->flags != NULL || d->row_len > 0 ? GS_USER_SCAN_SEG
                                                               : GS_USER_SCAN;
     gs_fail f = { 0 };
-    int rc;
+    gs_bag bag = { 0 };
+    gs_view res, back;
+    void *host_out = NULL;
+    int rc = -1;
     if (gs_operator_prog(u->op, u->be, family, &u->prog) < 0)
         return -1;
     d->prog = u->prog;
     d->identity = u->op->identity;
+    if (where != UOP_BACKEND && u->be->mem == GS_MEM_DEVICE &&
+        uop_place(u, entry, d, where, &bag, &host_out, &res) < 0)
+        goto done;
     GS_BEGIN_UNLOCKED
         rc = entry(d, &f);
     GS_END_UNLOCKED
-    return rc < 0 ? gs_raise(&f) : PyErr_CheckSignals();
+    if (rc < 0) {
+        rc = gs_raise(&f);
+    } else if (host_out != NULL) {
+        back = byte_view(host_out, (size_t)res.shape[0], GS_MEM_HOST);
+        rc = gs_move(&res, &back, &bag);
+    }
+    if (rc == 0)
+        rc = PyErr_CheckSignals();
+done:
+    gs_bag_free(&bag);
+    return rc;
 }
 
-/* A new C-contiguous array of T of the given shape. */
+/* A new C-contiguous array of T of the given shape (in the memory the backend's copies reach
+ * fastest). */
 static PyArrayObject *t_array(const uop *u, int nd, npy_intp *shape)
 {
     Py_INCREF(u->op->cdescr);
-    return (PyArrayObject *)PyArray_Empty(nd, shape, u->op->cdescr, 0);
+    return gs_host_array(u->be, nd, shape, u->op->cdescr);
 }
 
 /* `arr` with its axes in the order perm, as a C-contiguous array (itself when perm is the
@@ -352,7 +453,7 @@ static PyObject *uop_device_scan(uop *u, const gs_operand *o, PyObject *axis_obj
     d.out = v.ptr;
     d.n = n;
     d.exclusive = exclusive;
-    if (n > 0 && uop_run(u, u->be->user_scan, &d) < 0)
+    if (n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0)
         Py_CLEAR(res);
     return res;
 }
@@ -377,7 +478,7 @@ static PyObject *uop_device_reduce(uop *u, const gs_operand *o, PyObject *axis_o
     d.rows = 1;
     d.row_len = gs_view_size(&o->view);
     d.initial = initial;
-    if (uop_run(u, u->be->user_reduce, &d) < 0) {
+    if (uop_run(u, u->be->user_reduce, &d, UOP_HOST_OUT) < 0) {
         Py_DECREF(r);
         return NULL;
     }
@@ -428,10 +529,15 @@ static PyObject *uop_scan_run(uop *u, int axis, PyArrayObject *flags, int exclus
         if (axis == -2 && nd != 1)
             memcpy(shape, PyArray_DIMS(u->in), sizeof(npy_intp) * (size_t)nd);
         r = direct_out(u, out_obj, axis == -2 ? nd : 1, shape);
-        if (r != NULL)
+        if (r != NULL) {
             out_obj = Py_None, u->direct = 1;
-        else if ((r = t_array(u, axis == -2 ? nd : 1, shape)) == NULL)
+        } else if (u->own_in) { /* the call's own copy of the input: scanned in place */
+            PyArray_Dims dims = { shape, axis == -2 ? nd : 1 };
+            if ((r = (PyArrayObject *)PyArray_Newshape(u->in, &dims, NPY_CORDER)) == NULL)
+                goto done;
+        } else if ((r = t_array(u, axis == -2 ? nd : 1, shape)) == NULL) {
             goto done;
+        }
         view = (PyArrayObject *)Py_NewRef(r);
     } else {
         for (int i = 0, k = 0; i < nd; i++)
@@ -458,7 +564,7 @@ static PyObject *uop_scan_run(uop *u, int axis, PyArrayObject *flags, int exclus
     d.flags = flags != NULL ? PyArray_DATA(flags) : NULL;
     d.n = n;
     d.exclusive = exclusive;
-    if (n == 0 || uop_run(u, u->be->user_scan, &d) == 0)
+    if (n == 0 || uop_run(u, u->be->user_scan, &d, UOP_HOST) == 0)
         ret = uop_deliver(u, view, out_obj, 0);
 done:
     Py_XDECREF(src);
@@ -663,7 +769,7 @@ PyObject *gs_uop_reduce(PyObject *args, PyObject *kwargs)
     d.in = PyArray_DATA(src);
     d.out = PyArray_DATA(r);
     d.initial = initial != Py_None ? start : NULL;
-    if (d.rows > 0 && uop_run(&u, u.be->user_reduce, &d) < 0)
+    if (d.rows > 0 && uop_run(&u, u.be->user_reduce, &d, UOP_HOST) < 0)
         goto done;
     if (keepdims) {
         PyArray_Dims dims = { kshape, nd };
@@ -698,7 +804,7 @@ static int uop_segments(uop *u, PyArrayObject *src, PyArrayObject *r, int64_t n,
     d.n = n;
     d.nseg = nseg;
     d.rows = n > 0 ? PyArray_SIZE(src) / n : 0;
-    return d.rows * nseg == 0 ? 0 : uop_run(u, u->be->user_segreduce, &d);
+    return d.rows * nseg == 0 ? 0 : uop_run(u, u->be->user_segreduce, &d, UOP_HOST);
 }
 
 PyObject *gs_uop_reduceat(PyObject *args, PyObject *kwargs)
