@@ -170,7 +170,8 @@ def test_every_nan_and_zero_kept(rng):
 
 # ------------------------------------------------------------------------------------------
 # The quicksort of a sort alone of 32- and 64-bit keys (cpu/sort_qs.h, AVX-512 hosts; the
-# radix sort elsewhere): sizes at the edges of its networks (1 to 16 vectors of 16 or 8 keys)
+# radix sort elsewhere): sizes at the edges of its networks (1 to 32 vectors of 16 keys, 1 to
+# 16 of 8)
 # and of a partition's vectors, its worst cases, the floats it takes (NaNs of one pattern,
 # zeros of one sign: put back bit for bit) and those it leaves to the radix sort.
 # ------------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ QS_IDS = ["int32", "uint32", "float32", "int64", "uint64", "float64"]
 
 
 @pytest.mark.parametrize("n", [3, 8, 9, 15, 16, 17, 33, 63, 65, 127, 129, 255, 256, 257, 300,
-                               513, 4099])
+                               511, 512, 513, 1000, 4099])
 @pytest.mark.parametrize("dtype", QS_DTYPES, ids=QS_IDS)
 def test_quicksort_sizes(dtype, n, rng):
     for data in ("full", "ties"):
