@@ -15,7 +15,10 @@ Figures (issue 46's "Done when", GPU lines):
   first call   a new Operator's first scan in a fresh process with an empty disk cache (NVRTC
                compile + load + the call), and in another fresh process with the cache warm
                (disk + load + the call), n = 2^20, each after a built-in scan has set up CUDA;
-  overhead     per call at n = 1024, device-resident, Operator scan minus the built-in scan.
+  overhead     per call at n = 1024, device-resident, Operator scan minus the built-in scan;
+  NumPy path   NumPy in and out on the wall clock (notes, no goal): the float64 affine Operator
+               over records and over a tuple of two arrays beside linear_recurrence, 2^20; the
+               float32 add Operator beside the built-in scan, 1 GiB.
 Structured operators take NumPy arrays (no device array holds a structured dtype): their calls
 copy in and out, so their device time is their kernels' own, read by the PyTorch profiler
 (CUPTI) over 20 calls - gs_user_* for the Operator, gs_linrec_* for linear_recurrence - both
@@ -245,6 +248,28 @@ def overhead(h, fadd):
            "<= 2 us", "ok" if per[0] - per[1] <= 2 else "MISS")
 
 
+def numpy_path(h, fadd):
+    import gpuscan
+    n = 2**20
+    rng = np.random.default_rng(2)
+    ca, cb = rng.uniform(-0.99, 0.99, n), rng.standard_normal(n)
+    aff = gpuscan.Operator(AFFINE_SRC, dtype=[("a", "f8"), ("b", "f8")], identity=(1.0, 0.0),
+                           name="affine64")
+    pairs = np.empty(n, aff.dtype)
+    pairs["a"], pairs["b"] = ca, cb
+    if not np.allclose(gpuscan.scan(pairs, aff)["b"], gpuscan.linear_recurrence(ca, cb)):
+        h.fail("float64 affine Operator scan differs from linear_recurrence")
+    t = [wall_ms(f) for f in (lambda: gpuscan.scan(pairs, aff),
+                              lambda: gpuscan.scan((ca, cb), aff),
+                              lambda: gpuscan.linear_recurrence(ca, cb))]
+    h.note(f"NumPy in/out, affine f64 2^20: Operator over records {t[0]:.2f} ms, over a tuple of "
+           f"two arrays {t[1]:.2f} ms; linear_recurrence {t[2]:.2f} ms (wall, median of 20)")
+    x = rng.random(2**28, dtype=np.float32)
+    t = [wall_ms(f, reps=10) for f in (lambda: gpuscan.scan(x, fadd), lambda: gpuscan.scan(x))]
+    h.note(f"NumPy in/out, add f32 1 GiB: Operator {t[0]:.1f} ms, built-in scan {t[1]:.1f} ms "
+           f"(wall, median of 10)")
+
+
 def suite(h):
     import tempfile
     fadd, affine, kadane = ops()
@@ -253,6 +278,7 @@ def suite(h):
         first_calls(h, tmp)
         add_cases(h, fadd)
         overhead(h, fadd)
+        numpy_path(h, fadd)
         struct_cases(h, fadd, affine, kadane, None if h.args.no_jax else jax_or_none())
 
 
