@@ -511,6 +511,26 @@ def test_device_rows(dtype, shape, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("row_len", [2, 3, 4, 5, 8, 9, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint64],
+                         ids=["float32", "float64", "int16", "uint64"])
+def test_device_short_rows_keys_alone(dtype, row_len, rng):
+    # Rows of at most 16 keys, a thread a row: the order keys alone where they are one-to-one in
+    # a warp's 32 rows (integers; floats with no zero and no NaN), else (key, position) pairs.
+    a = keys(rng, dtype, 1000 * row_len, "full").reshape(1000, row_len)
+    if np.dtype(dtype).kind == "f":
+        a[a == 0] = 1.5
+        mixed = a.copy()
+        mixed[500, 0] = -0.0       # one warp's rows with a zero: that warp sorts pairs
+        mixed[500, -1] = 0.0
+        mixed[900, 0] = np.nan
+        check_device(mixed)
+        check_device(mixed, descending=True)
+    check_device(a)
+    check_device(a, descending=True)
+
+
+@pytest.mark.gpu
 def test_device_digit_skipping_and_nans(rng):
     for span in (1, 200, 70000):
         check_device(rng.integers(-(span // 2), span - span // 2, 2**20, dtype=np.int64))

@@ -586,8 +586,9 @@ def split_cases(run, nv, cp, reduced):
 
 
 def sort_cases(run, reduced):
-    """sort and argsort (kernels/dispatch/sort.cu): the block sort (one key, a row filling the
-    block, many short rows a block, rows of one), the device-wide sort (just past the block, a
+    """sort and argsort (kernels/dispatch/sort.cu): rows of a few keys (a thread a row: pairs,
+    and the keys alone where no zero or NaN is in a warp's rows), the block sort (one key, a row
+    filling the block, many short rows a block, rows of one), the device-wide sort (just past the block, a
     few tiles, several histogram chunks, rows of several tiles, skipped digit positions), every
     dtype, descending, NaNs of both signs, -0.0."""
     if not hasattr(gpuscan, "sort"):
@@ -643,6 +644,12 @@ def sort_cases(run, reduced):
                          lambda x=x, d=descending: one(x, d))
     x = rng.integers(-100, 100, 3 * nv + 5).astype(np.int64)   # six digit positions skipped
     run.case("sort/argsort int64 small values (skipped passes)", lambda: one(x, False))
+    for dt in (np.float32, np.float64):   # no zero, no NaN: a thread a row sorts the keys alone
+        for shape in ((1000, 16), (777, 3)):
+            x = (rng.random(int(np.prod(shape))) + 0.5).astype(dt).reshape(shape)
+            x[::2] *= -1
+            run.case(f"sort/argsort {np.dtype(dt).name} {shape} no zero or NaN",
+                     lambda x=x: one(x, False) or one(x, True))
 
 
 def histogram_cases(run, cp):

@@ -2,8 +2,9 @@
  * tools/sort_check.cu - the CUDA sort's kernels (kernels/dispatch/sort.cu) checked on a GPU
  * without the Python package: each case runs gs_launch_sort on device memory and compares its
  * keys (bit for bit) and indices with tools/sort_model.c, the host model that
- * tests/test_sort_model.py checks against NumPy. It reaches every kernel: rows of at most 32
- * keys (a group of lanes a row), the block sort of each
+ * tests/test_sort_model.py checks against NumPy. It reaches every kernel: rows of at most 16
+ * keys (a thread a row, each network size), of at most 32 (a group of lanes a row), the block
+ * sort of each
  * key kind (short rows, a row filling the block, rows of one), the histogram and every pass
  * kernel (index payload of 0 and 4 bytes; 8 bytes only past 2^32 keys a row, the model's alone),
  * rows of several tiles, several histogram chunks, skipped digit positions, both orders.
@@ -427,6 +428,9 @@ int main(int argc, char **argv)
             { 1, 1 },          { 1, 33 },         { 1, block },         { 1000, 1 },
             { 333, 32 },       { 1000, 7 },       { 9, 31 },
             { 300, 16 },       { 5, 1024 },       { 3, block / 2 + 1 }, { 1, block + 1 },
+            { 777, 2 },        { 513, 3 },        { 100, 4 },           { 257, 5 },
+            { 70, 8 },         { 45, 9 },         { 33, 12 },           { 4103, 15 },
+            { 1, 16 },         { 31, 17 },
             { 1, nv - 1 },     { 1, nv },         { 1, nv + 1 },        { 1, nvk + 1 },
             { 3, 2 * nv + 5 }, { 1, 9 * nv + 1 }, { 2, 9 * nvk + 3 },
         };

@@ -91,7 +91,8 @@ typedef struct gs_user_msg {
 } gs_user_msg;
 
 /* Work for an operator you write, over contiguous values of its T in the backend's memory, as
- * every entry's (`size` bytes each, aligned for T; ops/userop.c moves NumPy's there and back).  scan: n values as rows of row_len (0: one row), each scanned alone, in place when
+ * every entry's (`size` bytes each, aligned for T; ops/userop.c moves NumPy's there and back).
+ * scan: n values as rows of row_len (0: one row), each scanned alone, in place when
  * out == in; flags (1 byte each, nonzero: a segment head; NULL: none; not with row_len) restart
  * it.  reduce: `rows` rows of row_len values (0 allowed: the start alone) into `rows` values,
  * each the start (initial, else the first value) combined with the row's values left to right.

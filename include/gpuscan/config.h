@@ -242,6 +242,10 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
  * radix_warp_rows: a key's rank counted against its row's keys), GS_SORT_BLOCK_NT threads a
  * block. */
 #define GS_SORT_WARP_ROW_MAX 32
+/* Rows of at most this many keys are sorted by a thread each (agent/radix.cuh's
+ * radix_thread_rows: a sorting network in registers), GS_SORT_BLOCK_NT threads a block; longer
+ * ones up to GS_SORT_WARP_ROW_MAX by a group of lanes each. */
+#define GS_SORT_THREAD_ROW_MAX 16
 
 #if GS_SORT_NT % GS_WARP != 0 || GS_SORT_NT < GS_SORT_DIGITS || GS_SORT_NT > 1024
 #error "GS_SORT_NT: whole warps, at least one thread per digit"

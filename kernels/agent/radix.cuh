@@ -18,8 +18,11 @@
  *          (keys of d in the row before this tile) + (s - the tile's first slot of d), index
  *          payload alike. A pass no row needs (gs_sort_live) leaves at once; the live ones
  *          alternate between buffers (gs_sort_key_dst) so none reads what it writes.
- * Rows of at most GS_SORT_WARP_ROW_MAX keys: a group of lanes per row, each key's rank counted
- * against its row's keys through shuffles (radix_warp_rows).
+ * Rows of at most GS_SORT_THREAD_ROW_MAX keys: a thread per row, a sorting network over (order
+ * key, position) pairs in registers, the warp's rows moved through shared memory in whole
+ * coalesced spans (radix_thread_rows). Rows of at most GS_SORT_WARP_ROW_MAX keys: a group of
+ * lanes per row, each key's rank counted against its row's keys through shuffles
+ * (radix_warp_rows).
  * Short rows (at most GS_SORT_BLOCK_NV keys), the block sort: a block takes up to
  * GS_SORT_BLOCK_ROWS whole rows, keeps their order keys and positions in registers and runs the
  * same ranking per digit the tile needs (its keys' digits differ there), then once more by the
@@ -531,6 +534,231 @@ static __device__ __forceinline__ void GS_FN(radix_block)(gs_dtype t, const gs_s
             if (p->index_out != NULL)
                 p->index_out[base + s] =
                     (int64_t)(ps[j] - (unsigned)s / (unsigned)row_len * (unsigned)row_len);
+        }
+    }
+}
+
+/* ---- Rows of at most GS_SORT_THREAD_ROW_MAX keys: a thread per row.  A warp's 32 rows are one
+ * contiguous span of keys: the warp loads it in coalesced lane-strided loads (all issued before
+ * any is used) into its part of shared memory, and each thread takes its row from there and
+ * sorts it in registers by a bitonic network of N = 2, 4, 8 or 16 (the least power of two
+ * holding the row; past the row, all-ones order keys, which sort last), then writes it back
+ * through shared memory to the span's places, coalesced again.  A sort whose order keys are
+ * one-to-one in every row of the warp (integers; floats with no zero and no NaN) sorts the order
+ * keys alone and turns them back into bits; otherwise, and for an argsort, the network sorts
+ * (order key, position) pairs, equal keys in their positions' order (the stable order), and
+ * the keys' bits are read back by position.  No barrier but the warp's own. ---- */
+#ifndef GS_SORT_THREAD_ONCE
+#define GS_SORT_THREAD_ONCE
+/* Shared words (of the key's register type) of a warp: its 32 rows' keys, then their positions,
+ * one word per key, a word skipped every 16 (a lane's row of 16 keys then starts one word
+ * further along the banks than the lane before's). */
+#define GS_SORT_THREAD_SPAN (GS_WARP * GS_SORT_THREAD_ROW_MAX)
+#define GS_SORT_THREAD_WORDS (GS_SORT_THREAD_SPAN + GS_SORT_THREAD_SPAN / 16)
+static __device__ __forceinline__ int gs_sort_thread_at(int e)
+{
+    return e + (e >> 4);
+}
+#endif
+
+/* Pairs (key, position) a and b in order: the smaller key first, of equal keys the earlier. */
+static __device__ __forceinline__ void GS_FN(radix_pair_order)(GS_R *ka, unsigned *pa, GS_R *kb,
+                                                              unsigned *pb)
+{
+    const int swap = *kb < *ka || (*kb == *ka && *pb < *pa);
+    const GS_R k = swap ? *kb : *ka;
+    const unsigned q = swap ? *pb : *pa;
+    *kb = swap ? *ka : *kb;
+    *pb = swap ? *pa : *pb;
+    *ka = k;
+    *pa = q;
+}
+
+/* The first n of k[], pos[] (n a power of two, at most GS_SORT_THREAD_ROW_MAX) sorted by a
+ * bitonic network. */
+static __device__ __forceinline__ void GS_FN(radix_network)(int n, GS_R *k, unsigned *pos)
+{
+#pragma unroll
+    for (int size = 2; size <= GS_SORT_THREAD_ROW_MAX; size <<= 1) {
+        if (size > n)
+            break;
+#pragma unroll
+        for (int j = size >> 1; j > 0; j >>= 1) {
+#pragma unroll
+            for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+                const int l = i ^ j;
+                if (i < n && l > i) {
+                    if ((i & size) == 0)
+                        GS_FN(radix_pair_order)(&k[i], &pos[i], &k[l], &pos[l]);
+                    else
+                        GS_FN(radix_pair_order)(&k[l], &pos[l], &k[i], &pos[i]);
+                }
+            }
+        }
+    }
+}
+
+/* The first n of k[] (n a power of two, at most GS_SORT_THREAD_ROW_MAX) sorted by the same
+ * network, the keys alone. */
+static __device__ __forceinline__ void GS_FN(radix_network_keys)(int n, GS_R *k)
+{
+#pragma unroll
+    for (int size = 2; size <= GS_SORT_THREAD_ROW_MAX; size <<= 1) {
+        if (size > n)
+            break;
+#pragma unroll
+        for (int j = size >> 1; j > 0; j >>= 1) {
+#pragma unroll
+            for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+                const int l = i ^ j, lo = (i & size) == 0 ? i : l, hi = lo == i ? l : i;
+                if (i < n && l > i) {
+                    const GS_R a = k[lo], b = k[hi];
+                    k[lo] = a < b ? a : b;
+                    k[hi] = a < b ? b : a;
+                }
+            }
+        }
+    }
+}
+
+/* The bits of a key from its order key, where the order key is one-to-one: every integer kind
+ * (a XOR), a float that is neither zero nor NaN. */
+static __device__ __forceinline__ GS_R GS_FN(radix_unkey)(gs_dtype t, GS_R key, uint64_t flip)
+{
+    const GS_R u = key ^ (GS_R)flip, top = (GS_R)1 << (8 * sizeof(GS_R) - 1);
+    if (t == GS_FLOAT32 || t == GS_FLOAT64)
+        return (u & top) ? u & ~top : ~u;
+    return u;
+}
+
+/* Whether the float bits b are a zero or a NaN (whose order keys are not one-to-one). */
+static __device__ __forceinline__ int GS_FN(radix_folded)(gs_dtype t, GS_R b)
+{
+    if (t == GS_FLOAT32) {
+        const uint32_t mag = (uint32_t)b & 0x7fffffffu;
+        return mag == 0u || mag > 0x7f800000u;
+    }
+    if (t == GS_FLOAT64) {
+        const uint64_t mag = (uint64_t)b & 0x7fffffffffffffffull;
+        return mag == 0u || mag > 0x7ff0000000000000ull;
+    }
+    return t == GS_BOOL; /* bytes other than 0 and 1 share an order key */
+}
+
+static __device__ __forceinline__ void GS_FN(radix_thread_rows)(gs_dtype t, const gs_sort_kparams *p)
+{
+    __shared__ GS_R words[GS_SORT_BLOCK_NT / GS_WARP][GS_SORT_THREAD_WORDS];
+    const int len = (int)p->row_len;
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    GS_R *const w = words[threadIdx.x / GS_WARP];
+    const int64_t first = ((int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~(GS_WARP - 1)));
+    if (first >= p->rows)
+        return; /* the whole warp */
+    const int64_t rows = p->rows - first < GS_WARP ? p->rows - first : GS_WARP;
+    const int span = (int)rows * len;
+    const int64_t base = first * len;
+    const int mine = lane < rows;
+
+    /* ---- The span into shared memory: every load in flight before the first store. ---- */
+    GS_R in[GS_SORT_THREAD_ROW_MAX];
+#pragma unroll
+    for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+        const int e = i * GS_WARP + lane;
+        in[i] = e < span ? (GS_R)gs_load_bits(t, p->keys, base + e) : (GS_R)0;
+    }
+#pragma unroll
+    for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+        const int e = i * GS_WARP + lane;
+        if (e < span)
+            w[gs_sort_thread_at(e)] = in[i];
+    }
+    __syncwarp();
+
+    /* ---- This thread's row: its order keys. ---- */
+    GS_R k[GS_SORT_THREAD_ROW_MAX];
+    int folded = 0;
+#pragma unroll
+    for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j) {
+        k[j] = ~(GS_R)0;
+        if (mine && j < len) {
+            const GS_R b = w[gs_sort_thread_at(lane * len + j)];
+            folded |= GS_FN(radix_folded)(t, b);
+            k[j] = GS_FN(radix_key)(t, b, p->flip);
+        }
+    }
+
+    /* ---- Keys alone, where equal order keys are equal bits in every row of the warp: the
+     * network over the keys, their bits from the order keys, no positions. ---- */
+    if (p->index_out == NULL && !__any_sync(GS_FULL_MASK, folded)) {
+        if (len > 8)
+            GS_FN(radix_network_keys)(16, k);
+        else if (len > 4)
+            GS_FN(radix_network_keys)(8, k);
+        else if (len > 2)
+            GS_FN(radix_network_keys)(4, k);
+        else if (len > 1)
+            GS_FN(radix_network_keys)(2, k);
+        __syncwarp(); /* every lane is done reading the span */
+#pragma unroll
+        for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+            if (mine && j < len)
+                w[gs_sort_thread_at(lane * len + j)] = GS_FN(radix_unkey)(t, k[j], p->flip);
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+            const int e = i * GS_WARP + lane;
+            if (e < span)
+                gs_store_bits(t, p->keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
+        }
+        return;
+    }
+
+    /* ---- Else (key, position) pairs, the stable order. ---- */
+    unsigned pos[GS_SORT_THREAD_ROW_MAX];
+#pragma unroll
+    for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+        pos[j] = (unsigned)j;
+    if (len > 8)
+        GS_FN(radix_network)(16, k, pos);
+    else if (len > 4)
+        GS_FN(radix_network)(8, k, pos);
+    else if (len > 2)
+        GS_FN(radix_network)(4, k, pos);
+    else if (len > 1)
+        GS_FN(radix_network)(2, k, pos);
+
+    /* ---- The sorted keys' bits (read back by position), then the positions, each written
+     * through shared memory to the span in coalesced stores. ---- */
+    GS_R out[GS_SORT_THREAD_ROW_MAX];
+    if (p->keys_out != NULL) {
+#pragma unroll
+        for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+            out[j] = mine && j < len ? w[gs_sort_thread_at(lane * len + (int)pos[j])] : 0;
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+            if (mine && j < len)
+                w[gs_sort_thread_at(lane * len + j)] = out[j];
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+            const int e = i * GS_WARP + lane;
+            if (e < span)
+                gs_store_bits(t, p->keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
+        }
+    }
+    if (p->index_out != NULL) {
+        __syncwarp(); /* every lane is done reading the keys */
+#pragma unroll
+        for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+            if (mine && j < len)
+                w[gs_sort_thread_at(lane * len + j)] = pos[j];
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+            const int e = i * GS_WARP + lane;
+            if (e < span)
+                p->index_out[base + e] = (int64_t)w[gs_sort_thread_at(e)];
         }
     }
 }
