@@ -44,18 +44,6 @@ static void gs_k_combine(const void *x, const void *y, void *r)
     *(T *)r = gs_combine(*(const T *)x, *(const T *)y);
 }
 
-/* The lanes' loads prefetched GS_PF_AHEAD values ahead (4 KiB, as cpu/simd.h's streaming loops),
- * once per 64-byte line: eight lanes are eight streams, too many for the hardware prefetchers
- * to keep a chunk read from memory ahead of its loads. */
-enum { GS_PF_EVERY = sizeof(T) >= 64 ? 1 : 64 / sizeof(T), GS_PF_AHEAD = 4096 / sizeof(T) };
-
-GS_INLINE void gs_k_prefetch(const T *in, int64_t m, int64_t i)
-{
-    if (i % GS_PF_EVERY == 0)
-        for (int k = 0; k < GS_K; k++)
-            __builtin_prefetch(in + k * m + i + GS_PF_AHEAD);
-}
-
 /* Values per lane of a run of n (0: too short for lanes, one value after the other). */
 GS_INLINE int64_t gs_k_sub(int64_t n)
 {
@@ -71,32 +59,26 @@ GS_INLINE void gs_k_lanes(const T *in, T *out, int64_t n, int64_t m, int exclusi
     for (int k = 0; k < GS_K; k++)
         loc[k] = in[k * m];
     if (out == 0) {
-        for (i = 1; i < m; i++) {
-            gs_k_prefetch(in, m, i);
+        for (i = 1; i < m; i++)
             for (int k = 0; k < GS_K; k++)
                 loc[k] = gs_combine(loc[k], in[k * m + i]);
-        }
         for (i = GS_K * m; i < n; i++)
             loc[GS_K - 1] = gs_combine(loc[GS_K - 1], in[i]);
     } else if (!exclusive) {
         for (int k = 0; k < GS_K; k++)
             out[k * m] = loc[k];
-        for (i = 1; i < m; i++) {
-            gs_k_prefetch(in, m, i);
+        for (i = 1; i < m; i++)
             for (int k = 0; k < GS_K; k++)
                 out[k * m + i] = loc[k] = gs_combine(loc[k], in[k * m + i]);
-        }
         for (i = GS_K * m; i < n; i++)
             out[i] = loc[GS_K - 1] = gs_combine(loc[GS_K - 1], in[i]);
     } else {
-        for (i = 1; i < m; i++) {
-            gs_k_prefetch(in, m, i);
+        for (i = 1; i < m; i++)
             for (int k = 0; k < GS_K; k++) {
                 T x = in[k * m + i];
                 out[k * m + i] = loc[k];
                 loc[k] = gs_combine(loc[k], x);
             }
-        }
         for (i = GS_K * m; i < n; i++) {
             T x = in[i];
             out[i] = loc[GS_K - 1];
