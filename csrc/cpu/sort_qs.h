@@ -34,7 +34,7 @@
 #define GS_QS_IOTA _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define GS_QS_SRAI _mm512_srai_epi32
 #define GS_QS_MADD _mm512_mask_add_epi32
-#define GS_QS_NET_REGS 32 /* 512 keys (x86-simd-sort's too): 16% less time at 10^3 than 256 */
+#define GS_QS_NET_REGS 16 /* 256 keys */
 #else
 #define GS_QS_T uint64_t
 #define GS_QS_L 8
@@ -184,10 +184,8 @@ GS_QS_FN void GS_QS_N(small)(GS_QS_T *a, int64_t n)
         GS_QS_N(net_n)(a, n, 4);
     else if (n <= 8 * GS_QS_L)
         GS_QS_N(net_n)(a, n, 8);
-    else if (GS_QS_NET_REGS == 16 || n <= 16 * GS_QS_L)
-        GS_QS_N(net_n)(a, n, 16);
     else
-        GS_QS_N(net_n)(a, n, GS_QS_NET_REGS);
+        GS_QS_N(net_n)(a, n, 16);
 }
 
 /* a[0, n) heap-sorted: the fallback past the depth limit. */
