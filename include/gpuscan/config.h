@@ -238,13 +238,12 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_BLOCK_NV (GS_SORT_BLOCK_NT * GS_SORT_BLOCK_VT)
 #define GS_SORT_BLOCK_NWARPS (GS_SORT_BLOCK_NT / GS_WARP)
 #define GS_SORT_BLOCK_ROWS GS_SORT_DIGITS
-/* Rows of at most this many keys are sorted by a group of lanes each (agent/radix.cuh's
- * radix_warp_rows: a key's rank counted against its row's keys), GS_SORT_BLOCK_NT threads a
- * block. */
+/* Rows of more than GS_SORT_THREAD_ROW_MAX and at most this many keys are sorted by a group of
+ * lanes each (agent/radix.cuh's radix_warp_rows: a key's rank counted against its row's keys),
+ * GS_SORT_BLOCK_NT threads a block. */
 #define GS_SORT_WARP_ROW_MAX 32
 /* Rows of at most this many keys are sorted by a thread each (agent/radix.cuh's
- * radix_thread_rows: a sorting network in registers), GS_SORT_BLOCK_NT threads a block; longer
- * ones up to GS_SORT_WARP_ROW_MAX by a group of lanes each. */
+ * radix_thread_rows: a sorting network in registers), GS_SORT_BLOCK_NT threads a block. */
 #define GS_SORT_THREAD_ROW_MAX 16
 
 #if GS_SORT_NT % GS_WARP != 0 || GS_SORT_NT < GS_SORT_DIGITS || GS_SORT_NT > 1024
