@@ -5,6 +5,7 @@
 #include "host/view.h"
 
 #include <stdint.h>
+#include <string.h>
 
 int64_t gs_shape_size(int ndim, const int64_t *shape)
 {
@@ -50,6 +51,16 @@ void gs_view_contiguous(gs_view *v, const gs_view *like, void *ptr, gs_mem mem, 
     v->dtype = dtype;
     v->swapped = 0;
     gs_view_set_c_strides(v);
+}
+
+gs_view gs_view_flat(void *ptr, int64_t n, gs_mem mem, gs_dtype dtype)
+{
+    gs_view v;
+    memset(&v, 0, sizeof(v));
+    v.ndim = 1;
+    v.shape[0] = n;
+    gs_view_contiguous(&v, &v, ptr, mem, dtype);
+    return v;
 }
 
 int gs_view_ready(const gs_view *v, gs_mem mem, gs_dtype dtype)

@@ -23,6 +23,9 @@ void gs_view_set_c_strides(gs_view *v);
 /* A C-contiguous view of `ptr` in `mem` with the shape of `like` and the given dtype. */
 void gs_view_contiguous(gs_view *v, const gs_view *like, void *ptr, gs_mem mem, gs_dtype dtype);
 
+/* A one-dimensional C-contiguous view of n values of `dtype` at `ptr` in `mem`. */
+gs_view gs_view_flat(void *ptr, int64_t n, gs_mem mem, gs_dtype dtype);
+
 /* Whether a backend reads v as it is: in `mem`, C-contiguous, native order, aligned. */
 int gs_view_ready(const gs_view *v, gs_mem mem, gs_dtype dtype);
 

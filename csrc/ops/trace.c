@@ -29,22 +29,11 @@ typedef struct trace_run {
     gs_bag bag;
 } trace_run;
 
-/* A one-dimensional view of n values of t at p in `mem`. */
-static gs_view flat_view(void *p, int64_t n, gs_dtype t, gs_mem mem)
-{
-    gs_view v;
-    memset(&v, 0, sizeof(v));
-    v.ndim = 1;
-    v.shape[0] = n;
-    gs_view_contiguous(&v, &v, p, mem, t);
-    return v;
-}
-
 /* Host -> backend memory, or back (`to_host`): n values of t.  Raises on failure. */
 static int trace_copy(trace_run *r, void *dst, const void *src, int64_t n, gs_dtype t, int to_host)
 {
     const gs_mem from = to_host ? r->be->mem : GS_MEM_HOST, to = to_host ? GS_MEM_HOST : r->be->mem;
-    gs_view a = flat_view((void *)src, n, t, from), b = flat_view(dst, n, t, to);
+    gs_view a = gs_view_flat((void *)src, n, from, t), b = gs_view_flat(dst, n, to, t);
     return gs_move(&a, &b, &r->bag);
 }
 

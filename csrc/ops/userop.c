@@ -271,20 +271,6 @@ static PyObject *uop_deliver(const uop *u, PyArrayObject *r, PyObject *out_obj, 
     return res != NULL && scalar ? PyArray_Return((PyArrayObject *)res) : res;
 }
 
-/* `bytes` bytes at ptr in mem, as a flat view of bytes. */
-static gs_view byte_view(const void *ptr, size_t bytes, gs_mem mem)
-{
-    gs_view v;
-    memset(&v, 0, sizeof(v));
-    v.ptr = (char *)ptr;
-    v.dtype = GS_UINT8;
-    v.mem = mem;
-    v.ndim = 1;
-    v.shape[0] = (int64_t)bytes;
-    v.strides[0] = 1;
-    return v;
-}
-
 /* *ptr's `bytes` (host memory) copied to the device by the transfer pipeline, *ptr then the
  * copy (in the bag); nothing for none. */
 static int to_device(const void **ptr, size_t bytes, gs_bag *bag)
@@ -295,8 +281,8 @@ static int to_device(const void **ptr, size_t bytes, gs_bag *bag)
         return 0;
     if (gs_bag_alloc(bag, GS_MEM_DEVICE, bytes, &dev) < 0)
         return -1;
-    src = byte_view(*ptr, bytes, GS_MEM_HOST);
-    dst = byte_view(dev, bytes, GS_MEM_DEVICE);
+    src = gs_view_flat((void *)*ptr, (int64_t)bytes, GS_MEM_HOST, GS_UINT8);
+    dst = gs_view_flat(dev, (int64_t)bytes, GS_MEM_DEVICE, GS_UINT8);
     if (gs_move(&src, &dst, bag) < 0)
         return -1;
     *ptr = dev;
@@ -341,7 +327,7 @@ static int uop_place(const uop *u, int (*entry)(const gs_user_desc *, gs_fail *)
         return -1;
     }
     d->out = (void *)out;
-    *res = byte_view(out, out_bytes, GS_MEM_DEVICE);
+    *res = gs_view_flat((void *)out, (int64_t)out_bytes, GS_MEM_DEVICE, GS_UINT8);
     return 0;
 }
 
@@ -371,7 +357,7 @@ static int uop_run(uop *u, int (*entry)(const gs_user_desc *, gs_fail *), gs_use
     if (rc < 0) {
         rc = gs_raise(&f);
     } else if (host_out != NULL) {
-        back = byte_view(host_out, (size_t)res.shape[0], GS_MEM_HOST);
+        back = gs_view_flat(host_out, res.shape[0], GS_MEM_HOST, GS_UINT8);
         rc = gs_move(&res, &back, &bag);
     }
     if (rc == 0)
