@@ -781,13 +781,19 @@ class Harness:
         self.goal(figure, row.n, f"{ratio:.2f}x", f">= {target:.2f}x",
                   "ok" if ratio >= target else "MISS")
 
-    def goal_time_ratio(self, case, base_case, n, impl=SUBJECT):
-        """Information: case's time over base_case's time at n (e.g. max scan vs add)."""
+    def goal_time_ratio(self, case, base_case, n, impl=SUBJECT, at_most=None):
+        """case's time over base_case's time at n (e.g. max scan vs add): a goal when at_most
+        is given, else information."""
         a, b = self.row(case, impl, n), self.row(base_case, impl, n)
         if a is None or b is None or not a.ms or not b.ms:
             self.goal(f"{case} / {base_case} time", n, "-", "", "n/a")
             return
-        self.goal(f"{case} / {base_case} time", n, f"{a.ms / b.ms:.2f}", "", "info")
+        r = a.ms / b.ms
+        if at_most is None:
+            self.goal(f"{case} / {base_case} time", n, f"{r:.2f}", "", "info")
+        else:
+            self.goal(f"{case} / {base_case} time", n, f"{r:.2f}", f"<= {at_most:.2f}",
+                      "ok" if r <= at_most else "MISS")
 
     # ---- output --------------------------------------------------------------------------------
     def finish(self):

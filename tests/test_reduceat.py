@@ -309,9 +309,50 @@ def across_levels(rng):
                    "min")
 
 
-# On CUDA a warp takes 8 consecutive tiles as one range where a level has many (2^25 values and
-# up), carrying a run open at a tile's end into the next tile; _segreduce_set_many
-# lowers "many" so that every level of these sizes takes that path.
+def few_heads_indices(n):
+    """Slices whose heads fall 0, 1, 2 and 3 to a warp tile of SEG_W values, in turn, at its first
+    value, its last, next to each other and apart; a head on the value after a tile, and the end
+    of the values inside the last tile."""
+    offsets = {0: [], 1: [0], 2: [1, SEG_W - 1], 3: [5, 6, SEG_W // 2], 4: [SEG_W - 1],
+               5: [0, 1], 6: [SEG_W // 3], 7: [2, 200, 201]}
+    idx = [0] + [t * SEG_W + o for t in range(n // SEG_W) for o in offsets[t % 8]]
+    return np.unique([i for i in idx if i < n])
+
+
+@pytest.mark.parametrize("dtype,op", [(np.float32, "add"), (np.float64, "add"),
+                                      (np.int32, "add"), (np.int64, "mul"), (np.uint8, "xor"),
+                                      (np.float32, "min"), (np.float32, "mul"), (np.int16, "max")])
+def test_reduceat_few_heads_a_tile(dtype, op, rng):
+    # On CUDA a tile with at most two heads is reduced as runs (agent/segreduce.cuh, seg_few);
+    # with more, row by row.
+    for n in (24 * SEG_W, 24 * SEG_W - 3):
+        a = data(rng, dtype, n, op)
+        idx = few_heads_indices(n)
+        check_reduceat(gpuscan.reduceat(a, idx, op), a, idx, op)
+        flags = np.zeros(n, np.uint8)
+        flags[idx] = 1
+        check_segmented_reduce(gpuscan.segmented_reduce(a, flags, op), a, flags, op)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("per_warp", [2, 3])
+def test_ranges_of_other_lengths(per_warp, rng):
+    # Ranges of 2 tiles (the launcher's choice at 2^24 values on an H100 or H200) and of 3.
+    was = _gpuscan._segreduce_set_many(1, per_warp)
+    try:
+        across_levels(rng)
+        n = 24 * SEG_W - 3
+        a = rng.uniform(-1, 1, n).astype(np.float32)
+        idx = few_heads_indices(n)
+        check_reduceat(gpuscan.reduceat(gpuscan.to_device(a), idx).get(), a, idx)
+    finally:
+        _gpuscan._segreduce_set_many(*was)
+
+
+# On CUDA a warp takes up to 8 consecutive tiles as one range where a level has many (2^24
+# values and up on an H100 or H200: as many as leave 4 waves of warps), carrying a run open at a
+# tile's end into the next tile; _segreduce_set_many lowers "many" so that every level of these
+# sizes takes that path.
 RANGE = 8 * SEG_W
 
 

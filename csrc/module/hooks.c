@@ -343,9 +343,9 @@ PyMethodDef gs_hook_methods[] = {
     { "_segreduce_set_many", segreduce_set_many, METH_VARARGS,
       "_segreduce_set_many(tiles, per_warp=0)\n--\n\nThe tile count of a segmented "
       "reduction's level from which a warp takes several tiles as one range, and how many "
-      "(CUDA; 0: the launcher's default for either); returns the previous (tiles, per_warp).  "
-      "For tests and benchmarks: a low count reaches the ranges' carried runs at small "
-      "sizes." },
+      "(CUDA; tiles 0: chosen from the device's resident warps, per_warp 0: at most 8); "
+      "returns the previous (tiles, per_warp).  For tests and benchmarks: a low count reaches "
+      "the ranges' carried runs at small sizes." },
     { "_pipeline_prefault", pipeline_prefault, METH_VARARGS,
       "_pipeline_prefault(on=None, /)\n--\n\nWhether the host<->device pipeline faults in the "
       "pages of a contiguous NumPy result ahead of unpacking into it (True by default); with "

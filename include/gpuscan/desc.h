@@ -120,7 +120,8 @@ typedef struct gs_reduce_desc {
  *          when the check found them fine.
  *   many_tiles, per_warp (CUDA; 0: the launcher's defaults): a level of a sorted partition's
  *          reduction with at least many_tiles tiles gives each warp per_warp tiles as one range
- *          (the tests lower many_tiles to reach that path at small sizes). */
+ *          (the tests set many_tiles to reach that path at small sizes); many_tiles 0 chooses
+ *          from the device's resident warps, at most per_warp tiles a warp. */
 typedef struct gs_segreduce_desc {
     const void *in;
     void *out;

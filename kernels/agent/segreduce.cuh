@@ -106,19 +106,26 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
            __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
 }
 
+/* The start at index k (level 0), or past every value when there is none. */
+static __device__ __forceinline__ int64_t gs_seg_start_at(const gs_segreduce_kparams *sp, int64_t k)
+{
+    return k < sp->nseg ? __ldg(sp->starts + k) : INT64_MAX;
+}
+
 /* The head bits of the warp tile at `start` and their prefix counts, with the run's end (offset
  * n - start, if at most GS_SEG_W) marked as a head; called by the whole warp. Level 0: the starts
  * from *k (the starts below the tile) that fall in [start, start + GS_SEG_W]; *k becomes the next
- * tile's. Above: value 2j + 1 is a head unless pair j's tile held none (ids[j] == GS_SEG_NO_HEAD).
- * Returns the words that hold a bit (bit w: word w), the same in every lane; with none, the
- * prefix counts are not made. */
+ * tile's, and *next its start (gs_seg_start_at). Above: value 2j + 1 is a head unless pair j's
+ * tile held none (ids[j] == GS_SEG_NO_HEAD). Returns the words that hold a bit (bit w: word w),
+ * the same in every lane; with none, the prefix counts are not made. */
 static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_segreduce_kparams *sp,
                                                                     int64_t start, int64_t *k,
-                                                                    gs_seg_bits *b, int64_t *ids)
+                                                                    int64_t *next, gs_seg_bits *b,
+                                                                    int64_t *ids)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n;
-    __syncwarp(); /* every lane is done with the warp's previous tile's words */
+    /* (Every lane is done with the warp's previous tile's words: segreduce_tiles' __syncwarp.) */
     for (int i = lane; i < GS_SEG_WORDS; i += GS_WARP)
         b->word[i] = 0;
     __syncwarp();
@@ -136,15 +143,20 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
         for (; head != 0; head &= head - 1)
             gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
     } else {
-        /* The starts from *k on, 32 at a time, until one lies past the value after the tile. */
+        /* The starts from *k on, 32 at a time, until one lies past the value after the tile;
+         * the first not inside the tile is the next tile's first. */
         int64_t inside = 0;
         for (int64_t j = *k + lane;; j += GS_WARP) {
-            const int64_t off = j < sp->nseg ? __ldg(sp->starts + j) - start : GS_SEG_W + 1;
+            const int64_t at = gs_seg_start_at(sp, j);
+            const int64_t off = at - start; /* (at most INT64_MAX - start: no overflow) */
             if (off <= GS_SEG_W)
                 gs_seg_mark(b, off);
-            inside += __popc(__ballot_sync(GS_FULL_MASK, off < GS_SEG_W));
-            if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK)
+            const unsigned in = __ballot_sync(GS_FULL_MASK, off < GS_SEG_W);
+            inside += __popc(in);
+            if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK) {
+                *next = __shfl_sync(GS_FULL_MASK, at, __popc(in)); /* in: a prefix of lanes */
                 break;
+            }
         }
         *k += inside;
     }
@@ -416,12 +428,102 @@ static __device__ __forceinline__ void GS_FN(seg_row)(
     }
 }
 
+/* Level 0's tile with m <= GS_SEG_FEW heads inside it, at offsets h1 < h2 (m is a constant
+ * where it is called: one copy a count), split into runs: run 0 from the tile's start to h1, run
+ * i from head i to the next head or the tile's end (offset `end`: the run's end or GS_SEG_W).
+ * Each lane combines its values of each run in element order (one accumulator a run), a fixed
+ * tree across the lanes makes each run's total, and lane i settles run i at its last value as
+ * seg_store says (`ends_last`: a head or the run's end follows the tile's last run). For the
+ * operators whose result does not depend on the order of combination beyond the tree fixed by
+ * the positions (as the tile with no head). */
+#define GS_SEG_FEW 2
+static __device__ __forceinline__ void GS_FN(seg_few)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_segreduce_kparams *sp, const GS_R *x,
+    const int m, int h1, int h2, int end, int ends_last, int64_t first, int64_t w,
+    int range_first, int range_last, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
+{
+    const int C = GS_PIECE(in_t, out_t);
+    const int R = GS_VT / C;
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const GS_R seed = GS_FN(seg_seed)(op, out_t);
+    /* Value (k, c) of the lane lies at offset k * 32 C + lane * C + c: its run from the heads
+     * made relative to the lane (a compare with a constant a value). */
+    const int b1 = h1 - lane * C, b2 = h2 - lane * C;
+    GS_R acc0 = seed, acc1 = seed, acc2 = seed;
+#pragma unroll
+    for (int k = 0; k < GS_ROWS_MAX; ++k) {
+        if (k < R) {
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const int o = k * GS_WARP * C + c;
+                const GS_R v = x[k * C + c];
+                if (m == 0 || o < b1)
+                    acc0 = GS_FN(combine)(op, acc0, v);
+                else if (m == 1 || o < b2)
+                    acc1 = GS_FN(combine)(op, acc1, v);
+                else
+                    acc2 = GS_FN(combine)(op, acc2, v);
+            }
+        }
+    }
+    const GS_R y0 = GS_FN(seg_row_total)(op, acc0);
+    const GS_R y1 = m >= 1 ? GS_FN(seg_row_total)(op, acc1) : seed;
+    const GS_R y2 = m >= 2 ? GS_FN(seg_row_total)(op, acc2) : seed;
+    /* The range starts with a head: its open run is empty (as segreduce_tile). */
+    if (lane == 0 && range_first && sp->part != NULL && m >= 1 && h1 == 0)
+        gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, seed));
+    if (lane <= m) {
+        const int begin = lane == 0 ? 0 : lane == 1 ? h1 : h2;
+        const int stop = lane == m ? end : lane == 0 ? h1 : h2;
+        if (stop > begin)
+            GS_FN(seg_store)(op, out_t, sp, w, range_last, stop - 1, end - 1,
+                             lane < m ? 1 : ends_last, lane > 0, first - 1 + lane,
+                             lane == 0 ? y0 : lane == 1 ? y1 : y2, cr, cout);
+    }
+}
+
+/* Level 0's tile `start` when it has at most GS_SEG_FEW heads: seg_few, *k and *next moved on to
+ * the next tile's; returns 0 (nothing done) when it has more. */
+static __device__ __forceinline__ int GS_FN(seg_try_few)(
+    gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_segreduce_kparams *sp, int64_t start,
+    const GS_R *x, int64_t *k, int64_t *next, int64_t w, int range_first, int range_last,
+    const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t n = sp->scan.n;
+    const int64_t at = gs_seg_start_at(sp, *k + lane);
+    const int64_t off = at - start;
+    const unsigned in = __ballot_sync(GS_FULL_MASK, off < GS_SEG_W); /* a prefix of lanes */
+    const int m = __popc(in);
+    if (m > GS_SEG_FEW)
+        return 0;
+    /* The lanes past m hold later starts (or none): this round saw every head of the tile. */
+    const int ends_last =
+        n - start <= GS_SEG_W || __ballot_sync(GS_FULL_MASK, off == GS_SEG_W) != 0;
+    const int end = (int)(n - start < GS_SEG_W ? n - start : GS_SEG_W);
+    const int h1 = __shfl_sync(GS_FULL_MASK, (int)off, 0);
+    const int h2 = __shfl_sync(GS_FULL_MASK, (int)off, 1);
+    const int64_t first = *k;
+    *next = __shfl_sync(GS_FULL_MASK, at, m);
+    *k += m;
+    if (m == 0)
+        GS_FN(seg_few)(op, in_t, out_t, sp, x, 0, h1, h2, end, ends_last, first, w, range_first,
+                       range_last, cr, cout);
+    else if (m == 1)
+        GS_FN(seg_few)(op, in_t, out_t, sp, x, 1, h1, h2, end, ends_last, first, w, range_first,
+                       range_last, cr, cout);
+    else
+        GS_FN(seg_few)(op, in_t, out_t, sp, x, 2, h1, h2, end, ends_last, first, w, range_first,
+                       range_last, cr, cout);
+    return 1;
+}
+
 /* Warp tile `tile` of one level (see the file's header), its first head's segment *k (level 0;
  * *k becomes the next tile's), the warp's head bits in b. */
 static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     gs_op op, gs_dtype in_t, gs_dtype out_t, const gs_segreduce_kparams *sp, int64_t tile,
-    const GS_R *x, int64_t *k_io, gs_seg_bits *b, int64_t *ids, int64_t w, int range_first,
-    int range_last, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
+    const GS_R *x, int64_t *k_io, int64_t *next, gs_seg_bits *b, int64_t *ids, int64_t w,
+    int range_first, int range_last, const GS_FN(seg_carry) *cr, GS_FN(seg_carry) *cout)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
@@ -434,20 +536,32 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
      * float32's range as NumPy's float32 sum would be. */
     const int dbl = GS_R_KIND == 'f' && sizeof(GS_R) == 4 && op == GS_OP_ADD;
 
-    /* ---- The heads (the values are in flight: loaded before the previous tile's work). ---- */
+    /* ---- The heads (the values are in flight: loaded before the previous tile's work). Level
+     * 0 knows its next start: a tile before it that does not hold the run's end has no bit (most
+     * tiles of long segments), and its words are not made. ---- */
     const int64_t first = *k_io;
-    const unsigned long long nz = gs_seg_bits_of(sp, start, k_io, b, ids);
+    /* Float min, max, fmin and fmax pick the first of NaN and signed-zero ties: they take the
+     * rows in element order (below), not a lane's values first. */
+    const int any_order = !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX ||
+                                                  op == GS_OP_FMIN || op == GS_OP_FMAX));
+    if (ids == NULL && any_order && !(*next - start > GS_SEG_W && n - start > GS_SEG_W) &&
+        GS_FN(seg_try_few)(op, in_t, out_t, sp, start, x, k_io, next, w, range_first, range_last,
+                           cr, cout))
+        return; /* level 0, at most GS_SEG_FEW heads */
+    const unsigned long long nz =
+        ids == NULL && *next - start > GS_SEG_W && n - start > GS_SEG_W
+            ? 0ull
+            : gs_seg_bits_of(sp, start, k_io, next, b, ids);
     /* The range starts with a head: its open run is empty (a later tile that does has settled
      * the run before it at the tile before's last value). */
-    if (lane == 0 && range_first && sp->part != NULL && (b->word[0] & 1u))
+    if (lane == 0 && range_first && sp->part != NULL && nz != 0 && (b->word[0] & 1u))
         gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, seed));
 
     /* ---- No head and no end in the tile (most tiles of long segments): its total, settled by
      * the lane of its last value; the lanes' values, then a tree across the lanes. That leaves
      * element order, so float min, max, fmin and fmax (whose NaN and signed-zero ties pick the
      * first) take the rows in order below. ---- */
-    if (nz == 0 && !(GS_R_KIND == 'f' && (op == GS_OP_MIN || op == GS_OP_MAX ||
-                                          op == GS_OP_FMIN || op == GS_OP_FMAX))) {
+    if (nz == 0 && any_order) {
         GS_R v = x[0];
 #pragma unroll
         for (int i = 1; i < GS_VT; ++i)
@@ -521,9 +635,12 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (bad != 0)
         return;
     int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
+    int64_t head = ids == NULL ? gs_seg_start_at(sp, k) : 0; /* level 0: start k */
+    const int64_t w = t0 / sp->per_warp; /* the warp's range */
     /* The warp's carry, two slots in turn: tile t reads slot t % 2 and its last value's lane
      * writes the other for tile t + 1 (another lane may still read this one); the __syncwarp
-     * at the start of each tile's head bits orders the two. */
+     * at the start of each tile orders the two, and the tile's shared words after the last
+     * tile's reads. */
     __shared__ GS_FN(seg_carry) carry[GS_NWARPS][2];
     GS_FN(seg_carry) *const cr = carry[threadIdx.x / GS_WARP];
     if ((threadIdx.x & (GS_WARP - 1)) == 0) {
@@ -535,9 +652,9 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     for (int64_t t = t0; t < t1; ++t) {
         if (t + 1 < t1)
             GS_FN(seg_load)(op, in_t, out_t, sp, t + 1, next);
-        GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &bits[threadIdx.x / GS_WARP], ids,
-                              t0 / sp->per_warp, t == t0, t + 1 == t1, &cr[t & 1],
-                              &cr[(t + 1) & 1]);
+        __syncwarp();
+        GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &head, &bits[threadIdx.x / GS_WARP],
+                              ids, w, t == t0, t + 1 == t1, &cr[t & 1], &cr[(t + 1) & 1]);
 #pragma unroll
         for (int i = 0; i < GS_VT; ++i)
             x[i] = next[i];

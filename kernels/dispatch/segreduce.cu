@@ -58,11 +58,14 @@ typedef struct gs_segreduce_kparams {
  * at level 0, 8-byte ones two (docs/performance-notes.md, segmented reductions). */
 #define GS_SEG_MIN_BLOCKS_4 3
 #define GS_SEG_MIN_BLOCKS_8 2
-/* Tiles per warp from gs_segreduce_desc.many_tiles tiles on (default GS_SEG_MANY: 2^25 values,
- * where a tile per warp fills the device many times over). A warp's tiles are one range for the
- * partials: the next level reduces GS_SEG_PER_WARP times fewer (docs/performance-notes.md). */
+/* Tiles per warp: the most, up to GS_SEG_PER_WARP and doubling from 1, that leaves the level
+ * GS_SEG_WAVES waves of the device's resident warps (keyed on the device the call runs on, not
+ * the compile target: 8 from 2^26 values on an H100 or H200, 2 at 2^24). A warp's tiles are one
+ * range for the partials: the next level reduces per_warp times fewer, and one search of the
+ * starts serves them all (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles
+ * instead: GS_SEG_PER_WARP (or .per_warp) tiles a warp from that many tiles on. */
 #define GS_SEG_PER_WARP 8
-#define GS_SEG_MANY 65536
+#define GS_SEG_WAVES 4
 #define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_i32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_f32 GS_SEG_MIN_BLOCKS_4
@@ -151,16 +154,22 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     /* ---- A sorted partition in levels: level 0 over the values, each next level over the
      * partials of the one before (read as the output dtype), in two buffers in turn. ---- */
     gs_segreduce_kernel kernel = tiles_kernel, up_kernel, up_tiles, up_warps;
-    const int64_t many = d->many_tiles > 0 ? d->many_tiles : GS_SEG_MANY;
     const int per_warp = d->per_warp > 0 ? d->per_warp : GS_SEG_PER_WARP;
     gs_segreduce_kernels_for(d->out_type, d->out_type, d->op, &up_tiles, &up_kernel, &up_warps);
     if (up_kernel == NULL)
         return cudaErrorInvalidValue;
+    int resident;
+    if ((err = gs_resident_blocks((const void *)tiles_kernel, 0, &resident)) != cudaSuccess)
+        return err;
+    const int64_t waves = (int64_t)GS_SEG_WAVES * resident * GS_NWARPS; /* warps */
     for (int level = 0;; ++level) {
         const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
-        /* A warp takes GS_SEG_PER_WARP tiles where there are many: one search of the starts, and
-         * their latency, for several tiles, and 2 partials for them all. */
-        p.per_warp = level_tiles >= many ? per_warp : 1;
+        p.per_warp = 1;
+        if (d->many_tiles > 0)
+            p.per_warp = level_tiles >= d->many_tiles ? per_warp : 1;
+        else
+            while (2 * p.per_warp <= per_warp && level_tiles >= 2 * p.per_warp * waves)
+                p.per_warp *= 2;
         const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
         const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
         p.part = warps > 1 ? (char *)scratch + offset : NULL;
