@@ -305,23 +305,22 @@ static __device__ __forceinline__ GS_R GS_FN(seg_row_total)(gs_op op, GS_R v)
     return __shfl_sync(GS_FULL_MASK, v, 0);
 }
 
-/* Lane l's values of warp tile `tile`: whole aligned tiles as pieces, a last partial one value by
- * value, `seed` past the end. */
+/* Lane l's values of the warp tile whose first value is element `start` of `src` (`left` values
+ * from it on, > 0; `vec`: src is 16-byte aligned): a whole aligned tile as pieces, a last
+ * partial one value by value, `seed` past the end. */
 static __device__ __forceinline__ void GS_FN(seg_load)(gs_op op, gs_dtype in_t, gs_dtype out_t,
-                                                       const gs_segreduce_kparams *sp, int64_t tile,
-                                                       GS_R *x)
+                                                       const void *src, int64_t start,
+                                                       int64_t left, int vec, GS_R *x)
 {
     const int C = GS_PIECE(in_t, out_t);
     const int R = GS_VT / C;
     const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t start = tile * GS_SEG_W;
-    const int64_t left = sp->scan.n - start; /* > 0 */
-    if (left >= GS_SEG_W && sp->scan.vec_in) {
+    if (left >= GS_SEG_W && vec) {
 #pragma unroll
         for (int k = 0; k < GS_ROWS_MAX; ++k) {
             if (k < R) {
                 uint32_t w[4];
-                gs_load_piece(in_t, C, sp->scan.in, start + k * GS_WARP * C + lane * C, w);
+                gs_load_piece(in_t, C, src, start + k * GS_WARP * C + lane * C, w);
 #pragma unroll
                 for (int c = 0; c < C; ++c)
                     x[k * C + c] = GS_FN(from_bits)(in_t, gs_word_elem(in_t, w, c));
@@ -336,13 +335,33 @@ static __device__ __forceinline__ void GS_FN(seg_load)(gs_op op, gs_dtype in_t, 
                 for (int c = 0; c < C; ++c) {
                     const int off = k * GS_WARP * C + lane * C + c;
                     x[k * C + c] =
-                        off < left
-                            ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, sp->scan.in, start + off))
-                            : seed;
+                        off < left ? GS_FN(from_bits)(in_t, gs_load_bits(in_t, src, start + off))
+                                   : seed;
                 }
             }
         }
     }
+}
+
+/* Level 0: start copying warp tile `tile` into the warp's buffer `slot` (GS_SEG_W values of the
+ * input; its 16-byte chunks, lane l the l-th of every 32) when it is whole and aligned; returns
+ * whether it did (else the tile is read from memory where it is used). */
+static __device__ __forceinline__ int GS_FN(seg_fetch)(gs_dtype in_t,
+                                                       const gs_segreduce_kparams *sp,
+                                                       int64_t tile, void *slot)
+{
+    const int size = (int)gs_dtype_size(in_t);
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    if (slot == NULL || !sp->scan.vec_in || sp->scan.n - tile * GS_SEG_W < GS_SEG_W ||
+        size > (int)sizeof(GS_R))
+        return 0;
+    const char *from = (const char *)sp->scan.in + tile * GS_SEG_W * size;
+#pragma unroll
+    for (int j = 0; j < (int)sizeof(GS_R); ++j)
+        if (j < size)
+            gs_cp_async((char *)slot + 16 * (j * GS_WARP + lane),
+                        from + 16 * (j * GS_WARP + lane), 16);
+    return 1;
 }
 
 /* Row k of warp tile `tile` (as GS_FN(segreduce_tile)) when its words or the next row's hold a
@@ -606,41 +625,47 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     }
 }
 
-/* Warp w of the grid: warp tiles w * per_warp .. of one level, in order; each next tile's
- * values loaded before the work on the one before. ids_all: NULL at level 0 (compiled without
- * the ids' code), else the block's shared room for its warps' ids (GS_NWARPS * GS_SEG_W / 2). */
+/* Warp w of the grid: warp tiles w * per_warp .. of one level, in order. ids_all: NULL at
+ * level 0 (compiled without the ids' code), else the block's shared room for its warps' ids
+ * (GS_NWARPS * GS_SEG_W / 2). bufs: level 0's shared buffers, a warp tile's values for each
+ * warp: the next tile is copied there (cp.async) while the warp works on one from its
+ * registers; NULL above level 0 (its few tiles read where they are used). */
 static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype in_t,
                                                               gs_dtype out_t,
                                                               const gs_segreduce_kparams *sp,
-                                                              int64_t *ids_all)
+                                                              int64_t *ids_all, void *bufs)
 {
     __shared__ gs_seg_bits bits[GS_NWARPS];
     int64_t *const ids = ids_all != NULL ? ids_all + threadIdx.x / GS_WARP * (GS_SEG_W / 2) : NULL;
-    const int64_t tiles = gs_segreduce_tiles(sp->scan.n);
+    void *const slot =
+        bufs != NULL ? (char *)bufs + threadIdx.x / GS_WARP * GS_SEG_W * sizeof(GS_R) : NULL;
+    const int64_t n = sp->scan.n;
+    const int64_t tiles = gs_segreduce_tiles(n);
     const int64_t t0 = ((int64_t)blockIdx.x * GS_NWARPS + threadIdx.x / GS_WARP) * sp->per_warp;
     const int64_t t1 = t0 + sp->per_warp < tiles ? t0 + sp->per_warp : tiles;
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
     /* Indices that the index check enqueued before found bad (or not increasing): nothing is
      * read from starts or written, on every level (the host raises or takes the general way).
-     * Level 0 loads its first tile (in bounds either way) while the guard is read; a level
-     * above reads the partials only after it (level 0 wrote none when it is set). */
+     * Level 0 starts copying its first tile (in bounds either way) while the guard is read; a
+     * level above reads the partials only after it (level 0 wrote none when it is set). */
     unsigned long long bad = 0;
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
     if (bad != 0 && ids != NULL)
         return;
-    GS_R x[GS_VT], next[GS_VT];
-    GS_FN(seg_load)(op, in_t, out_t, sp, t0, x);
-    if (bad != 0)
+    int landed = GS_FN(seg_fetch)(in_t, sp, t0, slot);
+    if (bad != 0) {
+        gs_cp_async_wait();
         return;
+    }
     int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
     int64_t head = ids == NULL ? gs_seg_start_at(sp, k) : 0; /* level 0: start k */
-    const int64_t w = t0 / sp->per_warp; /* the warp's range */
+    const int64_t w = t0 / sp->per_warp;                      /* the warp's range */
     /* The warp's carry, two slots in turn: tile t reads slot t % 2 and its last value's lane
      * writes the other for tile t + 1 (another lane may still read this one); the __syncwarp
-     * at the start of each tile orders the two, and the tile's shared words after the last
-     * tile's reads. */
+     * at the start of each tile orders the two, the tile's shared words after the last tile's
+     * reads, and the next tile's copies after the reads of this one's. */
     __shared__ GS_FN(seg_carry) carry[GS_NWARPS][2];
     GS_FN(seg_carry) *const cr = carry[threadIdx.x / GS_WARP];
     if ((threadIdx.x & (GS_WARP - 1)) == 0) {
@@ -650,14 +675,19 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
         cr[t0 & 1].live = cr[t0 & 1].head = 0;
     }
     for (int64_t t = t0; t < t1; ++t) {
-        if (t + 1 < t1)
-            GS_FN(seg_load)(op, in_t, out_t, sp, t + 1, next);
+        GS_R x[GS_VT];
+        if (landed) {
+            gs_cp_async_wait();
+            __syncwarp(); /* every lane's copies seen by all */
+            GS_FN(seg_load)(op, in_t, out_t, slot, 0, GS_SEG_W, 1, x);
+        } else {
+            GS_FN(seg_load)(op, in_t, out_t, sp->scan.in, t * GS_SEG_W, n - t * GS_SEG_W,
+                            sp->scan.vec_in, x);
+        }
         __syncwarp();
+        landed = t + 1 < t1 && GS_FN(seg_fetch)(in_t, sp, t + 1, slot);
         GS_FN(segreduce_tile)(op, in_t, out_t, sp, t, x, &k, &head, &bits[threadIdx.x / GS_WARP],
                               ids, w, t == t0, t + 1 == t1, &cr[t & 1], &cr[(t + 1) & 1]);
-#pragma unroll
-        for (int i = 0; i < GS_VT; ++i)
-            x[i] = next[i];
     }
 }
 

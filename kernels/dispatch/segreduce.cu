@@ -54,9 +54,10 @@ typedef struct gs_segreduce_kparams {
 #define GS_SEGREDUCE_NAME(kind, op, in, out) gs_segreduce_##kind##_##op##_##in##_##out
 
 /* Blocks per multiprocessor a level's kernel is compiled for: a lane holds GS_VT values of its
- * warp's tile and GS_VT of the next in registers; 4-byte values fit three blocks with no spill
- * at level 0, 8-byte ones two (docs/performance-notes.md, segmented reductions). */
-#define GS_SEG_MIN_BLOCKS_4 3
+ * warp's tile in registers (the next one lands in shared memory); 4-byte values fit four blocks
+ * with no spill at level 0, 8-byte ones two (three spill; docs/performance-notes.md, segmented
+ * reductions). Level 0's buffers: a warp tile of the register type for each warp. */
+#define GS_SEG_MIN_BLOCKS_4 4
 #define GS_SEG_MIN_BLOCKS_8 2
 /* Tiles per warp: the most, up to GS_SEG_PER_WARP and doubling from 1, that leaves the level
  * GS_SEG_WAVES waves of the device's resident warps (keyed on the device the call runs on, not
@@ -65,7 +66,13 @@ typedef struct gs_segreduce_kparams {
  * starts serves them all (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles
  * instead: GS_SEG_PER_WARP (or .per_warp) tiles a warp from that many tiles on. */
 #define GS_SEG_PER_WARP 8
-#define GS_SEG_WAVES 4
+#define GS_SEG_WAVES 2
+#define GS_SEG_SIZE_u32 4
+#define GS_SEG_SIZE_i32 4
+#define GS_SEG_SIZE_f32 4
+#define GS_SEG_SIZE_u64 8
+#define GS_SEG_SIZE_i64 8
+#define GS_SEG_SIZE_f64 8
 #define GS_SEG_MIN_BLOCKS_u32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_i32 GS_SEG_MIN_BLOCKS_4
 #define GS_SEG_MIN_BLOCKS_f32 GS_SEG_MIN_BLOCKS_4
@@ -77,14 +84,15 @@ typedef struct gs_segreduce_kparams {
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
         GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p)    \
     {                                                                    \
-        segreduce_tiles_##rs(op, in, out, &p, NULL);                     \
+        __shared__ __align__(16) char bufs[GS_NWARPS * GS_SEG_W * GS_SEG_SIZE_##rs]; \
+        segreduce_tiles_##rs(op, in, out, &p, NULL, bufs);               \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
         GS_SEGREDUCE_NAME(tiles_up, op, in, out)(gs_segreduce_kparams p) \
     {                                                                    \
         __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
         if ((in) == (out)) /* the rows whose tiles_up is launched */     \
-            segreduce_tiles_##rs(op, in, out, &p, ids);                  \
+            segreduce_tiles_##rs(op, in, out, &p, ids, NULL);            \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT)                             \
         GS_SEGREDUCE_NAME(warps, op, in, out)(gs_segreduce_kparams p)    \
