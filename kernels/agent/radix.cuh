@@ -574,33 +574,9 @@ static __device__ __forceinline__ void GS_FN(radix_pair_order)(GS_R *ka, unsigne
     *pa = q;
 }
 
-/* The first n of k[], pos[] (n a power of two, at most GS_SORT_THREAD_ROW_MAX) sorted by a
- * bitonic network. */
+/* The first n of k[] (n a power of two, at most GS_SORT_THREAD_ROW_MAX) sorted by a bitonic
+ * network: with pos, (key, position) pairs (radix_pair_order); with pos NULL, the keys alone. */
 static __device__ __forceinline__ void GS_FN(radix_network)(int n, GS_R *k, unsigned *pos)
-{
-#pragma unroll
-    for (int size = 2; size <= GS_SORT_THREAD_ROW_MAX; size <<= 1) {
-        if (size > n)
-            break;
-#pragma unroll
-        for (int j = size >> 1; j > 0; j >>= 1) {
-#pragma unroll
-            for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
-                const int l = i ^ j;
-                if (i < n && l > i) {
-                    if ((i & size) == 0)
-                        GS_FN(radix_pair_order)(&k[i], &pos[i], &k[l], &pos[l]);
-                    else
-                        GS_FN(radix_pair_order)(&k[l], &pos[l], &k[i], &pos[i]);
-                }
-            }
-        }
-    }
-}
-
-/* The first n of k[] (n a power of two, at most GS_SORT_THREAD_ROW_MAX) sorted by the same
- * network, the keys alone. */
-static __device__ __forceinline__ void GS_FN(radix_network_keys)(int n, GS_R *k)
 {
 #pragma unroll
     for (int size = 2; size <= GS_SORT_THREAD_ROW_MAX; size <<= 1) {
@@ -612,11 +588,58 @@ static __device__ __forceinline__ void GS_FN(radix_network_keys)(int n, GS_R *k)
             for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
                 const int l = i ^ j, lo = (i & size) == 0 ? i : l, hi = lo == i ? l : i;
                 if (i < n && l > i) {
-                    const GS_R a = k[lo], b = k[hi];
-                    k[lo] = a < b ? a : b;
-                    k[hi] = a < b ? b : a;
+                    if (pos != NULL) {
+                        GS_FN(radix_pair_order)(&k[lo], &pos[lo], &k[hi], &pos[hi]);
+                    } else {
+                        const GS_R x = k[lo], y = k[hi];
+                        k[lo] = x < y ? x : y;
+                        k[hi] = x < y ? y : x;
+                    }
                 }
             }
+        }
+    }
+}
+
+/* A row of len keys (at most GS_SORT_THREAD_ROW_MAX) sorted by the least network that holds
+ * it (past the row, all-ones order keys). */
+static __device__ __forceinline__ void GS_FN(radix_row_network)(int len, GS_R *k, unsigned *pos)
+{
+    if (len > 8)
+        GS_FN(radix_network)(16, k, pos);
+    else if (len > 4)
+        GS_FN(radix_network)(8, k, pos);
+    else if (len > 2)
+        GS_FN(radix_network)(4, k, pos);
+    else if (len > 1)
+        GS_FN(radix_network)(2, k, pos);
+}
+
+/* This lane's row v[0 .. len) (where it has one: mine) put in its places of the warp's span of
+ * `span` values at `base`, through the warp's shared words w: the rows written there, then the
+ * span stored in coalesced lane-strided order, as keys of type t into keys_out, or as positions
+ * into index_out (when not NULL). Begins with the warp's barrier: every lane is done reading
+ * w. */
+static __device__ __forceinline__ void GS_FN(radix_rows_store)(gs_dtype t, GS_R *w, int mine,
+                                                              int len, int span, int64_t base,
+                                                              const GS_R *v, void *keys_out,
+                                                              int64_t *index_out)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
+        if (mine && j < len)
+            w[gs_sort_thread_at(lane * len + j)] = v[j];
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
+        const int e = i * GS_WARP + lane;
+        if (e < span) {
+            if (index_out != NULL)
+                index_out[base + e] = (int64_t)w[gs_sort_thread_at(e)];
+            else
+                gs_store_bits(t, keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
         }
     }
 }
@@ -690,26 +713,11 @@ static __device__ __forceinline__ void GS_FN(radix_thread_rows)(gs_dtype t, cons
     /* ---- Keys alone, where equal order keys are equal bits in every row of the warp: the
      * network over the keys, their bits from the order keys, no positions. ---- */
     if (p->index_out == NULL && !__any_sync(GS_FULL_MASK, folded)) {
-        if (len > 8)
-            GS_FN(radix_network_keys)(16, k);
-        else if (len > 4)
-            GS_FN(radix_network_keys)(8, k);
-        else if (len > 2)
-            GS_FN(radix_network_keys)(4, k);
-        else if (len > 1)
-            GS_FN(radix_network_keys)(2, k);
-        __syncwarp(); /* every lane is done reading the span */
+        GS_FN(radix_row_network)(len, k, NULL);
 #pragma unroll
         for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
-            if (mine && j < len)
-                w[gs_sort_thread_at(lane * len + j)] = GS_FN(radix_unkey)(t, k[j], p->flip);
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
-            const int e = i * GS_WARP + lane;
-            if (e < span)
-                gs_store_bits(t, p->keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
-        }
+            k[j] = GS_FN(radix_unkey)(t, k[j], p->flip);
+        GS_FN(radix_rows_store)(t, w, mine, len, span, base, k, p->keys_out, NULL);
         return;
     }
 
@@ -718,48 +726,20 @@ static __device__ __forceinline__ void GS_FN(radix_thread_rows)(gs_dtype t, cons
 #pragma unroll
     for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
         pos[j] = (unsigned)j;
-    if (len > 8)
-        GS_FN(radix_network)(16, k, pos);
-    else if (len > 4)
-        GS_FN(radix_network)(8, k, pos);
-    else if (len > 2)
-        GS_FN(radix_network)(4, k, pos);
-    else if (len > 1)
-        GS_FN(radix_network)(2, k, pos);
+    GS_FN(radix_row_network)(len, k, pos);
 
-    /* ---- The sorted keys' bits (read back by position), then the positions, each written
-     * through shared memory to the span in coalesced stores. ---- */
-    GS_R out[GS_SORT_THREAD_ROW_MAX];
+    /* ---- The sorted keys' bits (read back by position), then the positions. ---- */
     if (p->keys_out != NULL) {
 #pragma unroll
         for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
-            out[j] = mine && j < len ? w[gs_sort_thread_at(lane * len + (int)pos[j])] : 0;
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
-            if (mine && j < len)
-                w[gs_sort_thread_at(lane * len + j)] = out[j];
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
-            const int e = i * GS_WARP + lane;
-            if (e < span)
-                gs_store_bits(t, p->keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
-        }
+            k[j] = mine && j < len ? w[gs_sort_thread_at(lane * len + (int)pos[j])] : 0;
+        GS_FN(radix_rows_store)(t, w, mine, len, span, base, k, p->keys_out, NULL);
     }
     if (p->index_out != NULL) {
-        __syncwarp(); /* every lane is done reading the keys */
 #pragma unroll
         for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)
-            if (mine && j < len)
-                w[gs_sort_thread_at(lane * len + j)] = pos[j];
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < GS_SORT_THREAD_ROW_MAX; ++i) {
-            const int e = i * GS_WARP + lane;
-            if (e < span)
-                p->index_out[base + e] = (int64_t)w[gs_sort_thread_at(e)];
-        }
+            k[j] = (GS_R)pos[j];
+        GS_FN(radix_rows_store)(t, w, mine, len, span, base, k, NULL, p->index_out);
     }
 }
 
