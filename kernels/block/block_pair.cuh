@@ -63,8 +63,7 @@ static __device__ __forceinline__ void GS_FN(block_pair_scan)(GS_FN(gs_pair_part
         lA = (GS_R)1;
         lB = (GS_R)0;
     }
-    if (warp > 0)
-        GS_FN(pair_prepend)(pf, pA, pB, &lf, &lA, &lB);
+    GS_FN(pair_prepend)(warp > 0, pf, pA, pB, &lf, &lA, &lB);
     r->ef = lf;
     r->eA = lA;
     r->eB = lB;

@@ -19,8 +19,7 @@ static __device__ __forceinline__ void GS_FN(warp_pair_scan)(int *f, GS_R *A, GS
             const int of = __shfl_up_sync(GS_FULL_MASK, *f, d);
             const GS_R oA = __shfl_up_sync(GS_FULL_MASK, *A, d);
             const GS_R oB = __shfl_up_sync(GS_FULL_MASK, *B, d);
-            if (lane >= d)
-                GS_FN(pair_prepend)(of, oA, oB, f, A, B);
+            GS_FN(pair_prepend)(lane >= d, of, oA, oB, f, A, B);
         }
     }
 }
