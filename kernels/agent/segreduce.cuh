@@ -10,7 +10,11 @@
  *                    starts found by a 32-way search of the warp; above: the ids of the level
  *                    below); each row is reduced per lane, scanned across the lanes segmented at
  *                    the heads (flags by ballot, values by shuffles) and chained to the rows
- *                    before; a value followed by a head or the run's end settles its segment. A
+ *                    before; a value followed by a head or the run's end settles its segment.
+ *                    Level 0 takes the common tiles shorter ways: one before its next start (no
+ *                    head, no end) is one lane sum and a tree, its head words not made; one with
+ *                    at most GS_SEG_FEW heads is reduced as runs (seg_few); and it copies each
+ *                    next tile into the warp's shared buffer (cp.async) while it works on one. A
  *                    warp takes per_warp consecutive tiles as one RANGE w (a run open at a tile's
  *                    end is carried into the next in seg_carry), and the range writes
  *                    - a segment whose head lies in the range: out[its id];
@@ -21,7 +25,8 @@
  *                    partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), until one
  *                    warp holds the run (dispatch/segreduce.cu). Float add and mul group a
  *                    segment by a tree fixed by the positions alone (piece, lanes, rows and tiles
- *                    - the last two in double for float32 add - then the levels): deterministic.
+ *                    - the last two in double for float32 add - or a lane's values and a tree
+ *                    across the lanes in a tile of few heads; then the levels): deterministic.
  *   segreduce_warps  any segments (overlapping or out of order): a warp per segment, lanes
  *                    striding over it, a fixed tree across the lanes; deterministic, slow only
  *                    for a long segment.
