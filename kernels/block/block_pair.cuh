@@ -1,17 +1,29 @@
 /*
  * block/block_pair.cuh - block level: the exclusive scan of the linear recurrence's segmented
  * pairs (warp/warp_pair.cuh) over the GS_NT threads of a block, one pair per thread, in one
- * floating type (included once per type after warp/warp_pair.cuh).  Warp scans, the warp totals
- * through shared memory, one barrier: then every warp scans the GS_NWARPS totals itself (a scan
- * of GS_NWARPS lanes, the same tree in every warp, so the same bits) rather than waiting at a
- * second barrier while warp 0 does it.  Every thread must call it; the caller synchronises
- * before reusing the shared memory.
+ * floating type (included once per type after warp/warp_pair.cuh).
+ * Raking: the threads' pairs go to shared memory; warp 0's lane l composes the GS_BP_PER pairs
+ * of threads GS_BP_PER*l .. GS_BP_PER*l + GS_BP_PER - 1 in order, the lanes' runs are scanned
+ * across warp 0, and lane l writes each of its threads' exclusive prefix back; two barriers.  A
+ * pair is three words and its composition a multiply and an FMA: a warp scan in every warp (a
+ * shuffle of three words and a select a level, five levels, then a scan of the warp totals) took
+ * about 340 of a warp's 800 instructions a tile (ncu, H200); raking leaves the scan to one warp
+ * (H200, 2^28 float32: 60 -> 64.5% of memcpy; docs/performance-notes.md).  The grouping is fixed
+ * by the thread count alone: the same bits on every run, in both of agent/linrec.cuh's drivers.
+ * Every thread must call it; the caller synchronises before reusing the shared memory.
  */
 
+/* Pairs a raking lane composes, and the padded slot of thread i's pair: lane l's first slot is
+ * (GS_BP_PER + 1) l, an odd stride, so warp 0's reads and writes of a step hit 32 banks. */
+#define GS_BP_PER (GS_NT / GS_WARP)
+#define GS_BP_SLOT(i) ((i) + (i) / GS_BP_PER)
+
 typedef struct GS_FN(gs_block_pair_smem) {
-    int f[GS_NWARPS];
-    GS_R A[GS_NWARPS];
-    GS_R B[GS_NWARPS];
+    int f[GS_BP_SLOT(GS_NT)];
+    GS_R A[GS_BP_SLOT(GS_NT)];
+    GS_R B[GS_BP_SLOT(GS_NT)];
+    int tf;
+    GS_R tA, tB;
 } GS_FN(gs_block_pair_smem);
 
 /* A thread's pair: (f, A, B) on entry; on return (ef, eA, eB) combines the pairs of the threads
@@ -25,46 +37,66 @@ typedef struct GS_FN(gs_pair_part) {
 static __device__ __forceinline__ void GS_FN(block_pair_scan)(GS_FN(gs_pair_part) *r,
                                                               GS_FN(gs_block_pair_smem) *sm)
 {
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    const int warp = threadIdx.x / GS_WARP;
-
-    /* ---- Scan within each warp; the last lane holds the warp's total. ---- */
-    r->ef = r->f;
-    r->eA = r->A;
-    r->eB = r->B;
-    GS_FN(warp_pair_scan)(&r->ef, &r->eA, &r->eB, GS_WARP);
-    if (lane == GS_WARP - 1) {
-        sm->f[warp] = r->ef;
-        sm->A[warp] = r->eA;
-        sm->B[warp] = r->eB;
-    }
+    const int me = GS_BP_SLOT(threadIdx.x);
+    sm->f[me] = r->f;
+    sm->A[me] = r->A;
+    sm->B[me] = r->B;
     __syncthreads();
 
-    /* ---- Every warp scans the warp totals (lanes past GS_NWARPS hold the identity and take no
-     * part: a level of distance GS_NWARPS or more changes none of the first lanes). ---- */
-    int wf = lane < GS_NWARPS ? sm->f[lane] : 0;
-    GS_R wA = lane < GS_NWARPS ? sm->A[lane] : (GS_R)1;
-    GS_R wB = lane < GS_NWARPS ? sm->B[lane] : (GS_R)0;
-    GS_FN(warp_pair_scan)(&wf, &wA, &wB, GS_NWARPS);
-    r->tf = __shfl_sync(GS_FULL_MASK, wf, GS_NWARPS - 1);
-    r->tA = __shfl_sync(GS_FULL_MASK, wA, GS_NWARPS - 1);
-    r->tB = __shfl_sync(GS_FULL_MASK, wB, GS_NWARPS - 1);
-    const int src = warp > 0 ? warp - 1 : 0;
-    const int pf = __shfl_sync(GS_FULL_MASK, wf, src);
-    const GS_R pA = __shfl_sync(GS_FULL_MASK, wA, src);
-    const GS_R pB = __shfl_sync(GS_FULL_MASK, wB, src);
-
-    /* ---- Each thread's exclusive prefix: the warps before it, then the lanes before it. ---- */
-    int lf = __shfl_up_sync(GS_FULL_MASK, r->ef, 1);
-    GS_R lA = __shfl_up_sync(GS_FULL_MASK, r->eA, 1);
-    GS_R lB = __shfl_up_sync(GS_FULL_MASK, r->eB, 1);
-    if (lane == 0) {
-        lf = 0;
-        lA = (GS_R)1;
-        lB = (GS_R)0;
+    if (threadIdx.x < GS_WARP) {
+        const int lane = threadIdx.x;
+        const int first = GS_BP_SLOT(lane * GS_BP_PER);
+        /* ---- The lane's run: its threads' pairs composed in order. ---- */
+        int f = sm->f[first];
+        GS_R A = sm->A[first], B = sm->B[first];
+#pragma unroll
+        for (int j = 1; j < GS_BP_PER; ++j) {
+            int xf = sm->f[first + j];
+            GS_R xA = sm->A[first + j], xB = sm->B[first + j];
+            GS_FN(pair_prepend)(1, f, A, B, &xf, &xA, &xB);
+            f = xf;
+            A = xA;
+            B = xB;
+        }
+        /* ---- The runs scanned across the warp; the lane's exclusive prefix. ---- */
+        GS_FN(warp_pair_scan)(&f, &A, &B, GS_WARP);
+        int ef = __shfl_up_sync(GS_FULL_MASK, f, 1);
+        GS_R eA = __shfl_up_sync(GS_FULL_MASK, A, 1);
+        GS_R eB = __shfl_up_sync(GS_FULL_MASK, B, 1);
+        if (lane == 0) {
+            ef = 0;
+            eA = (GS_R)1;
+            eB = (GS_R)0;
+        }
+        if (lane == GS_WARP - 1) {
+            sm->tf = f;
+            sm->tA = A;
+            sm->tB = B;
+        }
+        /* ---- Each thread's exclusive prefix: the lane's, then its threads before it. ---- */
+#pragma unroll
+        for (int j = 0; j < GS_BP_PER; ++j) {
+            int xf = sm->f[first + j];
+            GS_R xA = sm->A[first + j], xB = sm->B[first + j];
+            sm->f[first + j] = ef;
+            sm->A[first + j] = eA;
+            sm->B[first + j] = eB;
+            if (j + 1 < GS_BP_PER) {
+                GS_FN(pair_prepend)(1, ef, eA, eB, &xf, &xA, &xB);
+                ef = xf;
+                eA = xA;
+                eB = xB;
+            }
+        }
     }
-    GS_FN(pair_prepend)(warp > 0, pf, pA, pB, &lf, &lA, &lB);
-    r->ef = lf;
-    r->eA = lA;
-    r->eB = lB;
+    __syncthreads();
+    r->ef = sm->f[me];
+    r->eA = sm->A[me];
+    r->eB = sm->B[me];
+    r->tf = sm->tf;
+    r->tA = sm->tA;
+    r->tB = sm->tB;
 }
+
+#undef GS_BP_PER
+#undef GS_BP_SLOT
