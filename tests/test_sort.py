@@ -9,7 +9,7 @@ sign must survive), indices exactly.  Sizes are named after the CPU backend's pa
 (cpu/sort.c): the comparison sort of at most 64 keys, a one-table histogram below 4096, one
 thread below 2^16, the cache-sized LSD passes, a long row (2^19 keys and more) on every thread
 with its MSD split; on AVX-512 hosts a sort alone of 32- and 64-bit keys, and an argsort alone
-of 32-bit keys on one thread, take the quicksort (cpu/sort_qs.h) instead.
+of more than 64 such keys on one thread, take the quicksort (cpu/sort_qs.h) instead.
 Device variants are marked `gpu` and run with the CUDA backend.
 """
 import json
@@ -206,6 +206,18 @@ def test_quicksort_worst_cases(n, rng):
               np.arange(n) % 1000, rng.integers(0, 4, n)):
         for dt in (np.int32, np.float64):
             check(np.ascontiguousarray(a).astype(dt))
+
+
+@pytest.mark.parametrize("n", [65, 1000, 70_000], ids=["65", "1000", "70000"])
+def test_argsort_64_bit_keys_by_halves(n, rng):
+    # The argsort of 64-bit keys (cpu/sort_qs.h's gs_qs_argsort_k64): by the high halves of the
+    # keys' offsets from the least, then runs of one high half by the low halves; ties (whole
+    # keys equal) in position order; spans above and below 2^32.
+    high = rng.integers(-2, 3, n, dtype=np.int64) << 33
+    for a in (high + rng.integers(0, 5, n), high + rng.integers(-2**40, 2**40, n),
+              rng.integers(0, 2**32, n, dtype=np.int64) - 7, high.astype(np.float64) * 1.5):
+        check(a)
+        check(a, descending=True)
 
 
 @pytest.mark.parametrize("zeros", ["none", "positive", "negative", "both"])

@@ -674,6 +674,61 @@ GS_QS_FN void gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int i
             di[i] = ibase + (int64_t)(uint32_t)tmp[i];
     }
 }
+
+/* The radix key of the 64-bit word x (cpu/sort_body.h's). */
+GS_QS_INLINE uint64_t gs_qs_key_k64(uint64_t x, uint64_t m, int is_float)
+{
+    return is_float ? gs_qs_fkey_u64(x, m) : x ^ m;
+}
+
+/* The argsort of n 64-bit keys as gs_qs_argsort_k32's, 32 bits of each key at a time above
+ * its position: the keys' offsets from the least (the same order) first by their high halves;
+ * then each run of equal high halves (none where the offsets fit in 32 bits, where the high
+ * halves are the offsets themselves) again by its low halves, in the run's place: ties stay in
+ * position order.  tmp holds n words. */
+GS_QS_FN void gs_qs_argsort_k64(const void *src, int64_t n, uint64_t mask, int is_float,
+                                int64_t ibase, int64_t *di, uint64_t *tmp)
+{
+    const uint64_t *s = src;
+    uint64_t least = ~(uint64_t)0, most = 0;
+    int sh;
+
+    for (int64_t i = 0; i < n; i++) { /* the span */
+        const uint64_t k = gs_qs_key_k64(s[i], mask, is_float);
+        least = k < least ? k : least;
+        most = k > most ? k : most;
+    }
+    sh = most - least > UINT32_MAX ? 32 : 0; /* the high halves first, or the offsets whole */
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) { /* asking between blocks: Ctrl-C */
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t i = b; i < e; i++)
+            tmp[i] = (gs_qs_key_k64(s[i], mask, is_float) - least) >> sh << 32 | (uint64_t)i;
+    }
+    gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
+    for (int64_t i = 0, j; sh != 0 && i < n; i = j) { /* runs of one high half, by the low */
+        const uint64_t high = tmp[i] >> 32;
+        for (j = i + 1; j < n && tmp[j] >> 32 == high; j++)
+            ;
+        if (j - i < 2)
+            continue;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t t = i; t < j; t++) {
+            const uint64_t at = (uint32_t)tmp[t];
+            tmp[t] = (uint64_t)(uint32_t)(gs_qs_key_k64(s[at], mask, is_float) - least) << 32 | at;
+        }
+        gs_qs_qsort_u64(tmp + i, j - i, gs_qs_depth_u64(j - i));
+    }
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t i = b; i < e; i++)
+            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+    }
+}
 #endif
 
 #undef GS_QS_T
