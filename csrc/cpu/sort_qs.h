@@ -110,28 +110,38 @@ GS_QS_INLINE void GS_QS_N(coex)(__m512i *a, __m512i *b)
  * network over whole vectors (no shuffle); then for blocks of 2, 4, .. lanes, sorted runs of
  * the block's lanes across the vectors merged: between vectors, the upper half's lanes
  * reversed within the block and mirrored vectors compared, recursively over halves; then
- * inside each vector, a flip within the block and half-cleaners. */
+ * inside each vector, a flip within the block and half-cleaners.  The loops count exponents
+ * (k = 1 << lk, not k *= 2): under -fwrapv, which Python's build flags add, GCC cannot count
+ * the trips of a doubling loop and leaves some of them rolled, the vectors then in memory (the
+ * networks took 1.7x as long, the whole sort of 10^4 int32 keys 1.5x). */
 GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
 {
+    const int lr = __builtin_ctz((unsigned)r), ll = __builtin_ctz(GS_QS_L);
+
     GS_QS_UNROLL
-    for (int k = 2; k <= r; k *= 2) {
+    for (int lk = 1; lk <= lr; lk++) {
+        const int k = 1 << lk;
         GS_QS_UNROLL
         for (int b = 0; b < r; b += k)
             GS_QS_UNROLL
             for (int i = 0; i < k / 2; i++)
                 GS_QS_N(coex)(&v[b + i], &v[b + k - 1 - i]);
         GS_QS_UNROLL
-        for (int d = k / 4; d >= 1; d /= 2)
+        for (int ld = lk - 2; ld >= 0; ld--) {
+            const int d = 1 << ld;
             GS_QS_UNROLL
             for (int b = 0; b < r; b += 2 * d)
                 GS_QS_UNROLL
                 for (int i = b; i < b + d; i++)
                     GS_QS_N(coex)(&v[i], &v[i + d]);
+        }
     }
     GS_QS_UNROLL
-    for (int scale = 2; scale <= GS_QS_L; scale *= 2) {
+    for (int ls = 1; ls <= ll; ls++) {
+        const int scale = 1 << ls;
         GS_QS_UNROLL
-        for (int w = r; w >= 2; w /= 2)
+        for (int lw = lr; lw >= 1; lw--) {
+            const int w = 1 << lw;
             GS_QS_UNROLL
             for (int b = 0; b < r; b += w) {
                 GS_QS_UNROLL
@@ -141,36 +151,45 @@ GS_QS_INLINE void GS_QS_N(net)(__m512i *v, int r)
                 for (int i = 0; i < w / 2; i++)
                     GS_QS_N(coex)(&v[b + i], &v[b + w - 1 - i]);
             }
+        }
         GS_QS_UNROLL
         for (int i = 0; i < r; i++) {
             v[i] = GS_QS_N(step)(v[i], scale - 1, scale / 2);
             GS_QS_UNROLL
-            for (int s2 = scale / 2; s2 >= 2; s2 /= 2)
-                v[i] = GS_QS_N(step)(v[i], s2 / 2, s2 / 2);
+            for (int l2 = ls - 1; l2 >= 1; l2--)
+                v[i] = GS_QS_N(step)(v[i], 1 << (l2 - 1), 1 << (l2 - 1));
         }
     }
 }
 
-/* The mask of the first n lanes (none for n <= 0, all from GS_QS_L). */
-GS_QS_INLINE GS_QS_MASK GS_QS_N(first)(int64_t n)
-{
-    return (GS_QS_MASK)(n >= GS_QS_L ? ~(GS_QS_MASK)0 : n <= 0 ? 0 : ((GS_QS_MASK)1 << n) - 1);
-}
-
-/* a[0, n) sorted by the network of r vectors (n <= r * GS_QS_L): the lanes past n read as all
- * ones, which sort last and are not stored. */
+/* a[0, n) sorted by the network of r vectors ((r / 2) * GS_QS_L < n <= r * GS_QS_L): the lanes
+ * past n read as all ones, which sort last and are not stored.  The first r / 2 vectors are
+ * whole: loaded and stored as they are; the others by masks of their lanes below n, without a
+ * branch (the ranges' lengths are random). */
 GS_QS_INLINE void GS_QS_N(net_n)(GS_QS_T *a, int64_t n, int r)
 {
     __m512i v[GS_QS_NET_REGS];
+    GS_QS_MASK m[GS_QS_NET_REGS];
+    const int h = r / 2;
 
     GS_QS_UNROLL
-    for (int i = 0; i < r; i++)
-        v[i] = GS_QS_LOADM(GS_QS_SET1(~(GS_QS_T)0), GS_QS_N(first)(n - i * GS_QS_L),
-                           a + i * GS_QS_L);
+    for (int i = h; i < r; i++) {
+        const int64_t k = n - i * GS_QS_L;
+        m[i] = (GS_QS_MASK)_bzhi_u32(~0u, (unsigned)(k < 0 ? 0 : k > GS_QS_L ? GS_QS_L : k));
+    }
+    GS_QS_UNROLL
+    for (int i = 0; i < h; i++)
+        v[i] = _mm512_loadu_si512(a + i * GS_QS_L);
+    GS_QS_UNROLL
+    for (int i = h; i < r; i++)
+        v[i] = GS_QS_LOADM(GS_QS_SET1(~(GS_QS_T)0), m[i], a + i * GS_QS_L);
     GS_QS_N(net)(v, r);
     GS_QS_UNROLL
-    for (int i = 0; i < r; i++)
-        GS_QS_STOREM(a + i * GS_QS_L, GS_QS_N(first)(n - i * GS_QS_L), v[i]);
+    for (int i = 0; i < h; i++)
+        _mm512_storeu_si512(a + i * GS_QS_L, v[i]);
+    GS_QS_UNROLL
+    for (int i = h; i < r; i++)
+        GS_QS_STOREM(a + i * GS_QS_L, m[i], v[i]);
 }
 
 /* a[0, n) sorted by the smallest network that holds it (n <= GS_QS_NET_REGS * GS_QS_L). */
