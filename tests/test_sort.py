@@ -170,7 +170,7 @@ def test_every_nan_and_zero_kept(rng):
 
 # ------------------------------------------------------------------------------------------
 # The quicksort of a sort alone of 32- and 64-bit keys (cpu/sort_qs.h, AVX-512 hosts; the
-# radix sort elsewhere): sizes at the edges of its networks (1 to 16 vectors of 16 or 8 keys)
+# radix sort elsewhere): sizes at the edges of its networks (1 to 32 vectors of 16 or 8 keys)
 # and of a partition's vectors, its worst cases, the floats it takes (NaNs of one pattern,
 # zeros of one sign: put back bit for bit) and those it leaves to the radix sort.
 # ------------------------------------------------------------------------------------------
