@@ -30,8 +30,8 @@
  *               stay with the radix sort).  A row on one thread is quicksorted whole; a few
  *               long rows (GS_SORT_QS_PAR_MIN keys) are each split over the threads first, by
  *               splitters sampled from the keys, a bucket a thread, each bucket then quicksorted
- *               (1.2-1.6x NumPy's quicksort at 10^6-10^7 keys on two cores, where one thread's
- *               is 0.8-0.9x).  An argsort alone of more than GS_SORT_SMALL keys, a row on one
+ *               (1.5-1.9x NumPy's quicksort at 10^6-10^7 keys on two cores, where one thread's
+ *               is 1.0-1.2x).  An argsort alone of more than GS_SORT_SMALL keys, a row on one
  *               thread: its radix keys each above its position as 64-bit words sorted by the
  *               same quicksort; 64-bit keys 32 bits at a time (their high halves, then each run
  *               of one high half by the low halves: gs_qs_argsort_k64), 3x faster at 10^4 keys

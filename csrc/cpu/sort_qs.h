@@ -15,7 +15,8 @@
  * keys, done at the next level that way.  Past 2 log2(n) levels a range is heap-sorted: no
  * input takes quadratic time.
  * Not stable, and needs not be: equal words are the same bits (cpu/sort.c decides when the
- * words are a key's whole bits).
+ * words are a key's whole bits).  The argsorts at the end (gs_qs_argsort_k32, _k64) sort words
+ * of a key (32 bits of it) above its position: no two equal, so the order is the stable one.
  */
 #if GS_QS_W == 32
 #define GS_QS_T uint32_t
