@@ -210,12 +210,15 @@ def test_quicksort_worst_cases(n, rng):
 
 @pytest.mark.parametrize("n", [65, 1000, 70_000], ids=["65", "1000", "70000"])
 def test_argsort_64_bit_keys_by_halves(n, rng):
-    # The argsort of 64-bit keys (cpu/sort_qs.h's gs_qs_argsort_k64): by the high halves of the
-    # keys' offsets from the least, then runs of one high half by the low halves; ties (whole
-    # keys equal) in position order; spans above and below 2^32.
+    # The argsort of 64-bit keys (cpu/sort_qs.h's gs_qs_argsort_k64): by the top 32 bits of the
+    # keys' offsets from the least, then runs of equal top bits by the rest; ties (whole keys
+    # equal) in position order; spans above and below 2^32, and spans of one or two bytes (the
+    # radix passes' from 2^12 and 2^16 keys).
     high = rng.integers(-2, 3, n, dtype=np.int64) << 33
     for a in (high + rng.integers(0, 5, n), high + rng.integers(-2**40, 2**40, n),
-              rng.integers(0, 2**32, n, dtype=np.int64) - 7, high.astype(np.float64) * 1.5):
+              rng.integers(0, 2**32, n, dtype=np.int64) - 7, high.astype(np.float64) * 1.5,
+              rng.integers(-2**39, 2**39, n), rng.integers(-100, 100, n),
+              rng.integers(0, 2**12, n).astype(np.uint64) + 2**63):
         check(a)
         check(a, descending=True)
 

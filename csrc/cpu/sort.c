@@ -33,9 +33,11 @@
  *               (1.5-1.9x NumPy's quicksort at 10^6-10^7 keys on two cores, where one thread's
  *               is 1.0-1.2x).  An argsort alone of more than GS_SORT_SMALL keys, a row on one
  *               thread: its radix keys each above its position as 64-bit words sorted by the
- *               same quicksort; 64-bit keys 32 bits at a time (their high halves, then each run
- *               of one high half by the low halves: gs_qs_argsort_k64), 3x faster at 10^4 keys
- *               than their eight radix passes; a long row of them too, on one thread.
+ *               same quicksort; 64-bit keys 32 bits at a time (the top 32 bits of their span,
+ *               then each run of equal top bits by the rest: gs_qs_argsort_k64), 3x faster at
+ *               10^4 keys than their eight radix passes, except keys of a one- or two-byte span
+ *               (one or two passes); a long row of them too, on one thread below
+ *               GS_SORT_ARG64_THREADS.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
@@ -100,6 +102,10 @@
  * other core often busy) 10^5 and 2*10^5 int32 keys took 1.2x-1.3x as long on two threads as on
  * one; from 10^6 two are faster (5.4 ms against 7.3). */
 #define GS_SORT_LONG_MIN ((int64_t)1 << 19)
+/* From this many threads a long row of an argsort alone of 64-bit keys takes the radix passes on
+ * every thread rather than one thread's quicksort (gs_qs_argsort_k64), which was 1.3-1.7x as
+ * fast as the passes on two: the passes scale with the threads, one quicksort does not. */
+#define GS_SORT_ARG64_THREADS 4
 /* A long range's histogram and passes run in chunks of at least this many keys, and at least
  * four per thread, so that a thread slowed by the host's load leaves the others work. */
 #define GS_SORT_CHUNK_MIN ((int64_t)1 << 15)
@@ -425,10 +431,14 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
         return 0;
 #if GS_CPU_X86
     if (job->qs_arg && src == AT_IN && n > GS_SORT_SMALL) { /* A and B: room for n words */
-        (job->w == 4 ? gs_qs_argsort_k32 : gs_qs_argsort_k64)(
-            keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
-            job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
-        return 0;
+        if (job->w == 4) {
+            gs_qs_argsort_k32(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
+                              job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
+            return 0;
+        }
+        if (gs_qs_argsort_k64(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
+                              job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo))
+            return 0;
     }
 #endif
     if (n <= small_max(job)) {
@@ -854,9 +864,10 @@ int gs_cpu_sort(const gs_sort_desc *d)
             rc = long_rows(&job);
         }
     } else if (few_long && d->row_len >= GS_SORT_LONG_MIN && job.qs == NULL &&
-               !(job.qs_arg && job.w == 8)) {
-        /* (an argsort alone of 64-bit keys is left to one thread's quicksort, sort_range: at
-         * 10^6 and 10^7 keys 1.2-1.6x as fast as the radix passes on two cores) */
+               !(job.qs_arg && job.w == 8 && gs_cpu_threads() < GS_SORT_ARG64_THREADS)) {
+        /* (on fewer threads an argsort alone of 64-bit keys is left to one thread's quicksort,
+         * sort_range: at 10^6 and 10^7 keys 1.3-1.7x as fast as the radix passes on two cores,
+         * which the passes on four or more outrun) */
         rc = long_rows(&job);
     } else {
         const int64_t per = (GS_SORT_ROW_TASK + d->row_len - 1) / d->row_len;

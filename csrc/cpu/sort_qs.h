@@ -704,12 +704,14 @@ GS_QS_INLINE uint64_t gs_qs_key_k64(uint64_t x, uint64_t m, int is_float)
 }
 
 /* The argsort of n 64-bit keys as gs_qs_argsort_k32's, 32 bits of each key at a time above
- * its position: the keys' offsets from the least (the same order) first by their high halves;
- * then each run of equal high halves (none where the offsets fit in 32 bits, where the high
- * halves are the offsets themselves) again by its low halves, in the run's place: ties stay in
- * position order.  tmp holds n words. */
-GS_QS_FN void gs_qs_argsort_k64(const void *src, int64_t n, uint64_t mask, int is_float,
-                                int64_t ibase, int64_t *di, uint64_t *tmp)
+ * its position: the keys' offsets from the least (the same order) first by their top 32 bits
+ * (the offsets whole where they fit in 32 bits); then each run of equal top bits again by the
+ * rest, in the run's place: ties stay in position order.  The top bits of the span, not a fixed
+ * high half: 1000 keys of a 40-bit span made runs of about four (7.7 us against 3.0 for a
+ * 63-bit span).  tmp holds n words.  Returns 0, having written nothing, for keys whose span the
+ * radix passes sort faster (cpu/sort.c then takes them), else 1. */
+GS_QS_FN int gs_qs_argsort_k64(const void *src, int64_t n, uint64_t mask, int is_float,
+                               int64_t ibase, int64_t *di, uint64_t *tmp)
 {
     const uint64_t *s = src;
     uint64_t least = ~(uint64_t)0, most = 0;
@@ -720,36 +722,44 @@ GS_QS_FN void gs_qs_argsort_k64(const void *src, int64_t n, uint64_t mask, int i
         least = k < least ? k : least;
         most = k > most ? k : most;
     }
-    sh = most - least > UINT32_MAX ? 32 : 0; /* the high halves first, or the offsets whole */
+    /* Keys of one or two bytes' span are one or two radix passes: faster from 2^12 and 2^16
+     * keys on (a span of 2^8 at 10^6 keys: 1.9 ms against 4.8). */
+    if ((most - least < (1u << 8) && n >= (1 << 12)) ||
+        (most - least < (1u << 16) && n >= (1 << 16)))
+        return 0;
+    /* the offsets' top 32 bits first (their bits past 32), or the offsets whole */
+    sh = most - least > UINT32_MAX ? 32 - __builtin_clzll(most - least) : 0;
     for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) { /* asking between blocks: Ctrl-C */
         const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
         if (gs_cpu_stopping())
-            return;
+            return 1;
         for (int64_t i = b; i < e; i++)
             tmp[i] = (gs_qs_key_k64(s[i], mask, is_float) - least) >> sh << 32 | (uint64_t)i;
     }
     gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
-    for (int64_t i = 0, j; sh != 0 && i < n; i = j) { /* runs of one high half, by the low */
+    for (int64_t i = 0, j; sh != 0 && i < n; i = j) { /* runs of equal top bits, by the rest */
         const uint64_t high = tmp[i] >> 32;
         for (j = i + 1; j < n && tmp[j] >> 32 == high; j++)
             ;
         if (j - i < 2)
             continue;
         if (gs_cpu_stopping())
-            return;
+            return 1;
         for (int64_t t = i; t < j; t++) {
             const uint64_t at = (uint32_t)tmp[t];
-            tmp[t] = (uint64_t)(uint32_t)(gs_qs_key_k64(s[at], mask, is_float) - least) << 32 | at;
+            const uint64_t off = gs_qs_key_k64(s[at], mask, is_float) - least;
+            tmp[t] = (off & ((1ull << sh) - 1)) << 32 | at;
         }
         gs_qs_qsort_u64(tmp + i, j - i, gs_qs_depth_u64(j - i));
     }
     for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
         const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
         if (gs_cpu_stopping())
-            return;
+            return 1;
         for (int64_t i = b; i < e; i++)
             di[i] = ibase + (int64_t)(uint32_t)tmp[i];
     }
+    return 1;
 }
 #endif
 
