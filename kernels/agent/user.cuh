@@ -57,19 +57,24 @@ GS_U_SHFL(gs_u_shfl, __shfl_sync)
 /* Inclusive scan of (f, v) pairs across the warp, lane order = element order: the segmented
  * operator (f1, v1) . (f2, v2) = (f1 | f2, f2 ? v2 : v1 combine v2), `seg` a compile-time
  * constant (0: no flag is moved).  Lanes with has 0 hold no value yet (a reduction's empty
- * lanes): (has, v) pairs combine as a value or nothing. */
-static __device__ __forceinline__ void gs_u_warp_scan(int seg, int *f, int *has, T *v, int width)
+ * lanes, a tail tile's): (has, v) pairs combine as a value or nothing.  `all`, a compile-time
+ * constant, says every lane holds a value (a whole tile): no has is moved or tested (a float32
+ * add's scan issued a third more instructions than the built-in's, most of them the has and
+ * flag tests). */
+static __device__ __forceinline__ void gs_u_warp_scan(int seg, int all, int *f, int *has, T *v,
+                                                      int width)
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
 #pragma unroll
     for (int d = 1; d < width; d <<= 1) {
         const T ov = gs_u_shfl_up(*v, d);
         const int of = seg ? __shfl_up_sync(0xffffffffu, *f, d) : 0;
-        const int oh = __shfl_up_sync(0xffffffffu, *has, d);
+        const int oh = all ? 1 : __shfl_up_sync(0xffffffffu, *has, d);
         if (lane >= d) {
             if (!(seg && *f) && oh)
-                *v = *has ? gs_user_combine(ov, *v) : ov;
-            *has |= oh;
+                *v = all || *has ? gs_user_combine(ov, *v) : ov;
+            if (!all)
+                *has |= oh;
             *f |= of;
         }
     }
@@ -115,11 +120,12 @@ static __device__ __forceinline__ void gs_u_rput(gs_u_block_smem *sm, int i, T t
 }
 
 /* Exclusive scan of the threads' (f, has, v) across the block: on return (*ef, *eh, *ev) the
- * threads before this one, (*tf, *th, *tv) the block's total.  Two barriers; every thread calls
- * it; the caller synchronises before reusing sm. */
-static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, T v, int *ef,
-                                                       int *eh, T *ev, int *tf, int *th, T *tv,
-                                                       gs_u_block_smem *sm)
+ * threads before this one, (*tf, *th, *tv) the block's total.  `all` (a compile-time constant):
+ * every thread's has is 1.  Two barriers; every thread calls it; the caller synchronises before
+ * reusing sm. */
+static __device__ __forceinline__ void gs_u_block_scan(int seg, int all, int f, int has, T v,
+                                                       int *ef, int *eh, T *ev, int *tf, int *th,
+                                                       T *tv, gs_u_block_smem *sm)
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
     const int warp = threadIdx.x / GS_U_WARP;
@@ -144,7 +150,7 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
             }
             int wf = lf, wh = lh;
             T wv = lv;
-            gs_u_warp_scan(seg, &wf, &wh, &wv, GS_U_WARP);
+            gs_u_warp_scan(seg, all, &wf, &wh, &wv, GS_U_WARP);
             /* This lane's exclusive prefix: the inclusive one lane up. */
             int rf = seg ? __shfl_up_sync(0xffffffffu, wf, 1) : 0;
             int rh = __shfl_up_sync(0xffffffffu, wh, 1);
@@ -179,9 +185,9 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
         *tv = sm->v[0];
         return;
     }
-    int wf = f, wh = has;
+    int wf = f, wh = all ? 1 : has;
     T wv = v;
-    gs_u_warp_scan(seg, &wf, &wh, &wv, GS_U_WARP);
+    gs_u_warp_scan(seg, all, &wf, &wh, &wv, GS_U_WARP);
     if (lane == GS_U_WARP - 1) {
         sm->f[warp] = wf;
         sm->has[warp] = wh;
@@ -189,7 +195,7 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
     }
     /* The lanes before this one: the inclusive value one lane up. */
     int lf = seg ? __shfl_up_sync(0xffffffffu, wf, 1) : 0;
-    int lh = __shfl_up_sync(0xffffffffu, wh, 1);
+    int lh = all ? 1 : __shfl_up_sync(0xffffffffu, wh, 1);
     T lv = gs_u_shfl_up(wv, 1);
     if (lane == 0)
         lf = lh = 0;
@@ -199,15 +205,15 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int f, int has, 
     T pv = v;
     {
         int sf = lane < GS_U_NWARPS && seg ? sm->f[lane] : 0;
-        int sh = lane < GS_U_NWARPS ? sm->has[lane] : 0;
+        int sh = all ? 1 : lane < GS_U_NWARPS ? sm->has[lane] : 0;
         T sv = sm->v[lane < GS_U_NWARPS ? lane : 0];
-        gs_u_warp_scan(seg, &sf, &sh, &sv, GS_U_NWARPS); /* lanes < NWARPS: exact */
+        gs_u_warp_scan(seg, all, &sf, &sh, &sv, GS_U_NWARPS); /* lanes < NWARPS: exact */
         *tf = seg ? __shfl_sync(0xffffffffu, sf, GS_U_NWARPS - 1) : 0;
-        *th = __shfl_sync(0xffffffffu, sh, GS_U_NWARPS - 1);
+        *th = all ? 1 : __shfl_sync(0xffffffffu, sh, GS_U_NWARPS - 1);
         *tv = gs_u_shfl(sv, GS_U_NWARPS - 1);
         const int src = warp > 0 ? warp - 1 : 0;
         pf = seg ? __shfl_sync(0xffffffffu, sf, src) : 0;
-        ph = __shfl_sync(0xffffffffu, sh, src);
+        ph = all ? 1 : __shfl_sync(0xffffffffu, sh, src);
         pv = gs_u_shfl(sv, src);
     }
     if (warp > 0 && ph && !(seg && lf))
@@ -410,7 +416,7 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
     }
     int ef, eh, tf, th;
     T ev, tv;
-    gs_u_block_scan(seg, f, has, v, &ef, &eh, &ev, &tf, &th, &tv, sm); /* a barrier: anchor_s */
+    gs_u_block_scan(seg, 0, f, has, v, &ef, &eh, &ev, &tf, &th, &tv, sm); /* a barrier: anchor_s */
     if (a > 0 && !(seg && tf))
         tv = gs_user_combine(*anchor_s, tv);
     __syncthreads(); /* sm and anchor_s free again */
@@ -471,7 +477,10 @@ static __device__ __forceinline__ void gs_u_aggregate(const gs_user_scan_params 
     }
     int th;
     m->heads = heads;
-    gs_u_block_scan(seg, f, has, acc, &m->ef, &m->eh, &m->ev, tf, &th, tv, bs);
+    if (whole) /* every thread holds values: no has to move */
+        gs_u_block_scan(seg, 1, f, 1, acc, &m->ef, &m->eh, &m->ev, tf, &th, tv, bs);
+    else
+        gs_u_block_scan(seg, 0, f, has, acc, &m->ef, &m->eh, &m->ev, tf, &th, tv, bs);
 }
 
 /* The emit phase: each value of this thread from its prefix (excl: the tiles' before, when
@@ -693,7 +702,7 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
             }
             int ef, eh, tf, th;
             T ev, tv;
-            gs_u_block_scan(0, 0, has, v, &ef, &eh, &ev, &tf, &th, &tv, &bs);
+            gs_u_block_scan(0, 0, 0, has, v, &ef, &eh, &ev, &tf, &th, &tv, &bs);
             acc = have ? gs_user_combine(acc, tv) : tv;
             have = 1;
             __syncthreads(); /* bs is rewritten by the next tile */
