@@ -223,6 +223,20 @@ def test_argsort_64_bit_keys_by_halves(n, rng):
         check(a, descending=True)
 
 
+@pytest.mark.parametrize("n", [4095, 4096, 70_000], ids=["4095", "4096", "70000"])
+def test_argsort_32_bit_keys_of_small_spans(n, rng):
+    # An argsort of 32-bit keys whose span is one or two bytes takes the radix passes from 2^12
+    # and 2^16 keys (cpu/sort_qs.h's gs_qs_arg_radix_pays), the quicksort below: both in the
+    # stable order, across zero and at the spans' edges.
+    for a in (rng.integers(-100, 100, n).astype(np.int32),
+              rng.integers(0, 256, n).astype(np.uint32),
+              (rng.integers(0, 2**16, n) - 2**15).astype(np.int32),
+              (rng.integers(0, 2**16, n) + 2**31 - 2**15).astype(np.uint32),
+              rng.integers(-3, 3, n).astype(np.float32)):
+        check(a)
+        check(a, descending=True)
+
+
 @pytest.mark.parametrize("zeros", ["none", "positive", "negative", "both"])
 @pytest.mark.parametrize("nans", ["none", "quiet", "negative", "all_ones", "two_patterns"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])

@@ -35,9 +35,9 @@
  *               thread: its radix keys each above its position as 64-bit words sorted by the
  *               same quicksort; 64-bit keys 32 bits at a time (the top 32 bits of their span,
  *               then each run of equal top bits by the rest: gs_qs_argsort_k64), 3x faster at
- *               10^4 keys than their eight radix passes, except keys of a one- or two-byte span
- *               (one or two passes); a long row of them too, on one thread below
- *               GS_SORT_ARG64_THREADS.
+ *               10^4 keys than their eight radix passes; a long row of them too, on one thread
+ *               below GS_SORT_ARG64_THREADS.  Keys of a one- or two-byte span, from 2^12 and
+ *               2^16 keys, take their one or two radix passes instead.
  * Every method is a stable sort by the same key, so each gives the same result: the unique
  * stable order.  On several threads a long range's histogram and passes run in chunks (each
  * chunk scattering from its own offsets: chunk c's keys of a bucket after those of the chunks
@@ -431,14 +431,10 @@ static int sort_range(const sort_job *job, int src, int64_t lo, int64_t hi, int6
         return 0;
 #if GS_CPU_X86
     if (job->qs_arg && src == AT_IN && n > GS_SORT_SMALL) { /* A and B: room for n words */
-        if (job->w == 4) {
-            gs_qs_argsort_k32(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
-                              job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo);
-            return 0;
-        }
-        if (gs_qs_argsort_k64(keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
-                              job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo))
-            return 0;
+        if ((job->w == 4 ? gs_qs_argsort_k32 : gs_qs_argsort_k64)(
+                keys_at(job, src, lo), n, job->mask, job->qs_float, lo - row_base,
+                job->index_out + lo, (uint64_t *)(void *)job->keys[AT_A] + lo))
+            return 0; /* else the span's few radix passes, below */
     }
 #endif
     if (n <= small_max(job)) {
