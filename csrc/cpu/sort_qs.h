@@ -676,6 +676,19 @@ GS_QS_INLINE int gs_qs_arg_radix_pays(uint64_t span, int64_t n)
     return (span < (1u << 8) && n >= (1 << 12)) || (span < (1u << 16) && n >= (1 << 16));
 }
 
+/* The positions in the low halves of the sorted words tmp[0, n), from ibase on, into di (the
+ * argsorts' last step; Ctrl-C asked between blocks). */
+GS_QS_INLINE void gs_qs_arg_indices(const uint64_t *tmp, int64_t n, int64_t ibase, int64_t *di)
+{
+    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
+        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
+        if (gs_cpu_stopping())
+            return;
+        for (int64_t i = b; i < e; i++)
+            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
+    }
+}
+
 /* The argsort of n 32-bit keys of cpu/sort_body.h's shape (floats with `is_float`, the XOR
  * mask `mask`) in positions ibase.., into di: each key's radix key above its position, sorted
  * as 64-bit words (ties in position order: the stable order, whatever the quicksort does with
@@ -701,13 +714,7 @@ GS_QS_FN int gs_qs_argsort_k32(const void *src, int64_t n, uint64_t mask, int is
     if (gs_qs_arg_radix_pays(most - least, n))
         return 0; /* tmp is scratch; nothing else was written */
     gs_qs_qsort_u64(tmp, n, gs_qs_depth_u64(n));
-    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
-        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
-        if (gs_cpu_stopping())
-            return 1;
-        for (int64_t i = b; i < e; i++)
-            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
-    }
+    gs_qs_arg_indices(tmp, n, ibase, di);
     return 1;
 }
 
@@ -763,13 +770,7 @@ GS_QS_FN int gs_qs_argsort_k64(const void *src, int64_t n, uint64_t mask, int is
         }
         gs_qs_qsort_u64(tmp + i, j - i, gs_qs_depth_u64(j - i));
     }
-    for (int64_t b = 0; b < n; b += GS_QS_STOP_MIN) {
-        const int64_t e = n - b < GS_QS_STOP_MIN ? n : b + GS_QS_STOP_MIN;
-        if (gs_cpu_stopping())
-            return 1;
-        for (int64_t i = b; i < e; i++)
-            di[i] = ibase + (int64_t)(uint32_t)tmp[i];
-    }
+    gs_qs_arg_indices(tmp, n, ibase, di);
     return 1;
 }
 #endif
