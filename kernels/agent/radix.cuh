@@ -88,7 +88,7 @@ static __device__ __forceinline__ void *gs_sort_idx_buf(const gs_sort_kparams *p
 }
 
 /* Keys a histogram thread loads before it counts them (loads in flight). */
-#define GS_SORT_HIST_UNROLL 4
+#define GS_SORT_HIST_UNROLL 8
 
 /* Bytes of the dynamic shared memory of a pass over keys in registers of r_bytes with an index of
  * idx_bytes: the tile's keys and indices in slot order, the warps' digit counters, the digits'
@@ -153,14 +153,29 @@ static __device__ __forceinline__ void GS_FN(radix_load)(gs_dtype t, int vt, con
     }
 }
 
+/* Lane 0's v in every lane of the warp. */
+static __device__ __forceinline__ GS_R GS_FN(warp_bcast0)(GS_R v)
+{
+    if (sizeof(GS_R) == 8)
+        return (GS_R)__shfl_sync(GS_FULL_MASK, (unsigned long long)v, 0);
+    return (GS_R)__shfl_sync(GS_FULL_MASK, (unsigned)v, 0);
+}
+
+/* The OR of the warp's values of v, in every lane. */
+static __device__ __forceinline__ GS_R GS_FN(warp_or)(GS_R v)
+{
+    GS_R w = (GS_R)__reduce_or_sync(GS_FULL_MASK, (unsigned)v);
+    if (sizeof(GS_R) == 8)
+        w |= (GS_R)((uint64_t)__reduce_or_sync(GS_FULL_MASK, (unsigned)((uint64_t)v >> 32)) << 32);
+    return w;
+}
+
 /* The OR of a block's values of v (32 or 64 bits) in every thread; `sm` holds a value per warp.
  * One barrier, after which the caller's use of `sm` is done before it is written again. */
 static __device__ __forceinline__ GS_R GS_FN(radix_block_or)(GS_R v, GS_R *sm, int nwarps)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
-    GS_R w = (GS_R)__reduce_or_sync(GS_FULL_MASK, (unsigned)v);
-    if (sizeof(GS_R) == 8)
-        w |= (GS_R)((uint64_t)__reduce_or_sync(GS_FULL_MASK, (unsigned)((uint64_t)v >> 32)) << 32);
+    const GS_R w = GS_FN(warp_or)(v);
     if (lane == 0)
         sm[threadIdx.x / GS_WARP] = w;
     __syncthreads();
@@ -201,37 +216,53 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
         GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, row * p->row_len), p->flip);
     __syncthreads();
 
-    /* ---- Count: every digit position of GS_SORT_HIST_UNROLL keys a thread at a time; a warp
-     * whose keys share a digit adds it once (a pass the keys do not need, or runs of equal
-     * keys, would otherwise serialise on one counter). ---- */
+    /* ---- Count: every digit position of GS_SORT_HIST_UNROLL keys a thread at a time, one
+     * shared atomic per key and position; where every key of the warp's batch shares a position's
+     * digit (a position no row needs, runs of equal keys), lane 0 adds the batch's count at once,
+     * since 32 lanes adding to one counter serialise. Whole batches first, then the chunk's tail
+     * with a test per key. ---- */
     GS_R diff = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += GS_SORT_NT * GS_SORT_HIST_UNROLL) {
+    const int64_t batch = GS_SORT_NT * GS_SORT_HIST_UNROLL;
+    const int64_t whole = n / batch * batch;
+    for (int64_t i0 = 0; i0 < whole; i0 += batch) {
         GS_R k[GS_SORT_HIST_UNROLL];
-        int ok[GS_SORT_HIST_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u)
+            k[u] = (GS_R)gs_load_bits(t, p->keys, start + i0 + u * GS_SORT_NT + threadIdx.x);
+        GS_R same = 0; /* the bits where a key of the thread's differs from lane 0's first */
+        GS_R k0 = 0;
 #pragma unroll
         for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u) {
-            const int64_t i = i0 + u * GS_SORT_NT + threadIdx.x;
-            ok[u] = i < n;
-            k[u] = ok[u] ? (GS_R)gs_load_bits(t, p->keys, start + i) : (GS_R)0;
+            k[u] = GS_FN(radix_key)(t, k[u], p->flip);
+            if (u == 0)
+                k0 = GS_FN(warp_bcast0)(k[0]);
+            same |= k[u] ^ k0;
         }
+        same = GS_FN(warp_or)(same); /* ... in any lane */
+        diff |= same | (k0 ^ first);
 #pragma unroll
-        for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u) {
-            const GS_R key = ok[u] ? GS_FN(radix_key)(t, k[u], p->flip) : first;
-            diff |= key ^ first;
+        for (int pass = 0; pass < 8; ++pass) {
+            if (pass < passes) {
+                unsigned *c = counts + pass * GS_SORT_DIGITS;
+                if (gs_sort_digit((uint64_t)same, pass) == 0u) {
+                    if (lane == 0)
+                        atomicAdd(&c[gs_sort_digit((uint64_t)k0, pass)],
+                                  (unsigned)(GS_WARP * GS_SORT_HIST_UNROLL));
+                } else {
 #pragma unroll
-            for (int pass = 0; pass < 8; ++pass) {
-                if (pass < passes) {
-                    const unsigned d = gs_sort_digit((uint64_t)key, pass);
-                    const unsigned d0 = __shfl_sync(GS_FULL_MASK, d, 0);
-                    if (__all_sync(GS_FULL_MASK, ok[u] && d == d0)) {
-                        if (lane == 0)
-                            atomicAdd(&counts[pass * GS_SORT_DIGITS + d0], (unsigned)GS_WARP);
-                    } else if (ok[u]) {
-                        atomicAdd(&counts[pass * GS_SORT_DIGITS + d], 1u);
-                    }
+                    for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u)
+                        atomicAdd(&c[gs_sort_digit((uint64_t)k[u], pass)], 1u);
                 }
             }
         }
+    }
+    for (int64_t i = whole + threadIdx.x; i < n; i += GS_SORT_NT) {
+        const GS_R key = GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, start + i), p->flip);
+        diff |= key ^ first;
+#pragma unroll
+        for (int pass = 0; pass < 8; ++pass)
+            if (pass < passes)
+                atomicAdd(&counts[pass * GS_SORT_DIGITS + gs_sort_digit((uint64_t)key, pass)], 1u);
     }
 
     /* ---- The block's counts into its row's, its differences into the call's mask
@@ -401,8 +432,15 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
         gs_radix_add_start(GS_SORT_NWARPS, whist, tid, start);
     __syncthreads();
 
-    /* ---- Rank, and scatter the tile into shared memory in slot order. ---- */
-    gs_radix_rank(vt, dr, tile_n, whist);
+    /* ---- Rank (a row's last tile's absent keys with the top digit: ranked last, past the
+     * tile's slots), and scatter the tile into shared memory in slot order. ---- */
+    if (tile_n < nv) {
+#pragma unroll
+        for (int j = 0; j < GS_SORT_VT_MAX; ++j)
+            if (j < vt && lead + j * GS_WARP >= tile_n)
+                dr[j] = GS_SORT_DIGITS - 1u;
+    }
+    gs_radix_rank(vt, 1, dr, tile_n, whist);
     GS_FN(radix_scatter)(vt, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey, sidx);
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
@@ -442,7 +480,7 @@ static __device__ __forceinline__ void GS_FN(radix_block_round)(unsigned *dr, GS
     gs_radix_digit_scan(count, 0u, &start, &unused, scan_sm);
     gs_radix_add_start(GS_SORT_BLOCK_NWARPS, whist, tid, start);
     __syncthreads();
-    gs_radix_rank(GS_SORT_BLOCK_VT, dr, tile_n, whist);
+    gs_radix_rank(GS_SORT_BLOCK_VT, 0, dr, tile_n, whist);
 #pragma unroll
     for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
         if (lead + j * GS_WARP < tile_n) {

@@ -103,12 +103,14 @@ static __device__ __forceinline__ void gs_radix_digit_scan(unsigned c, unsigned 
     *te = tb + ti - t;
 }
 
-/* Rank: each present key's slot in the tile, in place of its digit in dr[]. The warp's
- * counters must hold the offsets (its count of each digit before it, plus the digit's start).
- * The highest lane of each group of equal digits moves the counter by the group's size; a
- * __syncwarp orders its write before the next item's reads, and the lanes below a key in its
- * group precede it. */
-static __device__ __forceinline__ void gs_radix_rank(int vt, unsigned *dr, int tile_n,
+/* Rank: each key's slot in the tile, in place of its digit in dr[]. The warp's counters must
+ * hold the offsets (its count of each digit before it, plus the digit's start). The highest lane
+ * of each group of equal digits moves the counter by the group's size (an atomic whose result
+ * the group reads by a shuffle, so the next item's move follows it). `padded` (a compile-time
+ * constant): every key is ranked, a tile's absent keys carrying the top digit, which ranks them
+ * after every present key (ranks from tile_n on, for slots the caller leaves alone); else absent
+ * keys are left out. */
+static __device__ __forceinline__ void gs_radix_rank(int vt, int padded, unsigned *dr, int tile_n,
                                                      unsigned *whist)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
@@ -119,15 +121,14 @@ static __device__ __forceinline__ void gs_radix_rank(int vt, unsigned *dr, int t
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
         if (j < vt) {
-            const int present = lead + j * GS_WARP < tile_n;
-            const unsigned peers = gs_warp_match_digit(dr[j], __ballot_sync(GS_FULL_MASK, present));
+            const int present = padded || lead + j * GS_WARP < tile_n;
+            const unsigned among =
+                padded ? GS_FULL_MASK : __ballot_sync(GS_FULL_MASK, present);
+            const unsigned peers = gs_warp_match_digit(dr[j], among);
             const int leader = 31 - __clz(peers); /* -1 for an absent key: no group */
             unsigned old = 0;
-            if (present && lane == leader) {
-                old = mine[dr[j]];
-                mine[dr[j]] = old + __popc(peers);
-            }
-            __syncwarp();
+            if (present && lane == leader)
+                old = atomicAdd(&mine[dr[j]], (unsigned)__popc(peers));
             old = __shfl_sync(GS_FULL_MASK, old, leader & (GS_WARP - 1));
             dr[j] = old + __popc(peers & below);
         }
