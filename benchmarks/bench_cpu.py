@@ -31,7 +31,8 @@ integers, min/max, counts and moved values bit for bit against NumPy's; float su
 contract's bound (log2(n)+2)*eps*sum|x| against a float64 reference. The summary checks the goals:
 at least NumPy's speed from 10^4 elements, within 1.5x of its time below, and 1.5x its speed at
 10^7 on all threads for the primitives of FAST_AT_1E7; for sort and argsort issue 45's (see
-sort_goals). The result file is <machine>-<date>-cpu.txt
+sort_goals); for the Operator issue 46's (at least 0.8x the built-in op from 10^6 on all threads,
+and a new Operator's first call in a fresh process with an empty disk cache within 1 s). The result file is <machine>-<date>-cpu.txt
 (plus .json) in --out (default benchmarks/results/), the machine being what gpuscan.device_info()
 calls the CPU unless --machine names it, as harness.py names every result (result_paths); the
 formatting helpers are harness.py's too.
@@ -46,6 +47,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 
@@ -254,6 +256,34 @@ def cases_operator(gs, rng, n, only):
              (lambda r, ref, x=x: close_sum_problem(r, x)) if is_f else equal_problem),
         ]
     return [c for c in out if not only or only in c[1]]
+
+
+# Issue 46's CPU compile goal: a new Operator's first scan (2^20 float32) in a fresh process
+# whose disk cache is empty: the C compiler's run, the load and the call, <= 1 s.
+FIRST_CALL = """
+import time, numpy as np, gpuscan
+x = np.random.default_rng(0).random(1 << 20, dtype=np.float32)
+gpuscan.scan(x)
+op = gpuscan.Operator("x * 0.5f + y", dtype=np.float32, identity=0.0)
+t = time.perf_counter()
+gpuscan.scan(x, op)
+print(1000 * (time.perf_counter() - t))
+"""
+
+
+def first_call_goal(threads):
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, GPUSCAN_BACKEND="cpu", GPUSCAN_NUM_THREADS=str(threads),
+                   GPUSCAN_CACHE_DIR=tmp,
+                   PYTHONPATH=os.pathsep.join([os.path.dirname(HERE)] + sys.path))
+        r = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True,
+                           text=True, timeout=120)
+    if r.returncode != 0:
+        return Goal("Operator first call, empty disk cache", "2^20", "failed", "<= 1000 ms",
+                    "FAIL")
+    ms = float(r.stdout.strip())
+    return Goal("Operator first call, empty disk cache (compile + load + call)", "2^20",
+                f"{ms:.0f} ms", "<= 1000 ms", "ok" if ms <= 1000 else "MISS")
 
 
 def cases_axes(gs, rng, only):
@@ -502,6 +532,8 @@ def parent(args):
         args.machine = infos[0].get("name", "cpu") if infos else "cpu"
     rows.sort(key=lambda r: (r.primitive, r.case, r.n, r.threads))
     goals = goals_of(rows, max(args.threads))
+    if any(r.primitive == "operator" for r in rows):
+        goals.append(first_call_goal(max(args.threads)))
     if failures:
         goals.append(Goal("failures (errors or wrong results of gpuscan)", "-",
                           str(len(failures)), "0", "FAIL"))
