@@ -189,7 +189,8 @@ PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dty
 PyArrayObject *gs_host_array(const gs_backend_ops *be, int ndim, const npy_intp *dims,
                              PyArray_Descr *descr);
 
-/* A new host result that a streamed entry of `be` fills: in the memory its copies reach fastest
+/* A new host result that `be` fills through its copies (a streamed entry, or a device
+ * temporary moved back whole: sort, linear_recurrence): in the memory its copies reach fastest
  * (be->host_take, given back when the array is freed), else as gs_result_new's. */
 PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
                              gs_dtype dtype, gs_view *v);

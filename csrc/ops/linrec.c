@@ -183,8 +183,8 @@ PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs)
         if (out_obj != Py_None) {
             res = c.out.view;
             ret = Py_NewRef(out_obj);
-        } else if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, c.ndim, c.shape,
-                                        c.type, &res)) == NULL) {
+        } else if ((ret = device ? gs_result_new(GS_MEM_DEVICE, c.ndim, c.shape, c.type, &res)
+                                 : gs_result_streamed(be, c.ndim, c.shape, c.type, &res)) == NULL) {
             goto done;
         }
         if (linrec_run(&c, be, res, &bag) < 0 || gs_release_operands(used, 4) < 0)

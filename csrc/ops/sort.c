@@ -210,8 +210,9 @@ static PyObject *sort_entry(PyObject *args, PyObject *kwargs, int arg)
         const int rnd = c.flat ? 1 : c.ndim;
         const gs_dtype out_type = c.arg || c.half != NULL ? GS_INT64 : c.type;
 
-        if ((ret = gs_result_new(device ? GS_MEM_DEVICE : GS_MEM_HOST, rnd, c.flat ? &n : c.shape,
-                                 out_type, &res)) == NULL)
+        if ((ret = device ? gs_result_new(GS_MEM_DEVICE, rnd, c.flat ? &n : c.shape, out_type, &res)
+                          : gs_result_streamed(be, rnd, c.flat ? &n : c.shape, out_type, &res)) ==
+            NULL)
             goto done;
         if (sort_run(&c, be, res, &bag) < 0 || gs_release_operands(used, 1) < 0) {
             Py_CLEAR(ret);
