@@ -15,6 +15,7 @@ Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.hos
   to_device, DeviceArray.get()         GB/s of the array's bytes
   histogram (256 bins), reduce         one direction: the array up, a few bytes back
   split round trip                     gpuscan.split(h, f) | CuPy | NumPy
+  sort round trip                      gpuscan.sort(h) | CuPy asnumpy(sort(asarray(h))) | np.sort
 References measured in the same run: pinned host->device, device->host and both at once
 (CuPy, 1 GiB), and a fresh NumPy array's allocation + first touch.  --huge GIB streams an int32
 scan of GIB gibibytes (input + output beyond the GPU's memory when large enough) and checks it
@@ -188,6 +189,15 @@ def suite(h):
         ("numpy", "concatenate((x[m], x[~m]))",
          lambda a, f: (lambda m: np.concatenate((a[m], a[~m])))(f.view(bool))),
     ], nbytes=2 * x.nbytes + flags.nbytes)
+    want = np.sort(x)
+    h.host_case("sort f32 round trip", n, [x], [
+        ("gpuscan", "gpuscan.sort(h)", lambda a: gpuscan.sort(a)),
+        ("cupy", "cp.asnumpy(cp.sort(cp.asarray(h)))",
+         lambda a: cp.asnumpy(cp.sort(cp.asarray(a)))),
+        ("numpy", "np.sort(h)", lambda a: np.sort(a)),
+    ], check=lambda r, a: _slow.first_difference(r, want), check_libs=("gpuscan",),
+        nbytes=2 * x.nbytes)
+    del want
 
     def ms(case):
         r = h.row(case, "gpuscan", n)
@@ -218,6 +228,7 @@ def suite(h):
         goal("histogram 256 bins (NumPy in)", ms("histogram f32 256 bins (up only)"), 25)
         goal("reduce (NumPy in)", ms("reduce f32 (up only)"), 25)
         goal("split round trip", ms("split f32, u8 flags (round trip)"), 60)
+        goal("sort round trip", ms("sort f32 round trip"), 60)
     del scan_rows
     if h.args.huge:
         huge_scan(h, h.args.huge)
