@@ -28,6 +28,9 @@ LANES8, LANES32 = 8 * 32, 4 * 32  # the fewest values a kernel runs as lanes (cp
 SIZES8 = [1, 2, 7, LANES8 - 1, LANES8, CHUNK8 - 1, CHUNK8, CHUNK8 + 1,
           9 * CHUNK8 + 5]  # the last: parallel
 SIZES32 = [1, 3, LANES32 - 1, LANES32 + 3, CHUNK32, CHUNK32 + 1, 9 * CHUNK32 + 3]
+CHUNK4 = 65536  # values of 4 bytes per chunk: scanned as lanes 8 steps at a time, transposed
+SIZES4 = [LANES8 - 1, LANES8, LANES8 + 9, 1000, 8 * 135 + 8 * 16 + 7, CHUNK4 - 1, CHUNK4,
+          9 * CHUNK4 + 13]
 
 
 
@@ -66,6 +69,15 @@ AFFINE = gpuscan.Operator("T r; r.a = x.a * y.a; r.b = y.a * x.b + y.b; return r
 
 def affine(x, y):
     return ((x[0] * y[0]) & M64, (y[0] * x[1] + y[1]) & M64)
+
+
+AFFINE16 = gpuscan.Operator(  # a T of 4 bytes that is not a number, and not commutative
+    "T r; r.a = (uint16_t)((uint32_t)x.a * y.a); r.b = (uint16_t)((uint32_t)y.a * x.b + y.b);"
+    " return r;", dtype=[("a", "u2"), ("b", "u2")], identity=(1, 0), name="affine16")
+
+
+def affine16(x, y):
+    return ((x[0] * y[0]) & 0xFFFF, (y[0] * x[1] + y[1]) & 0xFFFF)
 
 
 NEG = -(1 << 40)  # below every prefix the tests make: the identity's "minus infinity"
@@ -198,6 +210,30 @@ def test_matrix_products_not_commutative(n, exclusive):
     assert got.dtype == MAT.dtype
     assert rows(got) == scan_ref(mat, values, (1, 0, 0, 1), exclusive)
     assert tuple(int(v) for v in gpuscan.reduce(a, MAT).tolist()) == fold(mat, values)
+
+
+@pytest.mark.parametrize("n", SIZES4)
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_four_byte_values(n, exclusive):
+    # A T of 4 bytes takes the lanes' transposed pass: each lane's 8 values at a time.
+    x = np.random.default_rng(n).integers(-(1 << 31), 1 << 31, n, dtype=np.int32)
+    add32 = gpuscan.Operator("x + y", dtype=np.int32, identity=0, name="add32")
+    want = np.cumsum(x, dtype=np.int32)
+    if exclusive:
+        want = np.concatenate([[0], want[:-1]]).astype(np.int32)
+    assert np.array_equal(gpuscan.scan(x, add32, exclusive=exclusive), want)
+    # A remainder: a combine the compiler cannot make a vector operation of (the kernels then
+    # keep the one-lane-at-a-time pass, where it is the faster; the same bits either way).
+    mulmod = gpuscan.Operator("(uint32_t)(((uint64_t)x * y) % 1000003u)", dtype=np.uint32,
+                              identity=1, name="mulmod")
+    u = (x.view(np.uint32) % 1000003).astype(np.uint32)
+    got = gpuscan.scan(u, mulmod, exclusive=exclusive)
+    assert got.tolist() == scan_ref(lambda p, q: p * q % 1000003, u.tolist(), 1, exclusive)
+    a = random_struct(AFFINE16, n, seed=n, high=1 << 16)
+    a["a"] |= 1  # odd factors: the products do not run to zero
+    got = gpuscan.scan(a, AFFINE16, exclusive=exclusive)
+    assert rows(got) == scan_ref(affine16, rows(a), (1, 0), exclusive)
+    assert tuple(int(v) for v in gpuscan.reduce(a, AFFINE16).tolist()) == fold(affine16, rows(a))
 
 
 def test_fibonacci_mod_2_64():

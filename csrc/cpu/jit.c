@@ -54,7 +54,9 @@ static const char *const gs_jit_flags[] = { "-O3", "-fPIC", "-shared", "-std=gnu
 
 /* The C99 headers the user may need, and GS_CLONES: the kernels compiled for x86-64's baseline,
  * for AVX2 (x86-64-v3) and for AVX-512 (v4), the loader picking the processor's best (an ifunc),
- * so that one cache entry serves every processor as cpu/isa.c's dispatch does the built-in ops. */
+ * so that one cache entry serves every processor as cpu/isa.c's dispatch does the built-in ops;
+ * the 32-byte vector types and GS_SHUF (GCC's and clang's shuffle builtins) of the lanes' vector
+ * pass, and GS_TICKS, the time stamp counter that chooses between its two forms. */
 static const char gs_jit_prelude[] =
     "#include <stdint.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <string.h>\n"
     "#include <math.h>\n#include <float.h>\n#include <limits.h>\n"
@@ -63,7 +65,14 @@ static const char gs_jit_prelude[] =
     "#define GS_CLONES __attribute__((target_clones(\"default\", \"arch=x86-64-v3\", "
     "\"arch=x86-64-v4\")))\n"
     "#endif\n#endif\n#ifndef GS_CLONES\n#define GS_CLONES\n#endif\n"
-    "#define GS_INLINE static inline __attribute__((always_inline))\n";
+    "#define GS_INLINE static inline __attribute__((always_inline))\n"
+    "typedef uint32_t gs_w8 __attribute__((vector_size(32)));\n"
+    "typedef uint64_t gs_q4 __attribute__((vector_size(32)));\n"
+    "#ifdef __clang__\n#define GS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)\n"
+    "#else\n#define GS_SHUF(a, b, ...) __builtin_shuffle(a, b, (__typeof__(a)){ __VA_ARGS__ })\n"
+    "#endif\n"
+    "#if defined(__x86_64__) || defined(__i386__)\n#define GS_TICKS() __builtin_ia32_rdtsc()\n"
+    "#else\n#define GS_TICKS() 0ull\n#endif\n";
 
 static pthread_mutex_t gs_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_user_prog *gs_jit_loaded; /* the process's loaded operators, never freed */

@@ -19,7 +19,9 @@
  * start a multiple of 4 KiB apart (their loads and stores would share L1 sets and alias).  The
  * run's total is its lanes' totals combined in order, the same in the scan and in the fold;
  * GS_JIT_CHUNK-long runs (cpu/user.c's chunks) get their own copy with m a constant, which keeps
- * the lanes' pointers in registers.  Operands are never swapped, so non-commutative operators
+ * the lanes' pointers in registers.  A T of 4 or 8 bytes may scan its lanes on vectors instead
+ * (gs_k_lanes_vec: a step of every lane a vector, the blocks transposed in registers), chosen
+ * per operator by timing (gs_k_lanes_pick).  Operands are never swapped, so non-commutative operators
  * are safe; integer results equal the sequential left fold bit for bit; every float result
  * depends on n alone (never on the thread count or the instruction set).
  *
@@ -48,6 +50,134 @@ static void gs_k_combine(const void *x, const void *y, void *r)
 GS_INLINE int64_t gs_k_sub(int64_t n)
 {
     return n >= 32 * GS_K ? n / GS_K - 16 : 0;
+}
+
+/* The lanes' scan pass on vectors (T of 4 or 8 bytes: GS_VS values a 32-byte vector).  Each of
+ * the 8 lanes' next GS_VS values loaded as a vector, the block transposed so that a vector holds
+ * one step of 8 (4-byte T) or 4 (8-byte T) lanes, the steps combined a vector at a time, the
+ * block transposed back and stored: the same combines in the same order as gs_k_lanes, so the
+ * same bits. */
+enum { GS_VS = sizeof(T) == 4 || sizeof(T) == 8 ? 32 / sizeof(T) : 0 };
+enum { GS_VT = (32 + sizeof(T) - 1) / sizeof(T) }; /* T a vector holds, rounded up */
+
+/* The rows v[0..7] of 4-byte words transposed in place (three rounds of shuffles). */
+GS_INLINE void gs_k_tr8(gs_w8 *v)
+{
+    gs_q4 a[8], b[8];
+    for (int k = 0; k < 8; k += 2) { /* 32-bit pairs: rows k, k + 1 interleaved */
+        a[k] = (gs_q4)GS_SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        a[k + 1] = (gs_q4)GS_SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int k = 0; k < 8; k += 4) { /* 64-bit pairs: four rows' columns in each 16 bytes */
+        b[k] = GS_SHUF(a[k], a[k + 2], 0, 4, 2, 6);
+        b[k + 1] = GS_SHUF(a[k], a[k + 2], 1, 5, 3, 7);
+        b[k + 2] = GS_SHUF(a[k + 1], a[k + 3], 0, 4, 2, 6);
+        b[k + 3] = GS_SHUF(a[k + 1], a[k + 3], 1, 5, 3, 7);
+    }
+    for (int j = 0; j < 4; j++) { /* 16-byte halves: columns j and j + 4 of all eight rows */
+        v[j] = (gs_w8)GS_SHUF(b[j], b[j + 4], 0, 1, 4, 5);
+        v[j + 4] = (gs_w8)GS_SHUF(b[j], b[j + 4], 2, 3, 6, 7);
+    }
+}
+
+/* The rows v[0..3] of 8-byte words transposed in place (two rounds). */
+GS_INLINE void gs_k_tr4(gs_w8 *v)
+{
+    gs_q4 t0 = GS_SHUF((gs_q4)v[0], (gs_q4)v[1], 0, 4, 2, 6);
+    gs_q4 t1 = GS_SHUF((gs_q4)v[0], (gs_q4)v[1], 1, 5, 3, 7);
+    gs_q4 t2 = GS_SHUF((gs_q4)v[2], (gs_q4)v[3], 0, 4, 2, 6);
+    gs_q4 t3 = GS_SHUF((gs_q4)v[2], (gs_q4)v[3], 1, 5, 3, 7);
+    v[0] = (gs_w8)GS_SHUF(t0, t2, 0, 1, 4, 5);
+    v[1] = (gs_w8)GS_SHUF(t1, t3, 0, 1, 4, 5);
+    v[2] = (gs_w8)GS_SHUF(t0, t2, 2, 3, 6, 7);
+    v[3] = (gs_w8)GS_SHUF(t1, t3, 2, 3, 6, 7);
+}
+
+/* The 8 lanes' blocks transposed (their own inverse): v[h GS_VS + j] holds step j of lanes
+ * h GS_VS .. h GS_VS + GS_VS - 1. */
+GS_INLINE void gs_k_transpose(gs_w8 *v)
+{
+    if (GS_VS == 8) {
+        gs_k_tr8(v);
+    } else {
+        gs_k_tr4(v);
+        gs_k_tr4(v + 4);
+    }
+}
+
+/* A vector of lanes' states combined with a vector of values, lane by lane (a vector operation
+ * where the compiler makes one of combine; the copies are moves between registers). */
+GS_INLINE gs_w8 gs_k_vcombine(gs_w8 a, gs_w8 b)
+{
+    T x[GS_VT], y[GS_VT];
+    memcpy(x, &a, 32);
+    memcpy(y, &b, 32);
+    for (int k = 0; k < GS_VS; k++)
+        x[k] = gs_combine(x[k], y[k]);
+    memcpy(&a, x, 32);
+    return a;
+}
+
+/* One step of a vector of lanes: *x the values in, their scan out; *lv the lanes' states. */
+GS_INLINE void gs_k_vstep(gs_w8 *x, gs_w8 *lv, int exclusive)
+{
+    gs_w8 v = *x;
+    if (exclusive)
+        *x = *lv;
+    *lv = gs_k_vcombine(*lv, v);
+    if (!exclusive)
+        *x = *lv;
+}
+
+/* One copy for each instruction set, called once a chunk (inlined into each kernel, its copies
+ * doubled the compile's time). */
+GS_CLONES static void gs_k_lanes_vec(const T *in, T *out, int64_t n, int64_t m, int exclusive,
+                                     T *tot)
+{
+    T loc[8 * GS_VT];
+    gs_w8 lv0, lv1, v[8];
+    int64_t i;
+    for (int k = 0; k < 8; k++)
+        loc[k] = in[k * m];
+    if (!exclusive)
+        for (int k = 0; k < 8; k++)
+            out[k * m] = loc[k];
+    memcpy(&lv0, loc, 32);
+    memcpy(&lv1, (char *)loc + 32, 32);
+    for (i = 1; i + GS_VS <= m; i += GS_VS) {
+        for (int k = 0; k < 8; k++)
+            memcpy(&v[k], in + k * m + i, 32);
+        gs_k_transpose(v);
+        for (int j = 0; j < GS_VS; j++) {
+            gs_k_vstep(&v[j], &lv0, exclusive);
+            if (GS_VS == 4)
+                gs_k_vstep(&v[4 + j], &lv1, exclusive);
+        }
+        gs_k_transpose(v);
+        for (int k = 0; k < 8; k++)
+            memcpy(out + k * m + i, &v[k], 32);
+    }
+    memcpy(loc, &lv0, 32);
+    memcpy((char *)loc + 32, &lv1, 32);
+    for (; i < m; i++)
+        for (int k = 0; k < 8; k++) {
+            T x = in[k * m + i];
+            if (exclusive)
+                out[k * m + i] = loc[k];
+            loc[k] = gs_combine(loc[k], x);
+            if (!exclusive)
+                out[k * m + i] = loc[k];
+        }
+    for (i = 8 * m; i < n; i++) {
+        T x = in[i];
+        if (exclusive)
+            out[i] = loc[7];
+        loc[7] = gs_combine(loc[7], x);
+        if (!exclusive)
+            out[i] = loc[7];
+    }
+    for (int k = 0; k < 8; k++)
+        tot[k] = loc[k];
 }
 
 /* The lanes' pass: each lane's scan from its first value into out (none when out is 0; exclusive:
@@ -153,13 +283,52 @@ static __attribute__((noinline)) T gs_k_seq(const T *in, T *out, int64_t n, cons
 }
 
 /* Scan a run with no head from carry (0: none); returns its total (without the carry). */
+/* A 4- or 8-byte T's lanes' pass one lane at a time (gs_k_lanes), for gs_k_lanes_pick. */
+GS_CLONES static void gs_k_lanes_one(const T *in, T *out, int64_t n, int64_t m, int exclusive,
+                                     T *tot)
+{
+    if (out == 0)
+        __builtin_unreachable(); /* (the fold's branch left out) */
+    gs_k_lanes(in, out, n, m, exclusive, tot);
+}
+
+/* Which lanes' pass scans a 4- or 8-byte T: the vector form is the faster where the compiler
+ * made a vector operation of combine (an add: 1.6x), the other where it could not (an integer
+ * remainder: 1.3x).  Both give the same bits, so the operator's first whole chunk scanned into
+ * other memory times each twice (GS_TICKS) and the faster one is kept for the process. */
+static int gs_k_form; /* 0: not chosen yet, 1: vectors, 2: one lane at a time */
+
+static __attribute__((noinline)) void gs_k_lanes_pick(const T *in, T *out, int64_t n, int64_t m,
+                                                      int exclusive, T *tot)
+{
+    unsigned long long best[2] = { ~0ull, ~0ull };
+    int form = __atomic_load_n(&gs_k_form, __ATOMIC_RELAXED);
+    if (form == 0 && (n != GS_JIT_CHUNK || in == out))
+        form = 1;
+    if (form == 1 || form == 2) {
+        (form == 1 ? gs_k_lanes_vec : gs_k_lanes_one)(in, out, n, m, exclusive, tot);
+        return;
+    }
+    for (int r = 0; r < 2; r++)
+        for (int f = 0; f < 2; f++) {
+            unsigned long long t = GS_TICKS();
+            (f == 0 ? gs_k_lanes_vec : gs_k_lanes_one)(in, out, n, m, exclusive, tot);
+            t = GS_TICKS() - t;
+            best[f] = t < best[f] ? t : best[f];
+        }
+    __atomic_store_n(&gs_k_form, best[0] <= best[1] ? 1 : 2, __ATOMIC_RELAXED);
+}
+
 GS_INLINE T gs_k_plain_n(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
 {
     T tot[GS_K], acc, c;
     int64_t m = gs_k_sub(n);
     if (m == 0)
         return gs_k_seq(in, out, n, carry, exclusive, id);
-    gs_k_lanes(in, out, n, m, exclusive, tot);
+    if (GS_VS != 0)
+        gs_k_lanes_pick(in, out, n, m, exclusive, tot);
+    else
+        gs_k_lanes(in, out, n, m, exclusive, tot);
     if (exclusive)
         out[0] = carry != 0 ? *carry : id;
     acc = tot[0];
