@@ -55,13 +55,16 @@ static uint64_t next_random(void)
 }
 
 /* n keys of dtype t into h (bytes): ties, extremes, bools of bytes 0/1/2/255, floats with NaNs
- * of both signs and payloads, +-0, +-inf; `small`: values in [-100, 100) (skipped passes). */
-static void make_keys(gs_dtype t, int64_t n, int small, unsigned char *h)
+ * of both signs and payloads, +-0, +-inf; mode 1 (`small`): values in [-100, 100) (skipped
+ * passes); mode 2 (`plain`): floats without -0.0 and NaN (the passes between the first and the
+ * last then move order keys). */
+static void make_keys(gs_dtype t, int64_t n, int mode, unsigned char *h)
 {
     const int b = (int)gs_dtype_size(t);
     for (int64_t i = 0; i < n; ++i) {
         uint64_t r = next_random(), v = r;
-        const unsigned pick = (unsigned)(r >> 58);
+        const unsigned pick = (unsigned)(r >> 58) + (mode == 2 ? 3u : 0u); /* 2: no NaN, -0 */
+        const int small = mode == 1;
         if (small) {
             v = (uint64_t)(int64_t)((int)(r % 200) - 100);
         } else if (t == GS_BOOL) {
@@ -95,7 +98,7 @@ static int dry = 0; /* --dry: the model alone (no GPU): the cases and their inpu
 
 /* One case: the launcher against the model. */
 static void run_case(gs_dtype t, int64_t rows, int64_t row_len, int descending, int want_keys,
-                     int want_index, int small)
+                     int want_index, int mode)
 {
     const int b = (int)gs_dtype_size(t);
     const int64_t n = rows * row_len;
@@ -110,8 +113,8 @@ static void run_case(gs_dtype t, int64_t rows, int64_t row_len, int descending, 
     ++cases;
     snprintf(what, sizeof what, "dtype %d rows %lld x %lld %s%s%s%s", (int)t, (long long)rows,
              (long long)row_len, descending ? "descending" : "ascending", want_keys ? " keys" : "",
-             want_index ? " index" : "", small ? " small" : "");
-    make_keys(t, n, small, h);
+             want_index ? " index" : "", mode == 1 ? " small" : mode == 2 ? " plain" : "");
+    make_keys(t, n, mode, h);
 
     /* the model, with the kernels' geometry (path 0: the launcher's choice) */
     const int ib = gs_sort_index_bytes(row_len, want_index);
@@ -447,6 +450,19 @@ int main(int argc, char **argv)
                     run_case(t, shapes[si][0], shapes[si][1], desc, 0, 1, 0);
                 }
             }
+        }
+        if (gs_dtype_is_float(t)) { /* no lossy key: order keys between the passes */
+            const int64_t plain[][2] = { { 1, nv + 1 }, { 3, 2 * nv + 5 }, { 1, 9 * nv + 1 } };
+            for (int si = 0; si < 3; ++si)
+                for (int desc = 0; desc < 2; ++desc) {
+                    if (quick && (desc || si == 2))
+                        continue;
+                    run_case(t, plain[si][0], plain[si][1], desc, 1, 1, 2);
+                    if (!quick) {
+                        run_case(t, plain[si][0], plain[si][1], desc, 1, 0, 2);
+                        run_case(t, plain[si][0], plain[si][1], desc, 0, 1, 2);
+                    }
+                }
         }
         if (b >= 2) { /* skipped digit positions, in both paths */
             run_case(t, 1, 3 * nv + 7, 0, 1, 1, 1);

@@ -300,7 +300,9 @@ static inline GS_HD int gs_sort_desc_bytes(int64_t row_len)
  * C model, tools/sort_model.c, runs the same arithmetic on small tiles). Scratch, in this order,
  * each region aligned to GS_SCRATCH_ALIGN:
  *   header  the tile counter (a uint32 at 0: zero when a pass starts, and left so by the block
- *           that takes the last tile) and the keys' difference mask (a uint64 at 8: the OR over
+ *           that takes the last tile), whether a key's bits are not given back by its order key
+ *           (a uint32 at 4: -0.0, a NaN, a bool; else the passes between the first and the last
+ *           move order keys) and the keys' difference mask (a uint64 at 8: the OR over
  *           every key of key ^ its row's first key, as order keys; digit positions where it is 0
  *           need no pass);
  *   hist    uint64 counts [rows][passes][GS_SORT_DIGITS]: the histogram blocks add theirs, or
@@ -322,7 +324,7 @@ typedef struct gs_sort_layout {
     int64_t tiles;      /* rows * row_tiles */
     int64_t hist_tiles; /* tiles a histogram block counts */
     int64_t row_chunks; /* histogram blocks per row */
-    int64_t counter, diff, hist, desc0, desc1, ktmp0, ktmp1, itmp;
+    int64_t counter, lossy, diff, hist, desc0, desc1, ktmp0, ktmp1, itmp;
     int64_t zero_bytes; /* the header, and hist where blocks add to it */
     int64_t bytes;      /* the whole scratch */
 } gs_sort_layout;
@@ -349,6 +351,7 @@ static inline GS_HD void gs_sort_layout_for(int64_t rows, int64_t row_len, int k
     l->hist_tiles = hist_tiles;
     l->row_chunks = (l->row_tiles + hist_tiles - 1) / hist_tiles;
     l->counter = gs_sort_region(&at, 16);
+    l->lossy = l->counter + 4;
     l->diff = l->counter + 8;
     l->zero_bytes = at;
     l->hist = gs_sort_region(&at, 8 * rows * l->passes * GS_SORT_DIGITS);

@@ -48,6 +48,7 @@ typedef struct gs_sort_kparams {
     void *itmp;          /* indices between passes */
     unsigned *counter;   /* the tile counter */
     unsigned long long *diff;
+    unsigned *lossy;     /* nonzero: a key whose bits its order key does not give back */
     unsigned long long *hist;
     void *desc0, *desc1; /* look-back descriptors of 4 or 8 bytes (wide) */
     int64_t rows, row_len;
@@ -132,6 +133,28 @@ static __device__ __forceinline__ GS_R GS_FN(radix_key)(gs_dtype t, GS_R bits, u
     if (sizeof(GS_R) == 8)
         return (GS_R)gs_sort_key64(t, (uint64_t)bits, flip);
     return (GS_R)gs_sort_key32(t, (uint32_t)bits, (uint32_t)flip);
+}
+
+/* The bits of a key from its order key, where the order key is one-to-one: every integer kind
+ * (a XOR), a float that is neither zero nor NaN. */
+static __device__ __forceinline__ GS_R GS_FN(radix_unkey)(gs_dtype t, GS_R key, uint64_t flip)
+{
+    const GS_R u = key ^ (GS_R)flip, top = (GS_R)1 << (8 * sizeof(GS_R) - 1);
+    if (t == GS_FLOAT32 || t == GS_FLOAT64)
+        return (u & top) ? u & ~top : ~u;
+    return u;
+}
+
+/* Whether the bits b of a key are not given back by radix_unkey of its order key: -0.0 (its key
+ * is +0.0's), a NaN (every NaN one key), a bool (bytes other than 0 and 1). */
+static __device__ __forceinline__ int GS_FN(radix_lossy)(gs_dtype t, GS_R b)
+{
+    if (t == GS_FLOAT32)
+        return (uint32_t)b == 0x80000000u || ((uint32_t)b & 0x7fffffffu) > 0x7f800000u;
+    if (t == GS_FLOAT64)
+        return (uint64_t)b == 0x8000000000000000ull ||
+               ((uint64_t)b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+    return t == GS_BOOL;
 }
 
 /* Items j < vt of a warp-striped tile, k[j] = element from + j * GS_WARP of a (dtype t), those
@@ -222,6 +245,7 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
      * since 32 lanes adding to one counter serialise. Whole batches first, then the chunk's tail
      * with a test per key. ---- */
     GS_R diff = 0;
+    int lossy = 0; /* a key of the block's is lossy */
     const int64_t batch = GS_SORT_NT * GS_SORT_HIST_UNROLL;
     const int64_t whole = n / batch * batch;
     for (int64_t i0 = 0; i0 < whole; i0 += batch) {
@@ -233,6 +257,7 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
         GS_R k0 = 0;
 #pragma unroll
         for (int u = 0; u < GS_SORT_HIST_UNROLL; ++u) {
+            lossy |= GS_FN(radix_lossy)(t, k[u]);
             k[u] = GS_FN(radix_key)(t, k[u], p->flip);
             if (u == 0)
                 k0 = GS_FN(warp_bcast0)(k[0]);
@@ -257,7 +282,9 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
         }
     }
     for (int64_t i = whole + threadIdx.x; i < n; i += GS_SORT_NT) {
-        const GS_R key = GS_FN(radix_key)(t, (GS_R)gs_load_bits(t, p->keys, start + i), p->flip);
+        const GS_R bits = (GS_R)gs_load_bits(t, p->keys, start + i);
+        lossy |= GS_FN(radix_lossy)(t, bits);
+        const GS_R key = GS_FN(radix_key)(t, bits, p->flip);
         diff |= key ^ first;
 #pragma unroll
         for (int pass = 0; pass < 8; ++pass)
@@ -267,6 +294,8 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
 
     /* ---- The block's counts into its row's, its differences into the call's mask
      * (an atomic only for bits the mask lacks when read). ---- */
+    if (__syncthreads_or(lossy) && threadIdx.x == 0)
+        atomicOr(p->lossy, 1u);
     diff = GS_FN(radix_block_or)(diff, warp_diff, GS_SORT_NWARPS);
     if (threadIdx.x == 0 && diff != 0) {
         const unsigned long long seen = *(volatile unsigned long long *)p->diff;
@@ -287,6 +316,7 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
  * keys' bits, their digits at p->pass, their indices' words (read from isrc, or the
  * positions). */
 static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt, int idx_bytes,
+                                                              int ordered, int first_live,
                                                               const void *ksrc, const void *isrc,
                                                               int64_t base, int64_t tile_start,
                                                               int lead, int tile_n,
@@ -299,7 +329,10 @@ static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
         if (j < vt) {
             const int at = lead + j * GS_WARP;
-            dr[j] = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, key[j], p->flip), p->pass);
+            const GS_R ok = ordered && !first_live ? key[j] : GS_FN(radix_key)(t, key[j], p->flip);
+            if (ordered)
+                key[j] = ok;
+            dr[j] = gs_sort_digit((uint64_t)ok, p->pass);
             ilo[j] = (uint32_t)(tile_start + at);
             ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
         }
@@ -329,6 +362,7 @@ static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int idx_byte
  * runs of one digit are contiguous in the output) to gbase[its digit] + s in kdst (none when
  * NULL), its index (it in sidx) alike as ot in idst. */
 static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
+                                                          int ordered, int last_live,
                                                           int tile_n, const GS_R *skey,
                                                           const unsigned char *sidx,
                                                           const unsigned long long *gbase,
@@ -340,10 +374,13 @@ static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, in
         const int s = i * GS_SORT_NT + threadIdx.x;
         if (s < tile_n) {
             const GS_R k = skey[s];
-            const unsigned d = gs_sort_digit((uint64_t)GS_FN(radix_key)(t, k, p->flip), p->pass);
+            const unsigned d =
+                gs_sort_digit((uint64_t)(ordered ? k : GS_FN(radix_key)(t, k, p->flip)), p->pass);
             const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
             if (kdst != NULL)
-                gs_store_bits(t, kdst, g, (uint64_t)k);
+                gs_store_bits(t, kdst, g,
+                              (uint64_t)(ordered && last_live ? GS_FN(radix_unkey)(t, k, p->flip)
+                                                              : k));
             if (idx_bytes)
                 gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
         }
@@ -382,6 +419,12 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     void *next = before & 1 ? p->desc0 : p->desc1;
     const gs_dtype it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32;
     const gs_dtype ot = after == 0 ? GS_UINT64 : it;
+    /* Floats with no lossy key (radix_lossy): the first live pass writes order keys, the passes
+     * between move them as they are, the last gives back their bits; else every pass moves the
+     * bits and takes each key's order key twice (an integer's is one XOR: its kernels keep the
+     * bits, which measured 2-4% faster than order keys on an H200). */
+    const int ordered = (t == GS_FLOAT32 || t == GS_FLOAT64) &&
+                        *(volatile const unsigned *)p->lossy == 0u;
 
     /* ---- The tile, in launch order (a tile waits only for tiles taken before it). ---- */
     for (int i = tid; i < GS_SORT_NWARPS * GS_SORT_DIGITS; i += GS_SORT_NT)
@@ -411,8 +454,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     unsigned dr[GS_SORT_VT_MAX];                       /* digits, then ranks */
     uint32_t ilo[GS_SORT_VT_MAX], ihi[GS_SORT_VT_MAX]; /* the index's words (ihi: 8-byte) */
     const int lead = warp * GS_WARP * vt + lane;
-    GS_FN(radix_load_tile)(t, vt, idx_bytes, ksrc, isrc, base, tile_start, lead, tile_n, p, key, dr,
-                           ilo, ihi);
+    GS_FN(radix_load_tile)(t, vt, idx_bytes, ordered, before == 0, ksrc, isrc, base, tile_start,
+                           lead, tile_n, p, key, dr, ilo, ihi);
 
     /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
     gs_radix_count(vt, dr, tile_n, whist);
@@ -457,7 +500,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     __syncthreads();
 
     /* ---- Store: slot s to gbase[its digit] + s. ---- */
-    GS_FN(radix_store)(t, vt, idx_bytes, tile_n, skey, sidx, gbase, kdst, idst, it, ot, p);
+    GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, tile_n, skey, sidx, gbase, kdst,
+                       idst, it, ot, p);
 }
 
 /* One ranking round of the block sort by the digits in dr[] (then clobbered): the tile's order
@@ -680,16 +724,6 @@ static __device__ __forceinline__ void GS_FN(radix_rows_store)(gs_dtype t, GS_R 
                 gs_store_bits(t, keys_out, base + e, (uint64_t)w[gs_sort_thread_at(e)]);
         }
     }
-}
-
-/* The bits of a key from its order key, where the order key is one-to-one: every integer kind
- * (a XOR), a float that is neither zero nor NaN. */
-static __device__ __forceinline__ GS_R GS_FN(radix_unkey)(gs_dtype t, GS_R key, uint64_t flip)
-{
-    const GS_R u = key ^ (GS_R)flip, top = (GS_R)1 << (8 * sizeof(GS_R) - 1);
-    if (t == GS_FLOAT32 || t == GS_FLOAT64)
-        return (u & top) ? u & ~top : ~u;
-    return u;
 }
 
 /* Whether the float bits b are a zero or a NaN (whose order keys are not one-to-one). */

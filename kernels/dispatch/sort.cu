@@ -214,6 +214,7 @@ extern "C" cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size
         return cudaErrorInvalidValue;
     char *s = (char *)scratch;
     p.counter = (unsigned *)(s + l.counter);
+    p.lossy = (unsigned *)(s + l.lossy);
     p.diff = (unsigned long long *)(s + l.diff);
     p.hist = (unsigned long long *)(s + l.hist);
     p.desc0 = s + l.desc0;
