@@ -78,6 +78,9 @@ import json, os, signal, threading, time
 import numpy as np
 import gpuscan as gs
 
+# Python's own handler, as an interactive interpreter has it (a shell's background job, and so
+# a test run started as one, begins with SIGINT ignored, which Python then keeps).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 rng = np.random.default_rng(44)
 {setup}
 main = threading.main_thread().ident
