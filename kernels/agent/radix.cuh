@@ -313,26 +313,26 @@ static __device__ __forceinline__ void GS_FN(radix_hist)(gs_dtype t, const gs_so
 
 /* A pass's load: items j < vt of the thread's warp-striped share of a tile of tile_n keys at
  * element `base` of ksrc (position tile_start in its row), the thread's first at `lead`: the
- * keys' bits, their digits at p->pass, their indices' words (read from isrc, or the
- * positions). */
+ * keys' bits (ordered: their order keys), their digits at `pass`, their indices' words (read
+ * from isrc, or the positions). */
 static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt, int idx_bytes,
                                                               int ordered, int first_live,
-                                                              const void *ksrc, const void *isrc,
-                                                              int64_t base, int64_t tile_start,
-                                                              int lead, int tile_n,
-                                                              const gs_sort_kparams *p, GS_R *key,
-                                                              unsigned *dr, uint32_t *ilo,
-                                                              uint32_t *ihi)
+                                                              uint64_t flip, int pass,
+                                                              const void *ksrc,
+                                                              const void *isrc, int64_t base,
+                                                              int64_t tile_start, int lead,
+                                                              int tile_n, GS_R *key, unsigned *dr,
+                                                              uint32_t *ilo, uint32_t *ihi)
 {
     GS_FN(radix_load)(t, vt, ksrc, base + lead, tile_n - lead, key);
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
         if (j < vt) {
             const int at = lead + j * GS_WARP;
-            const GS_R ok = ordered && !first_live ? key[j] : GS_FN(radix_key)(t, key[j], p->flip);
+            const GS_R ok = ordered && !first_live ? key[j] : GS_FN(radix_key)(t, key[j], flip);
             if (ordered)
                 key[j] = ok;
-            dr[j] = gs_sort_digit((uint64_t)ok, p->pass);
+            dr[j] = gs_sort_digit((uint64_t)ok, pass);
             ilo[j] = (uint32_t)(tile_start + at);
             ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
         }
@@ -363,11 +363,12 @@ static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int idx_byte
  * NULL), its index (it in sidx) alike as ot in idst. */
 static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
                                                           int ordered, int last_live,
-                                                          int tile_n, const GS_R *skey,
+                                                          uint64_t flip, int tile_n,
+                                                          const GS_R *skey,
                                                           const unsigned char *sidx,
                                                           const unsigned long long *gbase,
                                                           void *kdst, void *idst, gs_dtype it,
-                                                          gs_dtype ot, const gs_sort_kparams *p)
+                                                          gs_dtype ot, int pass)
 {
 #pragma unroll
     for (int i = 0; i < vt; ++i) {
@@ -375,11 +376,11 @@ static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, in
         if (s < tile_n) {
             const GS_R k = skey[s];
             const unsigned d =
-                gs_sort_digit((uint64_t)(ordered ? k : GS_FN(radix_key)(t, k, p->flip)), p->pass);
+                gs_sort_digit((uint64_t)(ordered ? k : GS_FN(radix_key)(t, k, flip)), pass);
             const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
             if (kdst != NULL)
                 gs_store_bits(t, kdst, g,
-                              (uint64_t)(ordered && last_live ? GS_FN(radix_unkey)(t, k, p->flip)
+                              (uint64_t)(ordered && last_live ? GS_FN(radix_unkey)(t, k, flip)
                                                               : k));
             if (idx_bytes)
                 gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
@@ -387,10 +388,12 @@ static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, in
     }
 }
 
-/* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
- * payload (0: none). ---- */
-static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_bytes,
-                                                         const gs_sort_kparams *p)
+/* A pass's tile (radix_pass): keys of kind t (their order keys as they are: ordered 0 and a zero
+ * flip with an unsigned t), `before` and `after` live passes around this one. */
+static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int idx_bytes,
+                                                              int ordered, uint64_t flip,
+                                                              int before, int after,
+                                                              const gs_sort_kparams *p)
 {
     const int passes = (int)gs_dtype_size(t);
     const int vt = GS_SORT_VT(passes, idx_bytes);
@@ -405,11 +408,6 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     __shared__ gs_radix_scan_smem scan_sm;
     __shared__ unsigned tile_sm;
 
-    const unsigned live = gs_sort_live(*p->diff, passes);
-    if (!((live >> p->pass) & 1u))
-        return;
-    const int before = __popc(live & ((1u << p->pass) - 1u));
-    const int after = __popc(live) - 1 - before;
     const int want_keys = p->keys_out != NULL;
     const void *ksrc = gs_sort_key_buf(p, gs_sort_key_src(before, after, want_keys));
     void *kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
@@ -419,12 +417,6 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     void *next = before & 1 ? p->desc0 : p->desc1;
     const gs_dtype it = idx_bytes == 8 ? GS_UINT64 : GS_UINT32;
     const gs_dtype ot = after == 0 ? GS_UINT64 : it;
-    /* Floats with no lossy key (radix_lossy): the first live pass writes order keys, the passes
-     * between move them as they are, the last gives back their bits; else every pass moves the
-     * bits and takes each key's order key twice (an integer's is one XOR: its kernels keep the
-     * bits, which measured 2-4% faster than order keys on an H200). */
-    const int ordered = (t == GS_FLOAT32 || t == GS_FLOAT64) &&
-                        *(volatile const unsigned *)p->lossy == 0u;
 
     /* ---- The tile, in launch order (a tile waits only for tiles taken before it). ---- */
     for (int i = tid; i < GS_SORT_NWARPS * GS_SORT_DIGITS; i += GS_SORT_NT)
@@ -454,8 +446,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     unsigned dr[GS_SORT_VT_MAX];                       /* digits, then ranks */
     uint32_t ilo[GS_SORT_VT_MAX], ihi[GS_SORT_VT_MAX]; /* the index's words (ihi: 8-byte) */
     const int lead = warp * GS_WARP * vt + lane;
-    GS_FN(radix_load_tile)(t, vt, idx_bytes, ordered, before == 0, ksrc, isrc, base, tile_start,
-                           lead, tile_n, p, key, dr, ilo, ihi);
+    GS_FN(radix_load_tile)(t, vt, idx_bytes, ordered, before == 0, flip, p->pass, ksrc, isrc,
+                           base, tile_start, lead, tile_n, key, dr, ilo, ihi);
 
     /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
     gs_radix_count(vt, dr, tile_n, whist);
@@ -500,8 +492,32 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     __syncthreads();
 
     /* ---- Store: slot s to gbase[its digit] + s. ---- */
-    GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, tile_n, skey, sidx, gbase, kdst,
-                       idst, it, ot, p);
+    GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, tile_n, skey, sidx, gbase,
+                       kdst, idst, it, ot, p->pass);
+}
+
+/* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
+ * payload (0: none).  Floats with no lossy key (radix_lossy): the first live pass writes order
+ * keys, the passes between move them as they are (the pass of the unsigned kind of their width,
+ * its own copy: the float's transform compiled beside it made a pass issue 8% more
+ * instructions), the last gives back their bits; else every pass moves the bits and takes each
+ * key's order key twice (an integer's is one XOR: its kernels keep the bits, which measured 2-4%
+ * faster than order keys on an H200). ---- */
+static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_bytes,
+                                                         const gs_sort_kparams *p)
+{
+    const unsigned live = gs_sort_live(*p->diff, (int)gs_dtype_size(t));
+    if (!((live >> p->pass) & 1u))
+        return;
+    const int before = __popc(live & ((1u << p->pass) - 1u));
+    const int after = __popc(live) - 1 - before;
+    const int ordered = (t == GS_FLOAT32 || t == GS_FLOAT64) &&
+                        *(volatile const unsigned *)p->lossy == 0u;
+    if (ordered && before > 0 && after > 0)
+        GS_FN(radix_pass_tile)(sizeof(GS_R) == 8 ? GS_UINT64 : GS_UINT32, idx_bytes, 0, 0ull,
+                               before, after, p);
+    else
+        GS_FN(radix_pass_tile)(t, idx_bytes, ordered, p->flip, before, after, p);
 }
 
 /* One ranking round of the block sort by the digits in dr[] (then clobbered): the tile's order
