@@ -21,9 +21,9 @@
  * GS_JIT_CHUNK-long runs (cpu/user.c's chunks) get their own copy with m a constant, which keeps
  * the lanes' pointers in registers.  A T of 4 or 8 bytes may scan its lanes on vectors instead
  * (gs_k_lanes_vec: a step of every lane a vector, the blocks transposed in registers), chosen
- * per operator by timing (gs_k_lanes_pick).  Operands are never swapped, so non-commutative operators
- * are safe; integer results equal the sequential left fold bit for bit; every float result
- * depends on n alone (never on the thread count or the instruction set).
+ * per operator by timing (gs_k_lanes_pick).  Operands are never swapped, so non-commutative
+ * operators are safe; integer results equal the sequential left fold bit for bit; every float
+ * result depends on n alone (never on the thread count or the instruction set).
  *
  * Segments (flags) run one value at a time, restarting at each head; a chunk's state after its
  * last head is the sequential fold from that head, in the scan and in the total alike.  The
@@ -282,7 +282,6 @@ static __attribute__((noinline)) T gs_k_seq(const T *in, T *out, int64_t n, cons
     return loc;
 }
 
-/* Scan a run with no head from carry (0: none); returns its total (without the carry). */
 /* A 4- or 8-byte T's lanes' pass one lane at a time (gs_k_lanes), for gs_k_lanes_pick. */
 GS_CLONES static void gs_k_lanes_one(const T *in, T *out, int64_t n, int64_t m, int exclusive,
                                      T *tot)
@@ -319,6 +318,7 @@ static __attribute__((noinline)) void gs_k_lanes_pick(const T *in, T *out, int64
     __atomic_store_n(&gs_k_form, best[0] <= best[1] ? 1 : 2, __ATOMIC_RELAXED);
 }
 
+/* Scan a run with no head from carry (0: none); returns its total (without the carry). */
 GS_INLINE T gs_k_plain_n(const T *in, T *out, int64_t n, const T *carry, int exclusive, T id)
 {
     T tot[GS_K], acc, c;
