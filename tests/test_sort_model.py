@@ -37,13 +37,14 @@ DTYPES = list(CODES)
 DTYPE_IDS = [d.name for d in DTYPES]
 
 # The kernels' constants (gpuscan/config.h), for the real-geometry cases.
-SORT_NT, REG_WORDS, HIST_TILES, HIST_MIN_BLOCKS = 384, 54, 8, 512
+SORT_NT, REG_WORDS, KEYS_REG_WORDS, HIST_TILES, HIST_MIN_BLOCKS = 384, 54, 40, 8, 512
 BLOCK_NT, BLOCK_VT = 256, 16
 
 
 def real_vt(key_bytes, idx_bytes):
     """GS_SORT_VT."""
-    return REG_WORDS // ((2 if key_bytes > 4 else 1) + 1 + idx_bytes // 4)
+    words = KEYS_REG_WORDS if key_bytes <= 4 and idx_bytes == 0 else REG_WORDS
+    return words // ((2 if key_bytes > 4 else 1) + 1 + idx_bytes // 4)
 
 
 @pytest.fixture(scope="module")

@@ -209,18 +209,32 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_NT 384
 #define GS_SORT_NWARPS (GS_SORT_NT / GS_WARP)
 /* Keys per thread of a pass from a register budget: a key takes one 32-bit word (two for an
- * 8-byte key), its digit and then its rank one, an index payload one or two; 54 words give
- * 27 four-byte keys without payload, 18 with a 32-bit index, 10 for 8-byte keys with a 64-bit
- * index. A compile-time constant at every use (-D overrides it for tuning builds). Measured on
- * an H200 (2026-11-29, tools/sort_check.cu --bench), ms at 2^28 for 40 / 46 / 54 words: u32
- * 7.55 / 7.05 / 6.66, f32 8.27 / 7.83 / 7.38, f64 21.6 / 20.5 / 18.5, argsort u32 10.6 / 9.63
- * / 9.18 (at 54 the float passes with an index spill a few words). */
+ * 8-byte key), its digit and then its rank one, an index payload one or two. Keys of at most 4
+ * bytes without an index run three blocks of 384 threads a multiprocessor (56 registers a
+ * thread) with 40 words, 20 keys; every other pass two blocks (80 registers) with 54 words: 18
+ * four-byte keys with a 32-bit index, 18 eight-byte keys, 10 with a 64-bit index. A compile-time
+ * constant at every use (-D overrides them for tuning builds). Measured on an H200, ms at 2^28:
+ * two blocks and 40 / 46 / 54 words (2026-11-29, tools/sort_check.cu --bench): u32 7.55 / 7.05 /
+ * 6.66, f32 8.27 / 7.83 / 7.38, f64 21.6 / 20.5 / 18.5, argsort u32 10.6 / 9.63 / 9.18; then
+ * (2026-11-30, one job) two blocks and 54 words against three and 32 / 36 / 40: u32 6.47 against
+ * 6.78 / 6.51 / 6.43, f32 6.68 against 6.88 / 6.62 / 6.43, argsort u32 8.97 against 9.93 / 9.31 /
+ * 9.29 (at 2^24 u32 0.468 against 0.459, f32 0.485 against 0.469). CUB's Onesweep (384 threads)
+ * compiles to 56 registers for int32 and float32 keys and 74 for uint32, and sorts the first two
+ * 1.19x as fast as the third, which their occupancy (three blocks an SM against two) explains. */
 #ifndef GS_SORT_REG_WORDS
 #define GS_SORT_REG_WORDS 54
 #endif
-#define GS_SORT_VT(key_bytes, idx_bytes) \
-    (GS_SORT_REG_WORDS / (((key_bytes) > 4 ? 2 : 1) + 1 + (idx_bytes) / 4))
-#define GS_SORT_VT_MAX GS_SORT_VT(1, 0)
+#ifndef GS_SORT_KEYS_REG_WORDS
+#define GS_SORT_KEYS_REG_WORDS 40
+#endif
+/* Whether a pass of keys of key_bytes with an index of idx_bytes is a keys-alone pass of at most
+ * 4-byte keys (three blocks a multiprocessor, GS_SORT_KEYS_REG_WORDS). */
+#define GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ((key_bytes) <= 4 && (idx_bytes) == 0)
+#define GS_SORT_PASS_BLOCKS(key_bytes, idx_bytes) (GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? 3 : 2)
+#define GS_SORT_VT(key_bytes, idx_bytes)                                                       \
+    ((GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? GS_SORT_KEYS_REG_WORDS : GS_SORT_REG_WORDS) / \
+     (((key_bytes) > 4 ? 2 : 1) + 1 + (idx_bytes) / 4))
+#define GS_SORT_VT_MAX (GS_SORT_VT(1, 0) > GS_SORT_VT(1, 4) ? GS_SORT_VT(1, 0) : GS_SORT_VT(1, 4))
 /* A look-back descriptor: a 32-bit word, a status in its two top bits and a count below (so a
  * reader sees a count and its status from one access), for rows of at most GS_SORT_COUNT_MAX keys;
  * a 64-bit word (a 62-bit count) for longer rows. */

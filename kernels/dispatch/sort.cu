@@ -44,11 +44,11 @@
     X(GS_UINT64, u64, 8)  \
     X(GS_FLOAT64, u64, 8)
 
-/* Blocks per multiprocessor the registers must allow: two passes of 384 threads (80 registers a
- * thread: a block waiting on its look-back leaves the other running; ptxas spills a few words
- * around the ranking), two block sorts of 256 threads (128 registers: none spilled; three would
- * spill the ranking's keys and positions in every round). */
-#define GS_SORT_PASS_MIN_BLOCKS 2
+/* Blocks per multiprocessor the registers must allow: passes of 384 threads as
+ * GS_SORT_PASS_BLOCKS says (gpuscan/config.h: three of 4-byte keys alone, two with an index or of
+ * 8-byte keys; ptxas spills a few words around the ranking, and a block waiting on its look-back
+ * leaves the others running), two block sorts of 256 threads (128 registers: none spilled; three
+ * would spill the ranking's keys and positions in every round). */
 #define GS_SORT_BLOCK_MIN_BLOCKS 2
 /* ... and four (64 registers) or two thread-a-row sorts of 4- or 8-byte keys: four spill a few
  * words of 4-byte keys and still sort rows of 16 float32 keys 1.1x as fast as three (no spill)
@@ -64,11 +64,11 @@
 GS_SORT_KINDS(GS_X_HIST)
 #undef GS_X_HIST
 
-#define GS_X_PASS(kind, rs, r_bytes, ib)                                   \
-    __global__ void __launch_bounds__(GS_SORT_NT, GS_SORT_PASS_MIN_BLOCKS) \
-        gs_sort_pass_##kind##_##ib(gs_sort_kparams p)                      \
-    {                                                                      \
-        radix_pass_##rs(kind, ib, &p);                                     \
+#define GS_X_PASS(kind, rs, r_bytes, ib)                                            \
+    __global__ void __launch_bounds__(GS_SORT_NT, GS_SORT_PASS_BLOCKS(r_bytes, ib)) \
+        gs_sort_pass_##kind##_##ib(gs_sort_kparams p)                               \
+    {                                                                               \
+        radix_pass_##rs(kind, ib, &p);                                              \
     }
 #define GS_X_PASSES(kind, rs, r_bytes) \
     GS_X_PASS(kind, rs, r_bytes, 0)    \
