@@ -34,7 +34,8 @@ BLOCK = _gpuscan._config().get("sort_block_items", 4096)
 
 def nv(dtype, argsort):
     """Keys per tile of a device-wide pass (sort: keys alone; argsort: a 4-byte index)."""
-    return _gpuscan._sort_layout(1, 10 * BLOCK, np.dtype(dtype).itemsize, not argsort,
+    dt = np.dtype(dtype)
+    return _gpuscan._sort_layout(1, 10 * BLOCK, dt.itemsize, dt.kind == "f", not argsort,
                                  argsort)["nv"]
 
 
@@ -199,5 +200,5 @@ def test_device_wide_descriptors(rng):
 
 
 def test_scratch_none_for_short_rows():
-    assert _gpuscan._sort_scratch_bytes(10**6, BLOCK, 4, True, True) == 0
-    assert _gpuscan._sort_scratch_bytes(1, BLOCK + 1, 4, True, True) > 0
+    assert _gpuscan._sort_scratch_bytes(10**6, BLOCK, 4, False, True, True) == 0
+    assert _gpuscan._sort_scratch_bytes(1, BLOCK + 1, 4, False, True, True) > 0

@@ -37,13 +37,15 @@ DTYPES = list(CODES)
 DTYPE_IDS = [d.name for d in DTYPES]
 
 # The kernels' constants (gpuscan/config.h), for the real-geometry cases.
-SORT_NT, REG_WORDS, KEYS_REG_WORDS, HIST_TILES, HIST_MIN_BLOCKS = 384, 54, 40, 8, 512
+SORT_NT, REG_WORDS, KEYS_REG_WORDS, FLOAT_KEYS_REG_WORDS = 384, 54, 44, 40
+HIST_TILES, HIST_MIN_BLOCKS = 8, 512
 BLOCK_NT, BLOCK_VT = 256, 16
 
 
-def real_vt(key_bytes, idx_bytes):
+def real_vt(key_bytes, idx_bytes, is_float=False):
     """GS_SORT_VT."""
-    words = KEYS_REG_WORDS if key_bytes <= 4 and idx_bytes == 0 else REG_WORDS
+    alone = key_bytes <= 4 and idx_bytes == 0
+    words = (REG_WORDS if not alone else FLOAT_KEYS_REG_WORDS if is_float else KEYS_REG_WORDS)
     return words // ((2 if key_bytes > 4 else 1) + 1 + idx_bytes // 4)
 
 
@@ -252,29 +254,31 @@ def test_real_geometry(model, rng, shape, dtype):
 def test_constants_match_the_extension():
     """The constants above are the build's (a block sort's rows, the layout's tiles)."""
     assert _gpuscan._config()["sort_block_items"] == BLOCK_NT * BLOCK_VT
-    for kb, keys, index in ((4, True, True), (8, False, True), (1, True, False)):
-        lay = _gpuscan._sort_layout(3, 100_000, kb, keys, index)
+    for kb, fl, keys, index in ((4, False, True, True), (8, False, False, True),
+                                (1, False, True, False), (4, False, True, False),
+                                (4, True, True, False), (8, True, True, False)):
+        lay = _gpuscan._sort_layout(3, 100_000, kb, fl, keys, index)
         ib = 4 if index else 0
         assert lay["idx_bytes"] == ib
-        assert lay["nv"] == SORT_NT * real_vt(kb, ib)
+        assert lay["nv"] == SORT_NT * real_vt(kb, ib, fl)
         tiles = 3 * -(-100_000 // lay["nv"])
         assert lay["hist_tiles"] == max(1, min(HIST_TILES, tiles // HIST_MIN_BLOCKS))
         assert lay["desc_bytes"] == 4
-    assert _gpuscan._sort_layout(1, 2**30, 4, True, True)["desc_bytes"] == 8
-    assert _gpuscan._sort_layout(1, 2**30 - 1, 4, True, True)["desc_bytes"] == 4
-    assert _gpuscan._sort_layout(1, 2**32 + 1, 4, True, True)["idx_bytes"] == 8
+    assert _gpuscan._sort_layout(1, 2**30, 4, False, True, True)["desc_bytes"] == 8
+    assert _gpuscan._sort_layout(1, 2**30 - 1, 4, False, True, True)["desc_bytes"] == 4
+    assert _gpuscan._sort_layout(1, 2**32 + 1, 4, False, True, True)["idx_bytes"] == 8
 
 
 def test_scratch_sizes():
     """gs_sort_scratch_bytes: none for rows a block sorts; the regions each aligned, in order,
     the key scratch only as the plan needs it."""
-    assert _gpuscan._sort_scratch_bytes(10**6, 4096, 4, True, True) == 0
-    assert _gpuscan._sort_scratch_bytes(0, 10**6, 4, True, True) == 0
+    assert _gpuscan._sort_scratch_bytes(10**6, 4096, 4, False, True, True) == 0
+    assert _gpuscan._sort_scratch_bytes(0, 10**6, 4, False, True, True) == 0
     for rows, row_len, kb, keys, index in ((1, 10**6, 4, True, True), (3, 5000, 8, False, True),
                                            (2, 70_000, 1, True, False), (1, 4097, 2, True, True)):
-        lay = _gpuscan._sort_layout(rows, row_len, kb, keys, index)
+        lay = _gpuscan._sort_layout(rows, row_len, kb, False, keys, index)
         assert lay["in_block"] == 0
-        assert lay["bytes"] == _gpuscan._sort_scratch_bytes(rows, row_len, kb, keys, index)
+        assert lay["bytes"] == _gpuscan._sort_scratch_bytes(rows, row_len, kb, False, keys, index)
         n = rows * row_len
         offsets = [lay[k] for k in ("hist", "desc0", "desc1", "ktmp0", "ktmp1", "itmp")
                    if lay[k] >= 0]

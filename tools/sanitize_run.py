@@ -596,7 +596,7 @@ def sort_cases(run, reduced):
         return
     rng = np.random.default_rng(45)
     block = _gpuscan._config().get("sort_block_items", 4096)
-    nv = _gpuscan._sort_layout(1, 10 * block, 4, False, True)["nv"]
+    nv = _gpuscan._sort_layout(1, 10 * block, 4, False, False, True)["nv"]
     shapes = [(1,), (block,), (300, 16), (2 * block + 3,), (3 * nv + 5,), (2, 9 * nv + 1)]
     if reduced:
         shapes = [(300, 16), (3 * nv + 5,)]

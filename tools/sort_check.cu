@@ -119,8 +119,8 @@ static void run_case(gs_dtype t, int64_t rows, int64_t row_len, int descending, 
     /* the model, with the kernels' geometry (path 0: the launcher's choice) */
     const int ib = gs_sort_index_bytes(row_len, want_index);
     if (gs_model_sort(h, want_keys ? want_k : NULL, want_index ? want_i : NULL, rows, row_len,
-                      (int)t, descending, 0, GS_SORT_NT, GS_SORT_VT(b, ib), GS_SORT_HIST_TILES, 0,
-                      GS_SORT_BLOCK_NT, GS_SORT_BLOCK_VT, 0, 1) != 0) {
+                      (int)t, descending, 0, GS_SORT_NT, GS_SORT_VT(b, ib, gs_dtype_is_float(t)),
+                      GS_SORT_HIST_TILES, 0, GS_SORT_BLOCK_NT, GS_SORT_BLOCK_VT, 0, 1) != 0) {
         printf("FAIL %s: the model: %s\n", what, gs_model_error());
         ++failures;
         goto done;
@@ -130,7 +130,8 @@ static void run_case(gs_dtype t, int64_t rows, int64_t row_len, int descending, 
     if (dry)
         goto done;
     {
-        const size_t bytes = gs_sort_scratch_bytes(rows, row_len, b, want_keys, want_index);
+        const size_t bytes =
+            gs_sort_scratch_bytes(rows, row_len, b, gs_dtype_is_float(t), want_keys, want_index);
         CK(cudaMalloc(&d_keys, (size_t)(n * b)));
         CK(cudaMalloc(&d_out, (size_t)(n * b)));
         CK(cudaMalloc(&d_idx, (size_t)(8 * n)));
@@ -275,7 +276,8 @@ static void bench_case(const char *name, gs_dtype t, int64_t rows, int64_t row_l
     const int64_t n = rows * row_len;
     const size_t set_bytes = (size_t)n * (2 * b + (argsort ? 8 : 0));
     const int sets = (int)(set_bytes >= (240u << 20) ? 1 : ((240u << 20) + set_bytes - 1) / set_bytes);
-    const size_t scratch_bytes = gs_sort_scratch_bytes(rows, row_len, b, !argsort, argsort);
+    const size_t scratch_bytes =
+        gs_sort_scratch_bytes(rows, row_len, b, gs_dtype_is_float(t), !argsort, argsort);
     unsigned char *keys, *out;
     int64_t *idx = NULL;
     void *scratch = NULL;
@@ -425,7 +427,8 @@ int main(int argc, char **argv)
     for (int ti = 0; ti < ntypes; ++ti) {
         const gs_dtype t = types[ti];
         const int b = (int)gs_dtype_size(t);
-        const int64_t nv = gs_sort_nv(b, 4), nvk = gs_sort_nv(b, 0);
+        const int fl = gs_dtype_is_float(t);
+        const int64_t nv = gs_sort_nv(b, fl, 4), nvk = gs_sort_nv(b, fl, 0);
         /* (rows, row_len): the block sort, then the device-wide sort */
         const int64_t shapes[][2] = {
             { 1, 1 },          { 1, 33 },         { 1, block },         { 1000, 1 },

@@ -315,7 +315,8 @@ done:
 static int cuda_sort(const gs_sort_desc *d, gs_fail *f)
 {
     const size_t bytes = gs_sort_scratch_bytes(d->rows, d->row_len, (int)gs_dtype_size(d->type),
-                                               d->keys_out != NULL, d->index_out != NULL);
+                                               gs_dtype_is_float(d->type), d->keys_out != NULL,
+                                               d->index_out != NULL);
     void *scratch = NULL;
 
     GS_CUDA_TRY(f, gs_cuda_enter());

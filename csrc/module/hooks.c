@@ -101,9 +101,9 @@ static PyObject *linrec_scratch_bytes(PyObject *self, PyObject *arg)
 static PyObject *sort_scratch_bytes(PyObject *self, PyObject *args)
 {
     long long rows, row_len;
-    int key_bytes, want_keys, want_index;
-    if (!PyArg_ParseTuple(args, "LLipp:_sort_scratch_bytes", &rows, &row_len, &key_bytes,
-                          &want_keys, &want_index))
+    int key_bytes, is_float, want_keys, want_index;
+    if (!PyArg_ParseTuple(args, "LLippp:_sort_scratch_bytes", &rows, &row_len, &key_bytes,
+                          &is_float, &want_keys, &want_index))
         return NULL;
     if (rows < 0 || row_len < 0 ||
         (key_bytes != 1 && key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) {
@@ -111,25 +111,27 @@ static PyObject *sort_scratch_bytes(PyObject *self, PyObject *args)
         return NULL;
     }
     return PyLong_FromSize_t(
-        gs_sort_scratch_bytes((int64_t)rows, (int64_t)row_len, key_bytes, want_keys, want_index));
+        gs_sort_scratch_bytes((int64_t)rows, (int64_t)row_len, key_bytes, is_float, want_keys,
+                              want_index));
 }
 
-/* _sort_layout(rows, row_len, key_bytes, keys, index): the device-wide sort's geometry and the
- * offsets of its scratch (gs_sort_layout_of), for the tests. */
+/* _sort_layout(rows, row_len, key_bytes, is_float, keys, index): the device-wide sort's geometry
+ * and the offsets of its scratch (gs_sort_layout_of), for the tests. */
 static PyObject *sort_layout(PyObject *self, PyObject *args)
 {
     long long rows, row_len;
-    int key_bytes, want_keys, want_index;
+    int key_bytes, is_float, want_keys, want_index;
     gs_sort_layout l;
-    if (!PyArg_ParseTuple(args, "LLipp:_sort_layout", &rows, &row_len, &key_bytes, &want_keys,
-                          &want_index))
+    if (!PyArg_ParseTuple(args, "LLippp:_sort_layout", &rows, &row_len, &key_bytes, &is_float,
+                          &want_keys, &want_index))
         return NULL;
     if (rows < 1 || row_len < 1 ||
         (key_bytes != 1 && key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) {
         PyErr_SetString(PyExc_ValueError, "rows, row_len >= 1 and key_bytes of 1, 2, 4 or 8");
         return NULL;
     }
-    gs_sort_layout_of((int64_t)rows, (int64_t)row_len, key_bytes, want_keys, want_index, &l);
+    gs_sort_layout_of((int64_t)rows, (int64_t)row_len, key_bytes, is_float, want_keys, want_index,
+                      &l);
     return Py_BuildValue(
         "{sisisLsLsLsLsLsLsLsLsLsLsLsLsLsLsi}", "passes", l.passes, "idx_bytes", l.idx_bytes, "nv",
         (long long)l.nv, "row_tiles", (long long)l.row_tiles, "tiles", (long long)l.tiles,
@@ -327,10 +329,11 @@ PyMethodDef gs_hook_methods[] = {
       "_linrec_scratch_bytes(n)\n--\n\nScratch bytes of a device linear recurrence over n "
       "values, for tests." },
     { "_sort_scratch_bytes", sort_scratch_bytes, METH_VARARGS,
-      "_sort_scratch_bytes(rows, row_len, key_bytes, keys, index)\n--\n\nScratch bytes of a "
-      "device sort (keys: sorted keys wanted; index: argsort's index wanted), for tests." },
+      "_sort_scratch_bytes(rows, row_len, key_bytes, is_float, keys, index)\n--\n\nScratch bytes "
+      "of a device sort (is_float: of float keys; keys: sorted keys wanted; index: argsort's "
+      "index wanted), for tests." },
     { "_sort_layout", sort_layout, METH_VARARGS,
-      "_sort_layout(rows, row_len, key_bytes, keys, index)\n--\n\nThe device-wide sort's "
+      "_sort_layout(rows, row_len, key_bytes, is_float, keys, index)\n--\n\nThe device-wide sort's "
       "geometry and scratch offsets (gs_sort_layout_of; in_block: rows sorted inside a block "
       "instead), for tests." },
     { "_teach_scratch_bytes", teach_scratch_bytes, METH_VARARGS,

@@ -211,8 +211,9 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 /* Keys per thread of a pass from a register budget: a key takes one 32-bit word (two for an
  * 8-byte key), its digit and then its rank one, an index payload one or two. Keys of at most 4
  * bytes without an index run three blocks of 384 threads a multiprocessor (56 registers a
- * thread) with 40 words, 20 keys; every other pass two blocks (80 registers) with 54 words: 18
- * four-byte keys with a 32-bit index, 18 eight-byte keys, 10 with a 64-bit index. A compile-time
+ * thread) with 44 words, 22 keys (float32: 40 words, 20 keys); every other pass two blocks (80
+ * registers) with 54 words: 18 four-byte keys with a 32-bit index, 18 eight-byte keys, 10 with a
+ * 64-bit index. A compile-time
  * constant at every use (-D overrides them for tuning builds). Measured on an H200, ms at 2^28:
  * two blocks and 40 / 46 / 54 words (2026-11-29, tools/sort_check.cu --bench): u32 7.55 / 7.05 /
  * 6.66, f32 8.27 / 7.83 / 7.38, f64 21.6 / 20.5 / 18.5, argsort u32 10.6 / 9.63 / 9.18; then
@@ -225,16 +226,32 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_REG_WORDS 54
 #endif
 #ifndef GS_SORT_KEYS_REG_WORDS
-#define GS_SORT_KEYS_REG_WORDS 40
+#define GS_SORT_KEYS_REG_WORDS 44
+#endif
+#ifndef GS_SORT_FLOAT_KEYS_REG_WORDS
+#define GS_SORT_FLOAT_KEYS_REG_WORDS 40
 #endif
 /* Whether a pass of keys of key_bytes with an index of idx_bytes is a keys-alone pass of at most
- * 4-byte keys (three blocks a multiprocessor, GS_SORT_KEYS_REG_WORDS). */
+ * 4-byte keys (three blocks a multiprocessor: GS_SORT_KEYS_REG_WORDS, or
+ * GS_SORT_FLOAT_KEYS_REG_WORDS for float32 keys). */
 #define GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ((key_bytes) <= 4 && (idx_bytes) == 0)
+/* Whether a pass keeps each digit's store base and count in shared memory through the ranking
+ * and takes the tile's length and destinations again after it, rather than holding them in
+ * registers across it (is_float: the kernel's keys are floats). Fewer registers live: ptxas
+ * spills 0 bytes for the uint32 keys-alone pass at 56 registers and 44 words, where it spilled
+ * 120 at 40 words in registers. H200, one job, 2^28 ms, registers against shared: uint32 keys
+ * 6.44 / 6.24 (40 / 44 words), argsort uint32 8.99 / 8.76, float32 9.11 / 8.68; int64 keys
+ * 15.87 / 16.84 and float32 keys at 2^24 0.467 / 0.482 lose, and keep registers. */
+#define GS_SORT_BASES_SHARED(key_bytes, idx_bytes, is_float) \
+    ((idx_bytes) > 0 || ((key_bytes) <= 4 && !(is_float)))
 #define GS_SORT_PASS_BLOCKS(key_bytes, idx_bytes) (GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? 3 : 2)
-#define GS_SORT_VT(key_bytes, idx_bytes)                                                       \
-    ((GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? GS_SORT_KEYS_REG_WORDS : GS_SORT_REG_WORDS) / \
+#define GS_SORT_VT(key_bytes, idx_bytes, is_float)                                      \
+    ((!GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? GS_SORT_REG_WORDS                     \
+      : (is_float)                              ? GS_SORT_FLOAT_KEYS_REG_WORDS           \
+                                                : GS_SORT_KEYS_REG_WORDS) /              \
      (((key_bytes) > 4 ? 2 : 1) + 1 + (idx_bytes) / 4))
-#define GS_SORT_VT_MAX (GS_SORT_VT(1, 0) > GS_SORT_VT(1, 4) ? GS_SORT_VT(1, 0) : GS_SORT_VT(1, 4))
+#define GS_SORT_VT_MAX \
+    (GS_SORT_VT(1, 0, 0) > GS_SORT_VT(1, 4, 0) ? GS_SORT_VT(1, 0, 0) : GS_SORT_VT(1, 4, 0))
 /* A look-back descriptor: a 32-bit word, a status in its two top bits and a count below (so a
  * reader sees a count and its status from one access), for rows of at most GS_SORT_COUNT_MAX keys;
  * a 64-bit word (a 62-bit count) for longer rows. */
@@ -269,7 +286,7 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #if GS_SORT_BLOCK_NV > 65536
 #error "the block sort keeps a key's position in its tile in 16 bits"
 #endif
-#if GS_SORT_VT(8, 8) < 1
+#if GS_SORT_VT(8, 8, 0) < 1
 #error "GS_SORT_REG_WORDS leaves an 8-byte key with a 64-bit index no key per thread"
 #endif
 
@@ -380,10 +397,11 @@ static inline GS_HD void gs_sort_layout_for(int64_t rows, int64_t row_len, int k
     l->bytes = at;
 }
 
-/* Keys per tile of a device-wide pass over keys of key_bytes with an index of idx_bytes. */
-static inline GS_HD int64_t gs_sort_nv(int key_bytes, int idx_bytes)
+/* Keys per tile of a device-wide pass over keys of key_bytes (floats: is_float) with an index of
+ * idx_bytes. */
+static inline GS_HD int64_t gs_sort_nv(int key_bytes, int is_float, int idx_bytes)
 {
-    return (int64_t)GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes);
+    return (int64_t)GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes, is_float);
 }
 
 /* Tiles a histogram block counts for `tiles` tiles in all: GS_SORT_HIST_TILES, or fewer so
@@ -396,9 +414,10 @@ static inline GS_HD int64_t gs_sort_hist_tiles(int64_t tiles)
 
 /* The device-wide sort's layout with the kernels' geometry. */
 static inline GS_HD void gs_sort_layout_of(int64_t rows, int64_t row_len, int key_bytes,
-                                           int want_keys, int want_index, gs_sort_layout *l)
+                                           int is_float, int want_keys, int want_index,
+                                           gs_sort_layout *l)
 {
-    const int64_t nv = gs_sort_nv(key_bytes, gs_sort_index_bytes(row_len, want_index));
+    const int64_t nv = gs_sort_nv(key_bytes, is_float, gs_sort_index_bytes(row_len, want_index));
     gs_sort_layout_for(rows, row_len, key_bytes, want_keys, want_index, nv,
                        gs_sort_hist_tiles(rows * ((row_len + nv - 1) / nv)),
                        gs_sort_desc_bytes(row_len), l);
@@ -407,12 +426,12 @@ static inline GS_HD void gs_sort_layout_of(int64_t rows, int64_t row_len, int ke
 /* Scratch of one sort or argsort (gs_sort_desc) of rows x row_len keys of key_bytes each: none
  * for rows sorted inside a block, else the layout's. Pure, so the tests can check it. */
 static inline size_t gs_sort_scratch_bytes(int64_t rows, int64_t row_len, int key_bytes,
-                                           int want_keys, int want_index)
+                                           int is_float, int want_keys, int want_index)
 {
     gs_sort_layout l;
     if (rows <= 0 || row_len <= 0 || (!want_keys && !want_index) || gs_sort_in_block(row_len))
         return 0;
-    gs_sort_layout_of(rows, row_len, key_bytes, want_keys, want_index, &l);
+    gs_sort_layout_of(rows, row_len, key_bytes, is_float, want_keys, want_index, &l);
     return (size_t)l.bytes;
 }
 

@@ -116,7 +116,8 @@ void gs_launch_hist_last(gs_hist_launch *out);
 /* Enqueue the sort or argsort on `stream`: rows of at most GS_SORT_BLOCK_NV keys in one launch
  * (no scratch); longer rows by a memset of the scratch's head, the histogram and one launch per
  * digit position (dispatch/sort.cu). `scratch` holds at least gs_sort_scratch_bytes(d->rows,
- * d->row_len, key bytes, d->keys_out != NULL, d->index_out != NULL) bytes (gpuscan/config.h). */
+ * d->row_len, key bytes, whether they are floats, d->keys_out != NULL, d->index_out != NULL)
+ * bytes (gpuscan/config.h). */
 cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size_t scratch_bytes,
                            cudaStream_t stream);
 

@@ -94,8 +94,8 @@ static __device__ __forceinline__ void *gs_sort_idx_buf(const gs_sort_kparams *p
 /* Bytes of the dynamic shared memory of a pass over keys in registers of r_bytes with an index of
  * idx_bytes: the tile's keys and indices in slot order, the warps' digit counters, the digits'
  * store bases. */
-#define GS_SORT_PASS_SMEM(r_bytes, key_bytes, idx_bytes)                         \
-    (GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes) * ((r_bytes) + (idx_bytes)) + \
+#define GS_SORT_PASS_SMEM(r_bytes, key_bytes, idx_bytes, is_float)                         \
+    (GS_SORT_NT * GS_SORT_VT(key_bytes, idx_bytes, is_float) * ((r_bytes) + (idx_bytes)) + \
      GS_SORT_NWARPS * GS_SORT_DIGITS * 4 + GS_SORT_DIGITS * 8)
 /* ... and of the block sort: the tile's order keys and positions (16 bits), the counters. */
 #define GS_SORT_BLOCK_SMEM(r_bytes) \
@@ -389,14 +389,19 @@ static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, in
 }
 
 /* A pass's tile (radix_pass): keys of kind t (their order keys as they are: ordered 0 and a zero
- * flip with an unsigned t), `before` and `after` live passes around this one. */
+ * flip with an unsigned t) in a kernel of float keys or not (kind_float), `before` and `after`
+ * live passes around this one. */
 static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int idx_bytes,
-                                                              int ordered, uint64_t flip,
+                                                              int kind_float, int ordered,
+                                                              uint64_t flip,
                                                               int before, int after,
                                                               const gs_sort_kparams *p)
 {
     const int passes = (int)gs_dtype_size(t);
-    const int vt = GS_SORT_VT(passes, idx_bytes);
+    /* The kernel's geometry (its kind's: a float kernel's middle passes run with t unsigned) and
+     * where the tile's store bases wait through the ranking (GS_SORT_BASES_SHARED). */
+    const int vt = GS_SORT_VT(passes, idx_bytes, kind_float);
+    const int shared_bases = GS_SORT_BASES_SHARED(passes, idx_bytes, kind_float);
     const int nv = GS_SORT_NT * vt;
     const int tid = threadIdx.x;
     const int lane = tid & (GS_WARP - 1);
@@ -407,6 +412,7 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
     unsigned long long *gbase = (unsigned long long *)(whist + GS_SORT_NWARPS * GS_SORT_DIGITS);
     __shared__ gs_radix_scan_smem scan_sm;
     __shared__ unsigned tile_sm;
+    __shared__ unsigned count_sm[GS_SORT_DIGITS];
 
     const int want_keys = p->keys_out != NULL;
     const void *ksrc = gs_sort_key_buf(p, gs_sort_key_src(before, after, want_keys));
@@ -463,8 +469,13 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
     unsigned start;
     unsigned long long bin_start;
     gs_radix_digit_scan(count, row_count, &start, &bin_start, &scan_sm);
-    if (tid < GS_SORT_DIGITS)
+    if (tid < GS_SORT_DIGITS) {
         gs_radix_add_start(GS_SORT_NWARPS, whist, tid, start);
+        if (shared_bases) {
+            gbase[tid] = (unsigned long long)row_start + bin_start - start;
+            count_sm[tid] = count;
+        }
+    }
     __syncthreads();
 
     /* ---- Rank (a row's last tile's absent keys with the top digit: ranked last, past the
@@ -480,7 +491,15 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
      * tile's slots of d go. ---- */
-    if (tid < GS_SORT_DIGITS) {
+    if (tid < GS_SORT_DIGITS && shared_bases) {
+        const int64_t t2 = *(volatile unsigned *)&tile_sm;
+        if (t2 % p->row_tiles != 0) {
+            const uint64_t excl = gs_radix_look_back(desc, p->wide, t2, tid);
+            gs_radix_publish(desc, p->wide, t2 * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
+                             excl + count_sm[tid]);
+            gbase[tid] += excl;
+        }
+    } else if (tid < GS_SORT_DIGITS) {
         uint64_t excl = 0;
         if (!first) {
             excl = gs_radix_look_back(desc, p->wide, tile, tid);
@@ -491,9 +510,20 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
     }
     __syncthreads();
 
-    /* ---- Store: slot s to gbase[its digit] + s. ---- */
-    GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, tile_n, skey, sidx, gbase,
-                       kdst, idst, it, ot, p->pass);
+    /* ---- Store: slot s to gbase[its digit] + s (with shared bases, the tile's length and
+     * destinations taken again here). ---- */
+    if (shared_bases) {
+        const int64_t t3 = *(volatile unsigned *)&tile_sm;
+        const int64_t start3 = (t3 - t3 / p->row_tiles * p->row_tiles) * nv;
+        const int n3 = p->row_len - start3 < nv ? (int)(p->row_len - start3) : nv;
+        GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, n3, skey, sidx, gbase,
+                           gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys)),
+                           idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL, it,
+                           ot, p->pass);
+    } else {
+        GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, tile_n, skey, sidx, gbase,
+                           kdst, idst, it, ot, p->pass);
+    }
 }
 
 /* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
@@ -513,11 +543,12 @@ static __device__ __forceinline__ void GS_FN(radix_pass)(gs_dtype t, int idx_byt
     const int after = __popc(live) - 1 - before;
     const int ordered = (t == GS_FLOAT32 || t == GS_FLOAT64) &&
                         *(volatile const unsigned *)p->lossy == 0u;
+    const int kind_float = gs_dtype_is_float(t);
     if (ordered && before > 0 && after > 0)
-        GS_FN(radix_pass_tile)(sizeof(GS_R) == 8 ? GS_UINT64 : GS_UINT32, idx_bytes, 0, 0ull,
-                               before, after, p);
+        GS_FN(radix_pass_tile)(sizeof(GS_R) == 8 ? GS_UINT64 : GS_UINT32, idx_bytes, kind_float, 0,
+                               0ull, before, after, p);
     else
-        GS_FN(radix_pass_tile)(t, idx_bytes, ordered, p->flip, before, after, p);
+        GS_FN(radix_pass_tile)(t, idx_bytes, kind_float, ordered, p->flip, before, after, p);
 }
 
 /* One ranking round of the block sort by the digits in dr[] (then clobbered): the tile's order
@@ -742,20 +773,6 @@ static __device__ __forceinline__ void GS_FN(radix_rows_store)(gs_dtype t, GS_R 
     }
 }
 
-/* Whether the float bits b are a zero or a NaN (whose order keys are not one-to-one). */
-static __device__ __forceinline__ int GS_FN(radix_folded)(gs_dtype t, GS_R b)
-{
-    if (t == GS_FLOAT32) {
-        const uint32_t mag = (uint32_t)b & 0x7fffffffu;
-        return mag == 0u || mag > 0x7f800000u;
-    }
-    if (t == GS_FLOAT64) {
-        const uint64_t mag = (uint64_t)b & 0x7fffffffffffffffull;
-        return mag == 0u || mag > 0x7ff0000000000000ull;
-    }
-    return t == GS_BOOL; /* bytes other than 0 and 1 share an order key */
-}
-
 static __device__ __forceinline__ void GS_FN(radix_thread_rows)(gs_dtype t, const gs_sort_kparams *p)
 {
     __shared__ GS_R words[GS_SORT_BLOCK_NT / GS_WARP][GS_SORT_THREAD_WORDS];
@@ -787,20 +804,20 @@ static __device__ __forceinline__ void GS_FN(radix_thread_rows)(gs_dtype t, cons
 
     /* ---- This thread's row: its order keys. ---- */
     GS_R k[GS_SORT_THREAD_ROW_MAX];
-    int folded = 0;
+    int lossy = 0; /* a key of the warp's rows whose bits its order key does not give back */
 #pragma unroll
     for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j) {
         k[j] = ~(GS_R)0;
         if (mine && j < len) {
             const GS_R b = w[gs_sort_thread_at(lane * len + j)];
-            folded |= GS_FN(radix_folded)(t, b);
+            lossy |= GS_FN(radix_lossy)(t, b);
             k[j] = GS_FN(radix_key)(t, b, p->flip);
         }
     }
 
     /* ---- Keys alone, where equal order keys are equal bits in every row of the warp: the
      * network over the keys, their bits from the order keys, no positions. ---- */
-    if (p->index_out == NULL && !__any_sync(GS_FULL_MASK, folded)) {
+    if (p->index_out == NULL && !__any_sync(GS_FULL_MASK, lossy)) {
         GS_FN(radix_row_network)(len, k, NULL);
 #pragma unroll
         for (int j = 0; j < GS_SORT_THREAD_ROW_MAX; ++j)

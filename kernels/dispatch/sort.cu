@@ -209,7 +209,8 @@ extern "C" cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size
     }
 
     /* ---- Device-wide: the scratch carved as the layout says. ---- */
-    gs_sort_layout_of(d->rows, d->row_len, key_bytes, want_keys, want_index, &l);
+    const int is_float = gs_dtype_is_float(d->type);
+    gs_sort_layout_of(d->rows, d->row_len, key_bytes, is_float, want_keys, want_index, &l);
     if (scratch_bytes < (size_t)l.bytes || l.tiles > INT32_MAX)
         return cudaErrorInvalidValue;
     char *s = (char *)scratch;
@@ -230,7 +231,7 @@ extern "C" cudaError_t gs_launch_sort(const gs_sort_desc *d, void *scratch, size
     p.hist_store = l.row_chunks == 1;
     p.wide = l.desc_bytes == 8;
     const int ib = l.idx_bytes;
-    const size_t pass_smem = GS_SORT_PASS_SMEM(k.r_bytes, key_bytes, ib);
+    const size_t pass_smem = GS_SORT_PASS_SMEM(k.r_bytes, key_bytes, ib, is_float);
 
     /* ---- The histogram of every digit position, after the head of the scratch is zeroed. ---- */
     if ((err = cudaMemsetAsync(scratch, 0, (size_t)l.zero_bytes, stream)) != cudaSuccess)
