@@ -769,11 +769,13 @@ def test_cuda_four_processes_at_once(tmp_path):
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty"])
 def test_cuda_corrupted_entry_is_rebuilt(tmp_path, damage):
     cache = tmp_path / "cache"
-    assert run_cuda_use(cache, "corrupt").returncode == 0
+    r = run_cuda_use(cache, "corrupt")
+    assert r.returncode == 0, r.stderr
     good = {name: (cache / name).read_bytes() for name, _ in published(cache)}
     if damage == "foreign":
         other = tmp_path / "other"
-        assert run_cuda_use(other, "other").returncode == 0
+        r = run_cuda_use(other, "other")
+        assert r.returncode == 0, r.stderr
         theirs = sorted(p for p in other.iterdir())
     for i, name in enumerate(sorted(good)):
         path, data = cache / name, good[name]
@@ -788,9 +790,10 @@ def test_cuda_corrupted_entry_is_rebuilt(tmp_path, damage):
     r = run_cuda_use(cache, "corrupt")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
     rebuilt = published(cache)
-    assert sorted(name for name, _ in rebuilt) == sorted(good)
+    assert sorted(name for name, _ in rebuilt) == sorted(good), (rebuilt, sorted(good))
     r = run_cuda_use(cache, "corrupt")
-    assert r.returncode == 0 and published(cache) == rebuilt  # the rebuilt entries are whole
+    assert r.returncode == 0, r.stderr
+    assert published(cache) == rebuilt, (published(cache), rebuilt)  # the rebuilt entries are whole
 
 
 @pytest.mark.gpu
