@@ -237,11 +237,10 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
 #define GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ((key_bytes) <= 4 && (idx_bytes) == 0)
 /* Whether a pass keeps each digit's store base and count in shared memory through the ranking
  * and takes the tile's length and destinations again after it, rather than holding them in
- * registers across it (is_float: the kernel's keys are floats). Fewer registers live: ptxas
- * spills 0 bytes for the uint32 keys-alone pass at 56 registers and 44 words, where it spilled
- * 120 at 40 words in registers. H200, one job, 2^28 ms, registers against shared: uint32 keys
- * 6.44 / 6.24 (40 / 44 words), argsort uint32 8.99 / 8.76, float32 9.11 / 8.68; int64 keys
- * 15.87 / 16.84 and float32 keys at 2^24 0.467 / 0.482 lose, and keep registers. */
+ * registers across it (is_float: the kernel's keys are floats): fewer registers live, which
+ * measured faster for 4-byte integer keys alone (and let them take 44 words) and for every pass
+ * with an index, slower for 8-byte and float32 keys alone (docs/performance-notes.md, "Store
+ * bases in shared memory"). */
 #define GS_SORT_BASES_SHARED(key_bytes, idx_bytes, is_float) \
     ((idx_bytes) > 0 || ((key_bytes) <= 4 && !(is_float)))
 #define GS_SORT_PASS_BLOCKS(key_bytes, idx_bytes) (GS_SORT_KEYS_ALONE(key_bytes, idx_bytes) ? 3 : 2)
