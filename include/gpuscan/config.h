@@ -213,8 +213,8 @@ static inline size_t gs_linrec_scratch_bytes(int64_t n)
  * bytes without an index run three blocks of 384 threads a multiprocessor (56 registers a
  * thread) with 44 words, 22 keys (float32: 40 words, 20 keys); every other pass two blocks (80
  * registers) with 54 words: 18 four-byte keys with a 32-bit index, 18 eight-byte keys, 10 with a
- * 64-bit index. A compile-time
- * constant at every use (-D overrides them for tuning builds). Measured on an H200, ms at 2^28:
+ * 64-bit index. A compile-time constant at every use (-D overrides them for tuning builds).
+ * Measured on an H200, ms at 2^28:
  * two blocks and 40 / 46 / 54 words (2026-11-29, tools/sort_check.cu --bench): u32 7.55 / 7.05 /
  * 6.66, f32 8.27 / 7.83 / 7.38, f64 21.6 / 20.5 / 18.5, argsort u32 10.6 / 9.63 / 9.18; then
  * (2026-11-30, one job) two blocks and 54 words against three and 32 / 36 / 40: u32 6.47 against

@@ -491,39 +491,34 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
      * tile's slots of d go. ---- */
-    if (tid < GS_SORT_DIGITS && shared_bases) {
-        const int64_t t2 = *(volatile unsigned *)&tile_sm;
-        if (t2 % p->row_tiles != 0) {
-            const uint64_t excl = gs_radix_look_back(desc, p->wide, t2, tid);
-            gs_radix_publish(desc, p->wide, t2 * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
-                             excl + count_sm[tid]);
-            gbase[tid] += excl;
-        }
-    } else if (tid < GS_SORT_DIGITS) {
+    if (tid < GS_SORT_DIGITS) {
+        /* shared bases: the tile's number and count again from shared memory */
+        const int64_t t2 = shared_bases ? (int64_t)*(volatile unsigned *)&tile_sm : tile;
         uint64_t excl = 0;
-        if (!first) {
-            excl = gs_radix_look_back(desc, p->wide, tile, tid);
-            gs_radix_publish(desc, p->wide, tile * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
-                             excl + count);
+        if (shared_bases ? t2 % p->row_tiles != 0 : !first) {
+            excl = gs_radix_look_back(desc, p->wide, t2, tid);
+            gs_radix_publish(desc, p->wide, t2 * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
+                             excl + (shared_bases ? count_sm[tid] : count));
+            if (shared_bases)
+                gbase[tid] += excl;
         }
-        gbase[tid] = (unsigned long long)row_start + bin_start + excl - start;
+        if (!shared_bases)
+            gbase[tid] = (unsigned long long)row_start + bin_start + excl - start;
     }
     __syncthreads();
 
     /* ---- Store: slot s to gbase[its digit] + s (with shared bases, the tile's length and
      * destinations taken again here). ---- */
+    int store_n = tile_n;
     if (shared_bases) {
         const int64_t t3 = *(volatile unsigned *)&tile_sm;
         const int64_t start3 = (t3 - t3 / p->row_tiles * p->row_tiles) * nv;
-        const int n3 = p->row_len - start3 < nv ? (int)(p->row_len - start3) : nv;
-        GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, n3, skey, sidx, gbase,
-                           gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys)),
-                           idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL, it,
-                           ot, p->pass);
-    } else {
-        GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, tile_n, skey, sidx, gbase,
-                           kdst, idst, it, ot, p->pass);
+        store_n = p->row_len - start3 < nv ? (int)(p->row_len - start3) : nv;
+        kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
+        idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
     }
+    GS_FN(radix_store)(t, vt, idx_bytes, ordered, after == 0, flip, store_n, skey, sidx, gbase,
+                       kdst, idst, it, ot, p->pass);
 }
 
 /* ---- A pass: the tile taken from the counter, by digit position p->pass, idx_bytes of index
