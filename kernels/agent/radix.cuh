@@ -123,6 +123,11 @@ static __device__ __forceinline__ void gs_radix_load_index(int idx_bytes, int vt
     }
 }
 
+/* Whether keys of kind t are integers, whose order key is their bits XOR the flip: their digit
+ * is then the bits' digit XOR the flip's (one LOP3 a key, where the order key first cost a
+ * constant load and a XOR). Not bool (its order key is b != 0) nor a float. */
+#define GS_RADIX_XOR_KEYS(t) ((t) != GS_BOOL && !gs_dtype_is_float(t))
+
 #endif /* GS_RADIX_AGENT_ONCE */
 
 /* ================================ per key register type ================================ */
@@ -174,6 +179,14 @@ static __device__ __forceinline__ void GS_FN(radix_load)(gs_dtype t, int vt, con
             if (j < vt)
                 k[j] = j * GS_WARP < left ? (GS_R)gs_load_bits(t, a, from + j * GS_WARP) : 0;
     }
+}
+
+/* Digit `pass` of an order key in the register type (gs_sort_digit's, without widening a 32-bit
+ * key to 64 bits: a pass's position is known only at run time, and a 64-bit shift by it costs a
+ * few instructions a key more). */
+static __device__ __forceinline__ unsigned GS_FN(radix_digit)(GS_R k, int pass)
+{
+    return (unsigned)(k >> (GS_SORT_DIGIT_BITS * pass)) & (GS_SORT_DIGITS - 1u);
 }
 
 /* Lane 0's v in every lane of the warp. */
@@ -325,14 +338,20 @@ static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt
                                                               uint32_t *ilo, uint32_t *ihi)
 {
     GS_FN(radix_load)(t, vt, ksrc, base + lead, tile_n - lead, key);
+    const unsigned flip_digit = GS_FN(radix_digit)((GS_R)flip, pass);
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
         if (j < vt) {
             const int at = lead + j * GS_WARP;
-            const GS_R ok = ordered && !first_live ? key[j] : GS_FN(radix_key)(t, key[j], flip);
-            if (ordered)
-                key[j] = ok;
-            dr[j] = gs_sort_digit((uint64_t)ok, pass);
+            if (GS_RADIX_XOR_KEYS(t)) {
+                dr[j] = GS_FN(radix_digit)(key[j], pass) ^ flip_digit;
+            } else {
+                const GS_R ok =
+                    ordered && !first_live ? key[j] : GS_FN(radix_key)(t, key[j], flip);
+                if (ordered)
+                    key[j] = ok;
+                dr[j] = GS_FN(radix_digit)(ok, pass);
+            }
             ilo[j] = (uint32_t)(tile_start + at);
             ihi[j] = (uint32_t)((uint64_t)(tile_start + at) >> 32);
         }
@@ -341,16 +360,19 @@ static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt
         gs_radix_load_index(idx_bytes, vt, isrc, base + lead, tile_n - lead, ilo, ihi);
 }
 
-/* A pass's keys (and index words, as it) to their slots dr[j] in shared memory. */
-static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int idx_bytes, int lead,
-                                                            int tile_n, const GS_R *key,
-                                                            const unsigned *dr, const uint32_t *ilo,
-                                                            const uint32_t *ihi, gs_dtype it,
-                                                            GS_R *skey, unsigned char *sidx)
+/* A pass's keys (and index words, as it) to their slots dr[j] in shared memory; `checked` (a
+ * compile-time constant): only the present ones. */
+static __device__ __forceinline__ void GS_FN(radix_scatter_keys)(int vt, int checked,
+                                                                 int idx_bytes, int lead,
+                                                                 int tile_n, const GS_R *key,
+                                                                 const unsigned *dr,
+                                                                 const uint32_t *ilo,
+                                                                 const uint32_t *ihi, gs_dtype it,
+                                                                 GS_R *skey, unsigned char *sidx)
 {
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
-        if (j < vt && lead + j * GS_WARP < tile_n) {
+        if (j < vt && (!checked || lead + j * GS_WARP < tile_n)) {
             skey[dr[j]] = key[j];
             if (idx_bytes)
                 gs_store_bits(it, sidx, dr[j], (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
@@ -358,25 +380,40 @@ static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int idx_byte
     }
 }
 
+/* ... a whole tile's not tested when `unchecked_whole` (a compile-time constant). */
+static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int unchecked_whole,
+                                                            int idx_bytes, int lead, int tile_n,
+                                                            const GS_R *key, const unsigned *dr,
+                                                            const uint32_t *ilo,
+                                                            const uint32_t *ihi, gs_dtype it,
+                                                            GS_R *skey, unsigned char *sidx)
+{
+    if (unchecked_whole && tile_n == GS_SORT_NT * vt)
+        GS_FN(radix_scatter_keys)(vt, 0, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey,
+                                  sidx);
+    else
+        GS_FN(radix_scatter_keys)(vt, 1, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey,
+                                  sidx);
+}
+
 /* A pass's store: slot s of the tile in shared memory (consecutive threads, consecutive slots:
  * runs of one digit are contiguous in the output) to gbase[its digit] + s in kdst (none when
  * NULL), its index (it in sidx) alike as ot in idst. */
-static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
-                                                          int ordered, int last_live,
-                                                          uint64_t flip, int tile_n,
-                                                          const GS_R *skey,
-                                                          const unsigned char *sidx,
-                                                          const unsigned long long *gbase,
-                                                          void *kdst, void *idst, gs_dtype it,
-                                                          gs_dtype ot, int pass)
+static __device__ __forceinline__ void GS_FN(radix_store_slots)(
+    gs_dtype t, int vt, int checked, int idx_bytes, int ordered, int last_live, uint64_t flip,
+    int tile_n, const GS_R *skey, const unsigned char *sidx, const unsigned long long *gbase,
+    void *kdst, void *idst, gs_dtype it, gs_dtype ot, int pass)
 {
+    const unsigned flip_digit = GS_FN(radix_digit)((GS_R)flip, pass);
 #pragma unroll
     for (int i = 0; i < vt; ++i) {
         const int s = i * GS_SORT_NT + threadIdx.x;
-        if (s < tile_n) {
+        if (!checked || s < tile_n) {
             const GS_R k = skey[s];
             const unsigned d =
-                gs_sort_digit((uint64_t)(ordered ? k : GS_FN(radix_key)(t, k, flip)), pass);
+                GS_RADIX_XOR_KEYS(t)
+                    ? GS_FN(radix_digit)(k, pass) ^ flip_digit
+                    : GS_FN(radix_digit)(ordered ? k : GS_FN(radix_key)(t, k, flip), pass);
             const int64_t g = (int64_t)(gbase[d] + (unsigned long long)s);
             if (kdst != NULL)
                 gs_store_bits(t, kdst, g,
@@ -386,6 +423,24 @@ static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, in
                 gs_store_bits(ot, idst, g, gs_load_bits(it, sidx, s));
         }
     }
+}
+
+/* ... each slot's presence tested only in a tile that is not whole. */
+static __device__ __forceinline__ void GS_FN(radix_store)(gs_dtype t, int vt, int idx_bytes,
+                                                          int ordered, int last_live,
+                                                          uint64_t flip, int tile_n,
+                                                          const GS_R *skey,
+                                                          const unsigned char *sidx,
+                                                          const unsigned long long *gbase,
+                                                          void *kdst, void *idst, gs_dtype it,
+                                                          gs_dtype ot, int pass)
+{
+    if (tile_n == GS_SORT_NT * vt)
+        GS_FN(radix_store_slots)(t, vt, 0, idx_bytes, ordered, last_live, flip, tile_n, skey, sidx,
+                                 gbase, kdst, idst, it, ot, pass);
+    else
+        GS_FN(radix_store_slots)(t, vt, 1, idx_bytes, ordered, last_live, flip, tile_n, skey, sidx,
+                                 gbase, kdst, idst, it, ot, pass);
 }
 
 /* A pass's tile (radix_pass): keys of kind t (their order keys as they are: ordered 0 and a zero
@@ -456,7 +511,7 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
                            base, tile_start, lead, tile_n, key, dr, ilo, ihi);
 
     /* ---- Count, and publish the tile's counts at once (before any wait). ---- */
-    gs_radix_count(vt, dr, tile_n, whist);
+    gs_radix_count(vt, 1, nv, dr, tile_n, whist);
     __syncthreads();
     unsigned count = 0;
     if (tid < GS_SORT_DIGITS) {
@@ -487,7 +542,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
                 dr[j] = GS_SORT_DIGITS - 1u;
     }
     gs_radix_rank(vt, 1, dr, tile_n, whist);
-    GS_FN(radix_scatter)(vt, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey, sidx);
+    GS_FN(radix_scatter)(vt, GS_SORT_UNCHECKED_SCATTER(passes, idx_bytes, kind_float), idx_bytes,
+                         lead, tile_n, key, dr, ilo, ihi, it, skey, sidx);
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
      * tile's slots of d go. ---- */
@@ -560,7 +616,7 @@ static __device__ __forceinline__ void GS_FN(radix_block_round)(unsigned *dr, GS
     unsigned start;
     unsigned long long unused;
 
-    gs_radix_count(GS_SORT_BLOCK_VT, dr, tile_n, whist);
+    gs_radix_count(GS_SORT_BLOCK_VT, 0, GS_SORT_BLOCK_NV, dr, tile_n, whist);
     __syncthreads();
     const unsigned count = gs_radix_column(GS_SORT_BLOCK_NWARPS, whist, tid);
     gs_radix_digit_scan(count, 0u, &start, &unused, scan_sm);
@@ -629,7 +685,7 @@ static __device__ __forceinline__ void GS_FN(radix_block)(gs_dtype t, const gs_s
         if (gs_sort_digit((uint64_t)diff, pass) != 0u) {
 #pragma unroll
             for (int j = 0; j < GS_SORT_BLOCK_VT; ++j)
-                dr[j] = gs_sort_digit((uint64_t)ok[j], pass);
+                dr[j] = GS_FN(radix_digit)(ok[j], pass);
             GS_FN(radix_block_round)(dr, ok, ps, tile_n, skey, spos, whist, &scan_sm);
         }
     }

@@ -23,9 +23,11 @@
 
 #include "warp/warp_match.cuh"
 
-/* Count: each present key adds one to its warp's counter of its digit. */
-static __device__ __forceinline__ void gs_radix_count(int vt, const unsigned *dig, int tile_n,
-                                                      unsigned *whist)
+/* Count: each present key adds one to its warp's counter of its digit; `checked` (a
+ * compile-time constant) tests each key's presence. */
+static __device__ __forceinline__ void gs_radix_count_keys(int vt, int checked,
+                                                           const unsigned *dig, int tile_n,
+                                                           unsigned *whist)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int warp = threadIdx.x / GS_WARP;
@@ -33,8 +35,20 @@ static __device__ __forceinline__ void gs_radix_count(int vt, const unsigned *di
     unsigned *mine = whist + warp * GS_SORT_DIGITS;
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j)
-        if (j < vt && lead + j * GS_WARP < tile_n)
+        if (j < vt && (!checked || lead + j * GS_WARP < tile_n))
             atomicAdd(&mine[dig[j]], 1u);
+}
+
+/* ... of a tile of tile_n keys out of nv, a whole tile's not tested when `unchecked_whole` (a
+ * compile-time constant). */
+static __device__ __forceinline__ void gs_radix_count(int vt, int unchecked_whole, int nv,
+                                                      const unsigned *dig, int tile_n,
+                                                      unsigned *whist)
+{
+    if (unchecked_whole && tile_n == nv)
+        gs_radix_count_keys(vt, 0, dig, tile_n, whist);
+    else
+        gs_radix_count_keys(vt, 1, dig, tile_n, whist);
 }
 
 /* Offsets, thread d (< GS_SORT_DIGITS) of a block of `nwarps` warps: digit d's counter of each
