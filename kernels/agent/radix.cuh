@@ -360,40 +360,47 @@ static __device__ __forceinline__ void GS_FN(radix_load_tile)(gs_dtype t, int vt
         gs_radix_load_index(idx_bytes, vt, isrc, base + lead, tile_n - lead, ilo, ihi);
 }
 
-/* A pass's keys (and index words, as it) to their slots dr[j] in shared memory; `checked` (a
- * compile-time constant): only the present ones. */
-static __device__ __forceinline__ void GS_FN(radix_scatter_keys)(int vt, int checked,
-                                                                 int idx_bytes, int lead,
-                                                                 int tile_n, const GS_R *key,
-                                                                 const unsigned *dr,
-                                                                 const uint32_t *ilo,
-                                                                 const uint32_t *ihi, gs_dtype it,
-                                                                 GS_R *skey, unsigned char *sidx)
+/* A pass's keys ranked (gs_radix_rank_item, the digits in dr[]) and each put, with its index
+ * words, in its slot in shared memory as soon as ranked (its rank is final then: the counters
+ * hold the warp's offsets), so no rank waits in a register for the others; `checked` (a
+ * compile-time constant): only the present keys are put, a tile that is not whole. */
+static __device__ __forceinline__ void GS_FN(radix_rank_keys)(int vt, int checked, int idx_bytes,
+                                                              int lead, int tile_n,
+                                                              const GS_R *key, const unsigned *dr,
+                                                              const uint32_t *ilo,
+                                                              const uint32_t *ihi, gs_dtype it,
+                                                              unsigned *whist, GS_R *skey,
+                                                              unsigned char *sidx)
 {
+    const unsigned below = gs_lanes_below();
+    unsigned *mine = whist + threadIdx.x / GS_WARP * GS_SORT_DIGITS;
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
-        if (j < vt && (!checked || lead + j * GS_WARP < tile_n)) {
-            skey[dr[j]] = key[j];
-            if (idx_bytes)
-                gs_store_bits(it, sidx, dr[j], (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
+        if (j < vt) {
+            const unsigned r = gs_radix_rank_item(dr[j], 1, 1, below, mine);
+            if (!checked || lead + j * GS_WARP < tile_n) {
+                skey[r] = key[j];
+                if (idx_bytes)
+                    gs_store_bits(it, sidx, r, (uint64_t)ilo[j] | ((uint64_t)ihi[j] << 32));
+            }
         }
     }
 }
 
-/* ... a whole tile's not tested when `unchecked_whole` (a compile-time constant). */
-static __device__ __forceinline__ void GS_FN(radix_scatter)(int vt, int unchecked_whole,
-                                                            int idx_bytes, int lead, int tile_n,
-                                                            const GS_R *key, const unsigned *dr,
-                                                            const uint32_t *ilo,
-                                                            const uint32_t *ihi, gs_dtype it,
-                                                            GS_R *skey, unsigned char *sidx)
+/* ... every key ranked (a row's last tile's absent keys carry the top digit: ranked past the
+ * tile's slots), a whole tile's keys put untested when `unchecked_whole` (a compile-time
+ * constant). */
+static __device__ __forceinline__ void GS_FN(radix_rank_scatter)(
+    int vt, int unchecked_whole, int idx_bytes, int lead, int tile_n, const GS_R *key,
+    const unsigned *dr, const uint32_t *ilo, const uint32_t *ihi, gs_dtype it, unsigned *whist,
+    GS_R *skey, unsigned char *sidx)
 {
     if (unchecked_whole && tile_n == GS_SORT_NT * vt)
-        GS_FN(radix_scatter_keys)(vt, 0, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey,
-                                  sidx);
+        GS_FN(radix_rank_keys)(vt, 0, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, whist, skey,
+                               sidx);
     else
-        GS_FN(radix_scatter_keys)(vt, 1, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, skey,
-                                  sidx);
+        GS_FN(radix_rank_keys)(vt, 1, idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, whist, skey,
+                               sidx);
 }
 
 /* A pass's store: slot s of the tile in shared memory (consecutive threads, consecutive slots:
@@ -541,9 +548,8 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
             if (j < vt && lead + j * GS_WARP >= tile_n)
                 dr[j] = GS_SORT_DIGITS - 1u;
     }
-    gs_radix_rank(vt, 1, dr, tile_n, whist);
-    GS_FN(radix_scatter)(vt, GS_SORT_UNCHECKED_SCATTER(passes, idx_bytes, kind_float), idx_bytes,
-                         lead, tile_n, key, dr, ilo, ihi, it, skey, sidx);
+    GS_FN(radix_rank_scatter)(vt, GS_SORT_UNCHECKED_SCATTER(passes, idx_bytes, kind_float),
+                              idx_bytes, lead, tile_n, key, dr, ilo, ihi, it, whist, skey, sidx);
 
     /* ---- Look back: digit d's count in the row's tiles before this one; then where the
      * tile's slots of d go. ---- */

@@ -117,13 +117,31 @@ static __device__ __forceinline__ void gs_radix_digit_scan(unsigned c, unsigned 
     *te = tb + ti - t;
 }
 
-/* Rank: each key's slot in the tile, in place of its digit in dr[]. The warp's counters must
- * hold the offsets (its count of each digit before it, plus the digit's start). The highest lane
- * of each group of equal digits moves the counter by the group's size (an atomic whose result
- * the group reads by a shuffle, so the next item's move follows it). `padded` (a compile-time
- * constant): every key is ranked, a tile's absent keys carrying the top digit, which ranks them
- * after every present key (ranks from tile_n on, for slots the caller leaves alone); else absent
- * keys are left out. */
+/* Rank of one item of the warp: the slot of this lane's key, whose digit is d, in the tile
+ * (`present`: the lane holds a key; `all`, a compile-time constant: every lane does). The
+ * warp's counters (mine) must hold the offsets (its count of each digit before this item, plus
+ * the digit's start). The highest lane of each group of equal digits moves the counter by the
+ * group's size (its own rank in the group plus one: an atomic whose result the group reads by a
+ * shuffle, so the next item's move follows it). */
+static __device__ __forceinline__ unsigned gs_radix_rank_item(unsigned d, int present, int all,
+                                                              unsigned below, unsigned *mine)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const unsigned among = all ? GS_FULL_MASK : __ballot_sync(GS_FULL_MASK, present);
+    const unsigned peers = gs_warp_match_digit(d, among);
+    const int leader = 31 - __clz(peers); /* -1 for an absent key: no group */
+    const unsigned in_group = (unsigned)__popc(peers & below);
+    unsigned old = 0;
+    if (present && lane == leader)
+        old = atomicAdd(&mine[d], in_group + 1u);
+    old = __shfl_sync(GS_FULL_MASK, old, leader & (GS_WARP - 1));
+    return old + in_group;
+}
+
+/* Rank: each key's slot in the tile, in place of its digit in dr[] (gs_radix_rank_item).
+ * `padded` (a compile-time constant): every key is ranked, a tile's absent keys carrying the top
+ * digit, which ranks them after every present key (ranks from tile_n on, for slots the caller
+ * leaves alone); else absent keys are left out. */
 static __device__ __forceinline__ void gs_radix_rank(int vt, int padded, unsigned *dr, int tile_n,
                                                      unsigned *whist)
 {
@@ -133,20 +151,10 @@ static __device__ __forceinline__ void gs_radix_rank(int vt, int padded, unsigne
     const unsigned below = gs_lanes_below();
     unsigned *mine = whist + warp * GS_SORT_DIGITS;
 #pragma unroll
-    for (int j = 0; j < GS_SORT_VT_MAX; ++j) {
-        if (j < vt) {
-            const int present = padded || lead + j * GS_WARP < tile_n;
-            const unsigned among =
-                padded ? GS_FULL_MASK : __ballot_sync(GS_FULL_MASK, present);
-            const unsigned peers = gs_warp_match_digit(dr[j], among);
-            const int leader = 31 - __clz(peers); /* -1 for an absent key: no group */
-            unsigned old = 0;
-            if (present && lane == leader)
-                old = atomicAdd(&mine[dr[j]], (unsigned)__popc(peers));
-            old = __shfl_sync(GS_FULL_MASK, old, leader & (GS_WARP - 1));
-            dr[j] = old + __popc(peers & below);
-        }
-    }
+    for (int j = 0; j < GS_SORT_VT_MAX; ++j)
+        if (j < vt)
+            dr[j] = gs_radix_rank_item(dr[j], padded || lead + j * GS_WARP < tile_n, padded,
+                                       below, mine);
 }
 
 #endif /* GS_RADIX_RANK_CUH */
