@@ -628,7 +628,7 @@ static __device__ __forceinline__ void GS_FN(radix_block_round)(unsigned *dr, GS
     gs_radix_digit_scan(count, 0u, &start, &unused, scan_sm);
     gs_radix_add_start(GS_SORT_BLOCK_NWARPS, whist, tid, start);
     __syncthreads();
-    gs_radix_rank(GS_SORT_BLOCK_VT, 0, dr, tile_n, whist);
+    gs_radix_rank(GS_SORT_BLOCK_VT, dr, tile_n, whist);
 #pragma unroll
     for (int j = 0; j < GS_SORT_BLOCK_VT; ++j) {
         if (lead + j * GS_WARP < tile_n) {

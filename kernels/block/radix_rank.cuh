@@ -138,11 +138,10 @@ static __device__ __forceinline__ unsigned gs_radix_rank_item(unsigned d, int pr
     return old + in_group;
 }
 
-/* Rank: each key's slot in the tile, in place of its digit in dr[] (gs_radix_rank_item).
- * `padded` (a compile-time constant): every key is ranked, a tile's absent keys carrying the top
- * digit, which ranks them after every present key (ranks from tile_n on, for slots the caller
- * leaves alone); else absent keys are left out. */
-static __device__ __forceinline__ void gs_radix_rank(int vt, int padded, unsigned *dr, int tile_n,
+/* Rank: each present key's slot in the tile, in place of its digit in dr[]
+ * (gs_radix_rank_item); a tile's absent keys are left out (the block sort's rounds; a pass ranks
+ * each key as it puts it in its slot, agent/radix.cuh). */
+static __device__ __forceinline__ void gs_radix_rank(int vt, unsigned *dr, int tile_n,
                                                      unsigned *whist)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
@@ -153,8 +152,7 @@ static __device__ __forceinline__ void gs_radix_rank(int vt, int padded, unsigne
 #pragma unroll
     for (int j = 0; j < GS_SORT_VT_MAX; ++j)
         if (j < vt)
-            dr[j] = gs_radix_rank_item(dr[j], padded || lead + j * GS_WARP < tile_n, padded,
-                                       below, mine);
+            dr[j] = gs_radix_rank_item(dr[j], lead + j * GS_WARP < tile_n, 0, below, mine);
 }
 
 #endif /* GS_RADIX_RANK_CUH */
