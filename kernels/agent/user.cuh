@@ -461,18 +461,33 @@ static __device__ __forceinline__ void gs_u_aggregate(const gs_user_scan_params 
     }
     int f = 0, has = 0;
     T acc = x[0];
+    if (whole) { /* every value present: no test a value (the compiler does not unswitch it) */
+        has = 1;
+        if (seg && (heads & 1u))
+            f = 1;
 #pragma unroll
-    for (int i = 0; i < GS_U_VT; ++i) {
-        if (whole || first + i < p->n) {
+        for (int i = 1; i < GS_U_VT; ++i) {
             if (seg && ((heads >> i) & 1u)) {
                 acc = x[i];
                 f = 1;
-            } else if (has) {
-                acc = gs_user_combine(acc, x[i]);
             } else {
-                acc = x[i];
+                acc = gs_user_combine(acc, x[i]);
             }
-            has = 1;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < GS_U_VT; ++i) {
+            if (first + i < p->n) {
+                if (seg && ((heads >> i) & 1u)) {
+                    acc = x[i];
+                    f = 1;
+                } else if (has) {
+                    acc = gs_user_combine(acc, x[i]);
+                } else {
+                    acc = x[i];
+                }
+                has = 1;
+            }
         }
     }
     int th;
@@ -691,18 +706,23 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
             }
             __syncthreads();
             gs_u_get(buf, x);
-            int has = 0;
-            T v = x[0];
+            int has = 0, ef, eh, tf, th;
+            T v = x[0], ev, tv;
+            if (valid == nv) { /* every value present: no test a value (as gs_u_aggregate) */
 #pragma unroll
-            for (int k = 0; k < GS_U_VT; ++k) {
-                if ((int64_t)threadIdx.x * GS_U_VT + k < valid) {
-                    v = has ? gs_user_combine(v, x[k]) : x[k];
-                    has = 1;
+                for (int k = 1; k < GS_U_VT; ++k)
+                    v = gs_user_combine(v, x[k]);
+                gs_u_block_scan(0, 1, 0, 1, v, &ef, &eh, &ev, &tf, &th, &tv, &bs);
+            } else {
+#pragma unroll
+                for (int k = 0; k < GS_U_VT; ++k) {
+                    if ((int64_t)threadIdx.x * GS_U_VT + k < valid) {
+                        v = has ? gs_user_combine(v, x[k]) : x[k];
+                        has = 1;
+                    }
                 }
+                gs_u_block_scan(0, 0, 0, has, v, &ef, &eh, &ev, &tf, &th, &tv, &bs);
             }
-            int ef, eh, tf, th;
-            T ev, tv;
-            gs_u_block_scan(0, 0, 0, has, v, &ef, &eh, &ev, &tf, &th, &tv, &bs);
             acc = have ? gs_user_combine(acc, tv) : tv;
             have = 1;
             __syncthreads(); /* bs is rewritten by the next tile */
