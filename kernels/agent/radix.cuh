@@ -204,10 +204,9 @@ static __device__ __forceinline__ void GS_FN(radix_load)(gs_dtype t, int vt, con
  * few instructions a key more). */
 static __device__ __forceinline__ unsigned GS_FN(radix_digit)(gs_dtype t, GS_R k, int pass)
 {
-    /* A 4-byte float's digit is byte `pass` with zeros above: one PRMT for a shift and a mask
-     * (float32 sorted 1% faster at 2^28 on an H200, 5.65 -> 5.59 ms). Integer kinds keep the
-     * two: with the PRMT ptxas spilled more in their keys-alone pass (88 bytes a thread against
-     * 16), and int32 sorted 3% slower. */
+    /* A 4-byte float's digit is byte `pass` with zeros above: one PRMT for a shift and a mask.
+     * Integer kinds keep the two: with the PRMT ptxas spilled more in their keys-alone pass and
+     * int32 sorted slower (docs/performance-notes.md, "The row without a 64-bit division"). */
     if (sizeof(GS_R) == 4 && GS_SORT_DIGIT_BITS == 8 && gs_dtype_is_float(t))
         return __byte_perm((unsigned)k, 0u, 0x4440u | (unsigned)pass);
     return (unsigned)(k >> (GS_SORT_DIGIT_BITS * pass)) & (GS_SORT_DIGITS - 1u);
