@@ -128,19 +128,21 @@ static __device__ __forceinline__ void gs_radix_load_index(int idx_bytes, int vt
  * constant load and a XOR). Not bool (its order key is b != 0) nor a float. */
 #define GS_RADIX_XOR_KEYS(t) ((t) != GS_BOOL && !gs_dtype_is_float(t))
 
-/* Tile `tile`'s index in its row, the row in *row. A flat sort (one row) divides nothing, and
+/* Tile `tile`'s index in its row, the row in *row (row may be NULL). A flat sort (one row) divides nothing, and
  * a division is a 32-bit one: tiles are counted in 32 bits (gs_take_tile). The 64-bit division
  * of the tile by p->row_tiles cost about 45 instructions a warp at each of its three uses. */
 static __device__ __forceinline__ unsigned gs_sort_in_row(const gs_sort_kparams *p, unsigned tile,
                                                           unsigned *row)
 {
     if (p->row_tiles == p->tiles) {
-        *row = 0;
+        if (row != NULL)
+            *row = 0;
         return tile;
     }
-    const unsigned row_tiles = (unsigned)p->row_tiles;
-    *row = tile / row_tiles;
-    return tile - *row * row_tiles;
+    const unsigned row_tiles = (unsigned)p->row_tiles, r = tile / row_tiles;
+    if (row != NULL)
+        *row = r;
+    return tile - r * row_tiles;
 }
 
 static_assert(GS_SORT_NWARPS * GS_SORT_DIGITS % GS_SORT_NT == 0,
@@ -582,8 +584,7 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
         /* shared bases: the tile's number and count again from shared memory */
         const int64_t t2 = shared_bases ? (int64_t)*(volatile unsigned *)&tile_sm : tile;
         uint64_t excl = 0;
-        unsigned unused;
-        if (shared_bases ? gs_sort_in_row(p, (unsigned)t2, &unused) != 0 : !first) {
+        if (shared_bases ? gs_sort_in_row(p, (unsigned)t2, NULL) != 0 : !first) {
             excl = gs_radix_look_back(desc, p->wide, t2, tid);
             gs_radix_publish(desc, p->wide, t2 * GS_SORT_DIGITS + tid, GS_RADIX_PREFIX,
                              excl + (shared_bases ? count_sm[tid] : count));
@@ -600,8 +601,7 @@ static __device__ __forceinline__ void GS_FN(radix_pass_tile)(gs_dtype t, int id
     int store_n = tile_n;
     if (shared_bases) {
         const int64_t t3 = *(volatile unsigned *)&tile_sm;
-        unsigned unused;
-        const int64_t start3 = (int64_t)gs_sort_in_row(p, (unsigned)t3, &unused) * nv;
+        const int64_t start3 = (int64_t)gs_sort_in_row(p, (unsigned)t3, NULL) * nv;
         store_n = p->row_len - start3 < nv ? (int)(p->row_len - start3) : nv;
         kdst = gs_sort_key_buf(p, gs_sort_key_dst(after, want_keys));
         idst = idx_bytes ? gs_sort_idx_buf(p, gs_sort_idx_dst(after)) : NULL;
