@@ -319,6 +319,24 @@ def few_heads_indices(n):
     return np.unique([i for i in idx if i < n])
 
 
+@pytest.mark.parametrize("inside", [31, 63])
+@pytest.mark.parametrize("dtype,op", [(np.int32, "add"), (np.float32, "min")])
+def test_head_after_a_tile_of_many(warp_ranges, inside, dtype, op, rng):
+    # On CUDA a warp tile finds its heads 32 starts at a time; with 31 (or 63) inside it, the
+    # round that saw them ends on a head at the value after the tile, which the warp's next tile
+    # (one head at its first value, none for three tiles after) must not skip.
+    n = 8 * SEG_W
+    idx = np.concatenate([[0], SEG_W + 16 * np.arange(inside) // (inside // 31),
+                          [2 * SEG_W, 6 * SEG_W]])
+    idx = np.unique(idx)
+    assert np.count_nonzero((idx >= SEG_W) & (idx < 2 * SEG_W)) == inside
+    a = data(rng, dtype, n, op)
+    check_reduceat(gpuscan.reduceat(a, idx, op), a, idx, op)
+    flags = np.zeros(n, np.uint8)
+    flags[idx] = 1
+    check_segmented_reduce(gpuscan.segmented_reduce(a, flags, op), a, flags, op)
+
+
 @pytest.mark.parametrize("dtype,op", [(np.float32, "add"), (np.float64, "add"),
                                       (np.int32, "add"), (np.int64, "mul"), (np.uint8, "xor"),
                                       (np.float32, "min"), (np.float32, "mul"), (np.int16, "max")])

@@ -149,8 +149,10 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
             gs_seg_mark(b, 2 * ((__ffs(head) - 1) * GS_WARP + lane) + 1);
     } else {
         /* The starts from *k on, 32 at a time, until one lies past the value after the tile;
-         * the first not inside the tile is the next tile's first. */
-        int64_t inside = 0;
+         * the first not inside the tile is the next tile's first: in the round that ends the
+         * search (`in`, a prefix of its lanes), unless none of it is inside and the round before
+         * ended on the value after the tile. */
+        int64_t inside = 0, after = -1;
         for (int64_t j = *k + lane;; j += GS_WARP) {
             const int64_t at = gs_seg_start_at(sp, j);
             const int64_t off = at - start; /* (at most INT64_MAX - start: no overflow) */
@@ -159,9 +161,10 @@ static __device__ __forceinline__ unsigned long long gs_seg_bits_of(const gs_seg
             const unsigned in = __ballot_sync(GS_FULL_MASK, off < GS_SEG_W);
             inside += __popc(in);
             if (__ballot_sync(GS_FULL_MASK, off <= GS_SEG_W) != GS_FULL_MASK) {
-                *next = __shfl_sync(GS_FULL_MASK, at, __popc(in)); /* in: a prefix of lanes */
+                *next = in == 0 && after >= 0 ? after : __shfl_sync(GS_FULL_MASK, at, __popc(in));
                 break;
             }
+            after = in == GS_FULL_MASK ? -1 : start + GS_SEG_W; /* lane 31 on the value after */
         }
         *k += inside;
     }
