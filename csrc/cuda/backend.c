@@ -242,7 +242,8 @@ typedef struct index_state {
     int64_t m;
 } index_state;
 
-/* Enqueued, with the words' copy back; the host waits in cuda_index_wait. */
+/* Enqueued, the check writing its words into the reply itself; the host waits in
+ * cuda_index_wait. */
 static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_answer *a,
                             gs_fail *f)
 {
@@ -259,10 +260,12 @@ static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_a
         goto done;
     }
     s->m = m;
-    if (gs_cuda_alloc(&s->dev, 16, f) < 0 || gs_reply_take(&s->reply, f) < 0)
+    if (gs_cuda_alloc(&s->dev, 8 * GS_INDEX_CHECK_WORDS, f) < 0 ||
+        gs_reply_take(&s->reply, f) < 0)
         goto done;
-    GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, s->dev, gs_cuda_stream));
-    if (gs_reply_fetch(s->reply, s->dev, 16, f) < 0)
+    GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, s->dev, gs_reply_view(s->reply),
+                                         gs_cuda_stream));
+    if (gs_reply_mark(s->reply, f) < 0)
         goto done;
     a->guard = s->dev;
     a->state = s;

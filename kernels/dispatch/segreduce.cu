@@ -6,7 +6,9 @@
  *                          warp per tile of GS_SEG_W values, no look-back. Level 0 reads the values
  *                          once, writes every segment inside one warp's tiles and 2 partials per
  *                          warp; each next level (tiles_up) reduces the partials of the one before,
- *                          until one warp holds them all. Any other segments: a warp per segment.
+ *                          until one warp holds them all, each launched as the programmatic
+ *                          dependent of the one below (its launch overlaps that one's last
+ *                          blocks). Any other segments: a warp per segment.
  *                          Levels above 0 run the (out, out) row's tiles_up, so the widening rows'
  *                          tiles_up have empty bodies (never launched).
  *   gs_launch_heads_count  the split's count pass (its heads' variant), then one launch that
@@ -85,12 +87,15 @@ typedef struct gs_segreduce_kparams {
         GS_SEGREDUCE_NAME(tiles, op, in, out)(gs_segreduce_kparams p)    \
     {                                                                    \
         __shared__ __align__(16) char bufs[GS_NWARPS * GS_SEG_W * GS_SEG_SIZE_##rs]; \
+        gs_grid_launch_dependents(); /* the level above waits for all of this one */ \
         segreduce_tiles_##rs(op, in, out, &p, NULL, bufs);               \
     }                                                                    \
     __global__ void __launch_bounds__(GS_NT, GS_SEG_MIN_BLOCKS_##rs)     \
         GS_SEGREDUCE_NAME(tiles_up, op, in, out)(gs_segreduce_kparams p) \
     {                                                                    \
         __shared__ int64_t ids[GS_NWARPS * GS_SEG_W / 2];                \
+        gs_grid_launch_dependents();                                     \
+        gs_grid_wait(); /* the level below has completed */              \
         if ((in) == (out)) /* the rows whose tiles_up is launched */     \
             segreduce_tiles_##rs(op, in, out, &p, ids, NULL);            \
     }                                                                    \
@@ -182,8 +187,14 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
         p.part = warps > 1 ? (char *)scratch + offset : NULL;
         p.part_ids = warps > 1 ? (int64_t *)((char *)scratch + offset) + 2 * warps : NULL;
-        kernel<<<(unsigned)((warps + GS_NWARPS - 1) / GS_NWARPS), GS_NT, 0, stream>>>(p);
-        if ((err = gs_launch_check(stream)) != cudaSuccess || warps == 1)
+        const int64_t blocks = (warps + GS_NWARPS - 1) / GS_NWARPS;
+        if (level == 0) {
+            kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
+            err = gs_launch_check(stream);
+        } else { /* launched while the level below runs its last blocks (gs_grid_wait) */
+            err = gs_launch_dependent((const void *)kernel, blocks, &p, stream);
+        }
+        if (err != cudaSuccess || warps == 1)
             return err;
         p.scan.in = p.part;
         p.scan.n = 2 * warps;
@@ -196,11 +207,14 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
 /* ---- reduceat's indices -------------------------------------------------------------------- */
 
 /* result[0]: m minus the first position whose index lies outside [0, n) (0: none, so that one
- * memset clears both words); result[1]: set when some index is not above the one before it.
- * A grid-stride loop. */
+ * memset clears every word); result[1]: set when some index is not above the one before it;
+ * result[2]: the blocks done. A grid-stride loop; the last block to finish copies the two words
+ * into the host's reply (no copy's launch between the check and the host). */
 __global__ void __launch_bounds__(GS_NT)
-    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result)
+    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result,
+                          unsigned long long *reply)
 {
+    __shared__ int last;
     int down = 0;
     for (int64_t i = (int64_t)blockIdx.x * GS_NT + threadIdx.x; i < m;
          i += (int64_t)gridDim.x * GS_NT) {
@@ -211,18 +225,28 @@ __global__ void __launch_bounds__(GS_NT)
     }
     if (__any_sync(GS_FULL_MASK, down) && (threadIdx.x & (GS_WARP - 1)) == 0)
         atomicOr(result + 1, 1ull);
+    __threadfence(); /* this thread's words before the block counts itself done */
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(result + 2, 1ull) == gridDim.x - 1u;
+    __syncthreads();
+    if (last && threadIdx.x < 2)
+        reply[threadIdx.x] = atomicOr(result + threadIdx.x, 0ull); /* read where they were made */
 }
 
 extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
-                                             unsigned long long *result, cudaStream_t stream)
+                                             unsigned long long *result,
+                                             unsigned long long *reply, cudaStream_t stream)
 {
     /* Enough blocks to stream the indices at full speed, a few per multiprocessor's worth. */
     const int64_t blocks = (m + GS_NT - 1) / GS_NT < 1024 ? (m + GS_NT - 1) / GS_NT : 1024;
     cudaError_t err;
 
-    if ((err = cudaMemsetAsync(result, 0, 16, stream)) != cudaSuccess || m == 0)
+    if (m == 0)
+        return cudaSuccess;
+    if ((err = cudaMemsetAsync(result, 0, 8 * GS_INDEX_CHECK_WORDS, stream)) != cudaSuccess)
         return err;
-    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result);
+    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result, reply);
     return gs_launch_check(stream);
 }
 
