@@ -525,7 +525,9 @@ static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
     PyObject *arr;
     int rc;
 
-    if (typenum == NPY_INTP && !PyArray_Check(obj) && (rc = gs_operand_get_device(obj, op)) == 0) {
+    if (typenum == NPY_INTP && !PyArray_Check(obj)) {
+        if ((rc = gs_operand_get_device(obj, op)) != 0)
+            return rc < 0 ? -1 : 0; /* a device array, or an error */
         if ((arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL)) == NULL)
             return -1;
         if (PyArray_SIZE((PyArrayObject *)arr) == 0)
@@ -534,8 +536,6 @@ static int bincount_operand(PyObject *obj, int typenum, gs_operand *op)
         rc = arr == NULL ? -1 : bincount_operand(arr, typenum, op);
         Py_XDECREF(arr);
         return rc;
-    } else if (typenum == NPY_INTP && !PyArray_Check(obj)) {
-        return rc < 0 ? -1 : 0;
     }
     if (PyArray_Check(obj)) {
         if (PyArray_TYPE((PyArrayObject *)obj) != NPY_BOOL &&
