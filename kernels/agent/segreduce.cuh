@@ -23,7 +23,9 @@
  *                      its id in part_ids[w].
  *                    The next level reduces the partials the same way, segmented at the odd
  *                    partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), until one
- *                    warp holds the run (dispatch/segreduce.cu). Float add and mul group a
+ *                    warp holds the run (dispatch/segreduce.cu); a tile of it where every pair
+ *                    holds a head (segments of two partials, the common case) by pairs
+ *                    (seg_pairs). Float add and mul group a
  *                    segment by a tree fixed by the positions alone (piece, lanes, rows and tiles
  *                    - the last two in double for float32 add - or a lane's values and a tree
  *                    across the lanes in a tile of few heads; then the levels): deterministic.
@@ -633,6 +635,61 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     }
 }
 
+/* Above level 0, a warp's one tile `tile` (range w) whose pairs all hold a head (no range of the
+ * level below without one): every segment that starts in it is value 2j + 1 and the next value,
+ * an open run that no head ends before, so lane l settles pairs l, l + 32, ... with one combine
+ * each, the result segreduce_tile gives (the same combine of the same two values). The tile's
+ * last pair goes on into the next tile as its partial, or ends the values. Returns 0 (nothing
+ * done) when some pair holds no head: then segreduce_tile. Its ids and values read at once. */
+static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
+                                                       const gs_segreduce_kparams *sp, int64_t tile,
+                                                       int64_t w)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t n = sp->scan.n, start = tile * GS_SEG_W; /* n even above level 0 */
+    const int pairs = (int)((n - start < GS_SEG_W ? n - start : GS_SEG_W) / 2);
+    int64_t id[GS_SEG_W / 2 / GS_WARP];
+    int all = 1;
+#pragma unroll
+    for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
+        const int j = r * GS_WARP + lane;
+        id[r] = j < pairs ? __ldg(sp->ids + start / 2 + j) : (int64_t)GS_SEG_NO_ID;
+        all &= id[r] != GS_SEG_NO_HEAD;
+    }
+    if (!__all_sync(GS_FULL_MASK, all))
+        return 0;
+    const GS_R seed = GS_FN(seg_seed)(op, out_t);
+    const int last_ends = start + 2 * pairs == n; /* the tile's last pair ends the values */
+#pragma unroll
+    for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
+        const int j = r * GS_WARP + lane;
+        if (j >= pairs)
+            continue;
+        const GS_R a = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start + 2 * j + 1));
+        if (j + 1 < pairs) { /* the segment is a, then the open run of the next range */
+            const GS_R b =
+                GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start + 2 * j + 2));
+            if (id[r] >= 0)
+                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, GS_FN(combine)(op, a, b)));
+        } else if (last_ends) { /* a alone ends the values */
+            if (id[r] >= 0)
+                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, a));
+            if (sp->part != NULL) {
+                gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, seed));
+                sp->part_ids[w] = GS_SEG_NO_ID;
+            }
+        } else if (sp->part != NULL) { /* a goes on into the next tile */
+            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, a));
+            sp->part_ids[w] = id[r];
+        }
+    }
+    /* The tile's open run: its first value, which the head at the second ends. */
+    if (lane == 0 && sp->part != NULL)
+        gs_store_bits(out_t, sp->part, 2 * w,
+                      gs_load_bits(out_t, sp->scan.in, start));
+    return 1;
+}
+
 /* Warp w of the grid: warp tiles w * per_warp .. of one level, in order. ids_all: NULL at
  * level 0 (compiled without the ids' code), else the block's shared room for its warps' ids
  * (GS_NWARPS * GS_SEG_W / 2). bufs: level 0's shared buffers, a warp tile's values for each
@@ -661,6 +718,8 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
     if (bad != 0 && ids != NULL)
+        return;
+    if (ids != NULL && sp->per_warp == 1 && GS_FN(seg_pairs)(op, out_t, sp, t0, t0))
         return;
     int landed = GS_FN(seg_fetch)(in_t, sp, t0, slot);
     if (bad != 0) {
