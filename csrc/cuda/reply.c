@@ -4,10 +4,12 @@
  * Level: backend (CUDA), host side; a build with CUDA only.
  * Why: a copy to pageable memory is synchronous (the runtime stages it), and
  * cudaStreamSynchronize waits for everything enqueued. A reply is a few page-locked bytes the
- * device maps and an event: a one-warp kernel copies the words there (gs_launch_reply: cheaper
- * than a cudaMemcpyAsync's copy-engine hop), the event is recorded after it, and work that does
- * not depend on the answer can be enqueued before the host waits on the event alone (reduceat
- * enqueues its reduction behind the index check that guards it). Replies are made once
+ * device maps and an event: the kernel that makes the words writes them there itself (the
+ * split's count, reduceat's index check: gs_reply_view, then gs_reply_mark), or a one-warp
+ * kernel copies them (gs_reply_fetch: cheaper than a cudaMemcpyAsync's copy-engine hop); the
+ * event is recorded after it, and work that does not depend on the answer can be enqueued
+ * before the host waits on the event alone (reduceat enqueues its reduction behind the index
+ * check that guards it). Replies are made once
  * (cudaHostAlloc and an event are slow to make) and kept on a free list.
  */
 #ifdef GS_HAVE_CUDA

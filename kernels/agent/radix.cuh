@@ -128,9 +128,10 @@ static __device__ __forceinline__ void gs_radix_load_index(int idx_bytes, int vt
  * constant load and a XOR). Not bool (its order key is b != 0) nor a float. */
 #define GS_RADIX_XOR_KEYS(t) ((t) != GS_BOOL && !gs_dtype_is_float(t))
 
-/* Tile `tile`'s index in its row, the row in *row (row may be NULL). A flat sort (one row) divides nothing, and
- * a division is a 32-bit one: tiles are counted in 32 bits (gs_take_tile). The 64-bit division
- * of the tile by p->row_tiles cost about 45 instructions a warp at each of its three uses. */
+/* Tile `tile`'s index in its row, the row in *row (row may be NULL). A flat sort (one row)
+ * divides nothing, and a division is a 32-bit one: tiles are counted in 32 bits (gs_take_tile).
+ * The 64-bit division of the tile by p->row_tiles cost about 45 instructions a warp at each of
+ * its three uses. */
 static __device__ __forceinline__ unsigned gs_sort_in_row(const gs_sort_kparams *p, unsigned tile,
                                                           unsigned *row)
 {

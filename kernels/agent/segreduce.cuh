@@ -25,10 +25,10 @@
  *                    partials of ranges with heads (part_ids[w] != GS_SEG_NO_HEAD), until one
  *                    warp holds the run (dispatch/segreduce.cu); a tile of it where every pair
  *                    holds a head (segments of two partials, the common case) by pairs
- *                    (seg_pairs). Float add and mul group a
- *                    segment by a tree fixed by the positions alone (piece, lanes, rows and tiles
- *                    - the last two in double for float32 add - or a lane's values and a tree
- *                    across the lanes in a tile of few heads; then the levels): deterministic.
+ *                    (seg_pairs). Float add and mul group a segment by a tree fixed by the
+ *                    positions alone (piece, lanes, rows and tiles - the last two in double for
+ *                    float32 add - or a lane's values and a tree across the lanes in a tile of
+ *                    few heads; then the levels): deterministic.
  *   segreduce_warps  any segments (overlapping or out of order): a warp per segment, lanes
  *                    striding over it, a fixed tree across the lanes; deterministic, slow only
  *                    for a long segment.
@@ -665,12 +665,13 @@ static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
         const int j = r * GS_WARP + lane;
         if (j >= pairs)
             continue;
-        const GS_R a = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start + 2 * j + 1));
+        const int64_t at = start + 2 * j + 1;
+        const GS_R a = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at));
         if (j + 1 < pairs) { /* the segment is a, then the open run of the next range */
-            const GS_R b =
-                GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start + 2 * j + 2));
+            const GS_R b = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at + 1));
             if (id[r] >= 0)
-                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, GS_FN(combine)(op, a, b)));
+                gs_store_bits(out_t, sp->out, id[r],
+                              GS_FN(to_bits)(out_t, GS_FN(combine)(op, a, b)));
         } else if (last_ends) { /* a alone ends the values */
             if (id[r] >= 0)
                 gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, a));
@@ -685,8 +686,7 @@ static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
     }
     /* The tile's open run: its first value, which the head at the second ends. */
     if (lane == 0 && sp->part != NULL)
-        gs_store_bits(out_t, sp->part, 2 * w,
-                      gs_load_bits(out_t, sp->scan.in, start));
+        gs_store_bits(out_t, sp->part, 2 * w, gs_load_bits(out_t, sp->scan.in, start));
     return 1;
 }
 
