@@ -260,11 +260,10 @@ static int cuda_index_check(const int64_t *idx, int64_t m, int64_t n, gs_index_a
         goto done;
     }
     s->m = m;
-    if (gs_cuda_alloc(&s->dev, 8 * GS_INDEX_CHECK_WORDS, f) < 0 ||
+    if (gs_cuda_alloc(&s->dev, 2 * sizeof(unsigned long long), f) < 0 ||
         gs_reply_take(&s->reply, f) < 0)
         goto done;
-    GS_CUDA_TRY(f, gs_launch_index_check(idx, m, n, s->dev, gs_reply_view(s->reply),
-                                         gs_cuda_stream));
+    GS_CUDA_TRY(f, gs_cuda_index_check_shared(idx, m, n, s->dev, gs_reply_view(s->reply)));
     if (gs_reply_mark(s->reply, f) < 0)
         goto done;
     a->guard = s->dev;

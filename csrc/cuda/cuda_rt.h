@@ -58,6 +58,10 @@ cudaError_t gs_cuda_reduce_shared(const gs_reduce_desc *d);
 /* scan_scratch.c: enqueue one histogram (gs_launch_hist) with the histograms' shared ready word
  * and the next epoch.  No GIL needed. */
 cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d);
+/* scan_scratch.c: enqueue reduceat's index check (gs_launch_index_check) on the checks' shared
+ * words, zeroed once (each check's last block leaves them zero).  No GIL needed. */
+cudaError_t gs_cuda_index_check_shared(const int64_t *idx, int64_t m, int64_t n,
+                                       unsigned long long *guard, unsigned long long *reply);
 
 /* scan_scratch.c: a split's scratch of at least `bytes` (gs_split_scratch_bytes), its
  * header's running words zero (gpuscan/config.h): the kept one when it is free, else a new one

@@ -19,6 +19,7 @@
  * counters, so the scratch remembers how many of its first bytes are known to be zero, and a
  * reduction that needs more counters zeroes only the difference: a repeated reduction of the
  * same shape needs no memset and no allocation.
+ * reduceat's index checks share their three words (the kernel's last block zeroes them).
  * Histograms share one device word: the kernel's block 0 zeroes the result and then writes the
  * launch's epoch there, which the other blocks wait for (agent/hist.cuh).  Any value differing
  * from what the launches before left will do, so the epoch is a 64-bit counter (it never wraps),
@@ -53,6 +54,7 @@ static kept_scratch reduce_scratch = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 static unsigned epoch; /* the scans': the last epoch handed out since their scratch was zeroed */
 static kept_scratch hist_word = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 static unsigned long long hist_epoch; /* the histograms': the last epoch handed out */
+static kept_scratch check_words = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
 
 /* k holds at least `bytes`, zeroed if it was replaced (under k's lock).  The old buffer is
  * freed in stream order, after every launch enqueued on it. */
@@ -148,6 +150,21 @@ cudaError_t gs_cuda_hist_shared(const gs_hist_desc *d)
     if (err == cudaSuccess)
         err = gs_launch_hist(d, (unsigned long long *)hist_word.ptr, ++hist_epoch, gs_cuda_stream);
     pthread_mutex_unlock(&hist_word.lock);
+    return err;
+}
+
+cudaError_t gs_cuda_index_check_shared(const int64_t *idx, int64_t m, int64_t n,
+                                       unsigned long long *guard, unsigned long long *reply)
+{
+    cudaError_t err;
+    int fresh;
+
+    pthread_mutex_lock(&check_words.lock);
+    err = grow(&check_words, 8 * GS_INDEX_CHECK_WORDS, &fresh);
+    if (err == cudaSuccess)
+        err = gs_launch_index_check(idx, m, n, (unsigned long long *)check_words.ptr, guard,
+                                    reply, gs_cuda_stream);
+    pthread_mutex_unlock(&check_words.lock);
     return err;
 }
 

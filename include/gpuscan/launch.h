@@ -82,16 +82,17 @@ cudaError_t gs_launch_heads_count(const gs_split_desc *d, void *scratch, size_t 
 cudaError_t gs_launch_heads(const gs_split_desc *d, void *scratch, size_t scratch_bytes,
                             int64_t *positions, int64_t room, cudaStream_t stream);
 
-/* Check reduceat's m indices idx (device memory) against [0, n) into result[0] (m minus the
- * first bad index's position; 0: none) and result[1] (nonzero when they do not strictly
+/* Check reduceat's m indices idx (device memory) against [0, n) into guard[0] (m minus the
+ * first bad index's position; 0: none) and guard[1] (nonzero when they do not strictly
  * increase), and the same two words into `reply` (memory the host maps: a gs_reply's view) once
- * they are final; `result` is GS_INDEX_CHECK_WORDS device uint64, which the launcher zeroes
- * first.  Both words zero: the indices are a sorted partition's starts (a guard of
- * gs_segreduce_desc). */
+ * they are final. `words` is GS_INDEX_CHECK_WORDS device uint64 that are zero when the check
+ * starts and that it leaves zero (the host keeps one such buffer, zeroed when made: no memset a
+ * call); `guard` is two device uint64, written whole. Both zero: the indices are a sorted
+ * partition's starts (a guard of gs_segreduce_desc). */
 #define GS_INDEX_CHECK_WORDS 3 /* the two, and the blocks done */
 cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
-                                  unsigned long long *result, unsigned long long *reply,
-                                  cudaStream_t stream);
+                                  unsigned long long *words, unsigned long long *guard,
+                                  unsigned long long *reply, cudaStream_t stream);
 
 /* Enqueue the linear recurrences on `stream` (one launch after zeroing the scratch);
  * `scratch` holds at least gs_linrec_scratch_bytes(d->n) bytes (gpuscan/config.h). */

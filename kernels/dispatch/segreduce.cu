@@ -206,13 +206,15 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
 
 /* ---- reduceat's indices -------------------------------------------------------------------- */
 
-/* result[0]: m minus the first position whose index lies outside [0, n) (0: none, so that one
- * memset clears every word); result[1]: set when some index is not above the one before it;
- * result[2]: the blocks done. A grid-stride loop; the last block to finish copies the two words
- * into the host's reply (no copy's launch between the check and the host). */
+/* words[0]: m minus the first position whose index lies outside [0, n) (0: none); words[1]: set
+ * when some index is not above the one before it; words[2]: the blocks done. The words are zero
+ * at the start (kept so: zeroed when made, and by each check's last block), so no memset goes
+ * before the check. A grid-stride loop; the last block to finish writes the two into `guard`
+ * (which the reduction enqueued behind the check reads) and into the host's reply (no copy's
+ * launch between the check and the host), and zeroes the words. */
 __global__ void __launch_bounds__(GS_NT)
-    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *result,
-                          unsigned long long *reply)
+    gs_index_check_kernel(const int64_t *idx, int64_t m, int64_t n, unsigned long long *words,
+                          unsigned long long *guard, unsigned long long *reply)
 {
     __shared__ int last;
     int down = 0;
@@ -220,33 +222,35 @@ __global__ void __launch_bounds__(GS_NT)
          i += (int64_t)gridDim.x * GS_NT) {
         const int64_t v = __ldg(idx + i);
         if (v < 0 || v >= n)
-            atomicMax(result, (unsigned long long)(m - i));
+            atomicMax(words, (unsigned long long)(m - i));
         down |= i > 0 && v <= __ldg(idx + i - 1);
     }
     if (__any_sync(GS_FULL_MASK, down) && (threadIdx.x & (GS_WARP - 1)) == 0)
-        atomicOr(result + 1, 1ull);
+        atomicOr(words + 1, 1ull);
     __threadfence(); /* this thread's words before the block counts itself done */
     __syncthreads();
     if (threadIdx.x == 0)
-        last = atomicAdd(result + 2, 1ull) == gridDim.x - 1u;
+        last = atomicAdd(words + 2, 1ull) == gridDim.x - 1u;
     __syncthreads();
-    if (last && threadIdx.x < 2)
-        reply[threadIdx.x] = atomicOr(result + threadIdx.x, 0ull); /* read where they were made */
+    if (last && threadIdx.x < 2) {
+        const unsigned long long w = atomicExch(words + threadIdx.x, 0ull); /* where made */
+        guard[threadIdx.x] = w;
+        reply[threadIdx.x] = w;
+    }
+    if (last && threadIdx.x == 0)
+        words[2] = 0ull; /* every block has counted itself */
 }
 
 extern "C" cudaError_t gs_launch_index_check(const int64_t *idx, int64_t m, int64_t n,
-                                             unsigned long long *result,
+                                             unsigned long long *words, unsigned long long *guard,
                                              unsigned long long *reply, cudaStream_t stream)
 {
     /* Enough blocks to stream the indices at full speed, a few per multiprocessor's worth. */
     const int64_t blocks = (m + GS_NT - 1) / GS_NT < 1024 ? (m + GS_NT - 1) / GS_NT : 1024;
-    cudaError_t err;
 
     if (m == 0)
         return cudaSuccess;
-    if ((err = cudaMemsetAsync(result, 0, 8 * GS_INDEX_CHECK_WORDS, stream)) != cudaSuccess)
-        return err;
-    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, result, reply);
+    gs_index_check_kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(idx, m, n, words, guard, reply);
     return gs_launch_check(stream);
 }
 
