@@ -20,12 +20,16 @@
  * Two drivers, as the scan's, with the same arithmetic in the same order (the same bits):
  * - linrec_tile: one tile per block, a and the leaves kept in registers across the look-back.
  * - linrec_tiles_ahead (many tiles; dispatch/linrec.cu decides): agent/scan.cuh's lookahead
- *   driver for pairs, two tile slots (a and b) in dynamic shared memory (three would leave four
- *   blocks a multiprocessor, two leave five). An iteration aggregates and publishes its current
- *   tile, then looks back and emits its previous tile, then refills that slot with the next tile
- *   (cp.async). The aggregate goes out before the look-back waits, or the blocks would chain on
- *   each other's aggregates. The aggregate phase leaves a and the leaves (over b) in the slot, so
- *   no register holds a tile across a look-back. Deadlock-free as the scan's (agent/scan.cuh).
+ *   driver for pairs, with tile slots (a and b) in dynamic shared memory: an iteration composes
+ *   its current tile's steps and its previous tile's look-back parts, then scans and publishes
+ *   the current tile (warp 0) beside the previous tile's look-back tree (warp 1), then emits the
+ *   previous tile. The aggregate phase leaves a and the leaves (over b) in the tile's slot, so no
+ *   register holds a tile across a look-back. With three slots (float32: four blocks a
+ *   multiprocessor) the next tile streams into the third (cp.async) for a whole iteration; with
+ *   two (float64: three blocks) into the previous tile's once it is emitted. A block waits in an
+ *   iteration only on the aggregates of tiles before its previous one and on an anchor further
+ *   back, whose blocks took them earlier and wait on earlier tiles still: deadlock-free as the
+ *   scan's (agent/scan.cuh).
  * Accuracy: h before a thread's steps comes from the tile's warp and block scans applied to the
  * carry (the earlier tiles' pairs composed in double-double); the VT steps then run in the type:
  * the error grows with log2 of the tile, not with the number of tiles (bound: gpuscan/desc.h).
@@ -128,6 +132,7 @@ static __device__ __forceinline__ int GS_FN(lr_whole)(const gs_linrec_kparams *p
 
 /* Tile buffers of the lookahead driver: slot i holds a tile's a (GS_LR_NV values), then its b
  * (the leaves once its aggregate phase is done), each piece where lr_buf_at puts it. */
+#define GS_LR_SLOTS (sizeof(GS_R) == 4 ? GS_LR_SLOTS_f32 : GS_LR_SLOTS_f64)
 #define GS_LR_BUF_A(i) \
     ((void *)((char *)gs_dynamic_smem + (size_t)(2 * (i)) * GS_LR_NV * sizeof(GS_R)))
 #define GS_LR_BUF_B(i) \
@@ -264,17 +269,15 @@ typedef struct GS_FN(gs_lr_mine) {
 typedef struct GS_FN(gs_linrec_smem) {
     GS_FN(gs_block_pair_smem) block;
     gs_lr_lookback_smem lookback;
-    unsigned tiles[3];
-    double before; /* h just before the tile */
+    unsigned tiles[2];
+    unsigned after[2]; /* the lookahead driver's tile taken in an iteration, by its parity */
+    double before;     /* h just before the tile */
 } GS_FN(gs_linrec_smem);
 
-/* Aggregate phase: this thread's steps composed into one pair (a, the leaves lb, the head bits
- * in *mine), the block's scan of them (each thread's exclusive prefix into mine->run), and the
- * tile's pair published (thread 0). */
-static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kparams *p, int64_t tile,
-                                                           const GS_R *a, const GS_R *lb,
-                                                           GS_FN(gs_lr_mine) *mine,
-                                                           GS_FN(gs_block_pair_smem) *sm)
+/* This thread's steps composed into one pair, into mine->run (a, the leaves lb, the head bits
+ * in mine->heads). */
+static __device__ __forceinline__ void GS_FN(lr_compose_mine)(const GS_R *a, const GS_R *lb,
+                                                              GS_FN(gs_lr_mine) *mine)
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
@@ -298,11 +301,27 @@ static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kpara
             }
         }
     }
+}
+
+/* A tile's pair published. */
+static __device__ __forceinline__ void GS_FN(lr_publish)(const gs_linrec_kparams *p, int64_t tile,
+                                                         int f, GS_R A, GS_R B)
+{
+    const gs_dpair t = { f, (double)A, (double)B };
+    gs_lr_publish(p->s, tile, t);
+}
+
+/* Aggregate phase: this thread's steps composed into one pair, the block's scan of them (each
+ * thread's exclusive prefix into mine->run), and the tile's pair published (thread 0). */
+static __device__ __forceinline__ void GS_FN(lr_aggregate)(const gs_linrec_kparams *p, int64_t tile,
+                                                           const GS_R *a, const GS_R *lb,
+                                                           GS_FN(gs_lr_mine) *mine,
+                                                           GS_FN(gs_block_pair_smem) *sm)
+{
+    GS_FN(lr_compose_mine)(a, lb, mine);
     GS_FN(block_pair_scan)(&mine->run, sm);
-    if (threadIdx.x == 0) {
-        const gs_dpair t = { mine->run.tf, (double)mine->run.tA, (double)mine->run.tB };
-        gs_lr_publish(p->s, tile, t);
-    }
+    if (threadIdx.x == 0)
+        GS_FN(lr_publish)(p, tile, mine->run.tf, mine->run.tA, mine->run.tB);
 }
 
 /* Look-back phase: h just before `tile`, to every thread (called by all; ends with a
@@ -390,16 +409,13 @@ static __device__ __forceinline__ void GS_FN(linrec_tile)(const gs_linrec_kparam
     GS_FN(lr_emit)(p, tile, a, lb, &mine, before, stage);
 }
 
-/* Look-back and emit phases of a tile whose a and leaves are in buffer slot i (the h staged over
- * the leaves). */
-static __device__ __forceinline__ void GS_FN(lr_finish_kept)(const gs_linrec_kparams *p,
-                                                             int64_t tile, int i,
-                                                             const GS_FN(gs_lr_mine) *mine,
-                                                             GS_FN(gs_linrec_smem) *sm)
+/* Emit phase of a tile whose a and leaves are in buffer slot i (the h staged over the leaves). */
+static __device__ __forceinline__ void GS_FN(lr_emit_kept)(const gs_linrec_kparams *p, int64_t tile,
+                                                           int i, const GS_FN(gs_lr_mine) *mine,
+                                                           double before)
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
-    const double before = GS_FN(lr_before)(p, tile, sm);
     GS_R a[GS_LR_VT], lb[GS_LR_VT];
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
@@ -411,10 +427,21 @@ static __device__ __forceinline__ void GS_FN(lr_finish_kept)(const gs_linrec_kpa
     GS_FN(lr_emit)(p, tile, a, lb, mine, before, GS_LR_BUF_B(i));
 }
 
-/* The lookahead driver (see the file's header): dynamic shared memory of two slots of a tile's
- * a and b (4 * GS_LR_NV * sizeof(GS_R) bytes).  A warp reads and writes only its own threads'
- * part of a slot, so the slots need no block barrier of their own: a __syncwarp after the copies
- * land, and one after the emit has used a slot, before the next tile's copies refill it. */
+/* The lookahead driver (see the file's header): dynamic shared memory of GS_LR_SLOTS slots of a
+ * tile's a and b (2 * GS_LR_SLOTS * GS_LR_NV * sizeof(GS_R) bytes).  An iteration has two block
+ * barriers:
+ *   1. every thread: cur's steps gathered and composed (block_pair_put), then its parts of
+ *      prev's look-back (gs_lr_look_back_part); barrier;
+ *   2. warp 0 rakes cur's scan and publishes its pair while warp 1 folds prev's look-back tree
+ *      (the anchor last) into sm.before; barrier;
+ *   3. every thread: its prefix of cur (block_pair_get), then prev's emit from its slot.
+ * The two serial parts of a tile, the scan's rake and the look-back's tree, run side by side
+ * (H200: float64 44 -> 57% of memcpy, float32 65 -> 69% with the third slot;
+ * docs/performance-notes.md).  A thread touches only its own slots of the scan and of the
+ * look-back outside step 2, and the tile taken in step 1 goes through one of two words by the
+ * iteration's parity, so no other barrier is needed.  A warp reads and writes only its own
+ * threads' part of a tile slot: a __syncwarp after the copies land, and one after the emit has
+ * used a slot, before the next tile's copies refill it. */
 static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec_kparams *p)
 {
     __shared__ GS_FN(gs_linrec_smem) sm;
@@ -423,50 +450,78 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
     gs_ahead_tiles t;
     if (!gs_ahead_start(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, sm.tiles, &t))
         return;
-    t.bp = t.bn; /* two slots: cur's, and prev's, which the next tile streams into */
+    if (GS_LR_SLOTS == 2)
+        t.bp = t.bn; /* two slots: cur's, and prev's, which the next tile streams into */
     t.pre_c = GS_FN(lr_whole)(p, t.cur);
     if (t.pre_c)
         GS_FN(lr_prefetch)(p, t.cur, t.bc);
-    GS_FN(gs_lr_mine) mine_p;
+    GS_FN(gs_lr_mine) mine_p, mine_c;
 
-    for (;;) {
-        const unsigned after =
-            gs_ahead_take(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
-        if (t.pre_c)
-            __syncwarp(); /* cur's copies, made by the warp's lanes, seen by all of them */
-
-        /* ---- Aggregate phase of cur: its aggregate goes out before we wait on prev. ---- */
-        GS_FN(gs_lr_mine) mine_c;
-        {
-            GS_R a[GS_LR_VT], lb[GS_LR_VT];
-            mine_c.heads = GS_FN(lr_gather)(p, t.cur, t.pre_c ? t.bc : -1, t.bc, a, lb);
-            GS_FN(lr_aggregate)(p, t.cur, a, lb, &mine_c, &sm.block);
-            if (threadIdx.x == 0)
-                sm.tiles[2] = after;
+    for (unsigned it = 0;; ++it) {
+        const int has_cur = t.cur < ntiles;
+        unsigned after = 0xffffffffu;
+        if (has_cur) {
+            after = gs_ahead_take(p->s.counter, (unsigned)ntiles + gridDim.x, ntiles, &t);
+            if (t.pre_c)
+                __syncwarp(); /* cur's copies, made by the warp's lanes, seen by all of them */
+        }
+        if (threadIdx.x == 0)
+            sm.after[it & 1u] = after;
+        /* three slots: the next tile streams into the third while this iteration works */
+        const int pre_n = has_cur && t.next < ntiles && GS_FN(lr_whole)(p, t.next);
+        if (GS_LR_SLOTS == 3 && pre_n) {
+            __syncwarp(); /* the warp's reads of that slot (the emit before) are done */
+            GS_FN(lr_prefetch)(p, t.next, t.bn);
         }
 
-        /* ---- Look-back and emit phases of prev (its a and leaves in its slot), then the next
-         * tile streams into that slot. ---- */
+        /* ---- 1: cur's steps composed, then prev's look-back parts. ---- */
+        if (has_cur) {
+            GS_R a[GS_LR_VT], lb[GS_LR_VT];
+            mine_c.heads = GS_FN(lr_gather)(p, t.cur, t.pre_c ? t.bc : -1, t.bc, a, lb);
+            GS_FN(lr_compose_mine)(a, lb, &mine_c);
+            GS_FN(block_pair_put)(&mine_c.run, &sm.block);
+        }
+        if (t.prev > 0)
+            gs_lr_look_back_part(p->s, t.prev, &sm.lookback);
+        __syncthreads();
+
+        /* ---- 2: cur's rake and publication beside prev's look-back tree. ---- */
+        const int warp = (int)(threadIdx.x / GS_WARP);
+        if (warp == 0 && has_cur) {
+            int f;
+            GS_R A, B;
+            GS_FN(block_pair_rake)(&sm.block, &f, &A, &B);
+            if (threadIdx.x == GS_WARP - 1)
+                GS_FN(lr_publish)(p, t.cur, f, A, B);
+        }
+        if (warp == 1 && t.prev >= 0) {
+            const double before = t.prev > 0 ? gs_lr_look_back_tree(p->s, t.prev, &sm.lookback)
+                                             : 0.0;
+            if ((threadIdx.x & (GS_WARP - 1)) == 0)
+                sm.before = before;
+        }
+        __syncthreads();
+
+        /* ---- 3: cur's prefixes, prev's emit, the next tile into prev's slot. ---- */
+        if (has_cur)
+            GS_FN(block_pair_get)(&mine_c.run, &sm.block);
         if (t.prev >= 0)
-            GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
-        const int pre_n = t.next < ntiles && GS_FN(lr_whole)(p, t.next);
-        if (pre_n) {
+            GS_FN(lr_emit_kept)(p, t.prev, t.bp, &mine_p, sm.before);
+        if (!has_cur)
+            break;
+        if (GS_LR_SLOTS == 2 && pre_n) {
             __syncwarp(); /* the warp's reads of prev's slot are done */
             GS_FN(lr_prefetch)(p, t.next, t.bn);
         }
-        __syncthreads(); /* sm.tiles[2] is read below */
 
         /* ---- Rotate: cur becomes prev, next (in prev's old slot) becomes cur. ---- */
         mine_p = mine_c;
-        gs_ahead_rotate(&t, pre_n, sm.tiles[2]);
-        t.bn = t.bp;
-        if (t.cur >= ntiles)
-            break;
+        gs_ahead_rotate(&t, pre_n, sm.after[it & 1u]);
+        if (GS_LR_SLOTS == 2)
+            t.bn = t.bp;
     }
-
-    /* ---- The last tile's look-back and emit. ---- */
-    GS_FN(lr_finish_kept)(p, t.prev, t.bp, &mine_p, &sm);
 }
 
+#undef GS_LR_SLOTS
 #undef GS_LR_BUF_A
 #undef GS_LR_BUF_B

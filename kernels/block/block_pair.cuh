@@ -34,65 +34,93 @@ typedef struct GS_FN(gs_pair_part) {
     GS_R A, B, eA, eB, tA, tB;
 } GS_FN(gs_pair_part);
 
-static __device__ __forceinline__ void GS_FN(block_pair_scan)(GS_FN(gs_pair_part) *r,
-                                                              GS_FN(gs_block_pair_smem) *sm)
+/* The scan's three steps, for a caller that runs other work between them (agent/linrec.cuh's
+ * lookahead driver): put (every thread its pair into its slot), a barrier, rake (warp 0, the
+ * whole warp: every slot's exclusive prefix; the block's pair returned in lane GS_WARP - 1), a
+ * barrier, get (every thread its own slot).  A thread touches only its own slot in put and get,
+ * so a put of the next tile needs no barrier after the last get. */
+static __device__ __forceinline__ void GS_FN(block_pair_put)(const GS_FN(gs_pair_part) *r,
+                                                             GS_FN(gs_block_pair_smem) *sm)
 {
     const int me = GS_BP_SLOT(threadIdx.x);
     sm->f[me] = r->f;
     sm->A[me] = r->A;
     sm->B[me] = r->B;
-    __syncthreads();
+}
 
-    if (threadIdx.x < GS_WARP) {
-        const int lane = threadIdx.x;
-        const int first = GS_BP_SLOT(lane * GS_BP_PER);
-        /* ---- The lane's run: its threads' pairs composed in order. ---- */
-        int f = sm->f[first];
-        GS_R A = sm->A[first], B = sm->B[first];
+static __device__ __forceinline__ void GS_FN(block_pair_rake)(GS_FN(gs_block_pair_smem) *sm,
+                                                              int *tf, GS_R *tA, GS_R *tB)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int first = GS_BP_SLOT(lane * GS_BP_PER);
+    /* ---- The lane's run: its threads' pairs composed in order. ---- */
+    int f = sm->f[first];
+    GS_R A = sm->A[first], B = sm->B[first];
 #pragma unroll
-        for (int j = 1; j < GS_BP_PER; ++j) {
-            int xf = sm->f[first + j];
-            GS_R xA = sm->A[first + j], xB = sm->B[first + j];
-            GS_FN(pair_prepend)(1, f, A, B, &xf, &xA, &xB);
-            f = xf;
-            A = xA;
-            B = xB;
+    for (int j = 1; j < GS_BP_PER; ++j) {
+        int xf = sm->f[first + j];
+        GS_R xA = sm->A[first + j], xB = sm->B[first + j];
+        GS_FN(pair_prepend)(1, f, A, B, &xf, &xA, &xB);
+        f = xf;
+        A = xA;
+        B = xB;
+    }
+    /* ---- The runs scanned across the warp; the lane's exclusive prefix. ---- */
+    GS_FN(warp_pair_scan)(&f, &A, &B, GS_WARP);
+    int ef = __shfl_up_sync(GS_FULL_MASK, f, 1);
+    GS_R eA = __shfl_up_sync(GS_FULL_MASK, A, 1);
+    GS_R eB = __shfl_up_sync(GS_FULL_MASK, B, 1);
+    if (lane == 0) {
+        ef = 0;
+        eA = (GS_R)1;
+        eB = (GS_R)0;
+    }
+    *tf = f;
+    *tA = A;
+    *tB = B;
+    /* ---- Each thread's exclusive prefix: the lane's, then its threads before it. ---- */
+#pragma unroll
+    for (int j = 0; j < GS_BP_PER; ++j) {
+        int xf = sm->f[first + j];
+        GS_R xA = sm->A[first + j], xB = sm->B[first + j];
+        sm->f[first + j] = ef;
+        sm->A[first + j] = eA;
+        sm->B[first + j] = eB;
+        if (j + 1 < GS_BP_PER) {
+            GS_FN(pair_prepend)(1, ef, eA, eB, &xf, &xA, &xB);
+            ef = xf;
+            eA = xA;
+            eB = xB;
         }
-        /* ---- The runs scanned across the warp; the lane's exclusive prefix. ---- */
-        GS_FN(warp_pair_scan)(&f, &A, &B, GS_WARP);
-        int ef = __shfl_up_sync(GS_FULL_MASK, f, 1);
-        GS_R eA = __shfl_up_sync(GS_FULL_MASK, A, 1);
-        GS_R eB = __shfl_up_sync(GS_FULL_MASK, B, 1);
-        if (lane == 0) {
-            ef = 0;
-            eA = (GS_R)1;
-            eB = (GS_R)0;
-        }
-        if (lane == GS_WARP - 1) {
+    }
+}
+
+static __device__ __forceinline__ void GS_FN(block_pair_get)(GS_FN(gs_pair_part) *r,
+                                                             const GS_FN(gs_block_pair_smem) *sm)
+{
+    const int me = GS_BP_SLOT(threadIdx.x);
+    r->ef = sm->f[me];
+    r->eA = sm->A[me];
+    r->eB = sm->B[me];
+}
+
+static __device__ __forceinline__ void GS_FN(block_pair_scan)(GS_FN(gs_pair_part) *r,
+                                                              GS_FN(gs_block_pair_smem) *sm)
+{
+    GS_FN(block_pair_put)(r, sm);
+    __syncthreads();
+    if (threadIdx.x < GS_WARP) {
+        int f;
+        GS_R A, B;
+        GS_FN(block_pair_rake)(sm, &f, &A, &B);
+        if (threadIdx.x == GS_WARP - 1) {
             sm->tf = f;
             sm->tA = A;
             sm->tB = B;
         }
-        /* ---- Each thread's exclusive prefix: the lane's, then its threads before it. ---- */
-#pragma unroll
-        for (int j = 0; j < GS_BP_PER; ++j) {
-            int xf = sm->f[first + j];
-            GS_R xA = sm->A[first + j], xB = sm->B[first + j];
-            sm->f[first + j] = ef;
-            sm->A[first + j] = eA;
-            sm->B[first + j] = eB;
-            if (j + 1 < GS_BP_PER) {
-                GS_FN(pair_prepend)(1, ef, eA, eB, &xf, &xA, &xB);
-                ef = xf;
-                eA = xA;
-                eB = xB;
-            }
-        }
     }
     __syncthreads();
-    r->ef = sm->f[me];
-    r->eA = sm->A[me];
-    r->eB = sm->B[me];
+    GS_FN(block_pair_get)(r, sm);
     r->tf = sm->tf;
     r->tA = sm->tA;
     r->tB = sm->tB;

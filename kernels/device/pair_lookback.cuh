@@ -28,11 +28,16 @@
 
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_LR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
+#if GS_NT < 2 * GS_WARP || GS_NT % GS_WARP != 0
+#error "GS_NT: whole warps, and the look-back's tree folds at least one part of two threads a lane"
+#endif
 #if GS_LR_PER_THREAD > 31
 #error "GS_ANCHOR_LAG too large: a thread's pending reads are bits of one word"
 #endif
-/* Threads whose parts one lane of warp 0 folds, and the padded slot of thread i's part. */
-#define GS_LR_GROUP (GS_NT / GS_WARP)
+/* Parts (of two threads each) one lane of the tree's warp folds, and the padded slot of part
+ * i. */
+#define GS_LR_PARTS (GS_NT / 2)
+#define GS_LR_GROUP (GS_LR_PARTS / GS_WARP)
 #define GS_LR_SLOT(i) ((i) + (i) / GS_LR_GROUP)
 
 /* A segmented pair in double: (f, A, B), f set when the run holds a row's first step. */
@@ -136,38 +141,49 @@ static __device__ __forceinline__ void gs_lr_publish_anchor(gs_lr_state s, int64
 
 /* Shared memory of the look-back's cross-thread step. */
 typedef struct gs_lr_lookback_smem {
-    gs_dpair part[GS_LR_SLOT(GS_NT)];
+    gs_dpair part[GS_LR_SLOT(GS_LR_PARTS)];
 } gs_lr_lookback_smem;
 
-/* The exclusive prefix of `tile` (> 0), called by every thread of the block after the tile's
- * aggregate is published; its B part (h just before the tile's first step) is returned in thread
- * 0, rounded to double.  An anchor publishes its prefix. */
-static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t tile,
-                                                         gs_lr_lookback_smem *sm)
+/* The look-back of `tile` (> 0) in two steps, for a caller that runs other work beside the
+ * second (agent/linrec.cuh's lookahead driver):
+ *   gs_lr_look_back_part   every thread: tiles T-1-i*K .. T-i*K-K (thread i, K per thread, down
+ *                          to the anchor) read at once, waited for and composed; threads 2m and
+ *                          2m+1 into slot m;
+ *   (a barrier)
+ *   gs_lr_look_back_tree   one whole warp: the slots' tree, then the anchor's prefix, waited for
+ *                          last (so a link of the chain of anchors costs one read and one
+ *                          composition); B of the exclusive prefix (h just before the tile's
+ *                          first step) returned in lane 0, rounded to double. An anchor
+ *                          publishes its prefix. */
+static __device__ __forceinline__ int64_t gs_lr_anchor_of(int64_t tile)
 {
-    const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t anchor =
-        tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
-    const gs_dpair id = { 0, 1.0, 0.0 };
+    return tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
+}
 
-    /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
-     * once. The anchor's prefix is waited for last, after the tree, so a link of the chain of
-     * anchors costs one read and one composition. ---- */
+/* This thread's tile k of the look-back of `tile`, or -1 past the anchor. */
+static __device__ __forceinline__ int64_t gs_lr_look_back_tile(int64_t tile, int k)
+{
+    const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k;
+    return q >= gs_lr_anchor_of(tile) ? q : -1;
+}
+
+static __device__ __forceinline__ void gs_lr_look_back_part(gs_lr_state s, int64_t tile,
+                                                            gs_lr_lookback_smem *sm)
+{
+    const gs_dpair id = { 0, 1.0, 0.0 };
     gs_dpair x[GS_LR_PER_THREAD];
     unsigned pending = 0;
 #pragma unroll
     for (int k = 0; k < GS_LR_PER_THREAD; ++k) {
         x[k] = id;
-        if (tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k >= anchor)
+        if (gs_lr_look_back_tile(tile, k) >= 0)
             pending |= 1u << k;
     }
     while (pending) {
 #pragma unroll
-        for (int k = 0; k < GS_LR_PER_THREAD; ++k) {
-            const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k;
-            if (((pending >> k) & 1u) && gs_lr_read(s, q, &x[k]))
+        for (int k = 0; k < GS_LR_PER_THREAD; ++k)
+            if (((pending >> k) & 1u) && gs_lr_read(s, gs_lr_look_back_tile(tile, k), &x[k]))
                 pending &= ~(1u << k);
-        }
         if (pending)
             __nanosleep(GS_LOOKBACK_NS);
     }
@@ -175,47 +191,68 @@ static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t 
 #pragma unroll
     for (int k = 1; k < GS_LR_PER_THREAD; ++k)
         gs_dpair_prepend(x[k], &c);
+    /* ---- Threads 2m (later) and 2m+1 make part m. ---- */
+    gs_dpair o;
+    o.f = __shfl_down_sync(GS_FULL_MASK, c.f, 1);
+    o.A = __shfl_down_sync(GS_FULL_MASK, c.A, 1);
+    o.B = __shfl_down_sync(GS_FULL_MASK, c.B, 1);
+    if ((threadIdx.x & 1u) == 0) {
+        gs_dpair_prepend(o, &c);
+        sm->part[GS_LR_SLOT(threadIdx.x / 2)] = c;
+    }
+}
 
-    /* ---- The tree: lane l of warp 0 folds the parts of threads G*l .. G*l+G-1 latest first,
-     * then warp 0 reduces its lanes (lane 0 latest). ---- */
-    sm->part[GS_LR_SLOT(threadIdx.x)] = c;
-    __syncthreads();
+static __device__ __forceinline__ double gs_lr_look_back_tree(gs_lr_state s, int64_t tile,
+                                                              const gs_lr_lookback_smem *sm)
+{
+    const int lane = threadIdx.x & (GS_WARP - 1);
+    const int64_t anchor = gs_lr_anchor_of(tile);
+    /* ---- Lane l folds parts G*l .. G*l+G-1 latest first, then the warp reduces its lanes
+     * (lane 0 latest). ---- */
+    const int first = lane * GS_LR_GROUP;
+    gs_dpair c = sm->part[GS_LR_SLOT(first)];
+#pragma unroll
+    for (int j = 1; j < GS_LR_GROUP; ++j)
+        gs_dpair_prepend(sm->part[GS_LR_SLOT(first + j)], &c);
+#pragma unroll
+    for (int d = 1; d < GS_WARP; d <<= 1) {
+        gs_dpair o;
+        o.f = __shfl_down_sync(GS_FULL_MASK, c.f, d);
+        o.A = __shfl_down_sync(GS_FULL_MASK, c.A, d);
+        o.B = __shfl_down_sync(GS_FULL_MASK, c.B, d);
+        if (lane + d < GS_WARP)
+            gs_dpair_prepend(o, &c);
+    }
+    /* ---- The anchor's prefix (anchor 0's is the identity; none needed when the tree holds a
+     * row's first step), then the tree's result, in double-double. ---- */
     double b = 0.0;
-    if (threadIdx.x < GS_WARP) {
-        const int first = lane * GS_LR_GROUP;
-        c = sm->part[GS_LR_SLOT(first)];
-#pragma unroll
-        for (int j = 1; j < GS_LR_GROUP; ++j)
-            gs_dpair_prepend(sm->part[GS_LR_SLOT(first + j)], &c);
-#pragma unroll
-        for (int d = 1; d < GS_WARP; d <<= 1) {
-            gs_dpair o;
-            o.f = __shfl_down_sync(GS_FULL_MASK, c.f, d);
-            o.A = __shfl_down_sync(GS_FULL_MASK, c.A, d);
-            o.B = __shfl_down_sync(GS_FULL_MASK, c.B, d);
-            if (lane + d < GS_WARP)
-                gs_dpair_prepend(o, &c);
+    if (lane == 0) {
+        int af = 0;
+        gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
+        if (anchor > 0 && !c.f)
+            while (!gs_lr_read_anchor(s, anchor, &af, &aA, &aB))
+                __nanosleep(GS_LOOKBACK_NS);
+        if (c.f) {
+            aA = gs_dd_of(c.A);
+            aB = gs_dd_of(c.B);
+        } else {
+            gs_lr_compose_dd(&aA, &aB, gs_dd_of(c.A), gs_dd_of(c.B));
         }
-        /* ---- The anchor's prefix (anchor 0's is the identity; none needed when the tree
-         * holds a row's first step), then the tree's result, in double-double. ---- */
-        if (lane == 0) {
-            int af = 0;
-            gs_dd aA = gs_dd_of(1.0), aB = gs_dd_of(0.0);
-            if (anchor > 0 && !c.f)
-                while (!gs_lr_read_anchor(s, anchor, &af, &aA, &aB))
-                    __nanosleep(GS_LOOKBACK_NS);
-            if (c.f) {
-                aA = gs_dd_of(c.A);
-                aB = gs_dd_of(c.B);
-            } else {
-                gs_lr_compose_dd(&aA, &aB, gs_dd_of(c.A), gs_dd_of(c.B));
-            }
-            if (tile % GS_ANCHOR_EVERY == 0)
-                gs_lr_publish_anchor(s, tile, af | c.f, aA, aB);
-            b = aB.hi + aB.lo;
-        }
+        if (tile % GS_ANCHOR_EVERY == 0)
+            gs_lr_publish_anchor(s, tile, af | c.f, aA, aB);
+        b = aB.hi + aB.lo;
     }
     return b;
+}
+
+/* The whole look-back of `tile` (> 0), called by every thread of the block after the tile's
+ * aggregate is published: h just before the tile in thread 0. */
+static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t tile,
+                                                         gs_lr_lookback_smem *sm)
+{
+    gs_lr_look_back_part(s, tile, sm);
+    __syncthreads();
+    return threadIdx.x < GS_WARP ? gs_lr_look_back_tree(s, tile, sm) : 0.0;
 }
 
 #endif /* GS_PAIR_LOOKBACK_CUH */

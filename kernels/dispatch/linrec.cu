@@ -94,11 +94,13 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
         return err;
 
     /* ---- The one launch: the lookahead driver's persistent grid when the tiles fill the
-     * device several times over (three tiles of a and b in shared memory per block), else a
+     * device several times over (its tile slots of a and b in shared memory, tuning.h), else a
      * block per tile. ---- */
     const int f32 = d->type == GS_FLOAT32;
     return gs_launch_tiles(f32 ? (const void *)gs_linrec_f32 : (const void *)gs_linrec_f64,
                            f32 ? (const void *)gs_linrec_ahead_f32
                                : (const void *)gs_linrec_ahead_f64,
-                           (size_t)4 * GS_LR_NV * gs_dtype_size(d->type), tiles, &p, stream);
+                           (size_t)2 * (f32 ? GS_LR_SLOTS_f32 : GS_LR_SLOTS_f64) * GS_LR_NV *
+                               gs_dtype_size(d->type),
+                           tiles, &p, stream);
 }

@@ -42,13 +42,16 @@
          : GS_AHEAD_MIN_BLOCKS_##rs)
 
 /* The linear recurrence's kernels (dispatch/linrec.cu). One tile per block keeps a tile's a and
- * leaves in registers across the look-back; the lookahead driver keeps them in shared memory
- * (two slots of a and b: 32 KiB for float32, room for five blocks; 64 KiB and three for
- * float64). Occupancy is the recurrence's lever: its look-back leaves a block's warps waiting at a
- * barrier, and other blocks fill the time (docs/performance-notes.md). */
+ * leaves in registers across the look-back; the lookahead driver keeps them in shared memory,
+ * in slots of a tile's a and b: three for float32 (48 KiB, four blocks: the next tile streams in
+ * for a whole iteration), two for float64 (64 KiB, three blocks; three slots would leave two,
+ * measured slower). Its look-back leaves a block's warps waiting at a barrier, and other blocks
+ * fill the time (docs/performance-notes.md). */
+#define GS_LR_SLOTS_f32 3
+#define GS_LR_SLOTS_f64 2
 #define GS_LR_MIN_BLOCKS_f32 3
 #define GS_LR_MIN_BLOCKS_f64 2
-#define GS_LR_AHEAD_MIN_BLOCKS_f32 5
+#define GS_LR_AHEAD_MIN_BLOCKS_f32 4
 #define GS_LR_AHEAD_MIN_BLOCKS_f64 3
 
 /* The scan runs one block per tile, or, over many tiles, a persistent grid of lookahead blocks
