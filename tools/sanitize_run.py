@@ -512,13 +512,13 @@ def linrec_driver_cases(run, cp, reduced):
 
     run.case(f"lookahead linear_recurrence float32 n={n}", lambda: prefix_sum(np.float32))
     run.case("lookahead linear_recurrence float32 rows h0", lambda: rows(np.float32))
+    run.case(f"lookahead linear_recurrence float64 n={n}", lambda: prefix_sum(np.float64))
     if reduced:
         return
     run.case(f"lookahead linear_recurrence float32 reverse n={n}",
              lambda: prefix_sum(np.float32, reverse=True))
     run.case("lookahead linear_recurrence float32 rows h0 reverse",
              lambda: rows(np.float32, reverse=True))
-    run.case(f"lookahead linear_recurrence float64 n={n}", lambda: prefix_sum(np.float64))
     run.case("lookahead linear_recurrence float64 rows h0 reverse",
              lambda: rows(np.float64, reverse=True))
     run.case(f"lookahead linear_recurrence float32 in place n={n}",

@@ -502,19 +502,24 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         }
         __syncthreads();
 
-        /* ---- 3: cur's prefixes, prev's emit, the next tile into prev's slot. ---- */
+        /* ---- 3: cur's prefixes, prev's emit (two slots: then the next tile into prev's
+         * slot). ---- */
         if (has_cur)
             GS_FN(block_pair_get)(&mine_c.run, &sm.block);
         if (t.prev >= 0)
             GS_FN(lr_emit_kept)(p, t.prev, t.bp, &mine_p, sm.before);
         if (!has_cur)
             break;
-        if (GS_LR_SLOTS == 2 && pre_n) {
-            __syncwarp(); /* the warp's reads of prev's slot are done */
-            GS_FN(lr_prefetch)(p, t.next, t.bn);
+        if (GS_LR_SLOTS == 2) {
+            /* The warp's reads of prev's slot (the emit's staged stores) are done before the
+             * slot is refilled: by the next tile's copies here, or, a tile not copied whole, by
+             * its gather's writes next iteration. */
+            __syncwarp();
+            if (pre_n)
+                GS_FN(lr_prefetch)(p, t.next, t.bn);
         }
 
-        /* ---- Rotate: cur becomes prev, next (in prev's old slot) becomes cur. ---- */
+        /* ---- Rotate: cur becomes prev, next becomes cur (two slots: in prev's old one). ---- */
         mine_p = mine_c;
         gs_ahead_rotate(&t, pre_n, sm.after[it & 1u]);
         if (GS_LR_SLOTS == 2)

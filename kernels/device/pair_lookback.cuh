@@ -28,8 +28,8 @@
 
 /* Aggregates each thread reads: enough for LAG + EVERY - 1. */
 #define GS_LR_PER_THREAD ((GS_ANCHOR_LAG + GS_ANCHOR_EVERY - 1 + GS_NT - 1) / GS_NT)
-#if GS_NT < 2 * GS_WARP || GS_NT % GS_WARP != 0
-#error "GS_NT: whole warps, and the look-back's tree folds at least one part of two threads a lane"
+#if GS_NT < 2 * GS_WARP || GS_NT % (2 * GS_WARP) != 0
+#error "GS_NT: the look-back's tree folds the same whole number of two threads' parts a lane"
 #endif
 #if GS_LR_PER_THREAD > 31
 #error "GS_ANCHOR_LAG too large: a thread's pending reads are bits of one word"
