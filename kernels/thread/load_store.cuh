@@ -190,7 +190,8 @@ static __device__ __forceinline__ void gs_cp_async(void *smem, const void *gmem,
     }
 }
 
-/* Wait for this thread's asynchronous copies (each thread reads back only what it copied). */
+/* Wait for this thread's asynchronous copies; another thread's are seen after a barrier (of
+ * the warp or the block) that both pass after their waits. */
 static __device__ __forceinline__ void gs_cp_async_wait(void)
 {
     asm volatile("cp.async.wait_all;" : : : "memory");
