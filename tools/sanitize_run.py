@@ -836,6 +836,19 @@ def operator_cases(run):
         for exclusive in (False, True):
             run.case(f"Operator add int64 scan n={n} exclusive={exclusive}",
                      lambda n=n, e=exclusive: add_scan(n, e))
+
+    def many_tiles(dtype, n):
+        # more tiles than two grids of resident blocks: the lookahead driver's later iterations
+        # (a look-back every iteration, the barriers it spares, tiles drained by warps)
+        op = gpuscan.Operator("x + y", dtype=dtype, identity=0, name="add_" + np.dtype(dtype).name)
+        a = rng.integers(-8, 8, n).astype(dtype)
+        got = host(gpuscan.scan(dev(a), op))
+        return None if np.array_equal(got, np.cumsum(a, dtype=dtype)) else "mismatch"
+
+    run.case("Operator add float32 scan, 4096 tiles + 5 values",
+             lambda: many_tiles(np.float32, 4096 * 4096 + 5))  # small integers: sums exact
+    run.case("Operator add uint64 scan, 2048 tiles + 3 values",
+             lambda: many_tiles(np.uint64, 2048 * 2048 + 3))
     for n in (1, 70000):  # a device array reduced to a NumPy scalar
         a = rng.integers(-1000, 1000, n)
         run.case(f"Operator add int64 reduce of a device array n={n}",

@@ -16,7 +16,8 @@
  * each block publishing its current tile's aggregate before the look-back of its previous one.
  * The look-back publishes each T as 8-byte cells that carry the status beside 4 bytes of the
  * value (no fence on either side, as device/tile_state.cuh's descriptors), and is anchored: a
- * tile's prefix has the same grouping on every run (gs_u_look_back).  The identity is used only
+ * tile's prefix has the same grouping on every run (gs_u_look_back_own; gs_u_look_back where T
+ * is raked).  The identity is used only
  * where an exclusive scan emits nothing (element 0, a head); every other value is a combine of
  * input values, so the results depend on the input and the shapes alone.
  */
@@ -250,12 +251,29 @@ static __device__ __forceinline__ void gs_u_cp_async(void *smem, const void *gme
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(s), "l"(gmem) : "memory");
 }
 
+/* The 16-byte chunk of a whole tile that this thread moves in its j-th copy.  GS_U_OWN_SPANS:
+ * each warp moves the chunks of its own threads' values (a warp's span, 512 bytes an
+ * instruction), so that a __syncwarp, not the block's barrier, lets the warp read them after the
+ * copy in and write them out after the emit; else the chunks are spread over the block.  Kept
+ * for a T wider than 4 bytes (whole chunks a thread): Kadane's 32-byte records 0.564 -> 0.532
+ * ms at 2^24 on an H200, float32 add 1-2% slower, so not there. */
+#define GS_U_OWN_SPANS (GS_U_SWZ && (int)sizeof(T) > 4)
+#define GS_U_COPIES \
+    (GS_U_OWN_SPANS ? GS_U_TB / 16 : (GS_U_TILE / 16 + GS_USER_NT - 1) / GS_USER_NT)
+
+static __device__ __forceinline__ int gs_u_chunk(int j)
+{
+    const int lane = threadIdx.x & (GS_U_WARP - 1), warp = threadIdx.x / GS_U_WARP;
+    return GS_U_OWN_SPANS ? (warp * GS_U_TB / 16 + j) * GS_U_WARP + lane
+                          : j * GS_USER_NT + threadIdx.x;
+}
+
 /* Start copying a whole tile (16-byte aligned in memory) into buf. */
 static __device__ __forceinline__ void gs_u_prefetch(const char *src, char *buf)
 {
 #pragma unroll
-    for (int j = 0; j < (GS_U_TILE / 16 + GS_USER_NT - 1) / GS_USER_NT; ++j) {
-        const int c = j * GS_USER_NT + threadIdx.x;
+    for (int j = 0; j < GS_U_COPIES; ++j) {
+        const int c = gs_u_chunk(j);
         if (GS_U_TILE % (16 * GS_USER_NT) == 0 || c < GS_U_TILE / 16)
             gs_u_cp_async(buf + gs_u_at(16 * c), src + 16 * c);
     }
@@ -272,14 +290,22 @@ static __device__ __forceinline__ void gs_u_fill(const char *src, int bytes, cha
             buf[gs_u_at(i)] = src[i];
 }
 
+/* Whether a tile of `bytes` goes to dst by each warp's chunks alone (gs_u_chunk): whole, aligned
+ * and GS_U_OWN_SPANS.  Then a warp writes it out after a __syncwarp, else after the block's
+ * barrier. */
+static __device__ __forceinline__ int gs_u_own_span(const char *dst, int bytes)
+{
+    return GS_U_OWN_SPANS && bytes == GS_U_TILE && ((size_t)dst & 15) == 0;
+}
+
 /* Write the first `bytes` of buf to the tile at dst: whole chunks when it is all there and dst
  * is 16-byte aligned. */
 static __device__ __forceinline__ void gs_u_drain(char *dst, int bytes, const char *buf)
 {
     if (bytes == GS_U_TILE && ((size_t)dst & 15) == 0) {
 #pragma unroll
-        for (int j = 0; j < (GS_U_TILE / 16 + GS_USER_NT - 1) / GS_USER_NT; ++j) {
-            const int c = j * GS_USER_NT + threadIdx.x;
+        for (int j = 0; j < GS_U_COPIES; ++j) {
+            const int c = gs_u_chunk(j);
             if (GS_U_TILE % (16 * GS_USER_NT) == 0 || c < GS_U_TILE / 16)
                 __stcs((uint4 *)(dst + 16 * c), *(const uint4 *)(buf + gs_u_at(16 * c)));
         }
@@ -343,30 +369,38 @@ static __device__ __forceinline__ void gs_u_publish(unsigned long long *slot, un
                      : "memory");
 }
 
+/* Whether the slot holds a T published with the tag and `bit`: then *st its status, *v the T. */
+static __device__ __forceinline__ int gs_u_read(const unsigned long long *slot, unsigned tag,
+                                                unsigned bit, unsigned *st, T *v)
+{
+    gs_u_words u;
+    unsigned s0 = 0, same = 1;
+#pragma unroll
+    for (int i = 0; i < GS_U_CELLS; i += 2) {
+        unsigned long long a, b;
+        asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot + i) : "memory");
+        if (i == 0)
+            s0 = (unsigned)(a >> 32);
+        same &= (unsigned)(a >> 32) == s0 && (unsigned)(b >> 32) == s0;
+        u.w[i] = (unsigned)a;
+        if (i + 1 < GS_U_WORDS)
+            u.w[i + 1] = (unsigned)b;
+    }
+    if (!same || (s0 & ~((1u << GS_USER_TAG_SHIFT) - 1u)) != tag || (s0 & bit) == 0)
+        return 0;
+    *st = s0;
+    *v = u.t;
+    return 1;
+}
+
 /* Wait until the slot holds a T published with the tag and `bit`: its status, *v the T. */
 static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *slot, unsigned tag,
                                                       unsigned bit, T *v)
 {
-    for (;;) {
-        gs_u_words u;
-        unsigned st = 0, same = 1;
-#pragma unroll
-        for (int i = 0; i < GS_U_CELLS; i += 2) {
-            unsigned long long a, b;
-            asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(slot + i) : "memory");
-            if (i == 0)
-                st = (unsigned)(a >> 32);
-            same &= (unsigned)(a >> 32) == st && (unsigned)(b >> 32) == st;
-            u.w[i] = (unsigned)a;
-            if (i + 1 < GS_U_WORDS)
-                u.w[i + 1] = (unsigned)b;
-        }
-        if (same && (st & ~((1u << GS_USER_TAG_SHIFT) - 1u)) == tag && (st & bit) != 0) {
-            *v = u.t;
-            return st;
-        }
+    unsigned st;
+    while (!gs_u_read(slot, tag, bit, &st, v))
         __nanosleep(20);
-    }
+    return st;
 }
 
 /* The anchors: every GS_U_EVERY-th tile (but tile 0) publishes its exclusive prefix.  A tile
@@ -376,12 +410,15 @@ static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *
  * combined in a tree fixed by the distance alone.  So the prefix is a function of the
  * aggregates, with the same grouping on every run (deterministic for float operators too), and
  * the chain of anchors advances GS_U_LAG tiles a link, off the tiles' path. */
-#define GS_U_LAG GS_USER_LAG((int)sizeof(T))
-#define GS_U_EVERY GS_USER_EVERY((int)sizeof(T))
+#define GS_U_LAG GS_USER_LAG
+#define GS_U_EVERY GS_USER_EVERY
 #define GS_U_PER ((GS_U_LAG + GS_U_EVERY - 1 + GS_USER_NT - 1) / GS_USER_NT)
+#if GS_U_PER > 32
+#error "a thread's pending reads are the bits of one word"
+#endif
 
-/* The exclusive prefix of `tile` (> 0), every thread of the block taking part and getting it.
- * Starts and ends with a barrier (sm is the block scan's). */
+/* The exclusive prefix of `tile` (> 0) where T is raked (GS_U_RAKE), every thread of the block
+ * taking part and getting it.  Starts and ends with a barrier (sm is the aggregate phase's). */
 static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p, int64_t ntiles,
                                                    int64_t tile, int seg, gs_u_block_smem *sm,
                                                    T *anchor_s)
@@ -421,6 +458,97 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
         tv = gs_user_combine(*anchor_s, tv);
     __syncthreads(); /* sm and anchor_s free again */
     return tv;
+}
+
+/* The look-back of a T that is not raked (GS_U_LB_OWN): its own few words of shared memory, so
+ * that it needs no barrier before or after it; the slots read all at once; the tree to thread 0,
+ * which then waits for the anchor, combines it and publishes an anchor's prefix at once: a link
+ * of the chain of anchors costs one read, one combine and one write, as the built-in scan's
+ * (device/lookback.cuh).  With the anchor awaited before the block's scan instead, float32 add
+ * ran at 67% of memcpy at 2^28 on an H200, 79% so; affine float32 pairs 63 -> 84%. */
+#define GS_U_LB_OWN (!GS_U_RAKE)
+
+typedef struct gs_u_lb_smem {
+    int f[GS_U_NWARPS], has[GS_U_NWARPS];
+    T v[GS_U_NWARPS];
+    T excl;
+} gs_u_lb_smem;
+
+/* The exclusive prefix of `tile` (> 0), every thread of the block taking part and getting it;
+ * an anchor's published. */
+static __device__ __forceinline__ T gs_u_look_back_own(const gs_user_scan_params *p, int64_t tile,
+                                                       int seg, gs_u_lb_smem *sm)
+{
+    const int lane = threadIdx.x & (GS_U_WARP - 1);
+    const int warp = threadIdx.x / GS_U_WARP;
+    const unsigned tag = p->epoch << GS_USER_TAG_SHIFT;
+    const int64_t a = tile < GS_U_LAG ? 0 : (tile - GS_U_LAG) / GS_U_EVERY * GS_U_EVERY;
+    const int64_t t0 = a + (int64_t)threadIdx.x * GS_U_PER;
+    const unsigned long long *const slots = (const unsigned long long *)p->aggregates;
+    T g[GS_U_PER];
+    unsigned st[GS_U_PER], pending = 0;
+#pragma unroll
+    for (int k = 0; k < GS_U_PER; ++k) {
+        st[k] = 0;
+        if (t0 + k < tile)
+            pending |= 1u << k;
+    }
+    while (pending) {
+#pragma unroll
+        for (int k = 0; k < GS_U_PER; ++k)
+            if (((pending >> k) & 1u) &&
+                gs_u_read(slots + (t0 + k) * GS_U_CELLS, tag, GS_USER_AGG, &st[k], &g[k]))
+                pending &= ~(1u << k);
+        if (pending)
+            __nanosleep(20);
+    }
+    int f = 0, has = 0;
+    T v;
+    memset(&v, 0, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < GS_U_PER; ++k) {
+        if (t0 + k < tile) {
+            if (seg && (st[k] & GS_USER_HEAD)) {
+                v = g[k];
+                f = 1;
+            } else {
+                v = has ? gs_user_combine(v, g[k]) : g[k];
+            }
+            has = 1;
+        }
+    }
+    gs_u_warp_scan(seg, 0, &f, &has, &v, GS_U_WARP);
+    if (lane == GS_U_WARP - 1) {
+        sm->f[warp] = f;
+        sm->has[warp] = has;
+        sm->v[warp] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int tf = 0, th = 0;
+        T tv = sm->v[0];
+#pragma unroll
+        for (int w = 0; w < GS_U_NWARPS; ++w) {
+            if (sm->has[w]) {
+                const T x = sm->v[w];
+                tv = th && !(seg && sm->f[w]) ? gs_user_combine(tv, x) : x;
+                th = 1;
+            }
+            tf |= seg ? sm->f[w] : 0;
+        }
+        if (a > 0 && !(seg && tf)) {
+            T anchor;
+            gs_u_await((const unsigned long long *)p->prefixes + a / GS_U_EVERY * GS_U_CELLS, tag,
+                       GS_USER_PREFIX, &anchor);
+            tv = gs_user_combine(anchor, tv);
+        }
+        if (tile % GS_U_EVERY == 0)
+            gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
+                         tag | GS_USER_PREFIX, tv);
+        sm->excl = tv;
+    }
+    __syncthreads();
+    return sm->excl;
 }
 
 /* ---- the scan ---------------------------------------------------------------------------- */
@@ -534,21 +662,29 @@ static __device__ __forceinline__ void gs_u_emit(const gs_user_scan_params *p, i
  * written out. */
 static __device__ __forceinline__ void gs_u_finish(const gs_user_scan_params *p, int64_t ntiles,
                                                    int seg, int64_t tile, const gs_u_mine *m,
-                                                   char *buf, gs_u_block_smem *bs, T *anchor_s)
+                                                   char *buf, gs_u_block_smem *bs, T *anchor_s,
+                                                   gs_u_lb_smem *lb)
 {
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
     const int64_t valid = p->n - tile * nv < nv ? p->n - tile * nv : nv;
     T excl;
     memset(&excl, 0, sizeof(T));
-    if (tile > 0) {
+    if (tile > 0 && GS_U_LB_OWN) {
+        excl = gs_u_look_back_own(p, tile, seg, lb);
+    } else if (tile > 0) {
         excl = gs_u_look_back(p, ntiles, tile, seg, bs, anchor_s);
         if (tile % GS_U_EVERY == 0 && threadIdx.x == 0)
             gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
                          (p->epoch << GS_USER_TAG_SHIFT) | GS_USER_PREFIX, excl);
     }
     gs_u_emit(p, seg, tile, excl, m, buf);
-    __syncthreads(); /* the block's values are in the buffer */
-    gs_u_drain((char *)p->out + tile * GS_U_TILE, (int)(valid * (int64_t)sizeof(T)), buf);
+    char *const dst = (char *)p->out + tile * GS_U_TILE;
+    const int bytes = (int)(valid * (int64_t)sizeof(T));
+    if (gs_u_own_span(dst, bytes))
+        __syncwarp(); /* the warp's values are in the buffer: it writes out its own span */
+    else
+        __syncthreads(); /* the block's values are in the buffer */
+    gs_u_drain(dst, bytes, buf);
 }
 
 /* A tile index from the counter: a launch takes exactly `takes` of them, and the block that
@@ -573,6 +709,7 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
     __shared__ gs_u_block_smem bs;
     __shared__ unsigned taken[3];
     __shared__ T anchor_s;
+    __shared__ gs_u_lb_smem lb;
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
     const int64_t ntiles = (p->n + nv - 1) / nv;
     const unsigned takes = (unsigned)ntiles + gridDim.x;
@@ -604,13 +741,17 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
         unsigned after = 0xffffffffu;
         if (threadIdx.x == 0 && next < ntiles)
             after = gs_u_take(p->counter, takes);
-        if (!pre_c && vec_in && GS_U_VALID(cur) == nv)
+        const int copied = vec_in && GS_U_VALID(cur) == nv; /* by gs_u_prefetch */
+        if (!pre_c && copied)
             gs_u_prefetch((const char *)p->in + cur * GS_U_TILE, GS_U_BUF(bc));
         else if (!pre_c)
             gs_u_fill((const char *)p->in + cur * GS_U_TILE, (int)(GS_U_VALID(cur) * sizeof(T)),
                       GS_U_BUF(bc));
         asm volatile("cp.async.wait_all;" : : : "memory");
-        __syncthreads(); /* cur's copies, done by every thread, seen by all */
+        if (copied && GS_U_OWN_SPANS)
+            __syncwarp(); /* cur's copies, each warp's its own span, seen by the warp */
+        else
+            __syncthreads(); /* cur's copies, done by every thread, seen by all */
         const int pre_n = p->nbuf > 2 && vec_in && next < ntiles && GS_U_VALID(next) == nv;
         if (pre_n)
             gs_u_prefetch((const char *)p->in + next * GS_U_TILE, GS_U_BUF(bn));
@@ -631,8 +772,14 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
 
         /* ---- Look-back and emit phases of prev. ---- */
         if (prev >= 0)
-            gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s);
-        __syncthreads(); /* taken[2]; prev's buffer drained before it takes the next tile */
+            gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s, &lb);
+        /* With GS_U_OWN_SPANS, no barrier where none is needed: taken[2] and bs were last written
+         * before a barrier of this iteration, the look-back's (prev > 0), and prev's buffer,
+         * drained by gs_u_chunk's chunks (out aligned), is next's, copied into by the same
+         * threads' same chunks.  Else a barrier: bs is the next aggregate's, or prev's buffer is
+         * cur's (two buffers) or was drained byte by byte. */
+        if (!GS_U_OWN_SPANS || prev <= 0 || p->nbuf < 3 || ((size_t)p->out & 15) != 0)
+            __syncthreads();
 
         /* ---- Rotate: cur becomes prev, next becomes cur, the tile taken becomes next. ---- */
         const int b = bp;
@@ -649,7 +796,7 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
     }
 
     /* ---- The last tile's look-back and emit. ---- */
-    gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s);
+    gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s, &lb);
 #undef GS_U_BUF
 #undef GS_U_VALID
 }
