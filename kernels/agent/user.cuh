@@ -16,8 +16,7 @@
  * each block publishing its current tile's aggregate before the look-back of its previous one.
  * The look-back publishes each T as 8-byte cells that carry the status beside 4 bytes of the
  * value (no fence on either side, as device/tile_state.cuh's descriptors), and is anchored: a
- * tile's prefix has the same grouping on every run (gs_u_look_back_own; gs_u_look_back where T
- * is raked).  The identity is used only
+ * tile's prefix has the same grouping on every run (gs_u_look_back).  The identity is used only
  * where an exclusive scan emits nothing (element 0, a head); every other value is a combine of
  * input values, so the results depend on the input and the shapes alone.
  */
@@ -417,57 +416,14 @@ static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *
 #error "a thread's pending reads are the bits of one word"
 #endif
 
-/* The exclusive prefix of `tile` (> 0) where T is raked (GS_U_RAKE), every thread of the block
- * taking part and getting it.  Starts and ends with a barrier (sm is the aggregate phase's). */
-static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p, int64_t ntiles,
-                                                   int64_t tile, int seg, gs_u_block_smem *sm,
-                                                   T *anchor_s)
-{
-    const unsigned tag = p->epoch << GS_USER_TAG_SHIFT;
-    const int64_t a = tile < GS_U_LAG ? 0 : (tile - GS_U_LAG) / GS_U_EVERY * GS_U_EVERY;
-    int f = 0, has = 0;
-    T v;
-    memset(&v, 0, sizeof(T));
-    __syncthreads(); /* sm: the aggregate phase's scan is done with it */
-#pragma unroll
-    for (int k = 0; k < GS_U_PER; ++k) {
-        const int64_t t = a + (int64_t)threadIdx.x * GS_U_PER + k;
-        if (t < tile) {
-            T g;
-            const unsigned st = gs_u_await((const unsigned long long *)p->aggregates + t * GS_U_CELLS,
-                                           tag, GS_USER_AGG, &g);
-            if (seg && (st & GS_USER_HEAD)) {
-                v = g;
-                f = 1;
-            } else {
-                v = has ? gs_user_combine(v, g) : g;
-            }
-            has = 1;
-        }
-    }
-    if (a > 0 && threadIdx.x == 0) {
-        T g;
-        gs_u_await((const unsigned long long *)p->prefixes + a / GS_U_EVERY * GS_U_CELLS, tag,
-                   GS_USER_PREFIX, &g);
-        *anchor_s = g;
-    }
-    int ef, eh, tf, th;
-    T ev, tv;
-    gs_u_block_scan(seg, 0, f, has, v, &ef, &eh, &ev, &tf, &th, &tv, sm); /* a barrier: anchor_s */
-    if (a > 0 && !(seg && tf))
-        tv = gs_user_combine(*anchor_s, tv);
-    __syncthreads(); /* sm and anchor_s free again */
-    return tv;
-}
-
-/* The look-back of a T that is not raked (GS_U_LB_OWN): its own few words of shared memory, so
- * that it needs no barrier before or after it; the slots read all at once; the tree to thread 0,
- * which then waits for the anchor, combines it and publishes an anchor's prefix at once: a link
- * of the chain of anchors costs one read, one combine and one write, as the built-in scan's
- * (device/lookback.cuh).  With the anchor awaited before the block's scan instead, float32 add
- * ran at 67% of memcpy at 2^28 on an H200, 79% so; affine float32 pairs 63 -> 84%. */
-#define GS_U_LB_OWN (!GS_U_RAKE)
-
+/* The look-back's shared memory is its own few words, so that it needs no barrier before it
+ * (the aggregate phase's scan may still be reading its own) nor after it (the next look-back
+ * writes it after the next aggregate phase's barrier).  Every thread reads its slots at once;
+ * the tree goes to thread 0, which then awaits the anchor, combines it and publishes an anchor's
+ * prefix at once: a link of the chain of anchors costs one read, one combine and one write, as
+ * the built-in scan's (device/lookback.cuh).  With the anchor awaited before a block scan of the
+ * aggregates instead, float32 add ran at 67% of memcpy at 2^28 on an H200, 79% so; affine
+ * float32 pairs 63 -> 84%; Kadane's records (raked in that scan) 0.529 -> 0.509 ms at 2^24. */
 typedef struct gs_u_lb_smem {
     int f[GS_U_NWARPS], has[GS_U_NWARPS];
     T v[GS_U_NWARPS];
@@ -476,8 +432,8 @@ typedef struct gs_u_lb_smem {
 
 /* The exclusive prefix of `tile` (> 0), every thread of the block taking part and getting it;
  * an anchor's published. */
-static __device__ __forceinline__ T gs_u_look_back_own(const gs_user_scan_params *p, int64_t tile,
-                                                       int seg, gs_u_lb_smem *sm)
+static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p, int64_t tile,
+                                                   int seg, gs_u_lb_smem *sm)
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
     const int warp = threadIdx.x / GS_U_WARP;
@@ -660,23 +616,16 @@ static __device__ __forceinline__ void gs_u_emit(const gs_user_scan_params *p, i
 /* The look-back and emit phases of `tile` (its values in buf, *m this thread's part of its
  * aggregate phase): its exclusive prefix (an anchor publishes it), its values from there,
  * written out. */
-static __device__ __forceinline__ void gs_u_finish(const gs_user_scan_params *p, int64_t ntiles,
-                                                   int seg, int64_t tile, const gs_u_mine *m,
-                                                   char *buf, gs_u_block_smem *bs, T *anchor_s,
-                                                   gs_u_lb_smem *lb)
+static __device__ __forceinline__ void gs_u_finish(const gs_user_scan_params *p, int seg,
+                                                   int64_t tile, const gs_u_mine *m,
+                                                   char *buf, gs_u_lb_smem *lb)
 {
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
     const int64_t valid = p->n - tile * nv < nv ? p->n - tile * nv : nv;
     T excl;
     memset(&excl, 0, sizeof(T));
-    if (tile > 0 && GS_U_LB_OWN) {
-        excl = gs_u_look_back_own(p, tile, seg, lb);
-    } else if (tile > 0) {
-        excl = gs_u_look_back(p, ntiles, tile, seg, bs, anchor_s);
-        if (tile % GS_U_EVERY == 0 && threadIdx.x == 0)
-            gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
-                         (p->epoch << GS_USER_TAG_SHIFT) | GS_USER_PREFIX, excl);
-    }
+    if (tile > 0)
+        excl = gs_u_look_back(p, tile, seg, lb);
     gs_u_emit(p, seg, tile, excl, m, buf);
     char *const dst = (char *)p->out + tile * GS_U_TILE;
     const int bytes = (int)(valid * (int64_t)sizeof(T));
@@ -708,7 +657,6 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
     extern __shared__ uint4 gs_u_dyn[];
     __shared__ gs_u_block_smem bs;
     __shared__ unsigned taken[3];
-    __shared__ T anchor_s;
     __shared__ gs_u_lb_smem lb;
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
     const int64_t ntiles = (p->n + nv - 1) / nv;
@@ -772,7 +720,7 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
 
         /* ---- Look-back and emit phases of prev. ---- */
         if (prev >= 0)
-            gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s, &lb);
+            gs_u_finish(p, seg, prev, &mine_p, GS_U_BUF(bp), &lb);
         /* With GS_U_OWN_SPANS, no barrier where none is needed: taken[2] and bs were last written
          * before a barrier of this iteration, the look-back's (prev > 0), and prev's buffer,
          * drained by gs_u_chunk's chunks (out aligned), is next's, copied into by the same
@@ -796,7 +744,7 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
     }
 
     /* ---- The last tile's look-back and emit. ---- */
-    gs_u_finish(p, ntiles, seg, prev, &mine_p, GS_U_BUF(bp), &bs, &anchor_s, &lb);
+    gs_u_finish(p, seg, prev, &mine_p, GS_U_BUF(bp), &lb);
 #undef GS_U_BUF
 #undef GS_U_VALID
 }
