@@ -56,9 +56,9 @@ typedef struct gs_user_fold_params {
 #define GS_USER_SLOT(size) ((((size) + 3) / 4 + 1) / 2 * 16)
 
 /* The anchored look-back: every GS_USER_EVERY-th tile is an anchor; a tile starts from the
- * last anchor at least GS_USER_LAG tiles back (a slot a thread: LAG + EVERY - 1 <= GS_USER_NT;
- * on an H200 float32 add ran at 79% of memcpy at 2^28 so, 73-77% with lags of 128-256 and
- * anchors every 32-128 tiles).  The anchors of `tiles` tiles: */
+ * last anchor at least GS_USER_LAG tiles back (at most LAG + EVERY - 1 = 255 slots: one a
+ * thread; on an H200 float32 add ran at 79% of memcpy at 2^28 so, 73-77% with lags of 128-256
+ * and anchors every 32-128 tiles).  The anchors of `tiles` tiles: */
 #define GS_USER_LAG 192
 #define GS_USER_EVERY 64
 #define GS_USER_ANCHORS(tiles) ((tiles) / GS_USER_EVERY + 1)

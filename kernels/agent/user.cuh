@@ -721,11 +721,14 @@ static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params 
         /* ---- Look-back and emit phases of prev. ---- */
         if (prev >= 0)
             gs_u_finish(p, seg, prev, &mine_p, GS_U_BUF(bp), &lb);
-        /* With GS_U_OWN_SPANS, no barrier where none is needed: taken[2] and bs were last written
-         * before a barrier of this iteration, the look-back's (prev > 0), and prev's buffer,
-         * drained by gs_u_chunk's chunks (out aligned), is next's, copied into by the same
-         * threads' same chunks.  Else a barrier: bs is the next aggregate's, or prev's buffer is
-         * cur's (two buffers) or was drained byte by byte. */
+        /* With GS_U_OWN_SPANS, no barrier where none is needed: taken[2] was written, and bs last
+         * read, before the look-back's barriers (prev > 0); prev's buffer, drained by
+         * gs_u_chunk's chunks (out aligned), becomes next's: either the tile after next is
+         * copied into it by the same threads' same chunks right after the next copy-in's
+         * __syncwarp (each thread's cp.async after its own reads of that chunk: program order,
+         * no barrier), or it is filled two iterations on, after the next aggregate's barrier.
+         * Else a barrier: bs is the next aggregate's, or prev's buffer is cur's (two buffers)
+         * or was drained byte by byte. */
         if (!GS_U_OWN_SPANS || prev <= 0 || p->nbuf < 3 || ((size_t)p->out & 15) != 0)
             __syncthreads();
 
