@@ -4,16 +4,19 @@
  * side: each is compiled by NVRTC exactly as gpuscan compiles it (cuda/nvrtc_source.h's
  * prelude, options and layout; include/gpuscan/user_params.h as it is in the tree) and
  * launched as csrc/cuda/user.c launches the scan (a persistent grid of twice the resident
- * blocks, three tile buffers where they fit).  Three operators, as benchmarks/bench_operator.py
- * has them: float32 add, affine float32 pairs {a, b}, Kadane's record of four int64.  Each
+ * blocks, three tile buffers where they fit).  Five operators: float32 add, affine float32
+ * pairs {a, b} and Kadane's record of four int64 as benchmarks/bench_operator.py has them, and,
+ * for the other block scan widths, 2x2 uint32 matrix products (16 bytes) and a pair of Kadane
+ * records (64).  Each
  * version's results are checked against a host loop (n and n - 5 values), then the kernel is
  * timed by CUDA events (median of 20-50 launches, two rounds, versions in turn) beside the same
  * job's cudaMemcpyAsync of the same bytes:
  *
  *     nvcc -O2 -std=c++17 -Iinclude -Icsrc tools/user_bench.cu -lnvrtc -o user_bench
  *     ./user_bench [options] A/user.cuh [B/user.cuh ...]     (from the repository's root)
- *       --cases=012    which operators (0 add, 1 affine, 2 Kadane)
- *       --sizes=24,28  log2 of n (Kadane at most 26)
+ *       --cases=012    which operators (0 add, 1 affine, 2 Kadane, 3 2x2 matrices, 4 two
+ *                      Kadane records; default 012)
+ *       --sizes=24,28  log2 of n (at most 26 for 32 bytes a value and more)
  *       --check-only   no timing (compute-sanitizer runs)
  *       --compile-only NVRTC alone, no GPU
  *       --lineinfo     -lineinfo (ncu's source view)
@@ -80,7 +83,19 @@ static const Case cases[] = {
      "T r;\nr.t = x.t + y.t;\nr.p = x.p > x.t + y.p ? x.p : x.t + y.p;\nr.s = y.s > x.s + y.t ? "
      "y.s : x.s + y.t;\nr.b = x.b > y.b ? x.b : y.b;\nif (x.s + y.p > r.b) r.b = x.s + y.p;\nreturn r;",
      32},
+    {"mat2 u32", "typedef struct {\n uint32_t a;\n uint32_t b;\n uint32_t c;\n uint32_t d;\n} T;\n",
+     "T r;\nr.a = x.a * y.a + x.b * y.c;\nr.b = x.a * y.b + x.b * y.d;\nr.c = x.c * y.a + x.d * y.c;\n"
+     "r.d = x.c * y.b + x.d * y.d;\nreturn r;",
+     16},
+    {"kadane2 i64x8", "typedef struct {\n int64_t t;\n int64_t p;\n int64_t s;\n int64_t b;\n} K;\n"
+     "typedef struct {\n K u;\n K v;\n} T;\n",
+     "T r;\nconst K *a = &x.u, *c = &y.u;\nK *o = &r.u;\nfor (int h = 0; h < 2; ++h, ++a, ++c, ++o) {\n"
+     "o->t = a->t + c->t;\no->p = a->p > a->t + c->p ? a->p : a->t + c->p;\n"
+     "o->s = c->s > a->s + c->t ? c->s : a->s + c->t;\no->b = a->b > c->b ? a->b : c->b;\n"
+     "if (a->s + c->p > o->b) o->b = a->s + c->p;\n}\nreturn r;",
+     64},
 };
+#define NCASES (int)(sizeof cases / sizeof cases[0])
 
 /* The cubin of case c's scan kernel from the agent's text, as cuda/nvrtc.c compiles it. */
 static std::vector<char> compile(const std::string &agent, const std::string &params,
@@ -208,7 +223,7 @@ static Kad kadane(Kad x, Kad y)
 }
 
 /* n values of case ci: add's in [0, 1); affine's a in (0.9, 1) and b in [0, 1) (as
- * bench_apps'); Kadane's one value in [-1000, 1000] a record. */
+ * bench_apps'); Kadane's one value in [-1000, 1000] a record; the matrices' random words. */
 static void fill(int ci, int64_t n, std::vector<char> &h)
 {
     std::mt19937_64 rng(42 + ci);
@@ -216,8 +231,17 @@ static void fill(int ci, int64_t n, std::vector<char> &h)
     h.resize((size_t)n * cases[ci].size);
     float *x = (float *)h.data();
     Kad *k = (Kad *)h.data();
+    uint32_t *w = (uint32_t *)h.data();
     for (int64_t i = 0; i < n; i++) {
-        if (ci == 0) {
+        if (ci == 3) {
+            for (int j = 0; j < 4; j++)
+                w[4 * i + j] = (uint32_t)rng();
+        } else if (ci == 4) {
+            for (int j = 0; j < 2; j++) {
+                const long long v = (long long)(rng() % 2001) - 1000;
+                k[2 * i + j] = Kad{v, v, v, v};
+            }
+        } else if (ci == 0) {
             x[i] = u(rng);
         } else if (ci == 1) {
             x[2 * i] = 0.9f + 0.1f * u(rng);
@@ -230,17 +254,34 @@ static void fill(int ci, int64_t n, std::vector<char> &h)
 }
 
 /* Whether o holds the scan of h's first n values: add within the float bound of SPEC.md,
- * affine within 1e-3 of a double loop, Kadane exactly. */
+ * affine within 1e-3 of a double loop, the others exactly. */
 static bool check(int ci, int64_t n, const std::vector<char> &h, const std::vector<char> &o)
 {
     int64_t bad = 0;
     const double bound = (std::log2((double)n) + 2) * 1.19e-7; /* float32 eps */
     const float *x = (const float *)h.data(), *y = (const float *)o.data();
     double s = 0;
-    Kad r = *(const Kad *)h.data();
+    Kad r = *(const Kad *)h.data(), r2 = ((const Kad *)h.data())[1];
+    const uint32_t *mw = (const uint32_t *)h.data();
+    uint32_t m[4] = {mw[0], mw[1], mw[2], mw[3]};
     for (int64_t i = 0; i < n && bad < 3; i++) {
         bool ok;
-        if (ci == 0) {
+        if (ci == 3) {
+            if (i > 0) {
+                const uint32_t *q = mw + 4 * i;
+                const uint32_t t[4] = {m[0] * q[0] + m[1] * q[2], m[0] * q[1] + m[1] * q[3],
+                                       m[2] * q[0] + m[3] * q[2], m[2] * q[1] + m[3] * q[3]};
+                memcpy(m, t, sizeof m);
+            }
+            ok = memcmp(m, (const uint32_t *)o.data() + 4 * i, sizeof m) == 0;
+        } else if (ci == 4) {
+            if (i > 0) {
+                r = kadane(r, ((const Kad *)h.data())[2 * i]);
+                r2 = kadane(r2, ((const Kad *)h.data())[2 * i + 1]);
+            }
+            ok = memcmp(&r, (const Kad *)o.data() + 2 * i, sizeof r) == 0 &&
+                 memcmp(&r2, (const Kad *)o.data() + 2 * i + 1, sizeof r2) == 0;
+        } else if (ci == 0) {
             s += x[i];
             ok = std::fabs(y[i] - s) <= bound * s;
         } else if (ci == 1) {
@@ -292,7 +333,7 @@ int main(int argc, char **argv)
         agents.push_back(slurp(f));
     if (opt.compile_only) {
         for (size_t v = 0; v < agents.size(); v++)
-            for (int ci = 0; ci < 3; ci++)
+            for (int ci = 0; ci < NCASES; ci++)
                 if (strchr(opt.cases, '0' + ci)) {
                     compile(agents[v], params, cases[ci], 90);
                     printf("compiled %s: %s\n", files[v], cases[ci].name);
@@ -308,7 +349,7 @@ int main(int argc, char **argv)
         printf(" v%zu %s", v, files[v]);
     printf("\n");
     int failed = 0;
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < NCASES; ci++) {
         if (!strchr(opt.cases, '0' + ci))
             continue;
         std::vector<Prog> progs;
@@ -317,7 +358,7 @@ int main(int argc, char **argv)
         for (int lg = 10; lg <= 30; lg++) {
             const std::string l = std::to_string(lg);
             const char *at = strstr(opt.sizes, l.c_str());
-            if (!at || (at[l.size()] != ',' && at[l.size()] != '\0') || (ci == 2 && lg > 26))
+            if (!at || (at[l.size()] != ',' && at[l.size()] != '\0') || (cases[ci].size >= 32 && lg > 26))
                 continue;
             const int64_t n = (int64_t)1 << lg;
             const size_t bytes = (size_t)n * cases[ci].size;

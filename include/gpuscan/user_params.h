@@ -56,10 +56,13 @@ typedef struct gs_user_fold_params {
 #define GS_USER_SLOT(size) ((((size) + 3) / 4 + 1) / 2 * 16)
 
 /* The anchored look-back: every GS_USER_EVERY-th tile is an anchor; a tile starts from the
- * last anchor at least GS_USER_LAG tiles back (at most LAG + EVERY - 1 = 255 slots: one a
- * thread; on an H200 float32 add ran at 79% of memcpy at 2^28 so, 73-77% with lags of 128-256
- * and anchors every 32-128 tiles).  The anchors of `tiles` tiles: */
-#define GS_USER_LAG 192
+ * last anchor at least GS_USER_LAG(size) tiles back and reads the aggregates from there (at most
+ * LAG + EVERY - 1 slots, one a thread).  H200, the kernels alone (tools/user_bench.cu): float32
+ * add at 2^28 87% of memcpy with a lag of 192, 85-86% with 128, 83-84% with 224 or 256; a T of
+ * 32 bytes or more does better reading fewer, wider slots: Kadane's records at 2^24 64.5% of
+ * memcpy with 64 against 61.4% with 192, two such records 42.5% against 36.4%, where 2x2 uint32
+ * matrices (16 bytes) ran 80% with 64 against 83% with 192.  The anchors of `tiles` tiles: */
+#define GS_USER_LAG(size) ((size) >= 32 ? 64 : 192)
 #define GS_USER_EVERY 64
 #define GS_USER_ANCHORS(tiles) ((tiles) / GS_USER_EVERY + 1)
 

@@ -82,109 +82,25 @@ static __device__ __forceinline__ void gs_u_warp_scan(int seg, int all, int *f, 
 
 /* ---- block level ------------------------------------------------------------------------- */
 
-/* A wide T (16 to 64 bytes, whole 16-byte pieces) is scanned across the block by raking: the
- * threads' values go to shared memory, warp 0 folds 8 consecutive ones a lane, scans the lanes
- * and writes each value's exclusive prefix back: a quarter of the shuffles of a warp scan in
- * every warp, whose cost grows with T. */
-#define GS_U_RAKE ((int)sizeof(T) % 16 == 0 && (int)sizeof(T) <= 64)
-#define GS_U_Q ((int)sizeof(T) / 16)                    /* 16-byte pieces of a T */
-#define GS_U_RPER (GS_USER_NT / GS_U_WARP)               /* values a raking lane folds */
-#define GS_U_RAT(i) ((i) * GS_U_Q + (i) / GS_U_RPER)      /* slot i's first piece: lanes odd apart */
-#define GS_U_RWORDS (GS_U_RAKE ? GS_U_RAT(GS_USER_NT) : 1)
-
 typedef struct gs_u_block_smem {
     int f[GS_U_NWARPS], has[GS_U_NWARPS];
     T v[GS_U_NWARPS];
-    uint4 rv[GS_U_RWORDS];
-    unsigned char rf[GS_U_RAKE ? GS_USER_NT : 1], rh[GS_U_RAKE ? GS_USER_NT : 1];
 } gs_u_block_smem;
-
-static __device__ __forceinline__ T gs_u_rget(const gs_u_block_smem *sm, int i)
-{
-    uint4 w[GS_U_Q > 0 ? GS_U_Q : 1];
-    T t;
-#pragma unroll
-    for (int q = 0; q < GS_U_Q; ++q)
-        w[q] = sm->rv[GS_U_RAT(i) + q];
-    memcpy(&t, w, sizeof(T));
-    return t;
-}
-
-static __device__ __forceinline__ void gs_u_rput(gs_u_block_smem *sm, int i, T t)
-{
-    uint4 w[GS_U_Q > 0 ? GS_U_Q : 1];
-    memcpy(w, &t, sizeof(T));
-#pragma unroll
-    for (int q = 0; q < GS_U_Q; ++q)
-        sm->rv[GS_U_RAT(i) + q] = w[q];
-}
 
 /* Exclusive scan of the threads' (f, has, v) across the block: on return (*ef, *eh, *ev) the
  * threads before this one, (*tf, *th, *tv) the block's total.  `all` (a compile-time constant):
- * every thread's has is 1.  Two barriers; every thread calls it; the caller synchronises before
- * reusing sm. */
+ * every thread's has is 1.  One barrier; every thread calls it; the caller synchronises before
+ * reusing sm.  For every width: a raking scan (warp 0 folding 8 values a lane, then scanning
+ * 32), once kept for T of 16 to 64 bytes, was slower with the tiles 128-byte aligned (H200,
+ * 2^24, the kernels alone: Kadane's 32-byte records 0.465 -> 0.419 ms without it, 2x2 uint32
+ * matrices 0.167 -> 0.159, two such records 2.42 -> 1.39, its shared memory then one block an
+ * SM). */
 static __device__ __forceinline__ void gs_u_block_scan(int seg, int all, int f, int has, T v,
                                                        int *ef, int *eh, T *ev, int *tf, int *th,
                                                        T *tv, gs_u_block_smem *sm)
 {
     const int lane = threadIdx.x & (GS_U_WARP - 1);
     const int warp = threadIdx.x / GS_U_WARP;
-    if (GS_U_RAKE) {
-        gs_u_rput(sm, threadIdx.x, v);
-        sm->rf[threadIdx.x] = (unsigned char)f;
-        sm->rh[threadIdx.x] = (unsigned char)has;
-        __syncthreads();
-        if (warp == 0) {
-            const int i0 = lane * GS_U_RPER;
-            int lf = 0, lh = 0;
-            T lv;
-            memset(&lv, 0, sizeof(T));
-#pragma unroll
-            for (int j = 0; j < GS_U_RPER; ++j) {
-                if (sm->rh[i0 + j]) {
-                    const T x = gs_u_rget(sm, i0 + j);
-                    lv = lh && !(seg && sm->rf[i0 + j]) ? gs_user_combine(lv, x) : x;
-                    lh = 1;
-                }
-                lf |= seg ? sm->rf[i0 + j] : 0;
-            }
-            int wf = lf, wh = lh;
-            T wv = lv;
-            gs_u_warp_scan(seg, all, &wf, &wh, &wv, GS_U_WARP);
-            /* This lane's exclusive prefix: the inclusive one lane up. */
-            int rf = seg ? __shfl_up_sync(0xffffffffu, wf, 1) : 0;
-            int rh = __shfl_up_sync(0xffffffffu, wh, 1);
-            T rv = gs_u_shfl_up(wv, 1);
-            if (lane == 0)
-                rf = rh = 0;
-#pragma unroll
-            for (int j = 0; j < GS_U_RPER; ++j) {
-                const int xf = seg ? sm->rf[i0 + j] : 0, xh = sm->rh[i0 + j];
-                const T x = gs_u_rget(sm, i0 + j);
-                sm->rf[i0 + j] = (unsigned char)rf;
-                sm->rh[i0 + j] = (unsigned char)rh;
-                gs_u_rput(sm, i0 + j, rv);
-                if (xh) {
-                    rv = rh && !(seg && xf) ? gs_user_combine(rv, x) : x;
-                    rh = 1;
-                }
-                rf |= xf;
-            }
-            if (lane == GS_U_WARP - 1) {
-                sm->f[0] = wf;
-                sm->has[0] = wh;
-                sm->v[0] = wv;
-            }
-        }
-        __syncthreads();
-        *ef = sm->rf[threadIdx.x];
-        *eh = sm->rh[threadIdx.x];
-        *ev = gs_u_rget(sm, threadIdx.x);
-        *tf = sm->f[0];
-        *th = sm->has[0];
-        *tv = sm->v[0];
-        return;
-    }
     int wf = f, wh = all ? 1 : has;
     T wv = v;
     gs_u_warp_scan(seg, all, &wf, &wh, &wv, GS_U_WARP);
@@ -237,6 +153,13 @@ static __device__ __forceinline__ void gs_u_block_scan(int seg, int all, int f, 
 #define GS_U_TB (GS_U_VT * (int)sizeof(T))
 #define GS_U_TILE (GS_USER_NT * GS_U_TB) /* bytes: a multiple of 256 */
 #define GS_U_SWZ (GS_U_TB % 16 == 0)
+
+/* The tiles in transit (dynamic shared memory), aligned to 128 bytes whatever the size of the
+ * static shared memory before it, as the built-in scan's (thread/load_store.cuh): the swizzle's
+ * rows of eight chunks are then the banks' 128-byte rows.  H200, float32 add at 2^28: 80% of
+ * memcpy with the tiles 16 bytes off, 87% aligned; affine float32 pairs at 2^24 0.0847 -> 0.0809
+ * ms, Kadane's records 0.509 -> 0.464 ms. */
+extern __shared__ __align__(128) uint4 gs_u_dyn[];
 
 static __device__ __forceinline__ int gs_u_at(int byte)
 {
@@ -409,12 +332,10 @@ static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *
  * combined in a tree fixed by the distance alone.  So the prefix is a function of the
  * aggregates, with the same grouping on every run (deterministic for float operators too), and
  * the chain of anchors advances GS_U_LAG tiles a link, off the tiles' path. */
-#define GS_U_LAG GS_USER_LAG
+#define GS_U_LAG GS_USER_LAG((int)sizeof(T))
 #define GS_U_EVERY GS_USER_EVERY
 #define GS_U_PER ((GS_U_LAG + GS_U_EVERY - 1 + GS_USER_NT - 1) / GS_USER_NT)
-#if GS_U_PER > 32
-#error "a thread's pending reads are the bits of one word"
-#endif
+static_assert(GS_U_PER <= 32, "a thread's pending reads are the bits of one word");
 
 /* The look-back's shared memory is its own few words, so that it needs no barrier before it
  * (the aggregate phase's scan may still be reading its own) nor after it (the next look-back
@@ -423,7 +344,7 @@ static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *
  * prefix at once: a link of the chain of anchors costs one read, one combine and one write, as
  * the built-in scan's (device/lookback.cuh).  With the anchor awaited before a block scan of the
  * aggregates instead, float32 add ran at 67% of memcpy at 2^28 on an H200, 79% so; affine
- * float32 pairs 63 -> 84%; Kadane's records (raked in that scan) 0.529 -> 0.509 ms at 2^24. */
+ * float32 pairs 63 -> 84%; Kadane's records 0.529 -> 0.509 ms at 2^24. */
 typedef struct gs_u_lb_smem {
     int f[GS_U_NWARPS], has[GS_U_NWARPS];
     T v[GS_U_NWARPS];
@@ -654,7 +575,6 @@ static __device__ __forceinline__ unsigned gs_u_take(unsigned *counter, unsigned
  * prefixes.  `seg` is a compile-time constant: a plain scan computes no heads. */
 static __device__ __forceinline__ void gs_u_scan_tile(const gs_user_scan_params *p, int seg)
 {
-    extern __shared__ uint4 gs_u_dyn[];
     __shared__ gs_u_block_smem bs;
     __shared__ unsigned taken[3];
     __shared__ gs_u_lb_smem lb;
@@ -774,7 +694,6 @@ extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(GS_USER_NT, GS_U_MIN_BLOCKS)
     gs_user_fold(gs_user_fold_params p)
 {
-    extern __shared__ uint4 gs_u_dyn[];
     char *const buf = (char *)gs_u_dyn;
     __shared__ gs_u_block_smem bs;
     const int64_t nv = (int64_t)GS_USER_NT * GS_U_VT;
