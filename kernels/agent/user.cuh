@@ -221,7 +221,9 @@ static __device__ __forceinline__ int gs_u_own_span(const char *dst, int bytes)
 }
 
 /* Write the first `bytes` of buf to the tile at dst: whole chunks when it is all there and dst
- * is 16-byte aligned. */
+ * is 16-byte aligned.  Ordinary stores, as the built-in scan's: streaming ones (st.global.cs)
+ * made Kadane's records 2.5% slower at 2^24 on an H200 (0.402 against 0.392 ms), the others the
+ * same. */
 static __device__ __forceinline__ void gs_u_drain(char *dst, int bytes, const char *buf)
 {
     if (bytes == GS_U_TILE && ((size_t)dst & 15) == 0) {
@@ -229,7 +231,7 @@ static __device__ __forceinline__ void gs_u_drain(char *dst, int bytes, const ch
         for (int j = 0; j < GS_U_COPIES; ++j) {
             const int c = gs_u_chunk(j);
             if (GS_U_TILE % (16 * GS_USER_NT) == 0 || c < GS_U_TILE / 16)
-                __stcs((uint4 *)(dst + 16 * c), *(const uint4 *)(buf + gs_u_at(16 * c)));
+                *(uint4 *)(dst + 16 * c) = *(const uint4 *)(buf + gs_u_at(16 * c));
         }
     } else if ((((size_t)dst | (size_t)bytes) & 3) == 0) {
         for (int i = 4 * threadIdx.x; i < bytes; i += 4 * GS_USER_NT)
