@@ -89,10 +89,13 @@ static const Case cases[] = {
      16},
     {"kadane2 i64x8", "typedef struct {\n int64_t t;\n int64_t p;\n int64_t s;\n int64_t b;\n} K;\n"
      "typedef struct {\n K u;\n K v;\n} T;\n",
-     "T r;\nconst K *a = &x.u, *c = &y.u;\nK *o = &r.u;\nfor (int h = 0; h < 2; ++h, ++a, ++c, ++o) {\n"
-     "o->t = a->t + c->t;\no->p = a->p > a->t + c->p ? a->p : a->t + c->p;\n"
-     "o->s = c->s > a->s + c->t ? c->s : a->s + c->t;\no->b = a->b > c->b ? a->b : c->b;\n"
-     "if (a->s + c->p > o->b) o->b = a->s + c->p;\n}\nreturn r;",
+     "#define GS_KADANE(o, a, c) \\\n"
+     "    o.t = a.t + c.t; \\\n"
+     "    o.p = a.p > a.t + c.p ? a.p : a.t + c.p; \\\n"
+     "    o.s = c.s > a.s + c.t ? c.s : a.s + c.t; \\\n"
+     "    o.b = a.b > c.b ? a.b : c.b; \\\n"
+     "    if (a.s + c.p > o.b) o.b = a.s + c.p;\n"
+     "T r;\nGS_KADANE(r.u, x.u, y.u)\nGS_KADANE(r.v, x.v, y.v)\nreturn r;",
      64},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
