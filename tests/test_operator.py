@@ -316,6 +316,47 @@ def test_segmented_scan(n, exclusive, density):
     assert list(zip(map(int, ga), map(int, gb))) == want
 
 
+def seg_cumsum(a, flags, exclusive):
+    """NumPy's cumsum restarted at every head (flags[0] aside), exclusive or not."""
+    heads = np.flatnonzero(flags)
+    parts = np.split(a.astype(np.int64), heads[heads > 0])
+    return np.concatenate([np.cumsum(p) - (p if exclusive else 0) for p in parts]).astype(a.dtype)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_segmented_scan_over_anchors(exclusive):
+    # Long enough that CUDA's look-back starts from anchors (user_params.h: an anchor every 64
+    # tiles, from 192 tiles back for a T of 4 bytes in tiles of 4096, from 64 back for 32 bytes
+    # in tiles of 1024), with heads hundreds of tiles apart, so that anchors carry a segment's
+    # prefix across many tiles and a head stops it: flags, rows, and exclusive scans.
+    rng = np.random.default_rng(47)
+    add32 = gpuscan.Operator("x + y", dtype=np.int32, identity=0, name="add32")
+    n = 600 * 4096 + 3
+    a = rng.integers(-100, 100, n).astype(np.int32)
+    flags = np.zeros(n, bool)
+    flags[[5, 700_000, 700_001, 2_000_000]] = True
+    got = gpuscan.segmented_scan(a, flags, add32, exclusive=exclusive)
+    assert np.array_equal(got, seg_cumsum(a, flags, exclusive))
+    m = a[:n - 3].reshape(3, -1)  # rows of 819200 values
+    got = gpuscan.scan(m, add32, axis=1, exclusive=exclusive)
+    want = np.stack([seg_cumsum(r, np.zeros(r.size, bool), exclusive) for r in m])
+    assert np.array_equal(got, want)
+
+    n = 300 * 1024 + 5
+    v = rng.integers(-100, 100, n)
+    leaves = np.empty(n, KADANE.dtype)
+    for name in "tpsb":
+        leaves[name] = v
+    flags = np.zeros(n, bool)
+    flags[[3, 150_000, 150_001, 280_000]] = True
+    got = gpuscan.segmented_scan(leaves, flags, KADANE, exclusive=exclusive)
+    values, want, start = rows(leaves), [], 0
+    for end in [3, 150_000, 150_001, 280_000, n]:
+        want += scan_ref(kadane, values[start:end], (0, NEG, NEG, NEG), exclusive)
+        start = end
+    assert rows(got) == want
+
+
 def test_segmented_scan_example():
     flags = np.array([1, 0, 0, 1, 0, 0, 1, 0])
     a = np.array([4, 2, 1, 3, 0, 2, 1, 5])
