@@ -849,6 +849,20 @@ def operator_cases(run):
              lambda: many_tiles(np.float32, 4096 * 4096 + 5))  # small integers: sums exact
     run.case("Operator add uint64 scan, 2048 tiles + 3 values",
              lambda: many_tiles(np.uint64, 2048 * 2048 + 3))
+
+    def seg_anchors():
+        # segment heads hundreds of tiles apart, past the first anchors (tile 256 on)
+        op = gpuscan.Operator("x + y", dtype=np.int32, identity=0, name="add_int32")
+        n = 600 * 4096 + 3
+        a = rng.integers(-8, 8, n).astype(np.int32)
+        flags = np.zeros(n, bool)
+        flags[[5, 700_000, 2_000_000]] = True
+        got = host(gpuscan.segmented_scan(dev(a), dev(flags), op))
+        want = np.concatenate([np.cumsum(p, dtype=np.int32)
+                               for p in np.split(a, [5, 700_000, 2_000_000])])
+        return None if np.array_equal(got, want) else "mismatch"
+
+    run.case("Operator add int32 segmented scan, 600 tiles, heads far apart", seg_anchors)
     for n in (1, 70000):  # a device array reduced to a NumPy scalar
         a = rng.integers(-1000, 1000, n)
         run.case(f"Operator add int64 reduce of a device array n={n}",
