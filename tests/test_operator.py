@@ -20,6 +20,7 @@ import pytest
 
 import gpuscan
 from conftest import run_python
+from reference import scan_reference, segmented_scan_reference
 
 M64 = (1 << 64) - 1
 CHUNK8 = 32768  # values of 8 bytes per chunk (cpu/jit.h's GS_JIT_CHUNK_BYTES)
@@ -316,13 +317,6 @@ def test_segmented_scan(n, exclusive, density):
     assert list(zip(map(int, ga), map(int, gb))) == want
 
 
-def seg_cumsum(a, flags, exclusive):
-    """NumPy's cumsum restarted at every head (flags[0] aside), exclusive or not."""
-    heads = np.flatnonzero(flags)
-    parts = np.split(a.astype(np.int64), heads[heads > 0])
-    return np.concatenate([np.cumsum(p) - (p if exclusive else 0) for p in parts]).astype(a.dtype)
-
-
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_segmented_scan_over_anchors(exclusive):
     # Long enough that CUDA's look-back starts from anchors (user_params.h: an anchor every 64
@@ -336,11 +330,10 @@ def test_segmented_scan_over_anchors(exclusive):
     flags = np.zeros(n, bool)
     flags[[5, 700_000, 700_001, 2_000_000]] = True
     got = gpuscan.segmented_scan(a, flags, add32, exclusive=exclusive)
-    assert np.array_equal(got, seg_cumsum(a, flags, exclusive))
+    assert np.array_equal(got, segmented_scan_reference(a, flags, "add", exclusive, np.int32))
     m = a[:n - 3].reshape(3, -1)  # rows of 819200 values
     got = gpuscan.scan(m, add32, axis=1, exclusive=exclusive)
-    want = np.stack([seg_cumsum(r, np.zeros(r.size, bool), exclusive) for r in m])
-    assert np.array_equal(got, want)
+    assert np.array_equal(got, scan_reference(m, "add", exclusive, axis=1, dtype=np.int32))
 
     n = 300 * 1024 + 5
     v = rng.integers(-100, 100, n)
