@@ -739,6 +739,33 @@ def test_cuda_operator_on_device_arrays():
 
 
 @pytest.mark.gpu
+def test_cuda_operator_segmented_scan_on_device_arrays():
+    # device values, flags of any dtype on the device or in NumPy: a DeviceArray of a's shape,
+    # or out= (in place too); reduceat and segmented_reduce take NumPy arrays only
+    a = np.arange(24).reshape(4, 6)
+    flags = np.zeros((4, 6), np.int32)
+    flags[1, 2] = flags[3, 0] = 7
+    want = segmented_scan_reference(a, flags != 0, "add", False, np.int64).reshape(4, 6)
+    d = gpuscan.to_device(a)
+    for f in (gpuscan.to_device(flags), flags, gpuscan.to_device(flags != 0)):
+        got = gpuscan.segmented_scan(d, f, ADD)
+        assert isinstance(got, gpuscan.DeviceArray) and got.shape == (4, 6)
+        assert np.array_equal(got.get(), want)
+    excl = gpuscan.segmented_scan(d, flags, ADD, exclusive=True).get().ravel()
+    assert np.array_equal(excl, segmented_scan_reference(a, flags != 0, "add", True, np.int64))
+    assert gpuscan.segmented_scan(d, flags, ADD, out=d) is d
+    assert np.array_equal(d.get(), want)
+    with pytest.raises(ValueError, match="flags"):
+        gpuscan.segmented_scan(d, flags[:3], ADD)
+    with pytest.raises(TypeError, match="out="):
+        gpuscan.segmented_scan(d, flags, ADD, out=np.empty((4, 6), np.int64))
+    with pytest.raises(NotImplementedError, match="reduceat"):
+        gpuscan.reduceat(d, [0, 3], ADD)
+    with pytest.raises(NotImplementedError, match="segmented_reduce"):
+        gpuscan.segmented_reduce(d, flags, ADD)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20])
 def test_cuda_float_add_within_the_bound(n):
     op = gpuscan.Operator("x + y", dtype=np.float32, identity=0.0, name="fadd")

@@ -6,7 +6,9 @@ min/max and bitwise ops bit-exact; float sums within the contract's bound where 
 it, else within a tolerance: here a wrong index must not pass).  Exits 1 on any mismatch or
 exception, 2 when the CUDA backend is not usable.
 
-    python3 tools/sanitize_run.py [--reduced] [--only GROUPS] [--host]
+    python3 tools/sanitize_run.py [--reduced] [--only GROUPS] [--match TEXT] [--host]
+
+--match runs only the cases whose name contains TEXT (one new case under the three tools).
 
 --host runs every case on the active backend with NumPy operands instead of device arrays (the
 CPU backend, on a machine without a GPU): a dry run of the cases and their checks, no kernel.
@@ -73,12 +75,15 @@ def knob(setter, *value):
 
 
 class Run:
-    def __init__(self):
+    def __init__(self, match=""):
+        self.match = match
         self.cases = 0
         self.failures = []
         self.rng = np.random.default_rng(20261121)
 
     def case(self, name, fn):
+        if self.match not in name:
+            return
         self.cases += 1
         try:
             problem = fn()
@@ -883,6 +888,7 @@ def main():
                     "algorithm, segmented, driver, split, apps, streamed, histogram, sort, operator; "
                     "linrec: "
                     "the recurrence's part of driver); default all")
+    ap.add_argument("--match", default="", help="only the cases whose name contains this text")
     ap.add_argument("--host", action="store_true",
                     help="NumPy operands on the active backend (the CPU backend without a GPU): "
                          "a dry run of the cases and their checks")
@@ -924,7 +930,7 @@ def main():
     except (TypeError, ValueError):
         print("SKIP float16: not supported by this build (optional in the contract)", flush=True)
 
-    run = Run()
+    run = Run(args.match)
     every = [1, 33, nv - 1, nv + 1, 3 * nv + 7]
     if want("matrix") and args.reduced:
         matrix(run, [3 * nv + 7], dtypes, OPS, (False,))

@@ -138,6 +138,13 @@ static int uop_input(uop *u, PyObject *a)
     }
     if (gs_operand_get(a, &o) < 0)
         return -1;
+    if (o.on_device) { /* the calls that run on a device array took it before this */
+        gs_operand_release(&o);
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "an Operator runs on a device array in scan, segmented_scan and reduce "
+                        "(axis=None); for reduceat and segmented_reduce, pass a NumPy array");
+        return -1;
+    }
     arr = (PyArrayObject *)Py_NewRef((PyObject *)o.host);
     gs_operand_release(&o);
     if (op->nfields > 0 &&
@@ -439,8 +446,71 @@ static PyObject *uop_device_scan(uop *u, const gs_operand *o, PyObject *axis_obj
     d.out = v.ptr;
     d.n = n;
     d.exclusive = exclusive;
-    if (n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0)
+    if ((n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0) ||
+        gs_operand_release_foreign(o) < 0)
         Py_CLEAR(res);
+    return res;
+}
+
+/* The segmented scan of the device array o into a new DeviceArray of its shape, or into out=
+ * (a device array of its shape and dtype, C-contiguous; o itself for in place); the flags taken
+ * as the built-in segmented_scan takes them (any dtype, a's shape, NumPy or device; placed on
+ * the device as bytes, nonzero a head). */
+static PyObject *uop_device_segmented_scan(uop *u, const gs_operand *o, PyObject *flags_obj,
+                                           int exclusive, PyObject *out_obj)
+{
+    int64_t fshape[GS_MAX_NDIM];
+    gs_operand fo, oo;
+    gs_dtype ft;
+    gs_bag bag = { 0 };
+    gs_user_desc d;
+    gs_view src = o->view, dst, heads;
+    PyObject *res = NULL;
+    int fnd, got;
+    memset(&fo, 0, sizeof(fo));
+    memset(&oo, 0, sizeof(oo));
+    if (out_obj == Py_None) {
+        if ((res = gs_result_new(GS_MEM_DEVICE, src.ndim, src.shape, src.dtype, &dst)) == NULL)
+            return NULL;
+    } else if ((got = gs_operand_get_device(out_obj, &oo)) < 0) {
+        return NULL;
+    } else if (got == 0 || oo.readonly || oo.view.dtype != src.dtype ||
+               !gs_view_is_c_contig(&oo.view)) {
+        PyErr_Format(PyExc_TypeError,
+                     "out= of an Operator's segmented_scan of a device array: a writable, "
+                     "C-contiguous device array of the operator's dtype %R",
+                     (PyObject *)u->op->dtype);
+        goto done;
+    } else if (gs_check_same_shape("out", oo.view.ndim, oo.view.shape, "a", src.ndim,
+                                   src.shape) < 0) {
+        goto done;
+    } else {
+        dst = oo.view;
+        res = Py_NewRef(out_obj);
+    }
+    if (gs_operand_get(flags_obj, &fo) < 0 ||
+        gs_operand_info(&fo, "flags", &ft, &fnd, fshape) < 0 ||
+        gs_check_same_shape("flags", fnd, fshape, "a", src.ndim, src.shape) < 0 ||
+        gs_place(&fo.view, GS_MEM_DEVICE, gs_dtype_size(ft) == 1 ? ft : GS_BOOL, &bag, &heads) < 0 ||
+        gs_apart_from(&dst, &src, 1, &bag) < 0 || gs_apart_from(&dst, &heads, 0, &bag) < 0)
+        goto fail;
+    memset(&d, 0, sizeof(d));
+    d.in = src.ptr;
+    d.out = dst.ptr;
+    d.flags = heads.ptr;
+    d.n = gs_view_size(&src);
+    d.exclusive = exclusive;
+    if ((d.n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0) ||
+        gs_operand_release_foreign(o) < 0 || gs_operand_release_foreign(&fo) < 0 ||
+        gs_operand_release_foreign(&oo) < 0)
+        goto fail;
+    goto done;
+fail:
+    Py_CLEAR(res);
+done:
+    gs_bag_free(&bag);
+    gs_operand_release(&fo);
+    gs_operand_release(&oo);
     return res;
 }
 
@@ -612,14 +682,23 @@ PyObject *gs_uop_segmented_scan(PyObject *args, PyObject *kwargs)
     int64_t ashape[GS_MAX_NDIM], fshape[GS_MAX_NDIM];
     PyArray_Descr *dtype = NULL;
     const char *algorithm = "auto";
-    int exclusive = 0;
+    int exclusive = 0, dev;
+    gs_operand o;
     uop u = { 0 };
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$pO&Os:segmented_scan", kwlist, &a,
                                      &flags_obj, &op, &exclusive, PyArray_DescrConverter2, &dtype,
                                      &out_obj, &algorithm))
         return NULL;
-    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype, GS_USER_SCAN_SEG) < 0 || uop_input(&u, a) < 0)
+    if (uop_algorithm(algorithm) < 0 || uop_begin(&u, op, dtype, GS_USER_SCAN_SEG) < 0 ||
+        (dev = uop_device_input(&u, a, &o)) < 0)
+        goto done;
+    if (dev) {
+        ret = uop_device_segmented_scan(&u, &o, flags_obj, exclusive, out_obj);
+        gs_operand_release(&o);
+        goto done;
+    }
+    if (uop_input(&u, a) < 0)
         goto done;
     /* The flags: any dtype, exactly a's shape, as bytes (nonzero: a head). */
     if ((f = PyArray_FromAny(flags_obj, NULL, 0, 0, 0, NULL)) == NULL)
