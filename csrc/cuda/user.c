@@ -54,7 +54,7 @@ typedef struct user_scan_job {
 
 static size_t user_scan_scratch(int64_t tiles, size_t size)
 {
-    return GS_SCRATCH_ALIGN + (size_t)(tiles + GS_USER_ANCHORS(tiles)) * GS_USER_SLOT(size);
+    return GS_SCRATCH_ALIGN + (size_t)(tiles + GS_USER_ANCHORS(tiles, size)) * GS_USER_SLOT(size);
 }
 
 static cudaError_t user_scan_launch(void *ctx, void *scratch, size_t cap, unsigned epoch)

@@ -55,16 +55,19 @@ typedef struct gs_user_fold_params {
 /* A slot: T's 4-byte words, each in an 8-byte cell beside the status, whole 16-byte pairs. */
 #define GS_USER_SLOT(size) ((((size) + 3) / 4 + 1) / 2 * 16)
 
-/* The anchored look-back: every GS_USER_EVERY-th tile is an anchor; a tile starts from the
- * last anchor at least GS_USER_LAG(size) tiles back and reads the aggregates from there (at most
- * LAG + EVERY - 1 slots, one a thread).  H200, the kernels alone (tools/user_bench.cu): float32
- * add at 2^28 87% of memcpy with a lag of 192, 85-86% with 128, 83-84% with 224 or 256; a T of
- * 32 bytes or more does better reading fewer, wider slots: Kadane's records at 2^24 64.5% of
- * memcpy with 64 against 61.4% with 192, two such records 42.5% against 36.4%, where 2x2 uint32
- * matrices (16 bytes) ran 80% with 64 against 83% with 192.  The anchors of `tiles` tiles: */
+/* The anchored look-back: every GS_USER_EVERY(size)-th tile is an anchor; a tile starts from
+ * the last anchor at least GS_USER_LAG(size) tiles back and reads the aggregates from there (at
+ * most LAG + EVERY - 1 slots, one a thread).  H200, the kernels alone (tools/user_bench.cu):
+ * float32 add at 2^28 87% of memcpy with a lag of 192, 85-86% with 128, 83-84% with 224 or 256;
+ * a T of 32 bytes or more does better reading fewer, wider slots: Kadane's records at 2^24 64.5%
+ * of memcpy with 64 against 61.4% with 192, two such records 42.5% against 36.4%, where 2x2
+ * uint32 matrices (16 bytes) ran 80% with 64 against 83% with 192.  An anchor every 32 tiles
+ * rather than 64 (fewer slots to read) for a T of 8 bytes or more: affine float32 pairs at 2^28
+ * 84.7 -> 90.0% of memcpy, Kadane's records at 2^24 68.3 -> 69.8%, where float32 add fell from
+ * 87 to 84%.  The anchors of `tiles` tiles: */
 #define GS_USER_LAG(size) ((size) >= 32 ? 64 : 192)
-#define GS_USER_EVERY 64
-#define GS_USER_ANCHORS(tiles) ((tiles) / GS_USER_EVERY + 1)
+#define GS_USER_EVERY(size) ((size) >= 8 ? 32 : 64)
+#define GS_USER_ANCHORS(tiles, size) ((tiles) / GS_USER_EVERY(size) + 1)
 
 /* The kernel families, one NVRTC program each (GS_USER_FAMILY), and their kernels' names. */
 #define GS_USER_SCAN 0

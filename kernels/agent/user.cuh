@@ -335,21 +335,34 @@ static __device__ __forceinline__ unsigned gs_u_await(const unsigned long long *
  * aggregates, with the same grouping on every run (deterministic for float operators too), and
  * the chain of anchors advances GS_U_LAG tiles a link, off the tiles' path. */
 #define GS_U_LAG GS_USER_LAG((int)sizeof(T))
-#define GS_U_EVERY GS_USER_EVERY
+#define GS_U_EVERY GS_USER_EVERY((int)sizeof(T))
 #define GS_U_PER ((GS_U_LAG + GS_U_EVERY - 1 + GS_USER_NT - 1) / GS_USER_NT)
 static_assert(GS_U_PER <= 32, "a thread's pending reads are the bits of one word");
 
-/* The look-back's shared memory is its own few words, so that it needs no barrier before it
- * (the aggregate phase's scan may still be reading its own) nor after it (the next look-back
- * writes it after the next aggregate phase's barrier).  Every thread reads its slots at once;
- * the tree goes to thread 0, which then awaits the anchor, combines it and publishes an anchor's
- * prefix at once: a link of the chain of anchors costs one read, one combine and one write, as
- * the built-in scan's (device/lookback.cuh).  With the anchor awaited before a block scan of the
- * aggregates instead, float32 add ran at 67% of memcpy at 2^28 on an H200, 79% so; affine
- * float32 pairs 63 -> 84%; Kadane's records 0.529 -> 0.509 ms at 2^24. */
+/* The look-back's shared memory is its own, so that it needs no barrier before it (the
+ * aggregate phase's scan may still be reading its own) nor after it (the next look-back writes
+ * it after this one's last barrier).  Every thread reads its slots at once and folds them into
+ * a part in shared memory; after one barrier lane l of warp 0 folds the parts of threads G*l ..
+ * G*l+G-1 in order, warp 0 scans its lanes, and lane 31 awaits the anchor, combines it and
+ * publishes an anchor's prefix at once: a link of the chain of anchors costs one read, one
+ * combine and one write, as the built-in scan's (device/lookback.cuh).  H200, the kernels
+ * alone: with the anchor awaited before a block scan of the aggregates instead, float32 add ran
+ * at 67% of memcpy at 2^28, 79% so, affine float32 pairs 63 -> 84%.  The tree in warp 0 rather
+ * than every warp scanning 32 parts and thread 0 folding the 8 warps' totals (a thread's five
+ * combines become a lane's G + 5 in one warp): Kadane's records at 2^24 66.0 -> 68.3% of memcpy,
+ * two such records 42.7 -> 44.0%, float32 add 81 -> 83% (87% at 2^28 either way), where 2x2
+ * uint32 matrices fell 83.6 -> 81.5% at 2^28 and affine pairs 88.3 -> 84.7% (90.0% with an
+ * anchor every 32 tiles, user_params.h).
+ * The tree's parts: the first GS_U_LBT threads can hold slots (the window, in whole warps);
+ * thread i's fold at slot i + i / G (G = LBT / 32 threads a lane of warp 0 folds; a spare slot
+ * a group spreads the lanes' reads over the banks). */
+#define GS_U_LBT \
+    (((GS_U_LAG + GS_U_EVERY - 1 + GS_U_PER - 1) / GS_U_PER + GS_U_WARP - 1) / GS_U_WARP * GS_U_WARP)
+#define GS_U_G (GS_U_LBT / GS_U_WARP)
+#define GS_U_SLOT(i) ((i) + (i) / GS_U_G)
 typedef struct gs_u_lb_smem {
-    int f[GS_U_NWARPS], has[GS_U_NWARPS];
-    T v[GS_U_NWARPS];
+    T part[GS_U_SLOT(GS_U_LBT)];
+    unsigned char f[GS_U_LBT], has[GS_U_LBT];
     T excl;
 } gs_u_lb_smem;
 
@@ -396,35 +409,39 @@ static __device__ __forceinline__ T gs_u_look_back(const gs_user_scan_params *p,
             has = 1;
         }
     }
-    gs_u_warp_scan(seg, 0, &f, &has, &v, GS_U_WARP);
-    if (lane == GS_U_WARP - 1) {
-        sm->f[warp] = f;
-        sm->has[warp] = has;
-        sm->v[warp] = v;
+    /* ---- The tree: lane l of warp 0 folds the parts of threads G*l .. G*l+G-1 in order, then
+     * warp 0 scans its lanes; lane 31 awaits the anchor. ---- */
+    if (threadIdx.x < GS_U_LBT) {
+        sm->part[GS_U_SLOT(threadIdx.x)] = v;
+        sm->f[threadIdx.x] = (unsigned char)f;
+        sm->has[threadIdx.x] = (unsigned char)has;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int tf = 0, th = 0;
-        T tv = sm->v[0];
+    if (warp == 0) {
+        f = has = 0;
 #pragma unroll
-        for (int w = 0; w < GS_U_NWARPS; ++w) {
-            if (sm->has[w]) {
-                const T x = sm->v[w];
-                tv = th && !(seg && sm->f[w]) ? gs_user_combine(tv, x) : x;
-                th = 1;
+        for (int j = 0; j < GS_U_G; ++j) {
+            const int i = lane * GS_U_G + j;
+            if (sm->has[i]) {
+                const T x = sm->part[GS_U_SLOT(i)];
+                v = has && !(seg && sm->f[i]) ? gs_user_combine(v, x) : x;
+                has = 1;
             }
-            tf |= seg ? sm->f[w] : 0;
+            f |= seg ? sm->f[i] : 0;
         }
-        if (a > 0 && !(seg && tf)) {
-            T anchor;
-            gs_u_await((const unsigned long long *)p->prefixes + a / GS_U_EVERY * GS_U_CELLS, tag,
-                       GS_USER_PREFIX, &anchor);
-            tv = gs_user_combine(anchor, tv);
+        gs_u_warp_scan(seg, 0, &f, &has, &v, GS_U_WARP);
+        if (lane == GS_U_WARP - 1) {
+            if (a > 0 && !(seg && f)) {
+                T anchor;
+                gs_u_await((const unsigned long long *)p->prefixes + a / GS_U_EVERY * GS_U_CELLS,
+                           tag, GS_USER_PREFIX, &anchor);
+                v = gs_user_combine(anchor, v);
+            }
+            if (tile % GS_U_EVERY == 0)
+                gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
+                             tag | GS_USER_PREFIX, v);
+            sm->excl = v;
         }
-        if (tile % GS_U_EVERY == 0)
-            gs_u_publish((unsigned long long *)p->prefixes + tile / GS_U_EVERY * GS_U_CELLS,
-                         tag | GS_USER_PREFIX, tv);
-        sm->excl = tv;
     }
     __syncthreads();
     return sm->excl;
