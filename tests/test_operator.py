@@ -319,10 +319,10 @@ def test_segmented_scan(n, exclusive, density):
 
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_segmented_scan_over_anchors(exclusive):
-    # Long enough that CUDA's look-back starts from anchors (user_params.h: an anchor every 64
-    # tiles, from 192 tiles back for a T of 4 bytes in tiles of 4096, from 64 back for 32 bytes
-    # in tiles of 1024), with heads hundreds of tiles apart, so that anchors carry a segment's
-    # prefix across many tiles and a head stops it: flags, rows, and exclusive scans.
+    # Long enough that CUDA's look-back starts from anchors (user_params.h: for a T of 4 bytes
+    # in tiles of 4096 an anchor every 64 tiles, from 192 tiles back; for 32 bytes in tiles of
+    # 1024 every 32, from 64 back), with heads hundreds of tiles apart, so that anchors carry a
+    # segment's prefix across many tiles and a head stops it: flags, rows, and exclusive scans.
     rng = np.random.default_rng(47)
     add32 = gpuscan.Operator("x + y", dtype=np.int32, identity=0, name="add32")
     n = 600 * 4096 + 3
