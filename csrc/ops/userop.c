@@ -497,7 +497,7 @@ static PyObject *uop_device_segmented_scan(uop *u, const gs_operand *o, PyObject
     memset(&d, 0, sizeof(d));
     d.in = src.ptr;
     d.out = dst.ptr;
-    d.flags = heads.ptr;
+    d.flags = (const unsigned char *)heads.ptr;
     d.n = gs_view_size(&src);
     d.exclusive = exclusive;
     if ((d.n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0) ||
