@@ -372,9 +372,12 @@ static int issue(pipe_run *r, int64_t k)
     gs_fail *f = &r->f;
 
     for (int i = 0; i < p->nin; i++)
-        dev_in[i] = din + part_offset(p->in, i, len);
+        dev_in[i] = p->dev != NULL ? p->dev + (size_t)(p->base + e0) * gs_dtype_size(p->in[i].dtype)
+                                   : din + part_offset(p->in, i, len);
     for (int i = 0; i < p->nout; i++)
-        dev_out[i] = dout + part_offset(p->out, i, len);
+        dev_out[i] = p->dev != NULL
+                         ? p->dev + (size_t)(p->base + e0) * gs_dtype_size(p->out[i].dtype)
+                         : dout + part_offset(p->out, i, len);
     if (k >= GS_PIPE_RING)
         GS_CUDA_TRY(f, cudaStreamWaitEvent(ring.h2d, ring.done[s], 0));
     for (int i = 0; i < p->nin; i++)
@@ -388,7 +391,7 @@ static int issue(pipe_run *r, int64_t k)
     GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.up[s], 0));
     if (k >= GS_PIPE_RING && p->nout > 0)
         GS_CUDA_TRY(f, cudaStreamWaitEvent(gs_cuda_stream, ring.down[s], 0));
-    if (p->run(p->ctx, k, e0, len, dev_in, dev_out, f) < 0)
+    if (p->run != NULL && p->run(p->ctx, k, e0, len, dev_in, dev_out, f) < 0)
         goto done;
     GS_CUDA_TRY(f, cudaEventRecord(ring.done[s], gs_cuda_stream));
     if (p->nout > 0) {
@@ -470,8 +473,8 @@ int gs_pipe_run(const gs_pipe *p, gs_fail *f)
                            : gs_pipe_chunk(p->n, in_bpe > out_bpe ? in_bpe : out_bpe,
                                            p->chunk_align > 0 ? p->chunk_align : 1);
     r.nchunks = (p->n + r.chunk - 1) / r.chunk;
-    r.in_slot = parts_bytes(p->in, p->nin, r.chunk);
-    r.out_slot = parts_bytes(p->out, p->nout, r.chunk);
+    r.in_slot = p->dev != NULL ? 0 : parts_bytes(p->in, p->nin, r.chunk);
+    r.out_slot = p->dev != NULL ? 0 : parts_bytes(p->out, p->nout, r.chunk);
     if ((err = ring_ready(gs_xfer_chunk_bytes() + GS_PIPE_SLACK)) != cudaSuccess)
         gs_fail_set(&r.f, 'c', (int)err, "cudaHostAlloc", 2 * GS_PIPE_RING * ring.slot);
     else if (r.in_slot > ring.slot || r.out_slot > ring.slot)

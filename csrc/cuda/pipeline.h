@@ -9,7 +9,7 @@
  * the copies both ways and the kernels overlap; the pool's threads pack chunk k + 1 into a
  * pinned staging slot while chunk k - 1 is unpacked out of another.  Host memory beyond the
  * operands: the staging ring (2 x GS_PIPE_RING slots, allocated once); device memory: as much
- * again, from the pool, for the call.  Chunk boundaries are a fixed function of n, the dtypes
+ * again, from the pool, for the call (none for a plain transfer, gs_pipe.dev).  Chunk boundaries are a fixed function of n, the dtypes
  * and the configured chunk size (never of free memory or timing), so a streamed float scan has
  * the same bits on every run.
  */
@@ -45,9 +45,14 @@ typedef struct gs_pipe {
     int64_t chunk_align; /* chunks hold a multiple of this many elements (a row length), or 1 */
     int64_t chunk;       /* elements per chunk when > 0 (another pipeline's, to match it) */
     /* Enqueue chunk k's work (elements [e0, e0 + len) of the n) on gs_cuda_stream: dev_in[i] holds
-     * len values of in[i].dtype, dev_out[j] receives len values of out[j].dtype.  No GIL. */
+     * len values of in[i].dtype, dev_out[j] receives len values of out[j].dtype.  No GIL.
+     * NULL for a plain transfer into or out of `dev`. */
     int (*run)(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
                void *const *dev_out, gs_fail *f);
+    /* A plain transfer (run NULL; one input or one output): the device's C-contiguous values,
+     * element base + e0 of the chunk at dev + (base + e0) x its size.  The chunks are copied
+     * straight into or out of it, with no device slots and no copy between them and it. */
+    char *dev;
     /* Where chunk k's outputs go: fills pc[] with at most GS_PIPE_PIECES pieces and returns
      * their number; NULL: the whole chunk to elements base + e0 onwards of each output view.
      * No GIL. */

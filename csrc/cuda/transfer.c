@@ -13,27 +13,6 @@
 
 #include "cuda/pipeline.h"
 
-/* A chunk's device-side copy: `dev` + e0 elements <-> the chunk's slot. */
-typedef struct xfer_ctx {
-    char *dev;
-    size_t size; /* bytes of one element on the device */
-    int to_device;
-} xfer_ctx;
-
-static int xfer_chunk(void *ctx, int64_t k, int64_t e0, int64_t len, void *const *dev_in,
-                      void *const *dev_out, gs_fail *f)
-{
-    const xfer_ctx *c = ctx;
-    char *at = c->dev + (size_t)e0 * c->size;
-
-    (void)k;
-    GS_CUDA_TRY(f,
-                cudaMemcpyAsync(c->to_device ? at : dev_out[0], c->to_device ? dev_in[0] : at,
-                                (size_t)len * c->size, cudaMemcpyDeviceToDevice, gs_cuda_stream));
-done:
-    return f->kind ? -1 : 0;
-}
-
 /* A few bytes from the device into a host view laid out as the device holds them
  * (gs_view_ready), through a reply (cuda/reply.c) rather than the pipeline: bincount's largest
  * key, a min/max pair, a 0-d result's get(). */
@@ -55,8 +34,7 @@ int gs_xfer_copy(const gs_view *src, const gs_view *dst, gs_fail *f)
 {
     const int to_device = dst->mem == GS_MEM_DEVICE;
     const gs_view *dev = to_device ? dst : src, *host = to_device ? src : dst;
-    xfer_ctx c = { dev->ptr, gs_dtype_size(dev->dtype), to_device };
-    const size_t bytes = (size_t)gs_view_size(src) * c.size;
+    const size_t bytes = (size_t)gs_view_size(src) * gs_dtype_size(dev->dtype);
     gs_pipe p;
 
     if (!to_device && bytes > 0 && bytes <= GS_REPLY_BYTES &&
@@ -66,8 +44,7 @@ int gs_xfer_copy(const gs_view *src, const gs_view *dst, gs_fail *f)
     memset(&p, 0, sizeof(p));
     p.n = gs_view_size(src);
     p.chunk_align = 1;
-    p.run = xfer_chunk;
-    p.ctx = &c;
+    p.dev = (char *)dev->ptr; /* the chunks straight into or out of the device array */
     if (to_device) {
         p.nin = 1;
         p.in[0].view = host;
