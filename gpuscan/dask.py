@@ -101,9 +101,12 @@ def _xp(a):
 
 def _like(result, chunk):
     """gpuscan's result in the chunk's type: a DeviceArray (from CuPy chunks) becomes a CuPy
-    array over the same memory (no copy); NumPy results (and scalars) are returned as they are."""
-    if isinstance(result, gpuscan.DeviceArray):
-        return _xp(chunk).asarray(result)
+    array over the same memory (no copy), and a NumPy array from a CuPy chunk (an Operator's
+    reduction of a device array comes to the host) goes back to the device; a NumPy chunk's
+    results, and scalars, are returned as they are."""
+    xp = _xp(chunk)
+    if isinstance(result, gpuscan.DeviceArray) or (xp is not np and isinstance(result, np.ndarray)):
+        return xp.asarray(result)
     return result
 
 

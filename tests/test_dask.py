@@ -548,9 +548,6 @@ def test_tasks_per_row_along_the_axis():
 # commutative, exact (so results are compared bit for bit).
 AFFINE = gpuscan.Operator("T r; r.a = x.a * y.a; r.b = y.a * x.b + y.b; return r;",
                           dtype=[("a", "u8"), ("b", "u8")], identity=(1, 0), name="affine")
-needs_cpu_operator = pytest.mark.skipif(
-    gpuscan.backend() != "cpu", reason="the CUDA path of Operator is not built yet (issue 46)")
-
 
 def assert_equal(got, want):
     """Same shape, dtype and values (every field: uint64, so exactly)."""
@@ -565,7 +562,6 @@ def affine_data(rng, shape):
     return a
 
 
-@needs_cpu_operator
 @pytest.mark.parametrize("chunks", list(CHUNKINGS_1D.values()), ids=list(CHUNKINGS_1D))
 def test_operator_scan_and_segmented_scan(client, rng, chunks):
     a = affine_data(rng, N)
@@ -579,7 +575,6 @@ def test_operator_scan_and_segmented_scan(client, rng, chunks):
         assert_equal(got, gpuscan.segmented_scan(a, heads, AFFINE, exclusive=exclusive))
 
 
-@needs_cpu_operator
 def test_operator_along_axes_and_reduce_in_c_order(client, rng):
     """Along an axis of a 2-D array chunked both ways; reductions over both axes combine the
     values in C order, as gpuscan.reduce does, though the blocks' order is not C order."""
@@ -592,7 +587,6 @@ def test_operator_along_axes_and_reduce_in_c_order(client, rng):
                      gpuscan.reduce(a, AFFINE, axis=axis, keepdims=keepdims))
 
 
-@needs_cpu_operator
 def test_operator_errors_when_the_graph_is_built(client):
     f64 = np.zeros(10)
     x = chunked(f64, 3)
@@ -684,6 +678,25 @@ def test_cupy_chunks_stay_on_the_gpu(client, rng):
     check_split((host[10], int(res[11])), i, flags)
     # The same bits as the NumPy chunks on the same workers (float add: the same chunking).
     assert np.array_equal(host[0], gsd.scan(chunked(a, CHUNKS_2D)).compute())
+
+
+@pytest.mark.gpu
+def test_operator_on_cupy_chunks(client, rng):
+    """An Operator over CuPy chunks: each chunk's call runs where it lies (scan and segmented
+    scan with the carry put before the chunk and scanned in place, reduce whole with keepdims)
+    and the results equal the single-array call's."""
+    cupy = pytest.importorskip("cupy")
+    add = gpuscan.Operator("x + y", dtype=np.int64, identity=0, name="add64")
+    a = rng.integers(-1000, 1000, N)
+    heads = segment_flags(rng, N, 0.01)
+    x, hd = cupy_chunks(a, CHUNKINGS_1D["seventeen"]), cupy_chunks(heads, 100)
+    for exclusive in (False, True):
+        got = gsd.scan(x, add, exclusive=exclusive).compute()
+        assert type(got) is cupy.ndarray
+        assert_equal(got.get(), gpuscan.scan(a, add, exclusive=exclusive))
+        got = gsd.segmented_scan(x, hd, add, exclusive=exclusive).compute()
+        assert_equal(got.get(), gpuscan.segmented_scan(a, heads, add, exclusive=exclusive))
+    assert int(gsd.reduce(x, add).compute()) == int(a.sum())
 
 
 def _gpu_count():

@@ -766,6 +766,31 @@ def test_cuda_operator_segmented_scan_on_device_arrays():
 
 
 @pytest.mark.gpu
+def test_cuda_operator_device_out_and_keepdims():
+    # a device array's scan into out= (in place too), its reduction whole with keepdims; along
+    # an axis of a 2-D one, NumPy input only
+    a = np.arange(1, 25)
+    d, o = gpuscan.to_device(a), gpuscan.to_device(np.zeros(24, np.int64))
+    assert gpuscan.scan(d, ADD, out=o) is o and np.array_equal(o.get(), np.cumsum(a))
+    assert gpuscan.scan(d, ADD, exclusive=True, out=d) is d
+    assert np.array_equal(d.get(), np.cumsum(a) - a)
+    m = gpuscan.to_device(a.reshape(4, 6))
+    assert np.array_equal(gpuscan.scan(m, ADD).get(), np.cumsum(a))  # flattened, as axis=None
+    for axis in (None, (0, 1), (-1, 0)):
+        r = gpuscan.reduce(m, ADD, axis=axis, keepdims=True)
+        assert isinstance(r, np.ndarray) and r.shape == (1, 1) and r[0, 0] == a.sum()
+    assert gpuscan.reduce(m, ADD, axis=(0, 1)) == a.sum()
+    with pytest.raises(TypeError, match="out="):
+        gpuscan.scan(d, ADD, out=np.empty(24, np.int64))
+    with pytest.raises(ValueError, match="out"):
+        gpuscan.scan(d, ADD, out=gpuscan.to_device(np.zeros(23, np.int64)))
+    with pytest.raises(NotImplementedError, match="axis"):
+        gpuscan.scan(m, ADD, axis=1)
+    with pytest.raises(NotImplementedError, match="whole"):
+        gpuscan.reduce(m, ADD, axis=0)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20])
 def test_cuda_float_add_within_the_bound(n):
     op = gpuscan.Operator("x + y", dtype=np.float32, identity=0.0, name="fadd")

@@ -425,108 +425,132 @@ static int uop_device_input(const uop *u, PyObject *a, gs_operand *o)
     return 1;
 }
 
-/* The scan of the flattened device array o into a new DeviceArray (axis=None, or a 1-D o). */
+/* The result of an Operator's scan of the device array o, `nd` dims `shape`: a new DeviceArray
+ * (out_obj None), or out= (a writable, C-contiguous device array of that shape and the
+ * operator's dtype; o itself for in place, *oo its operand).  *dst its view; NULL on error. */
+static PyObject *uop_device_result(const uop *u, const gs_operand *o, PyObject *out_obj, int nd,
+                                   const int64_t *shape, gs_operand *oo, gs_view *dst)
+{
+    int got;
+    memset(oo, 0, sizeof(*oo));
+    if (out_obj == Py_None)
+        return gs_result_new(GS_MEM_DEVICE, nd, shape, o->view.dtype, dst);
+    if ((got = gs_operand_get_device(out_obj, oo)) < 0)
+        return NULL;
+    if (got == 0 || oo->readonly || oo->view.dtype != o->view.dtype ||
+        !gs_view_is_c_contig(&oo->view)) {
+        PyErr_Format(PyExc_TypeError,
+                     "out= of an Operator's call on a device array: a writable, C-contiguous "
+                     "device array of the operator's dtype %R",
+                     (PyObject *)u->op->dtype);
+        return NULL;
+    }
+    if (gs_check_same_shape("out", oo->view.ndim, oo->view.shape, "the result", nd, shape) < 0)
+        return NULL;
+    *dst = oo->view;
+    return Py_NewRef(out_obj);
+}
+
+/* The scan (flags NULL) or segmented scan of the device array o into dst: the flags taken as
+ * the built-in segmented_scan takes them (any dtype, a's shape, NumPy or device; placed on the
+ * device as bytes, nonzero a head); the input and the flags copied apart from dst where they
+ * overlap it other than exactly in place; a foreign producer's stream ordered after the work. */
+static int uop_device_scan_into(uop *u, const gs_operand *o, PyObject *flags_obj, int exclusive,
+                                gs_view dst, const gs_operand *oo)
+{
+    int64_t fshape[GS_MAX_NDIM];
+    gs_operand fo;
+    gs_dtype ft;
+    gs_bag bag = { 0 };
+    gs_user_desc d;
+    gs_view src = o->view, heads;
+    int fnd, rc = -1;
+    memset(&fo, 0, sizeof(fo));
+    memset(&d, 0, sizeof(d));
+    if (flags_obj != NULL &&
+        (gs_operand_get(flags_obj, &fo) < 0 ||
+         gs_operand_info(&fo, "flags", &ft, &fnd, fshape) < 0 ||
+         gs_check_same_shape("flags", fnd, fshape, "a", src.ndim, src.shape) < 0 ||
+         gs_place(&fo.view, GS_MEM_DEVICE, gs_dtype_size(ft) == 1 ? ft : GS_BOOL, &bag,
+                  &heads) < 0 ||
+         gs_apart_from(&dst, &heads, 0, &bag) < 0))
+        goto done;
+    if (gs_apart_from(&dst, &src, 1, &bag) < 0)
+        goto done;
+    d.in = src.ptr;
+    d.out = dst.ptr;
+    d.flags = flags_obj != NULL ? (const unsigned char *)heads.ptr : NULL;
+    d.n = gs_view_size(&src);
+    d.exclusive = exclusive;
+    if ((d.n == 0 || uop_run(u, u->be->user_scan, &d, UOP_BACKEND) == 0) &&
+        gs_operand_release_foreign(o) == 0 && gs_operand_release_foreign(&fo) == 0 &&
+        gs_operand_release_foreign(oo) == 0)
+        rc = 0;
+done:
+    gs_bag_free(&bag);
+    gs_operand_release(&fo);
+    return rc;
+}
+
+/* The scan of the flattened device array o (axis=None, or a 1-D o) into a new DeviceArray or
+ * out=. */
 static PyObject *uop_device_scan(uop *u, const gs_operand *o, PyObject *axis_obj, int exclusive,
                                  PyObject *out_obj)
 {
     int64_t n = gs_view_size(&o->view);
-    gs_user_desc d;
-    gs_view v;
+    gs_operand oo;
+    gs_view dst;
     PyObject *res;
-    if ((axis_obj != Py_None && o->view.ndim > 1) || out_obj != Py_None) {
+    if (axis_obj != Py_None && o->view.ndim > 1) {
         PyErr_SetString(PyExc_NotImplementedError,
-                        "an Operator scans a device array flattened (axis=None, or a 1-D array) "
-                        "into a new DeviceArray; for axis= or out=, pass a NumPy array");
+                        "an Operator scans a device array flattened (axis=None, or a 1-D "
+                        "array); along an axis of a wider one, pass a NumPy array");
         return NULL;
     }
-    if ((res = gs_result_new(GS_MEM_DEVICE, 1, &n, o->view.dtype, &v)) == NULL)
-        return NULL;
-    memset(&d, 0, sizeof(d));
-    d.in = o->view.ptr;
-    d.out = v.ptr;
-    d.n = n;
-    d.exclusive = exclusive;
-    if ((n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0) ||
-        gs_operand_release_foreign(o) < 0)
+    res = uop_device_result(u, o, out_obj, 1, &n, &oo, &dst);
+    if (res != NULL && uop_device_scan_into(u, o, NULL, exclusive, dst, &oo) < 0)
         Py_CLEAR(res);
-    return res;
-}
-
-/* The segmented scan of the device array o into a new DeviceArray of its shape, or into out=
- * (a device array of its shape and dtype, C-contiguous; o itself for in place); the flags taken
- * as the built-in segmented_scan takes them (any dtype, a's shape, NumPy or device; placed on
- * the device as bytes, nonzero a head). */
-static PyObject *uop_device_segmented_scan(uop *u, const gs_operand *o, PyObject *flags_obj,
-                                           int exclusive, PyObject *out_obj)
-{
-    int64_t fshape[GS_MAX_NDIM];
-    gs_operand fo, oo;
-    gs_dtype ft;
-    gs_bag bag = { 0 };
-    gs_user_desc d;
-    gs_view src = o->view, dst, heads;
-    PyObject *res = NULL;
-    int fnd, got;
-    memset(&fo, 0, sizeof(fo));
-    memset(&oo, 0, sizeof(oo));
-    if (out_obj == Py_None) {
-        if ((res = gs_result_new(GS_MEM_DEVICE, src.ndim, src.shape, src.dtype, &dst)) == NULL)
-            return NULL;
-    } else if ((got = gs_operand_get_device(out_obj, &oo)) < 0) {
-        return NULL;
-    } else if (got == 0 || oo.readonly || oo.view.dtype != src.dtype ||
-               !gs_view_is_c_contig(&oo.view)) {
-        PyErr_Format(PyExc_TypeError,
-                     "out= of an Operator's segmented_scan of a device array: a writable, "
-                     "C-contiguous device array of the operator's dtype %R",
-                     (PyObject *)u->op->dtype);
-        goto done;
-    } else if (gs_check_same_shape("out", oo.view.ndim, oo.view.shape, "a", src.ndim,
-                                   src.shape) < 0) {
-        goto done;
-    } else {
-        dst = oo.view;
-        res = Py_NewRef(out_obj);
-    }
-    if (gs_operand_get(flags_obj, &fo) < 0 ||
-        gs_operand_info(&fo, "flags", &ft, &fnd, fshape) < 0 ||
-        gs_check_same_shape("flags", fnd, fshape, "a", src.ndim, src.shape) < 0 ||
-        gs_place(&fo.view, GS_MEM_DEVICE, gs_dtype_size(ft) == 1 ? ft : GS_BOOL, &bag, &heads) < 0 ||
-        gs_apart_from(&dst, &src, 1, &bag) < 0 || gs_apart_from(&dst, &heads, 0, &bag) < 0)
-        goto fail;
-    memset(&d, 0, sizeof(d));
-    d.in = src.ptr;
-    d.out = dst.ptr;
-    d.flags = (const unsigned char *)heads.ptr;
-    d.n = gs_view_size(&src);
-    d.exclusive = exclusive;
-    if ((d.n > 0 && uop_run(u, u->be->user_scan, &d, UOP_BACKEND) < 0) ||
-        gs_operand_release_foreign(o) < 0 || gs_operand_release_foreign(&fo) < 0 ||
-        gs_operand_release_foreign(&oo) < 0)
-        goto fail;
-    goto done;
-fail:
-    Py_CLEAR(res);
-done:
-    gs_bag_free(&bag);
-    gs_operand_release(&fo);
     gs_operand_release(&oo);
     return res;
 }
 
-/* The reduction of the whole device array o to a NumPy scalar (axis=None). */
+/* The segmented scan of the device array o into a new DeviceArray of its shape, or out=. */
+static PyObject *uop_device_segmented_scan(uop *u, const gs_operand *o, PyObject *flags_obj,
+                                           int exclusive, PyObject *out_obj)
+{
+    gs_operand oo;
+    gs_view dst;
+    PyObject *res = uop_device_result(u, o, out_obj, o->view.ndim, o->view.shape, &oo, &dst);
+    if (res != NULL && uop_device_scan_into(u, o, flags_obj, exclusive, dst, &oo) < 0)
+        Py_CLEAR(res);
+    gs_operand_release(&oo);
+    return res;
+}
+
+/* The reduction of the whole device array o (axis None or every axis) to a NumPy scalar, or
+ * with keepdims to a NumPy array of o's dims, each 1. */
 static PyObject *uop_device_reduce(uop *u, const gs_operand *o, PyObject *axis_obj, int keepdims,
                                    const void *initial, PyObject *out_obj)
 {
+    const int nd = o->view.ndim;
+    unsigned char reduced[GS_MAX_NDIM];
+    npy_intp ones[GS_MAX_NDIM];
     gs_user_desc d;
     PyArrayObject *r;
-    if (axis_obj != Py_None || keepdims || out_obj != Py_None) {
+    int whole = 1;
+    if (gs_parse_axes(axis_obj, nd, reduced) < 0)
+        return NULL;
+    for (int i = 0; i < nd; i++) {
+        whole &= reduced[i];
+        ones[i] = 1;
+    }
+    if (!whole || out_obj != Py_None) {
         PyErr_SetString(PyExc_NotImplementedError,
-                        "an Operator reduces a device array whole (axis=None, no keepdims or "
-                        "out=); for the others, pass a NumPy array");
+                        "an Operator reduces a device array whole (every axis; no out=); for "
+                        "the others, pass a NumPy array");
         return NULL;
     }
-    if ((r = t_array(u, 0, NULL)) == NULL)
+    if ((r = t_array(u, keepdims ? nd : 0, ones)) == NULL)
         return NULL;
     memset(&d, 0, sizeof(d));
     d.in = o->view.ptr;
