@@ -786,6 +786,9 @@ def test_cuda_operator_device_out_and_keepdims():
         gpuscan.scan(d, ADD, out=gpuscan.to_device(np.zeros(23, np.int64)))
     with pytest.raises(NotImplementedError, match="axis"):
         gpuscan.scan(m, ADD, axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        gpuscan.scan(d, ADD, axis=1)  # as for NumPy input
+    assert np.array_equal(gpuscan.scan(o, ADD, axis=-1).get(), np.cumsum(np.cumsum(a)))
     with pytest.raises(NotImplementedError, match="whole"):
         gpuscan.reduce(m, ADD, axis=0)
 

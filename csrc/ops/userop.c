@@ -142,7 +142,7 @@ static int uop_input(uop *u, PyObject *a)
         gs_operand_release(&o);
         PyErr_SetString(PyExc_NotImplementedError,
                         "an Operator runs on a device array in scan, segmented_scan and reduce "
-                        "(axis=None); for reduceat and segmented_reduce, pass a NumPy array");
+                        "(whole); for reduceat and segmented_reduce, pass a NumPy array");
         return -1;
     }
     arr = (PyArrayObject *)Py_NewRef((PyObject *)o.host);
@@ -412,12 +412,13 @@ static int uop_device_input(const uop *u, PyObject *a, gs_operand *o)
     if (r <= 0)
         return r;
     if (u->op->nfields > 0 || gs_dtype_from_descr(u->op->cdescr, "dtype", &t) < 0 ||
-        t != o->view.dtype || !gs_view_is_c_contig(&o->view)) {
+        t != o->view.dtype || !gs_view_is_c_contig(&o->view) ||
+        (uintptr_t)o->view.ptr % gs_dtype_size(t) != 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
-                     "an Operator takes a device array when it is C-contiguous and of the "
-                     "operator's own scalar dtype (%R); structured operators take NumPy arrays "
-                     "or tuples of them",
+                     "an Operator takes a device array when it is C-contiguous, aligned and of "
+                     "the operator's own scalar dtype (%R); structured operators take NumPy "
+                     "arrays or tuples of them",
                      (PyObject *)u->op->dtype);
         gs_operand_release(o);
         return -1;
@@ -438,10 +439,11 @@ static PyObject *uop_device_result(const uop *u, const gs_operand *o, PyObject *
     if ((got = gs_operand_get_device(out_obj, oo)) < 0)
         return NULL;
     if (got == 0 || oo->readonly || oo->view.dtype != o->view.dtype ||
-        !gs_view_is_c_contig(&oo->view)) {
+        !gs_view_is_c_contig(&oo->view) ||
+        (uintptr_t)oo->view.ptr % gs_dtype_size(oo->view.dtype) != 0) {
         PyErr_Format(PyExc_TypeError,
-                     "out= of an Operator's call on a device array: a writable, C-contiguous "
-                     "device array of the operator's dtype %R",
+                     "out= of an Operator's call on a device array: a writable, C-contiguous, "
+                     "aligned device array of the operator's dtype %R",
                      (PyObject *)u->op->dtype);
         return NULL;
     }
@@ -501,6 +503,10 @@ static PyObject *uop_device_scan(uop *u, const gs_operand *o, PyObject *axis_obj
     gs_operand oo;
     gs_view dst;
     PyObject *res;
+    int axis;
+    if (axis_obj != Py_None &&
+        gs_normalize_axis(axis_obj, o->view.ndim > 0 ? o->view.ndim : 1, &axis) < 0)
+        return NULL; /* NumPy's AxisError, as for NumPy input */
     if (axis_obj != Py_None && o->view.ndim > 1) {
         PyErr_SetString(PyExc_NotImplementedError,
                         "an Operator scans a device array flattened (axis=None, or a 1-D "
