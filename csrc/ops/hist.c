@@ -443,7 +443,7 @@ static PyObject *histogram_of(PyObject *a, PyObject *a_half, PyObject *bins, PyO
     res = hist_counts(&s, be, &d, n, weights, density);
     used[0] = &s.a.op;
     used[1] = &s.w.op;
-    if (res != NULL && gs_release_operands(used, 2) == 0)
+    if (gs_release_operands(used, 2) == 0 && res != NULL)
         ret = PyTuple_Pack(2, res, s.bins.edges);
 done:
     Py_XDECREF(res);
@@ -754,7 +754,7 @@ PyObject *gs_bincount(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     used[0] = &in.op;
     used[1] = &w.op;
-    if (ret != NULL && gs_release_operands(used, 2) < 0)
+    if (gs_release_operands(used, 2) < 0)
         Py_CLEAR(ret);
 done:
     gs_operand_release(&in.op);

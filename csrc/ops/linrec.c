@@ -187,7 +187,8 @@ PyObject *gs_linear_recurrence(PyObject *self, PyObject *args, PyObject *kwargs)
                                  : gs_result_streamed(be, c.ndim, c.shape, c.type, &res)) == NULL) {
             goto done;
         }
-        if (linrec_run(&c, be, res, &bag) < 0 || gs_release_operands(used, 4) < 0)
+        const int failed = linrec_run(&c, be, res, &bag) < 0;
+        if (gs_release_operands(used, 4) < 0 || failed)
             Py_CLEAR(ret);
     }
 done:

@@ -91,7 +91,9 @@ int gs_check_same_shape(const char *name, int nd, const int64_t *shape, const ch
                         int other_nd, const int64_t *other);
 
 /* After a call that used op's device memory, order its producer's later work after ours
- * (binding/operand.c); nothing for host operands and for gpuscan's own DeviceArrays. */
+ * (binding/operand.c); nothing for host operands and for gpuscan's own DeviceArrays.  Every
+ * operand is released, also after the call failed with work already enqueued (an exception
+ * already set is kept; else the first release's failure is raised); -1 if any failed. */
 int gs_release_operands(gs_operand *const *ops, int n);
 
 /* ---- shared by the ops ------------------------------------------------------------------- */

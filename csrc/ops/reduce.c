@@ -246,6 +246,7 @@ delivered:
         ret = PyArray_Return((PyArrayObject *)ret);
     goto done;
 fail:
+    (void)gs_release_operands(used, 3); /* after work already enqueued too; the failure kept */
     Py_CLEAR(ret);
 done:
     gs_bag_free(&bag);

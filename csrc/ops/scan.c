@@ -210,6 +210,7 @@ static PyObject *scan_run(scan_call *c, int segmented, PyObject *out_obj, int rn
         goto fail;
     goto done;
 fail:
+    (void)gs_release_operands(used, 3); /* after work already enqueued too; the failure kept */
     Py_CLEAR(ret);
 done:
     gs_bag_free(&bag);

@@ -355,7 +355,8 @@ static PyObject *reduceat_call(const reduceat_plan *p, gs_backend backend, gs_op
                                     p->acc_type, &res)) == NULL) {
         return NULL;
     }
-    if (reduceat_run(p, be, in, res, &bag) < 0 || gs_release_operands(used, 3) < 0)
+    const int failed = reduceat_run(p, be, in, res, &bag) < 0;
+    if (gs_release_operands(used, 3) < 0 || failed)
         Py_CLEAR(ret);
     gs_bag_free(&bag);
     return ret;
@@ -495,6 +496,7 @@ static PyObject *segmented_reduce_run(const gs_backend_ops *be, int device, gs_o
         goto fail;
     goto done;
 fail:
+    (void)gs_release_operands(used, 2); /* after work already enqueued too; the failure kept */
     Py_CLEAR(ret);
 done:
     gs_bag_free(&bag);

@@ -83,8 +83,17 @@ int gs_check_same_shape(const char *name, int nd, const int64_t *shape, const ch
 
 int gs_release_operands(gs_operand *const *ops, int n)
 {
+    PyObject *type, *value, *tb;
+    int rc = 0;
+    PyErr_Fetch(&type, &value, &tb); /* a failure of the call, kept */
     for (int i = 0; i < n; i++)
-        if (ops[i] != NULL && gs_operand_release_foreign(ops[i]) < 0)
-            return -1;
-    return 0;
+        if (ops[i] != NULL && gs_operand_release_foreign(ops[i]) < 0) {
+            if (rc == 0 && type == NULL)
+                PyErr_Fetch(&type, &value, &tb); /* the first release's failure */
+            else
+                PyErr_Clear();
+            rc = -1;
+        }
+    PyErr_Restore(type, value, tb);
+    return rc;
 }

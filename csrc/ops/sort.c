@@ -214,7 +214,8 @@ static PyObject *sort_entry(PyObject *args, PyObject *kwargs, int arg)
                           : gs_result_streamed(be, rnd, c.flat ? &n : c.shape, out_type, &res)) ==
             NULL)
             goto done;
-        if (sort_run(&c, be, res, &bag) < 0 || gs_release_operands(used, 1) < 0) {
+        const int failed = sort_run(&c, be, res, &bag) < 0;
+        if (gs_release_operands(used, 1) < 0 || failed) {
             Py_CLEAR(ret);
             goto done;
         }

@@ -117,9 +117,9 @@ static PyObject *split_run(split_call *c)
     d.in_type = c->in_type;
     d.flag_type = c->flag_type;
     d.compact = c->compact;
-    if (split_backend(t.be, &d, &total, split_prepare, &t) < 0 ||
-        (t.dst.ptr != t.view.ptr && gs_move(&t.dst, &t.view, &bag) < 0) ||
-        gs_release_operands(used, 2) < 0)
+    const int failed = split_backend(t.be, &d, &total, split_prepare, &t) < 0 ||
+                       (t.dst.ptr != t.view.ptr && gs_move(&t.dst, &t.view, &bag) < 0);
+    if (gs_release_operands(used, 2) < 0 || failed)
         goto done;
     ret = split_result(t.res, total, c->compact);
     t.res = NULL;

@@ -456,7 +456,8 @@ static PyObject *uop_device_result(const uop *u, const gs_operand *o, PyObject *
 /* The scan (flags NULL) or segmented scan of the device array o into dst: the flags taken as
  * the built-in segmented_scan takes them (any dtype, a's shape, NumPy or device; placed on the
  * device as bytes, nonzero a head); the input and the flags copied apart from dst where they
- * overlap it other than exactly in place; a foreign producer's stream ordered after the work. */
+ * overlap it other than exactly in place; the foreign producers' streams ordered after the work
+ * (gs_release_operands), also after a failure. */
 static int uop_device_scan_into(uop *u, const gs_operand *o, PyObject *flags_obj, int exclusive,
                                 gs_view dst, const gs_operand *oo)
 {
@@ -484,11 +485,13 @@ static int uop_device_scan_into(uop *u, const gs_operand *o, PyObject *flags_obj
     d.flags = flags_obj != NULL ? (const unsigned char *)heads.ptr : NULL;
     d.n = gs_view_size(&src);
     d.exclusive = exclusive;
-    if ((d.n == 0 || uop_run(u, u->be->user_scan, &d, UOP_BACKEND) == 0) &&
-        gs_operand_release_foreign(o) == 0 && gs_operand_release_foreign(&fo) == 0 &&
-        gs_operand_release_foreign(oo) == 0)
-        rc = 0;
+    rc = d.n == 0 || uop_run(u, u->be->user_scan, &d, UOP_BACKEND) == 0 ? 0 : -1;
 done:
+    {
+        gs_operand *const used[] = { (gs_operand *)o, &fo, (gs_operand *)oo };
+        if (gs_release_operands(used, 3) < 0) /* after a failure too: copies may be enqueued */
+            rc = -1;
+    }
     gs_bag_free(&bag);
     gs_operand_release(&fo);
     return rc;
