@@ -9,9 +9,9 @@
  * the copies both ways and the kernels overlap; the pool's threads pack chunk k + 1 into a
  * pinned staging slot while chunk k - 1 is unpacked out of another.  Host memory beyond the
  * operands: the staging ring (2 x GS_PIPE_RING slots, allocated once); device memory: as much
- * again, from the pool, for the call (none for a plain transfer, gs_pipe.dev).  Chunk boundaries are a fixed function of n, the dtypes
- * and the configured chunk size (never of free memory or timing), so a streamed float scan has
- * the same bits on every run.
+ * again, from the pool, for the call (none for a plain transfer, gs_pipe.dev).  Chunk
+ * boundaries are a fixed function of n, the dtypes and the configured chunk size (never of free
+ * memory or timing), so a streamed float scan has the same bits on every run.
  */
 #ifndef GS_PIPELINE_H
 #define GS_PIPELINE_H

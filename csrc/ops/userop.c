@@ -412,8 +412,7 @@ static int uop_device_input(const uop *u, PyObject *a, gs_operand *o)
     if (r <= 0)
         return r;
     if (u->op->nfields > 0 || gs_dtype_from_descr(u->op->cdescr, "dtype", &t) < 0 ||
-        t != o->view.dtype || !gs_view_is_c_contig(&o->view) ||
-        (uintptr_t)o->view.ptr % gs_dtype_size(t) != 0) {
+        !gs_view_ready(&o->view, GS_MEM_DEVICE, t)) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
                      "an Operator takes a device array when it is C-contiguous, aligned and of "
@@ -438,9 +437,7 @@ static PyObject *uop_device_result(const uop *u, const gs_operand *o, PyObject *
         return gs_result_new(GS_MEM_DEVICE, nd, shape, o->view.dtype, dst);
     if ((got = gs_operand_get_device(out_obj, oo)) < 0)
         return NULL;
-    if (got == 0 || oo->readonly || oo->view.dtype != o->view.dtype ||
-        !gs_view_is_c_contig(&oo->view) ||
-        (uintptr_t)oo->view.ptr % gs_dtype_size(oo->view.dtype) != 0) {
+    if (got == 0 || oo->readonly || !gs_view_ready(&oo->view, GS_MEM_DEVICE, o->view.dtype)) {
         PyErr_Format(PyExc_TypeError,
                      "out= of an Operator's call on a device array: a writable, C-contiguous, "
                      "aligned device array of the operator's dtype %R",
