@@ -13,6 +13,9 @@ Cases at n = 2^max-log2 float32 (1 GiB at 28), perf_counter, median (harness.hos
   scan round trip, out= preallocated   gpuscan.scan(h, out=o): o a NumPy array, and o an earlier
                                        (page-locked) result
   to_device, DeviceArray.get()         GB/s of the array's bytes
+  ... used again                       the fresh and out= round trips and to_device once h and o
+                                       are held page-locked (their second use on; every case
+                                       before runs with holding off: first uses)
   histogram (256 bins), reduce         one direction: the array up, a few bytes back
   split round trip                     gpuscan.split(h, f) | CuPy | NumPy
   sort round trip                      gpuscan.sort(h) | CuPy asnumpy(sort(asarray(h))) | np.sort
@@ -91,6 +94,9 @@ def suite(h):
     x = rng.random(n, dtype=np.float32)
     flags = (rng.random(n) < 0.5).astype(np.uint8)
     out = np.empty_like(x)
+    # The cases below are first uses: no array held page-locked (core/hold.c) until the
+    # "used again" cases at the end.
+    hold_bytes = _gpuscan._hold_bytes(0)
     gib = x.nbytes / 2**30
     harness.log(f"n = {fmt_n(n)} float32 ({gib:.2f} GiB)")
 
@@ -199,6 +205,23 @@ def suite(h):
         nbytes=2 * x.nbytes)
     del want
 
+    # Arrays used again: x and o held page-locked from their second use on (64 MiB or more).
+    _gpuscan._hold_bytes(hold_bytes)
+    for _ in range(2):
+        gpuscan.scan(x, out=out)
+    h.host_case("scan f32 round trip (fresh out, input used again)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h), h held", lambda a: gpuscan.scan(a)),
+    ], check=check_scan)
+    h.host_case("scan f32 round trip (out= used again)", n, [x], [
+        ("gpuscan", "gpuscan.scan(h, out=o), h and o held", lambda a: gpuscan.scan(a, out=out)),
+    ], check=check_scan, nbytes=2 * x.nbytes)
+    h.host_case("to_device f32 (used again)", n, [x], [
+        ("gpuscan", "gpuscan.to_device(h), h held", lambda a: gpuscan.to_device(a)),
+    ], nbytes=x.nbytes)
+    h.note(f"held page-locked after the 'used again' cases: "
+           f"{gpuscan.device_info()['pinned_bytes_in_use'] / 2**30:.2f} GiB in use "
+           f"(x and o, and the results alive)")
+
     def ms(case):
         r = h.row(case, "gpuscan", n)
         return r.ms if r is not None and r.ms else float("nan")
@@ -221,7 +244,10 @@ def suite(h):
         goal("scan round trip, out= a NumPy array", ms("scan f32 round trip (out= given)"),
              fresh)
         goal("  (out= page-locked)", ms("scan f32 round trip (out= page-locked)"), fresh)
-        for case, floor in (("to_device f32", 50), ("DeviceArray.get f32", 50)):
+        goal("scan round trip, out= used again", ms("scan f32 round trip (out= used again)"),
+             ms("scan f32 round trip (fresh out, input used again)"))
+        for case, floor in (("to_device f32", 50), ("to_device f32 (used again)", 50),
+                            ("DeviceArray.get f32", 50)):
             gbps = x.nbytes / ms(case) / 1e6
             h.goal(f"{case} GB/s", n, f"{gbps:.1f}", f">= {floor}",
                    "ok" if gbps >= floor else "MISS")

@@ -480,3 +480,98 @@ def test_pinned_limit_is_respected(fresh_cache, rng):
     r3 = gpuscan.scan(a)
     assert pinned() == (base, 0)
     np.testing.assert_array_equal(r3, r2)
+
+
+# ---- big operands used again, held page-locked (csrc/core/hold.c) ----------------------------
+# On CUDA a NumPy operand of 64 MiB or more whose base owns its data is page-locked in place at
+# its second use, until the owner is freed, so the copy engines read or write it directly.  The
+# tests lower the threshold to 8 MiB (_hold_bytes).
+
+HELD = BIG  # float32 values: 8 MiB
+
+
+@pytest.fixture
+def hold_small(fresh_cache):
+    old = _gpuscan._hold_bytes(4 * HELD)
+    yield
+    _gpuscan._hold_bytes(old)
+
+
+def test_hold_knob_sets_and_restores():
+    old = _gpuscan._hold_bytes()
+    assert old == 64 << 20                                   # the default
+    try:
+        assert _gpuscan._hold_bytes(0) == old
+        assert _gpuscan._hold_bytes(None) == 0
+        with pytest.raises(ValueError):
+            _gpuscan._hold_bytes(-1)
+        with pytest.raises(TypeError):
+            _gpuscan._hold_bytes(1.5)
+    finally:
+        _gpuscan._hold_bytes(old)
+    assert _gpuscan._hold_bytes() == old
+
+
+@gpu
+def test_big_operands_are_held_at_their_second_use(hold_small, rng):
+    gc.collect()
+    base = pinned()[0]
+    a = rng.random(HELD, dtype=np.float32)
+    out = np.empty_like(a)
+    assert gpuscan.scan(a, out=out) is out                   # first use: remembered only
+    check_scan(out, a, "add")
+    assert pinned()[0] == base
+    out[:] = 0
+    assert gpuscan.scan(a, out=out) is out                   # second: both held
+    assert pinned()[0] == base + 2 * a.nbytes
+    check_scan(out, a, "add")
+    first = out.copy()
+    out[:] = np.nan
+    gpuscan.scan(a, out=out)                                 # held: read and written directly
+    assert (bits(out) == bits(first)).all()
+    np.testing.assert_array_equal(gpuscan.to_device(a).get(), a)
+    assert pinned()[0] == base + 2 * a.nbytes
+    del out                                                  # freed: let go
+    assert pinned()[0] == base + a.nbytes
+    del a
+    assert pinned()[0] == base
+
+
+@gpu
+def test_a_view_holds_its_base(hold_small, rng):
+    gc.collect()
+    base = pinned()[0]
+    owner = rng.random(HELD + 100, dtype=np.float32)
+    for _ in range(2):
+        d = gpuscan.to_device(owner[50:-50])                 # a view: its base is held whole
+    assert pinned()[0] == base + owner.nbytes
+    np.testing.assert_array_equal(d.get(), owner[50:-50])
+    np.testing.assert_array_equal(gpuscan.to_device(owner[::2]).get(), owner[::2])  # strided: staged
+    for refcheck in (True, False):                           # a weak reference: NumPy refuses,
+        with pytest.raises(ValueError):                      # so held memory never moves
+            owner.resize(HELD, refcheck=refcheck)
+    del owner
+    gc.collect()
+    assert pinned()[0] == base
+
+
+@gpu
+def test_what_is_not_held(hold_small, rng, tmp_path):
+    gc.collect()
+    base = pinned()[0]
+    small = rng.random(HELD // 2, dtype=np.float32)          # under the threshold
+    buf = np.frombuffer(bytearray(4 * HELD), np.float32)     # not owning its data
+    mapped = np.memmap(tmp_path / "m", np.float32, "w+", shape=HELD)
+    swapped = rng.random(HELD, dtype=np.float32).astype(">f4")
+    for _ in range(3):
+        for x in (small, buf, swapped, mapped):
+            r = gpuscan.scan(x)
+            check_scan(r, x, "add")
+            del r
+    assert pinned()[0] == base
+    del mapped
+    _gpuscan._pinned_limit(base + (4 << 20))                 # the limit: past it, none held
+    a = rng.random(HELD, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(gpuscan.to_device(a).get(), a)
+    assert pinned()[0] == base

@@ -463,6 +463,7 @@ int gs_operand_info(gs_operand *op, const char *what, gs_dtype *dtype, int *ndim
             return -1;
         }
         host_view(op, *dtype);
+        gs_hold_host(op->host, &op->view);
     }
     *dtype = op->view.dtype;
     *ndim = op->view.ndim;

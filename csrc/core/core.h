@@ -14,7 +14,8 @@
  *   dtype.c    gs_dtype <-> NumPy dtypes and names;
  *   move.c     the bag of a call's buffers, gs_move / gs_place, waiting for the device;
  *   result.c   new results: NumPy arrays (in the memory a backend's copies reach fastest) and
- *              DeviceArrays (their Python type is binding/devarray.c's).
+ *              DeviceArrays (their Python type is binding/devarray.c's);
+ *   hold.c     big NumPy operands used again, held in that memory while they live.
  */
 #ifndef GS_CORE_H
 #define GS_CORE_H
@@ -194,5 +195,15 @@ PyArrayObject *gs_host_array(const gs_backend_ops *be, int ndim, const npy_intp 
  * (be->host_take, given back when the array is freed), else as gs_result_new's. */
 PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *shape,
                              gs_dtype dtype, gs_view *v);
+
+/* ---- hold.c ------------------------------------------------------------------------------- */
+
+/* A NumPy operand `a`, viewed by `v`, seen by a call (binding/operand.c, every host operand):
+ * held in the memory the backend's copies reach fastest (be->host_hold) at its second use when
+ * it is big, until its owner is freed (core/hold.c says which).  Raises nothing. */
+void gs_hold_host(PyArrayObject *a, const gs_view *v);
+/* The size from which an operand is held (64 MiB; 0: none). */
+size_t gs_hold_min_bytes(void);
+void gs_hold_set_min_bytes(size_t bytes);
 
 #endif /* GS_CORE_H */

@@ -368,6 +368,8 @@ const gs_backend_ops gs_cuda_backend = {
     .stream_split = gs_cuda_stream_split,
     .host_take = gs_pinned_take,
     .host_give = gs_pinned_give,
+    .host_hold = gs_pinned_hold,
+    .host_unhold = gs_pinned_unhold,
 };
 
 #endif /* GS_HAVE_CUDA */

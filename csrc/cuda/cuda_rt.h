@@ -80,6 +80,9 @@ void *gs_pinned_take(size_t bytes);
 void gs_pinned_give(void *ptr);
 int gs_pinned_holds(const void *lo, const void *hi);
 size_t gs_pinned_release_cached(void);
+/* The table's host_hold and host_unhold (include/gpuscan/backend.h). */
+int gs_pinned_hold(void *ptr, size_t bytes);
+void gs_pinned_unhold(void *ptr);
 /* Bytes of the cache's blocks in use by results, and cached. */
 void gs_pinned_counts(size_t *in_use, size_t *cached);
 

@@ -18,6 +18,9 @@
  * result is then NumPy memory, as without the cache.  Results smaller than GS_PINNED_MIN are
  * NumPy memory too (their copies are short anyway).  free_cached_memory() releases every
  * cached block.  Blocks are never shared: one result per block, reused only once freed.
+ * Held arrays (gs_pinned_hold, for core/hold.c): memory the caller owns, registered in place
+ * and listed as a block in use until gs_pinned_unhold, under the same limit; never cached, never
+ * unmapped here.
  */
 #ifdef GS_HAVE_CUDA
 
@@ -46,6 +49,7 @@ typedef struct block {
     char *ptr;
     size_t bytes;
     int in_use;
+    int user; /* a held array: 1 while it is being registered, 2 once registered */
 } block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -177,6 +181,7 @@ void *gs_pinned_take(size_t bytes)
         blocks[pick].ptr = NULL;
         blocks[pick].bytes = want;
         blocks[pick].in_use = 1;
+        blocks[pick].user = 0;
     }
 unlock:
     pthread_mutex_unlock(&lock);
@@ -187,7 +192,7 @@ unlock:
     ptr = block_make(want);
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nblocks; i++) {
-        if (blocks[i].ptr == NULL && blocks[i].bytes == want) {
+        if (blocks[i].ptr == NULL && !blocks[i].user && blocks[i].bytes == want) {
             if (ptr != NULL)
                 blocks[i].ptr = ptr;
             else
@@ -207,7 +212,7 @@ void gs_pinned_give(void *ptr)
 
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nblocks; i++)
-        if (blocks[i].ptr == ptr)
+        if (blocks[i].ptr == ptr && !blocks[i].user)
             blocks[i].in_use = 0;
     ngone = evict(0, limit, gone); /* the limit may have been lowered since */
     pthread_mutex_unlock(&lock);
@@ -220,7 +225,7 @@ int gs_pinned_holds(const void *lo, const void *hi)
 
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nblocks && !yes; i++)
-        yes = blocks[i].ptr != NULL && (const char *)lo >= blocks[i].ptr &&
+        yes = blocks[i].ptr != NULL && blocks[i].user != 1 && (const char *)lo >= blocks[i].ptr &&
               (const char *)hi <= blocks[i].ptr + blocks[i].bytes;
     pthread_mutex_unlock(&lock);
     return yes;
@@ -239,6 +244,64 @@ size_t gs_pinned_release_cached(void)
         bytes += gone[i].bytes;
     release_all(gone, ngone);
     return bytes;
+}
+
+int gs_pinned_hold(void *ptr, size_t bytes)
+{
+    const size_t limit = gs_xfer_pinned_limit();
+    block gone[GS_PINNED_BLOCKS];
+    int ngone, slot = -1, ok;
+
+    pthread_mutex_lock(&lock);
+    ngone = evict(bytes, limit, gone);
+    for (int i = 0; i < nblocks && slot < 0; i++)
+        if (blocks[i].user && blocks[i].ptr == ptr)
+            slot = -2; /* held already */
+    if (slot == -1 && held + bytes <= limit && nblocks < GS_PINNED_BLOCKS) {
+        held += bytes;
+        slot = nblocks++;
+        blocks[slot].ptr = ptr;
+        blocks[slot].bytes = bytes;
+        blocks[slot].in_use = 1;
+        blocks[slot].user = 1; /* not yet page-locked: gs_pinned_holds says no */
+    }
+    pthread_mutex_unlock(&lock);
+    release_all(gone, ngone);
+    if (slot < 0)
+        return 0;
+
+    ok = gs_cuda_enter() == cudaSuccess &&
+         cudaHostRegister(ptr, bytes, cudaHostRegisterDefault) == cudaSuccess;
+    if (!ok)
+        (void)cudaGetLastError(); /* memory the driver will not lock (overlapping, too much) */
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nblocks; i++) {
+        if (blocks[i].user == 1 && blocks[i].ptr == ptr) {
+            if (ok)
+                blocks[i].user = 2;
+            else
+                (void)unlist(i);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+void gs_pinned_unhold(void *ptr)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nblocks && !found; i++) {
+        if (blocks[i].user == 2 && blocks[i].ptr == ptr) {
+            (void)unlist(i);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (found && (gs_cuda_enter() != cudaSuccess || cudaHostUnregister(ptr) != cudaSuccess))
+        (void)cudaGetLastError();
 }
 
 void gs_pinned_counts(size_t *in_use, size_t *cached)

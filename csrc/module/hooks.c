@@ -252,6 +252,13 @@ static PyObject *pinned_limit(PyObject *self, PyObject *args)
                      gs_xfer_set_pinned_limit);
 }
 
+/* _hold_bytes(n=None): the size from which a NumPy operand used again is held page-locked
+ * (core/hold.c); with n, set it (0: none) and return the previous one. */
+static PyObject *hold_bytes(PyObject *self, PyObject *args)
+{
+    return size_knob(args, "|O:_hold_bytes", "size", gs_hold_min_bytes, gs_hold_set_min_bytes);
+}
+
 /* _pipeline_prefault(on=None): whether the pipeline faults in the pages of contiguous host
  * outputs ahead of their unpack; with on, set it and return the previous setting. */
 static PyObject *pipeline_prefault(PyObject *self, PyObject *args)
@@ -363,6 +370,11 @@ PyMethodDef gs_hook_methods[] = {
       "results of the CUDA backend's streamed calls come from ($GPUSCAN_PINNED_BYTES), in "
       "bytes of blocks in use or cached; with n, set it (0: no cache, results in ordinary "
       "memory) and return the previous one.  For tests and benchmarks." },
+    { "_hold_bytes", hold_bytes, METH_VARARGS,
+      "_hold_bytes(n=None, /)\n--\n\nThe size in bytes from which a NumPy operand that a call "
+      "sees a second time is held page-locked until it is freed (CUDA; 64 MiB by default); "
+      "with n, set it (0: none held) and return the previous one.  For tests and "
+      "benchmarks." },
     { "_backend_reason", backend_reason, METH_NOARGS,
       "_backend_reason()\n--\n\nWhy backend() is 'cpu' (for example 'no CUDA driver was "
       "found'), None on CUDA." },

@@ -207,6 +207,12 @@ typedef struct gs_backend_ops {
      * result is freed. */
     void *(*host_take)(size_t bytes);
     void (*host_give)(void *ptr);
+    /* The same speed for memory the caller owns (NULL for none): host_hold makes `bytes` at
+     * `ptr` such memory in place (CUDA: registers it) and says 1, or says 0 and leaves it as it
+     * was (the limit of host_take's memory reached, or refused); host_unhold undoes it, before
+     * the memory is freed. */
+    int (*host_hold)(void *ptr, size_t bytes);
+    void (*host_unhold)(void *ptr);
 } gs_backend_ops;
 
 extern const gs_backend_ops gs_cpu_backend;
