@@ -575,3 +575,78 @@ def test_what_is_not_held(hold_small, rng, tmp_path):
     for _ in range(3):
         np.testing.assert_array_equal(gpuscan.to_device(a).get(), a)
     assert pinned()[0] == base
+
+
+@gpu
+def test_a_first_use_is_remembered_until_the_knob_is_set(hold_small, rng):
+    gc.collect()
+    base = pinned()[0]
+    a = rng.random(HELD, dtype=np.float32)
+    gpuscan.scan(a)                                          # remembered (a weak reference):
+    with pytest.raises(ValueError):                          # NumPy refuses to resize it
+        a.resize(HELD + 1, refcheck=False)
+    _gpuscan._hold_bytes(_gpuscan._hold_bytes())             # setting the knob forgets it
+    a.resize(HELD + 1, refcheck=False)
+    gpuscan.scan(a)                                          # a first use again
+    assert pinned()[0] == base
+    check_scan(gpuscan.scan(a), a, "add")                    # the second: held
+    assert pinned()[0] == base + a.nbytes
+
+
+@gpu
+def test_temporaries_are_not_held(hold_small, rng):
+    # Each is a new array, often at the address (and with the id) of the one freed before it:
+    # taking it for that one would lock and unlock memory on every step of a loop.
+    gc.collect()
+    base = pinned()[0]
+    for i in range(6):
+        x = rng.random(HELD, dtype=np.float32)
+        check_scan(gpuscan.scan(x * 2), x * 2, "add")
+        np.testing.assert_array_equal(gpuscan.to_device(x + i).get(), x + i)
+        assert pinned()[0] == base
+        del x
+
+
+@gpu
+def test_a_small_view_of_a_big_array_is_not_held(hold_small, rng):
+    gc.collect()
+    base = pinned()[0]
+    owner = rng.random(4 * HELD, dtype=np.float32)
+    for _ in range(3):
+        check_scan(gpuscan.scan(owner[:HELD // 2]), owner[:HELD // 2], "add")
+    assert pinned()[0] == base
+
+
+@gpu
+def test_memory_replaced_under_a_held_array_is_let_go(hold_small, rng):
+    gc.collect()
+    base = pinned()[0]
+    small = gpuscan.to_device(np.arange(10.0))
+    a = rng.random(HELD, dtype=np.float32)
+
+    def hold_a():
+        for _ in range(2):
+            check_scan(gpuscan.scan(a), a, "add")
+        assert pinned()[0] == base + a.nbytes
+
+    hold_a()
+    old = a.ctypes.data
+    a.__setstate__(rng.random(HELD, dtype=np.float32).__reduce__()[2])  # a's memory freed
+    news = []                                                # new arrays, perhaps at a's old
+    for v in range(8):                                       # address: never read or written
+        news.append(np.full(HELD, v, np.float32))            # through its old pages
+        if news[-1].ctypes.data == old:
+            break
+    for x in news:                                           # each used once: none held
+        np.testing.assert_array_equal(gpuscan.to_device(x).get(), x)  # an operand: checked first
+    assert pinned()[0] == base
+    del news, x
+    assert not a.flags.owndata                               # over the pickle's bytes now:
+    for _ in range(2):                                       # never held
+        check_scan(gpuscan.scan(a), a, "add")
+    assert pinned()[0] == base
+    a = rng.random(HELD, dtype=np.float32)
+    hold_a()
+    a.__setstate__(rng.random(HELD, dtype=np.float32).__reduce__()[2])
+    np.testing.assert_array_equal(small.get(), np.arange(10.0))  # a NumPy result: checked first
+    assert pinned()[0] == base

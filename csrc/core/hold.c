@@ -8,15 +8,19 @@
  * copy of each of its bytes (the pack of an input, the unpack of out=), and on an H200 host that
  * copy, not the PCIe link, bounds a round trip (docs/performance-notes.md, "NumPy in, NumPy
  * out"). Page-locking an array costs more than one copy of it (1 GiB: 26 ms, and 17 ms to undo),
- * so an array is held at its second use: the first is remembered (its owner, the owner's data and
- * size); the second page-locks the owner's whole buffer, with a weak reference to the owner whose
- * callback undoes it (NumPy clears an array's weak references before it frees the data).
+ * so an array is held at its second use: the first is remembered (a weak reference to its owner,
+ * the owner's data and size: a new array at a freed one's address is not taken for it, so the
+ * temporaries of a loop stay unheld); the second page-locks the owner's whole buffer, with a weak
+ * reference to the owner whose callback undoes it (NumPy clears an array's weak references
+ * before it frees the data).
  * Held: an operand of 64 MiB or more, C-contiguous in native byte order, whose base chain ends
  * in an ndarray owning its data (not a memmap, not another library's buffer), on the CUDA
  * backend, within the page-locked memory limit (GPUSCAN_PINNED_BYTES). NumPy refuses to resize
  * in place an array that has a weak reference (PyArray_Resize, whatever refcheck says), so a held
- * owner's memory stays where it was until it is freed; memory that moved all the same is let go
- * at the owner's next use.
+ * or remembered owner cannot be resized in place (np.resize still works). Its memory can still
+ * be freed under it (ndarray.__setstate__), so every call that touches host memory first checks
+ * that each held owner's data is where it was held (gs_hold_check) and lets go of what moved,
+ * before a new array at the old address could be taken for locked memory.
  */
 #include "core/core.h"
 
@@ -35,7 +39,7 @@ typedef struct hold {
 } hold;
 
 typedef struct sighting {
-    const void *owner; /* compared, never dereferenced: the owner may be gone */
+    PyObject *ref; /* a weak reference to the owner; NULL: none */
     const char *ptr;
     size_t bytes;
 } sighting;
@@ -63,26 +67,28 @@ static void let_go(int i)
 static PyObject *hold_gone(PyObject *self, PyObject *ref)
 {
     for (int i = 0; i < GS_HOLD_MAX; i++)
-        if (holds[i].ref == ref)
+        if (holds[i].ref == ref) {
             let_go(i);
+            break;
+        }
     Py_RETURN_NONE;
 }
 
 static PyMethodDef gone_def = { "_gpuscan_hold_gone", hold_gone, METH_O, NULL };
 
-/* The live owner of entry i (a borrowed reference), or NULL. */
-static PyObject *owner_of(int i)
+/* The live object of weak reference ref (a borrowed reference), or NULL. */
+static PyObject *alive(PyObject *ref)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     PyObject *o = NULL;
-    if (PyWeakref_GetRef(holds[i].ref, &o) <= 0) {
+    if (PyWeakref_GetRef(ref, &o) <= 0) {
         PyErr_Clear();
         return NULL;
     }
     Py_DECREF(o); /* alive: others hold it (only compared and read here) */
     return o;
 #else
-    PyObject *o = PyWeakref_GetObject(holds[i].ref);
+    PyObject *o = PyWeakref_GetObject(ref);
     return o == Py_None ? NULL : o;
 #endif
 }
@@ -132,6 +138,21 @@ size_t gs_hold_min_bytes(void)
 void gs_hold_set_min_bytes(size_t bytes)
 {
     hold_min = bytes;
+    for (int j = 0; j < GS_HOLD_SEEN; j++) /* first uses forgotten */
+        Py_CLEAR(seen[j].ref);
+}
+
+void gs_hold_check(void)
+{
+    for (int i = 0; i < GS_HOLD_MAX; i++) {
+        PyArrayObject *o;
+        if (holds[i].ref == NULL)
+            continue;
+        o = (PyArrayObject *)alive(holds[i].ref);
+        if (o == NULL || PyArray_BYTES(o) != holds[i].ptr ||
+            (size_t)PyArray_NBYTES(o) != holds[i].bytes)
+            let_go(i);
+    }
 }
 
 void gs_hold_host(PyArrayObject *a, const gs_view *v)
@@ -141,7 +162,11 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
     const gs_backend_ops *be;
     char *ptr;
     size_t bytes;
+    int j;
 
+    gs_hold_check();
+    if (hold_min == 0 || (size_t)PyArray_NBYTES(a) < hold_min)
+        return;
     if (gs_backend_get(&backend) < 0) {
         PyErr_Clear(); /* the call itself reports it */
         return;
@@ -155,24 +180,30 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
         return;
     ptr = PyArray_BYTES(owner);
     bytes = (size_t)PyArray_NBYTES(owner);
-    if (hold_min == 0 || bytes < hold_min)
-        return;
-    for (int i = 0; i < GS_HOLD_MAX; i++) {
-        if (holds[i].ref == NULL || owner_of(i) != (PyObject *)owner)
-            continue;
-        if (holds[i].ptr == ptr && holds[i].bytes == bytes)
-            return; /* held */
-        let_go(i); /* its memory moved (not through NumPy: see the header) */
-    }
-    for (int j = 0; j < GS_HOLD_SEEN; j++) {
-        if (seen[j].owner == owner && seen[j].ptr == ptr && seen[j].bytes == bytes) {
-            seen[j].owner = NULL;
+    for (int i = 0; i < GS_HOLD_MAX; i++)
+        if (holds[i].ref != NULL && alive(holds[i].ref) == (PyObject *)owner)
+            return; /* held (gs_hold_check let go of what moved) */
+    for (j = 0; j < GS_HOLD_SEEN; j++) {
+        if (seen[j].ref != NULL && alive(seen[j].ref) == (PyObject *)owner && seen[j].ptr == ptr &&
+            seen[j].bytes == bytes) {
+            Py_CLEAR(seen[j].ref);
             hold_now(be, owner, ptr, bytes);
             return;
         }
     }
-    seen[seen_next].owner = owner;
-    seen[seen_next].ptr = ptr;
-    seen[seen_next].bytes = bytes;
-    seen_next = (seen_next + 1) % GS_HOLD_SEEN;
+    /* A first use, remembered in place of the oldest (or of a freed owner's). */
+    for (j = 0; j < GS_HOLD_SEEN; j++)
+        if (seen[j].ref == NULL || alive(seen[j].ref) == NULL)
+            break;
+    if (j == GS_HOLD_SEEN) {
+        j = seen_next;
+        seen_next = (seen_next + 1) % GS_HOLD_SEEN;
+    }
+    Py_CLEAR(seen[j].ref);
+    if ((seen[j].ref = PyWeakref_NewRef((PyObject *)owner, NULL)) == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    seen[j].ptr = ptr;
+    seen[j].bytes = bytes;
 }

@@ -250,13 +250,25 @@ int gs_pinned_hold(void *ptr, size_t bytes)
 {
     const size_t limit = gs_xfer_pinned_limit();
     block gone[GS_PINNED_BLOCKS];
-    int ngone, slot = -1, ok;
+    int ngone, slot = -1, nbusy = 0, ok;
+    size_t busy = 0;
 
     pthread_mutex_lock(&lock);
-    ngone = evict(bytes, limit, gone);
-    for (int i = 0; i < nblocks && slot < 0; i++)
+    ngone = evict(0, limit, gone); /* the limit may have been lowered since */
+    for (int i = 0; i < nblocks; i++) {
         if (blocks[i].user && blocks[i].ptr == ptr)
             slot = -2; /* held already */
+        if (blocks[i].in_use) {
+            busy += blocks[i].bytes;
+            nbusy++;
+        }
+    }
+    /* Cached blocks released only where that makes room: the blocks in use leave enough. */
+    if (slot == -1 && busy + bytes <= limit && nbusy < GS_PINNED_BLOCKS) {
+        ngone += evict(bytes, limit, gone + ngone);
+        if (nblocks == GS_PINNED_BLOCKS) /* one more cached block out, for a free entry */
+            ngone += evict(limit - held + 1, limit, gone + ngone);
+    }
     if (slot == -1 && held + bytes <= limit && nblocks < GS_PINNED_BLOCKS) {
         held += bytes;
         slot = nblocks++;
