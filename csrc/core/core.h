@@ -200,11 +200,8 @@ PyObject *gs_result_streamed(const gs_backend_ops *be, int ndim, const int64_t *
 
 /* A NumPy operand `a`, viewed by `v`, seen by a call (binding/operand.c, every host operand):
  * held in the memory the backend's copies reach fastest (be->host_hold) at its second use when
- * it is big, until its owner is freed (core/hold.c says which).  Raises nothing. */
+ * it is big, until its memory is freed or moved (core/hold.c says which).  Raises nothing. */
 void gs_hold_host(PyArrayObject *a, const gs_view *v);
-/* Held arrays whose owner's memory moved or was freed let go (before NumPy memory is made or
- * used: a new array at such an address must not pass for page-locked).  Raises nothing. */
-void gs_hold_check(void);
 /* The size from which an operand is held (64 MiB; 0: none). */
 size_t gs_hold_min_bytes(void);
 void gs_hold_set_min_bytes(size_t bytes);

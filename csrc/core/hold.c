@@ -1,26 +1,27 @@
 /*
- * core/hold.c - big NumPy arrays used again, held page-locked while they live, so that the
- * pipeline copies them straight in or out (cuda/pipeline.c's "direct" arrays) as it does the
+ * core/hold.c - big NumPy arrays used again, held page-locked while their memory lives, so that
+ * the pipeline copies them straight in or out (cuda/pipeline.c's "direct" arrays) as it does the
  * results it makes itself.
- * Level: core (the arrays' owners and their lifetimes are Python's); the locking is the
- * backend's (host_hold / host_unhold of gpuscan/backend.h).
+ * Level: core (the arrays' owners and their memory are NumPy's); the locking is the backend's
+ * (host_hold / host_unhold of gpuscan/backend.h).
  * Why: an ordinary NumPy operand of the pipeline travels through the staging ring, one more host
  * copy of each of its bytes (the pack of an input, the unpack of out=), and on an H200 host that
  * copy, not the PCIe link, bounds a round trip (docs/performance-notes.md, "NumPy in, NumPy
  * out"). Page-locking an array costs more than one copy of it (1 GiB: 26 ms, and 17 ms to undo),
  * so an array is held at its second use: the first is remembered (a weak reference to its owner,
  * the owner's data and size: a new array at a freed one's address is not taken for it, so the
- * temporaries of a loop stay unheld); the second page-locks the owner's whole buffer, with a weak
- * reference to the owner whose callback undoes it (NumPy clears an array's weak references
- * before it frees the data).
+ * temporaries of a loop stay unheld); the second page-locks the owner's whole buffer.
+ * Until when: the locked range must be let go before its memory is freed or moved, however
+ * that happens (the owner freed, `__setstate__`, a resize): the driver would otherwise keep it,
+ * and a new allocation at that address would pass for page-locked and be copied through the old
+ * pages. So a held owner's memory handler (NumPy's PyDataMem_Handler, which frees and moves its
+ * data) is replaced by one of this file's, which passes every call on to the owner's own
+ * handler and first unlocks the range when it is freed or moved. The locking and unlocking run
+ * with the GIL held, so no Python code frees the memory between the two.
  * Held: an operand of 64 MiB or more, C-contiguous in native byte order, whose base chain ends
  * in an ndarray owning its data (not a memmap, not another library's buffer), on the CUDA
- * backend, within the page-locked memory limit (GPUSCAN_PINNED_BYTES). NumPy refuses to resize
- * in place an array that has a weak reference (PyArray_Resize, whatever refcheck says), so a held
- * or remembered owner cannot be resized in place (np.resize still works). Its memory can still
- * be freed under it (ndarray.__setstate__), so every call that touches host memory first checks
- * that each held owner's data is where it was held (gs_hold_check) and lets go of what moved,
- * before a new array at the old address could be taken for locked memory.
+ * backend, within the page-locked memory limit (GPUSCAN_PINNED_BYTES). A remembered owner has a
+ * weak reference, and NumPy refuses to resize in place an array that has one.
  */
 #include "core/core.h"
 
@@ -30,9 +31,16 @@ static size_t hold_min = (size_t)64 << 20;
 /* Arrays held at most, and first uses remembered. */
 #define GS_HOLD_MAX 16
 #define GS_HOLD_SEEN 8
+#define GS_MEM_HANDLER "mem_handler" /* NumPy's name of a handler's capsule */
 
+/* A held owner's memory handler: the owner's own (`own`), with the locked range let go first
+ * when the memory is freed or moved. An entry is taken while its capsule lives (the owner holds
+ * it as its handler); `ptr` is NULL once the range is let go. */
 typedef struct hold {
-    PyObject *ref; /* a weak reference to the owner; NULL: a free entry */
+    PyDataMem_Handler handler; /* first: the capsule's pointer is the entry's */
+    PyObject *capsule;         /* borrowed (the owner's); NULL: a free entry */
+    PyObject *own;             /* the owner's handler before, its reference */
+    const PyDataMem_Handler *own_h;
     const gs_backend_ops *be;
     char *ptr;
     size_t bytes;
@@ -44,37 +52,60 @@ typedef struct sighting {
     size_t bytes;
 } sighting;
 
-/* Under the GIL (which host_hold and host_unhold run without: an entry is taken before and
- * given up after). */
+/* Under the GIL, as NumPy's calls of a handler are. */
 static hold holds[GS_HOLD_MAX];
 static sighting seen[GS_HOLD_SEEN];
 static int seen_next;
-static PyObject *gone_fn; /* the weak references' callback */
 
-/* Entry i given up, its memory unlocked. */
-static void let_go(int i)
+/* The range of entry h unlocked, if it was still locked and `ptr` is in it. */
+static void let_go(hold *h, const void *ptr)
 {
-    hold h = holds[i];
-
-    holds[i].ref = NULL;
-    Py_DECREF(h.ref);
-    GS_BEGIN_UNLOCKED
-        h.be->host_unhold(h.ptr);
-    GS_END_UNLOCKED
+    if (h->ptr == NULL || (const char *)ptr < h->ptr || (const char *)ptr >= h->ptr + h->bytes)
+        return;
+    h->be->host_unhold(h->ptr);
+    h->ptr = NULL;
 }
 
-/* The callback of a held owner's weak reference: the owner is being freed. */
-static PyObject *hold_gone(PyObject *self, PyObject *ref)
+static void *held_malloc(void *ctx, size_t size)
 {
-    for (int i = 0; i < GS_HOLD_MAX; i++)
-        if (holds[i].ref == ref) {
-            let_go(i);
-            break;
-        }
-    Py_RETURN_NONE;
+    const PyDataMemAllocator *a = &((hold *)ctx)->own_h->allocator;
+    return a->malloc(a->ctx, size);
 }
 
-static PyMethodDef gone_def = { "_gpuscan_hold_gone", hold_gone, METH_O, NULL };
+static void *held_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const PyDataMemAllocator *a = &((hold *)ctx)->own_h->allocator;
+    return a->calloc(a->ctx, nelem, elsize);
+}
+
+static void *held_realloc(void *ctx, void *ptr, size_t size)
+{
+    const PyDataMemAllocator *a = &((hold *)ctx)->own_h->allocator;
+    let_go(ctx, ptr);
+    return a->realloc(a->ctx, ptr, size);
+}
+
+static void held_free(void *ctx, void *ptr, size_t size)
+{
+    const PyDataMemAllocator *a = &((hold *)ctx)->own_h->allocator;
+    let_go(ctx, ptr);
+    a->free(a->ctx, ptr, size);
+}
+
+/* The capsule's destructor: its owner is gone or has another handler (after its data was freed
+ * through this one); the entry is free again. */
+static void hold_gone(PyObject *capsule)
+{
+    hold *h = PyCapsule_GetPointer(capsule, GS_MEM_HANDLER);
+
+    if (h == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    let_go(h, h->ptr); /* not expected: its memory is freed first */
+    Py_CLEAR(h->own);
+    h->capsule = NULL;
+}
 
 /* The live object of weak reference ref (a borrowed reference), or NULL. */
 static PyObject *alive(PyObject *ref)
@@ -93,41 +124,53 @@ static PyObject *alive(PyObject *ref)
 #endif
 }
 
-/* Hold the owner's buffer now: an entry taken, the memory locked without the GIL. */
+/* The entry whose handler `owner` has, or NULL. */
+static hold *held_entry(PyArrayObject *owner)
+{
+    PyObject *handler = PyArray_HANDLER(owner);
+
+    for (int i = 0; i < GS_HOLD_MAX; i++)
+        if (holds[i].capsule != NULL && holds[i].capsule == handler)
+            return &holds[i];
+    return NULL;
+}
+
+/* Hold the owner's buffer now: locked (the GIL kept: nothing frees it meanwhile), then the
+ * owner's handler replaced by an entry's. */
 static void hold_now(const gs_backend_ops *be, PyArrayObject *owner, char *ptr, size_t bytes)
 {
-    PyObject *ref;
-    int i = 0, ok;
+    PyArrayObject_fields *fa = (PyArrayObject_fields *)owner;
+    PyObject *own = fa->mem_handler;
+    const PyDataMem_Handler *own_h;
+    hold *h = NULL;
 
-    while (i < GS_HOLD_MAX && holds[i].ref != NULL)
-        i++;
-    if (i == GS_HOLD_MAX)
-        return;
-    if (gone_fn == NULL && (gone_fn = PyCFunction_New(&gone_def, NULL)) == NULL) {
+    if (own == NULL || (own_h = PyCapsule_GetPointer(own, GS_MEM_HANDLER)) == NULL) {
         PyErr_Clear();
         return;
     }
-    if ((ref = PyWeakref_NewRef((PyObject *)owner, gone_fn)) == NULL) {
+    for (int i = 0; i < GS_HOLD_MAX && h == NULL; i++)
+        if (holds[i].capsule == NULL)
+            h = &holds[i];
+    if (h == NULL || !be->host_hold(ptr, bytes))
+        return;
+    memcpy(h->handler.name, "gpuscan_held", sizeof("gpuscan_held"));
+    h->handler.version = 1;
+    h->handler.allocator.ctx = h;
+    h->handler.allocator.malloc = held_malloc;
+    h->handler.allocator.calloc = held_calloc;
+    h->handler.allocator.realloc = held_realloc;
+    h->handler.allocator.free = held_free;
+    h->own_h = own_h;
+    h->be = be;
+    h->ptr = ptr;
+    h->bytes = bytes;
+    if ((h->capsule = PyCapsule_New(h, GS_MEM_HANDLER, hold_gone)) == NULL) {
         PyErr_Clear();
+        let_go(h, ptr);
         return;
     }
-    holds[i].ref = ref;
-    holds[i].be = be;
-    holds[i].ptr = ptr;
-    holds[i].bytes = bytes;
-    GS_BEGIN_UNLOCKED
-        ok = be->host_hold(ptr, bytes);
-    GS_END_UNLOCKED
-    if (holds[i].ref != ref) { /* let go by another thread meanwhile: undone here */
-        if (ok) {
-            GS_BEGIN_UNLOCKED
-                be->host_unhold(ptr);
-            GS_END_UNLOCKED
-        }
-    } else if (!ok) { /* refused: nothing to undo */
-        holds[i].ref = NULL;
-        Py_DECREF(ref);
-    }
+    h->own = own;                 /* the owner's reference, now the entry's */
+    fa->mem_handler = h->capsule; /* and the entry's capsule the owner's */
 }
 
 size_t gs_hold_min_bytes(void)
@@ -142,19 +185,6 @@ void gs_hold_set_min_bytes(size_t bytes)
         Py_CLEAR(seen[j].ref);
 }
 
-void gs_hold_check(void)
-{
-    for (int i = 0; i < GS_HOLD_MAX; i++) {
-        PyArrayObject *o;
-        if (holds[i].ref == NULL)
-            continue;
-        o = (PyArrayObject *)alive(holds[i].ref);
-        if (o == NULL || PyArray_BYTES(o) != holds[i].ptr ||
-            (size_t)PyArray_NBYTES(o) != holds[i].bytes)
-            let_go(i);
-    }
-}
-
 void gs_hold_host(PyArrayObject *a, const gs_view *v)
 {
     PyArrayObject *owner = a;
@@ -164,7 +194,6 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
     size_t bytes;
     int j;
 
-    gs_hold_check();
     if (hold_min == 0 || (size_t)PyArray_NBYTES(a) < hold_min)
         return;
     if (gs_backend_get(&backend) < 0) {
@@ -180,9 +209,8 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
         return;
     ptr = PyArray_BYTES(owner);
     bytes = (size_t)PyArray_NBYTES(owner);
-    for (int i = 0; i < GS_HOLD_MAX; i++)
-        if (holds[i].ref != NULL && alive(holds[i].ref) == (PyObject *)owner)
-            return; /* held (gs_hold_check let go of what moved) */
+    if (held_entry(owner) != NULL)
+        return; /* held, or let go when its memory moved: not again */
     for (j = 0; j < GS_HOLD_SEEN; j++) {
         if (seen[j].ref != NULL && alive(seen[j].ref) == (PyObject *)owner && seen[j].ptr == ptr &&
             seen[j].bytes == bytes) {

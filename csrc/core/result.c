@@ -81,7 +81,6 @@ PyObject *gs_result_new(gs_mem mem, int ndim, const int64_t *shape, gs_dtype dty
         return NULL;
     for (int i = 0; i < ndim; i++)
         dims[i] = (npy_intp)shape[i];
-    gs_hold_check(); /* NumPy's memory may land where a held array's was */
     if ((a = (PyArrayObject *)PyArray_Empty(ndim, dims, descr, 0)) == NULL)
         return NULL;
     return host_result_view(a, dtype, v);
@@ -114,10 +113,8 @@ PyArrayObject *gs_host_array(const gs_backend_ops *be, int ndim, const npy_intp 
             ptr = be->host_take(bytes);
         Py_END_ALLOW_THREADS
     }
-    if (ptr == NULL) {
-        gs_hold_check(); /* NumPy's memory may land where a held array's was */
+    if (ptr == NULL)
         return (PyArrayObject *)PyArray_Empty(ndim, (npy_intp *)dims, descr, 0);
-    }
     if ((owner = PyCapsule_New(ptr, GS_HOST_BLOCK, host_block_free)) == NULL ||
         PyCapsule_SetContext(owner, (void *)be) < 0) {
         if (owner != NULL)
