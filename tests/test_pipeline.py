@@ -17,6 +17,7 @@ import pytest
 
 import gpuscan
 from gpuscan import _gpuscan
+from numpy._core.multiarray import get_handler_name
 from conftest import make_layout, random_array
 from reference import bits, check_reduce, check_scan, check_segmented_scan, check_split
 
@@ -547,10 +548,13 @@ def test_a_view_holds_its_base(hold_small, rng):
     assert pinned()[0] == base + owner.nbytes
     np.testing.assert_array_equal(d.get(), owner[50:-50])
     np.testing.assert_array_equal(gpuscan.to_device(owner[::2]).get(), owner[::2])  # strided: staged
+    assert get_handler_name(owner) == "gpuscan_held"         # its memory handler wrapped
     del d
-    owner.resize(HELD // 2, refcheck=False)                  # moved by its handler: let go first
+    owner.resize(2 * HELD, refcheck=False)                   # moved by its handler: let go first
     assert pinned()[0] == base
-    np.testing.assert_array_equal(gpuscan.to_device(owner).get(), owner)
+    for _ in range(2):                                       # held again where it is now
+        np.testing.assert_array_equal(gpuscan.to_device(owner).get(), owner)
+    assert pinned()[0] == base + owner.nbytes
     del owner
     gc.collect()
     assert pinned()[0] == base
@@ -635,8 +639,10 @@ def test_memory_replaced_under_a_held_array_is_let_go(hold_small, rng, order):
     b = rng.random(HELD, dtype=np.float32)
     a.__setstate__(b.astype(order + "f4").__reduce__()[2])
     assert pinned()[0] == base
+    assert a.flags.owndata == (order == ">")                # a copy, or the pickle's bytes
+    assert get_handler_name(a) == ("default_allocator" if order == ">" else None)
     news = [a]                                               # new arrays, perhaps at a's old
-    for v in range(8):                                       # address
+    for v in range(8):                                       # address (not always: malloc's)
         if news[-1].ctypes.data == old:
             break
         news.append(np.full(HELD, v, np.float32))
@@ -650,3 +656,18 @@ def test_memory_replaced_under_a_held_array_is_let_go(hold_small, rng, order):
     assert pinned()[0] == base + (a.nbytes if a.flags.owndata else 0)
     del a
     assert pinned()[0] == base
+
+
+@gpu
+def test_held_arrays_one_after_another(hold_small, rng):
+    # Each entry of the held table is given back when its array is freed: more arrays than
+    # the table has entries are held in turn.
+    gc.collect()
+    base = pinned()[0]
+    for i in range(40):
+        a = np.full(HELD, i, np.float32)
+        for _ in range(2):
+            np.testing.assert_array_equal(gpuscan.to_device(a).get(), a)
+        assert pinned()[0] == base + a.nbytes
+        del a
+        assert pinned()[0] == base

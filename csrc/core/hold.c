@@ -136,14 +136,23 @@ static hold *held_entry(PyArrayObject *owner)
 }
 
 /* Hold the owner's buffer now: locked (the GIL kept: nothing frees it meanwhile), then the
- * owner's handler replaced by an entry's. */
+ * owner's handler replaced by an entry's (or its entry's range set again, once let go when the
+ * owner was resized). */
 static void hold_now(const gs_backend_ops *be, PyArrayObject *owner, char *ptr, size_t bytes)
 {
     PyArrayObject_fields *fa = (PyArrayObject_fields *)owner;
     PyObject *own = fa->mem_handler;
     const PyDataMem_Handler *own_h;
-    hold *h = NULL;
+    hold *h = held_entry(owner);
 
+    if (h != NULL) {
+        if (h->ptr == NULL && be->host_hold(ptr, bytes)) {
+            h->be = be;
+            h->ptr = ptr;
+            h->bytes = bytes;
+        }
+        return;
+    }
     if (own == NULL || (own_h = PyCapsule_GetPointer(own, GS_MEM_HANDLER)) == NULL) {
         PyErr_Clear();
         return;
@@ -192,6 +201,7 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
     const gs_backend_ops *be;
     char *ptr;
     size_t bytes;
+    hold *h;
     int j;
 
     if (hold_min == 0 || (size_t)PyArray_NBYTES(a) < hold_min)
@@ -209,8 +219,8 @@ void gs_hold_host(PyArrayObject *a, const gs_view *v)
         return;
     ptr = PyArray_BYTES(owner);
     bytes = (size_t)PyArray_NBYTES(owner);
-    if (held_entry(owner) != NULL)
-        return; /* held, or let go when its memory moved: not again */
+    if ((h = held_entry(owner)) != NULL && h->ptr != NULL)
+        return; /* held */
     for (j = 0; j < GS_HOLD_SEEN; j++) {
         if (seen[j].ref != NULL && alive(seen[j].ref) == (PyObject *)owner && seen[j].ptr == ptr &&
             seen[j].bytes == bytes) {

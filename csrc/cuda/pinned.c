@@ -302,7 +302,7 @@ int gs_pinned_hold(void *ptr, size_t bytes)
 
 void gs_pinned_unhold(void *ptr)
 {
-    int found = 0;
+    int found = 0, current = -1;
 
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nblocks && !found; i++) {
@@ -312,7 +312,15 @@ void gs_pinned_unhold(void *ptr)
         }
     }
     pthread_mutex_unlock(&lock);
-    if (found && (gs_cuda_enter() != cudaSuccess || cudaHostUnregister(ptr) != cudaSuccess))
+    if (!found)
+        return;
+    /* Called as NumPy frees a held array, anywhere in the user's code: the thread's device
+     * is left as it was. */
+    if (cudaGetDevice(&current) != cudaSuccess)
+        current = -1;
+    if (gs_cuda_enter() != cudaSuccess || cudaHostUnregister(ptr) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (current >= 0 && current != gs_cuda_device && cudaSetDevice(current) != cudaSuccess)
         (void)cudaGetLastError();
 }
 
