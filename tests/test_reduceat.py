@@ -425,7 +425,9 @@ PATTERNS_N = 40 * RANGE + 101
 
 def range_patterns(rng, n, first):
     """Head positions over n values in ranges, by name: `first` (a case of its own), every
-    value, every tile start, every range end, one per three ranges, dense random ones."""
+    value, every tile start, every range end, one per three ranges, dense random ones, and
+    thousands in two clusters (on CUDA a warp's search of the starts first probes where even
+    segments would put its rank: here that window lies below the rank, or above it)."""
     return {
         **first,
         "all heads": np.arange(n),
@@ -433,6 +435,8 @@ def range_patterns(rng, n, first):
         "every range end": np.arange(RANGE - 1, n, RANGE),
         "one per three ranges": np.arange(7, n, 3 * RANGE),
         "dense": np.flatnonzero(rng.random(n) < 0.3),
+        "clustered": np.concatenate([[0], np.arange(n // 3, n // 3 + 1500),
+                                     np.arange(n - 1500, n)]),
     }
 
 

@@ -92,13 +92,33 @@ static __device__ __forceinline__ int gs_seg_last_head(const gs_seg_bits *b, int
     return w * 32 + 31 - __clz(m);
 }
 
-/* The number of starts below `at` (starts strictly ascending), the same in every lane: a search
- * of the whole warp, 32 probes a round. */
+/* Probes 32 apart in the search's first round, around where a uniform partition puts the
+ * rank: 1024 starts a window. */
+#define GS_SEG_GUESS_STEP 32
+
+/* The number of starts below `at` (starts strictly ascending; n values in all), the same in
+ * every lane, and in *first the start at that rank (INT64_MAX past the last): a search of the
+ * whole warp, 32 probes a round. The first round probes a window of GS_SEG_GUESS_STEP-spaced
+ * starts centred on the rank of equal segments (at * nseg / n), so a partition whose starts are
+ * near even is found in two rounds, not log32(nseg) + 1 (each an L2 round trip at every warp's
+ * start); a window that misses leaves one side to search as before. */
 static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int64_t nseg,
-                                                      int64_t at)
+                                                      int64_t n, int64_t at, int64_t *first)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
     int64_t lo = 0, hi = nseg; /* the rank lies in [lo, hi] */
+    if (nseg >= GS_WARP * GS_SEG_GUESS_STEP) {
+        const int64_t s = GS_SEG_GUESS_STEP;
+        int64_t base = (int64_t)((double)at / (double)n * (double)nseg) - GS_WARP / 2 * s;
+        base = base < 0 ? 0 : base > nseg - GS_WARP * s ? nseg - GS_WARP * s : base;
+        const int64_t probe = base + (lane + 1) * s - 1; /* < nseg */
+        /* The probes below `at` are a prefix of the lanes, c of them. */
+        const int c = __popc(__ballot_sync(GS_FULL_MASK, __ldg(starts + probe) < at));
+        if (c > 0)
+            lo = base + c * s; /* just past the last probe below */
+        if (c < GS_WARP)
+            hi = base + (c + 1) * s - 1; /* the first probe not below */
+    }
     while (hi - lo >= GS_WARP) {
         const int64_t step = (hi - lo + GS_WARP - 1) / GS_WARP;
         const int64_t probe = lo + (lane + 1) * step - 1;
@@ -109,8 +129,13 @@ static __device__ __forceinline__ int64_t gs_seg_rank(const int64_t *starts, int
         lo += c * step;
         hi = next < hi ? next : hi;
     }
-    return lo +
-           __popc(__ballot_sync(GS_FULL_MASK, lo + lane < hi && __ldg(starts + lo + lane) < at));
+    /* The last round reads starts lo .. hi (at most 32; hi is nseg or a start not below `at`),
+     * so the start at the rank is among them unless the rank is nseg. */
+    const int64_t j = lo + lane;
+    const int64_t v = j <= hi && j < nseg ? __ldg(starts + j) : INT64_MAX;
+    const int c = __popc(__ballot_sync(GS_FULL_MASK, v < at));
+    *first = __shfl_sync(GS_FULL_MASK, v, c & (GS_WARP - 1));
+    return lo + c;
 }
 
 /* The start at index k (level 0), or past every value when there is none. */
@@ -711,9 +736,10 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
     /* Indices that the index check enqueued before found bad (or not increasing): nothing is
-     * read from starts or written, on every level (the host raises or takes the general way).
-     * Level 0 starts copying its first tile (in bounds either way) while the guard is read; a
-     * level above reads the partials only after it (level 0 wrote none when it is set). */
+     * written, on every level (the host raises or takes the general way). Level 0 starts
+     * copying its first tile and searching the starts (in bounds either way) while the guard is
+     * read; a level above reads the partials only after it (level 0 wrote none when it is
+     * set). */
     unsigned long long bad = 0;
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
@@ -722,13 +748,14 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (ids != NULL && sp->per_warp == 1 && GS_FN(seg_pairs)(op, out_t, sp, t0, t0))
         return;
     int landed = GS_FN(seg_fetch)(in_t, sp, t0, slot);
+    /* Level 0: the rank k of the tile's first start, and the start. */
+    int64_t head = 0;
+    int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, n, t0 * GS_SEG_W, &head) : 0;
     if (bad != 0) {
         gs_cp_async_wait();
         return;
     }
-    int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, t0 * GS_SEG_W) : 0;
-    int64_t head = ids == NULL ? gs_seg_start_at(sp, k) : 0; /* level 0: start k */
-    const int64_t w = t0 / sp->per_warp;                      /* the warp's range */
+    const int64_t w = t0 / sp->per_warp; /* the warp's range */
     /* The warp's carry, two slots in turn: tile t reads slot t % 2 and its last value's lane
      * writes the other for tile t + 1 (another lane may still read this one); the __syncwarp
      * at the start of each tile orders the two, the tile's shared words after the last tile's
