@@ -426,8 +426,10 @@ PATTERNS_N = 40 * RANGE + 101
 def range_patterns(rng, n, first):
     """Head positions over n values in ranges, by name: `first` (a case of its own), every
     value, every tile start, every range end, one per three ranges, dense random ones, and
-    thousands in two clusters (on CUDA a warp's search of the starts first probes where even
-    segments would put its rank: here that window lies below the rank, or above it)."""
+    thousands in three clusters, at the front, a third of the way and at the end (on CUDA a
+    warp's search of the starts first probes where even segments would put its rank: between
+    the first two clusters that window lies wholly below the rank, between the last two wholly
+    above it)."""
     return {
         **first,
         "all heads": np.arange(n),
@@ -435,7 +437,7 @@ def range_patterns(rng, n, first):
         "every range end": np.arange(RANGE - 1, n, RANGE),
         "one per three ranges": np.arange(7, n, 3 * RANGE),
         "dense": np.flatnonzero(rng.random(n) < 0.3),
-        "clustered": np.concatenate([[0], np.arange(n // 3, n // 3 + 1500),
+        "clustered": np.concatenate([np.arange(1500), np.arange(n // 3, n // 3 + 1500),
                                      np.arange(n - 1500, n)]),
     }
 
