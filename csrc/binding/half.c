@@ -26,11 +26,13 @@ static int is_half(PyObject *obj)
  * host here. */
 static int half_of(PyObject *obj, PyObject **arr)
 {
+    int device;
+
     *arr = NULL;
-    if (obj == NULL || PyArray_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) ||
-        PyObject_HasAttrString(obj, "__cuda_array_interface__") ||
-        PyObject_HasAttrString(obj, "__dlpack_device__"))
+    if (obj == NULL || PyArray_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj))
         return 0;
+    if ((device = gs_device_like(obj)) != 0)
+        return device < 0 ? -1 : 0;
     if ((*arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL)) == NULL)
         return -1;
     if (!is_half(*arr))
@@ -114,11 +116,9 @@ static int half_result(PyObject *args, PyObject *kwargs, Py_ssize_t op_pos)
     PyObject *dtype = argument(args, kwargs, -1, "dtype"), *out = argument(args, kwargs, -1, "out");
     PyObject *arr;
     gs_op op;
-    int small;
+    int small, device;
 
-    if (op_obj == NULL || a == NULL ||
-        (!PyArray_Check(a) && (PyObject_HasAttrString(a, "__cuda_array_interface__") ||
-                               PyObject_HasAttrString(a, "__dlpack_device__"))))
+    if (op_obj == NULL || a == NULL)
         return 0;
     if (gs_parse_op(op_obj, &op) < 0) {
         PyErr_Clear(); /* not a built-in op: the call says so itself */
@@ -126,6 +126,8 @@ static int half_result(PyObject *args, PyObject *kwargs, Py_ssize_t op_pos)
     }
     if (!gs_op_is_log(op))
         return 0;
+    if (!PyArray_Check(a) && (device = gs_device_like(a)) != 0)
+        return device < 0 ? -1 : 0;
     if (dtype != NULL && dtype != Py_None)
         return dtype_is_half(dtype, &small) < 0 ? -1 : small;
     if (out != NULL && out != Py_None)

@@ -62,6 +62,27 @@ static int is_cuda_dl_device(int device_type)
     return device_type == GS_DL_CUDA || device_type == 13;
 }
 
+/* Whether obj names a device interface without reading it: gpuscan's DeviceArray, or a type
+ * defining __cuda_array_interface__ or __dlpack_device__ (a property of the type is not run:
+ * CuPy and PyTorch build the interface's dict anew on every read), else the same names on the
+ * instance. Not a proof of device memory (a CPU tensor's type has both): a cheap "leave it
+ * alone" for code that must not copy a device array to the host. */
+int gs_device_like(PyObject *obj)
+{
+    static PyObject *cai_name, *dl_name;
+    PyObject *tp = (PyObject *)Py_TYPE(obj);
+
+    if (gs_DeviceArray_Check(obj))
+        return 1;
+    if (cai_name == NULL && (cai_name = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
+        return -1;
+    if (dl_name == NULL && (dl_name = PyUnicode_InternFromString("__dlpack_device__")) == NULL)
+        return -1;
+    if (PyObject_HasAttr(tp, cai_name) || PyObject_HasAttr(tp, dl_name))
+        return 1;
+    return PyObject_HasAttr(obj, cai_name) || PyObject_HasAttr(obj, dl_name);
+}
+
 /* 1 when obj is a device object, 0 when not, -1 on error; *cai its __cuda_array_interface__
  * (a new reference) when it has one, else NULL, so that the caller reads it once (CuPy and
  * PyTorch build the dict anew on every read: about a microsecond). */
