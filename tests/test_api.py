@@ -213,6 +213,30 @@ def test_small_results_to_the_host():
 
 
 @pytest.mark.gpu
+def test_small_device_results_kept_and_reused():
+    # Device blocks of a few KiB are kept when a result is dropped and handed to the next result
+    # of the same size (cuda/runtime.c): a live result is never handed out, a reused block holds
+    # the new call's values, and free_cached_memory gives the kept blocks back.
+    rng = np.random.default_rng(7)
+    hosts = [rng.integers(-50, 50, 1000 + 7 * i).astype(np.int64) for i in range(40)]
+    devs = [gpuscan.to_device(h) for h in hosts]
+    alive = []
+    for i, (h, d) in enumerate(zip(hosts, devs)):
+        r = gpuscan.reduce(d)                                # 8 bytes
+        c, _ = gpuscan.histogram(d, 64, range=(-50, 50))     # 512 bytes
+        if i % 3 == 0:
+            alive.append((h, r, c))                          # kept alive: never reused
+        del r, c                                             # the rest go back to the keep
+    for h, r, c in alive:
+        assert int(r.get()) == int(h.sum())
+        np.testing.assert_array_equal(c.get(), np.histogram(h, 64, range=(-50, 50))[0])
+    assert len({int(r.__cuda_array_interface__["data"][0]) for _, r, _ in alive}) == len(alive)
+    gpuscan.free_cached_memory()
+    r = gpuscan.reduce(devs[0])
+    assert int(r.get()) == int(hosts[0].sum())
+
+
+@pytest.mark.gpu
 def test_to_device_strided_and_2d():
     a = np.arange(60, dtype=np.int64).reshape(6, 10)[:, ::-2]
     d = gpuscan.to_device(a)

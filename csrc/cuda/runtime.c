@@ -6,7 +6,8 @@
  *   - one blocking stream (cudaStreamCreate), so work that CuPy or PyTorch enqueue on the legacy
  *     default stream is ordered with ours without extra events;
  *   - device memory only from the pool (cudaMallocAsync / cudaFreeAsync on that stream), with
- *     the release threshold at UINT64_MAX so freed memory stays in the pool for the next call;
+ *     the release threshold at UINT64_MAX so freed memory stays in the pool for the next call,
+ *     and blocks of a few KiB kept aside for the next request of their size (small results);
  *     a request the device cannot serve trims the pool (what it holds unused goes back to the
  *     device) and is tried once more, so a MemoryError leaves no memory reserved for nothing
  *     (another process - a Dask worker on the same GPU - can have it);
@@ -17,6 +18,7 @@
 
 #include "cuda/cuda_rt.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 cudaStream_t gs_cuda_stream;
@@ -136,6 +138,97 @@ uintptr_t gs_cuda_stream_handle(void)
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
+/* Small blocks kept: a result of a few bytes made and dropped each call (reduce's values,
+ * histogram's counts) cost a cudaMallocAsync and a cudaFreeAsync, about 2 us together on an
+ * H200's host, as long as the kernel that fills it. A block of at most GS_SMALL_MAX bytes is
+ * remembered while in use (up to GS_SMALL_LIVE of them), kept when freed (up to GS_SMALL_KEPT)
+ * and handed out again for a request of exactly its size: ordered on the stream as the pool's
+ * own reuse is (every use of a block is enqueued on gs_cuda_stream), and the same bytes, so
+ * compute-sanitizer still sees a block's bounds. Kept blocks go back to the pool when it is
+ * trimmed. Calls come with and without the GIL (Dask's threads): a mutex guards the tables. */
+#define GS_SMALL_MAX 4096
+#define GS_SMALL_LIVE 64
+#define GS_SMALL_KEPT 16
+
+typedef struct gs_small_block {
+    void *ptr;
+    size_t bytes;
+} gs_small_block;
+
+static struct {
+    pthread_mutex_t lock;
+    gs_small_block live[GS_SMALL_LIVE]; /* in use (ptr NULL: a free entry) */
+    gs_small_block kept[GS_SMALL_KEPT]; /* freed, for the next request of their size */
+    int nkept;
+} small = { PTHREAD_MUTEX_INITIALIZER };
+
+/* A kept block of exactly `bytes`, now in use, or NULL. */
+static void *small_take(size_t bytes)
+{
+    void *ptr = NULL;
+
+    pthread_mutex_lock(&small.lock);
+    for (int i = small.nkept - 1; i >= 0; --i) {
+        if (small.kept[i].bytes == bytes) {
+            ptr = small.kept[i].ptr;
+            small.kept[i] = small.kept[--small.nkept];
+            break;
+        }
+    }
+    for (int i = 0; ptr != NULL && i < GS_SMALL_LIVE; ++i) {
+        if (small.live[i].ptr == NULL) {
+            small.live[i] = (gs_small_block){ ptr, bytes };
+            break;
+        }
+    }
+    pthread_mutex_unlock(&small.lock);
+    return ptr;
+}
+
+/* Remember a new small block while it is in use (when there is room). */
+static void small_track(void *ptr, size_t bytes)
+{
+    pthread_mutex_lock(&small.lock);
+    for (int i = 0; i < GS_SMALL_LIVE; ++i) {
+        if (small.live[i].ptr == NULL) {
+            small.live[i] = (gs_small_block){ ptr, bytes };
+            break;
+        }
+    }
+    pthread_mutex_unlock(&small.lock);
+}
+
+/* Keep a freed block that is a remembered small one: 1 when kept, 0 when it goes to the pool. */
+static int small_keep(void *ptr)
+{
+    int kept = 0;
+
+    pthread_mutex_lock(&small.lock);
+    for (int i = 0; i < GS_SMALL_LIVE; ++i) {
+        if (small.live[i].ptr == ptr) {
+            if (small.nkept < GS_SMALL_KEPT) {
+                small.kept[small.nkept++] = small.live[i];
+                kept = 1;
+            }
+            small.live[i].ptr = NULL;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&small.lock);
+    return kept;
+}
+
+/* The kept blocks back to the pool (before it is trimmed). */
+static void small_release(void)
+{
+    pthread_mutex_lock(&small.lock);
+    for (int i = 0; i < small.nkept; ++i)
+        if (cudaFreeAsync(small.kept[i].ptr, gs_cuda_stream) != cudaSuccess)
+            (void)cudaGetLastError();
+    small.nkept = 0;
+    pthread_mutex_unlock(&small.lock);
+}
+
 int gs_cuda_alloc(void **ptr, size_t bytes, gs_fail *f)
 {
     cudaError_t err;
@@ -143,13 +236,19 @@ int gs_cuda_alloc(void **ptr, size_t bytes, gs_fail *f)
     *ptr = NULL;
     if (bytes == 0)
         return 0;
-    if ((err = gs_cuda_enter()) == cudaSuccess &&
-        (err = cudaMallocAsync(ptr, bytes, gs_cuda_stream)) == cudaSuccess)
+    if ((err = gs_cuda_enter()) == cudaSuccess && bytes <= GS_SMALL_MAX &&
+        (*ptr = small_take(bytes)) != NULL)
         return 0;
+    if (err == cudaSuccess && (err = cudaMallocAsync(ptr, bytes, gs_cuda_stream)) == cudaSuccess) {
+        if (bytes <= GS_SMALL_MAX)
+            small_track(*ptr, bytes);
+        return 0;
+    }
     if (err == cudaErrorMemoryAllocation) {
         /* Memory freed into the pool on our stream is unused once the stream is idle: hand it
          * back and try once more; on failure the pool keeps nothing it does not use. */
         (void)cudaGetLastError();
+        small_release();
         if (cudaStreamSynchronize(gs_cuda_stream) == cudaSuccess &&
             cudaMemPoolTrimTo(pool, 0) == cudaSuccess &&
             (err = cudaMallocAsync(ptr, bytes, gs_cuda_stream)) == cudaSuccess)
@@ -165,7 +264,7 @@ void gs_cuda_free(void *ptr)
 {
     /* A failure here (e.g. the runtime already unloading at interpreter exit) must not raise:
      * the memory goes back with the context. */
-    if (ptr != NULL && cudaFreeAsync(ptr, gs_cuda_stream) != cudaSuccess)
+    if (ptr != NULL && !small_keep(ptr) && cudaFreeAsync(ptr, gs_cuda_stream) != cudaSuccess)
         (void)cudaGetLastError();
 }
 
@@ -176,6 +275,8 @@ int gs_cuda_trim_pool(size_t *released, gs_fail *f)
     *released = 0;
     GS_CUDA_TRY(f, gs_cuda_enter());
     GS_CUDA_TRY(f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before));
+    small_release();
+    GS_CUDA_TRY(f, cudaStreamSynchronize(gs_cuda_stream)); /* the kept blocks' frees done */
     GS_CUDA_TRY(f, cudaMemPoolTrimTo(pool, 0));
     GS_CUDA_TRY(f, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after));
     *released = before > after ? (size_t)(before - after) : 0;
