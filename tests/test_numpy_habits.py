@@ -118,6 +118,32 @@ def test_float16_scan_out(rng):
     np.testing.assert_allclose(wide, np.cumsum(a, out=np.empty(100)), rtol=1e-12)
 
 
+class _HostHalf:
+    """A host array-like whose type has a __cuda_array_interface__ property that raises
+    AttributeError off the device (as old PyTorch's CPU tensors did), and no __dlpack_device__:
+    float16 input, not a device array."""
+
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("not on the device")
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a if dtype is None else self.a.astype(dtype)
+
+
+def test_float16_array_like_with_a_raising_interface(rng):
+    a = half_data(rng, 300)
+    got = gpuscan.scan(_HostHalf(a))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, gpuscan.scan(a))
+    assert gpuscan.reduce(_HostHalf(a)) == gpuscan.reduce(a)
+    np.testing.assert_array_equal(gpuscan.scan(_HostHalf(a), "logaddexp"),
+                                  gpuscan.scan(a, "logaddexp"))
+
+
 def test_float16_segmented_scan(rng):
     a = half_data(rng)
     flags = rng.integers(0, 2, a.size)

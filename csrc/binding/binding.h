@@ -91,8 +91,9 @@ int gs_operand_get(PyObject *obj, gs_operand *op);
  * __cuda_array_interface__ both detects and describes it. */
 int gs_operand_get_device(PyObject *obj, gs_operand *op);
 
-/* 1 when obj looks like a device array by its type or attributes (gs_device_like in
- * operand.c: no interface is read), 0 when not, -1 on error. */
+/* 1 when obj has __cuda_array_interface__ or __dlpack_device__ (asking its type first, so that
+ * CuPy's and PyTorch's interface is not built: gs_device_like in operand.c), 0 when not, -1 on
+ * error. */
 int gs_device_like(PyObject *obj);
 
 /* gs_operand_get for an argument that must already be an array (`out=`): a NumPy array or a

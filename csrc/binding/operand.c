@@ -62,23 +62,25 @@ static int is_cuda_dl_device(int device_type)
     return device_type == GS_DL_CUDA || device_type == 13;
 }
 
-/* Whether obj names a device interface without reading it: gpuscan's DeviceArray, or a type
- * defining __cuda_array_interface__ or __dlpack_device__ (a property of the type is not run:
- * CuPy and PyTorch build the interface's dict anew on every read), else the same names on the
- * instance. Not a proof of device memory (a CPU tensor's type has both): a cheap "leave it
- * alone" for code that must not copy a device array to the host. */
+/* Whether obj has __cuda_array_interface__ or __dlpack_device__ (gpuscan's DeviceArray has
+ * both), without reading the interface where that can be helped: a type defining
+ * __dlpack_device__ (CuPy's arrays, PyTorch's tensors) answers for its instances, since a
+ * method is there whatever the device; otherwise the instance is asked, which runs an interface
+ * property (CuPy and PyTorch build its dict anew on every read) and counts one that raises
+ * AttributeError (old PyTorch's CPU tensors) as absent. Not a proof of device memory: a CPU
+ * tensor has __dlpack_device__ too. Code that must not copy a device array to the host asks. */
 int gs_device_like(PyObject *obj)
 {
     static PyObject *cai_name, *dl_name;
-    PyObject *tp = (PyObject *)Py_TYPE(obj);
 
     if (gs_DeviceArray_Check(obj))
         return 1;
-    if (cai_name == NULL && (cai_name = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
+    if (cai_name == NULL &&
+        (cai_name = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
         return -1;
     if (dl_name == NULL && (dl_name = PyUnicode_InternFromString("__dlpack_device__")) == NULL)
         return -1;
-    if (PyObject_HasAttr(tp, cai_name) || PyObject_HasAttr(tp, dl_name))
+    if (PyObject_HasAttr((PyObject *)Py_TYPE(obj), dl_name))
         return 1;
     return PyObject_HasAttr(obj, cai_name) || PyObject_HasAttr(obj, dl_name);
 }

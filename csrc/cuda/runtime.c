@@ -28,6 +28,8 @@ int gs_cuda_device;
 static cudaEvent_t handoff_event;
 /* The device's default pool, which cudaMallocAsync serves from. */
 static cudaMemPool_t pool;
+/* The small blocks' lock made anew in a fork's child (below, with the blocks). */
+static void small_after_fork_child(void);
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
@@ -112,6 +114,7 @@ int gs_cuda_init(char *why, size_t why_len)
         goto done;
     }
     gs_launch_debug_sync = debug != NULL && strcmp(debug, "1") == 0;
+    pthread_atfork(NULL, NULL, small_after_fork_child);
     rc = 0;
 done:
     (void)cudaGetLastError();
@@ -144,8 +147,9 @@ uintptr_t gs_cuda_stream_handle(void)
  * remembered while in use (up to GS_SMALL_LIVE of them), kept when freed (up to GS_SMALL_KEPT)
  * and handed out again for a request of exactly its size: ordered on the stream as the pool's
  * own reuse is (every use of a block is enqueued on gs_cuda_stream), and the same bytes, so
- * compute-sanitizer still sees a block's bounds. Kept blocks go back to the pool when it is
- * trimmed. Calls come with and without the GIL (Dask's threads): a mutex guards the tables. */
+ * compute-sanitizer still sees a block's bounds (not a use after a kept block's free: to the
+ * sanitizer it was never freed). Kept blocks go back to the pool when it is trimmed. Calls come
+ * with and without the GIL (Dask's threads): a mutex guards the tables. */
 #define GS_SMALL_MAX 4096
 #define GS_SMALL_LIVE 64
 #define GS_SMALL_KEPT 16
@@ -216,6 +220,13 @@ static int small_keep(void *ptr)
     }
     pthread_mutex_unlock(&small.lock);
     return kept;
+}
+
+/* A child of fork() frees DeviceArrays it inherited (CUDA is not usable there): a lock another
+ * thread of the parent held at the fork would never be released. */
+static void small_after_fork_child(void)
+{
+    small.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
 /* The kept blocks back to the pool (before it is trimmed). */
