@@ -32,7 +32,7 @@ done:
 int gs_cuda_free_cached(size_t *device, size_t *host, gs_fail *f)
 {
     *device = *host = 0;
-    if (gs_cuda_sync(f) < 0 || gs_cuda_trim_pool(device, f) < 0)
+    if (gs_cuda_trim_pool(device, f) < 0) /* after the stream's work: the trim waits for it */
         return -1;
     *host = gs_pinned_release_cached();
     return 0;
