@@ -52,18 +52,18 @@ typedef struct gs_linrec_kparams {
 /* Four kernels a type: a block per tile or the lookahead driver, each forwards and reversed.
  * The direction is set in the kernel as a constant, so that no step tests it: a piece's values
  * come in step order without a select each (H200, 2^28 float32: 3% faster; the notes). */
-#define GS_LR_KERNELS(rs, dir, rev)                                         \
-    __global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_##rs)         \
-        gs_linrec_##rs##dir(gs_linrec_kparams p)                            \
-    {                                                                       \
-        p.reverse = rev;                                                    \
-        linrec_tile_##rs(&p);                                               \
-    }                                                                       \
-    __global__ void __launch_bounds__(GS_NT, GS_LR_AHEAD_MIN_BLOCKS_##rs)   \
-        gs_linrec_ahead_##rs##dir(gs_linrec_kparams p)                      \
-    {                                                                       \
-        p.reverse = rev;                                                    \
-        linrec_tiles_ahead_##rs(&p);                                        \
+#define GS_LR_KERNELS(rs, dir, rev)                                       \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_MIN_BLOCKS_##rs)       \
+        gs_linrec_##rs##dir(gs_linrec_kparams p)                          \
+    {                                                                     \
+        p.reverse = rev;                                                  \
+        linrec_tile_##rs(&p);                                             \
+    }                                                                     \
+    __global__ void __launch_bounds__(GS_NT, GS_LR_AHEAD_MIN_BLOCKS_##rs) \
+        gs_linrec_ahead_##rs##dir(gs_linrec_kparams p)                    \
+    {                                                                     \
+        p.reverse = rev;                                                  \
+        linrec_tiles_ahead_##rs(&p);                                      \
     }
 GS_LR_KERNELS(f32, _fwd, 0)
 GS_LR_KERNELS(f32, _rev, 1)
