@@ -29,6 +29,7 @@ x = cp.random.random(n, dtype=cp.float32)
 xi = cp.random.randint(0, 1000, n, dtype=cp.int32)
 f = (cp.random.random(n, dtype=cp.float32) < 0.01).astype(cp.uint8)
 out = cp.empty_like(x)
+outi = cp.empty_like(xi)
 
 
 def per_call(fn):
@@ -49,6 +50,7 @@ cases = [
     ("scan f32 out=", lambda: gpuscan.scan(x, out=out)),
     ("scan i32", lambda: gpuscan.scan(xi, dtype=np.int32)),
     ("segmented_scan f32 u8", lambda: gpuscan.segmented_scan(x, f)),
+    ("segmented_scan i32 u8 out=", lambda: gpuscan.segmented_scan(xi, f, dtype=np.int32, out=outi)),
     ("reduce f32", lambda: gpuscan.reduce(x)),
     ("histogram f32 256", lambda: gpuscan.histogram(x, 256, range=(0, 1))),
     ("bincount i32 <1000", lambda: gpuscan.bincount(xi)),
@@ -62,12 +64,15 @@ if torch is not None:
     cases += [("torch cumsum f32", lambda: torch.cumsum(tx, 0)),
               ("torch sum f32", lambda: tx.sum()),
               ("torch histc 256", lambda: torch.histc(tx, 256, 0, 1))]
-d, di, df, dout = (gpuscan.to_device(cp.asnumpy(v)) for v in (x, xi, f, out))
+d, di, df, dout, douti = (gpuscan.to_device(cp.asnumpy(v)) for v in (x, xi, f, out, outi))
 empty = cp.RawKernel(r'extern "C" __global__ void empty() {}', "empty")
 cases += [
     ("part: scan f32 DeviceArray", lambda: gpuscan.scan(d)),
     ("part: scan f32 DeviceArray out=", lambda: gpuscan.scan(d, out=dout)),
     ("part: segmented_scan DeviceArray", lambda: gpuscan.segmented_scan(d, df)),
+    ("part: scan i32 DeviceArray out=", lambda: gpuscan.scan(di, dtype=np.int32, out=douti)),
+    ("part: segmented_scan i32 DeviceArray out=",
+     lambda: gpuscan.segmented_scan(di, df, dtype=np.int32, out=douti)),
     ("part: reduce f32 DeviceArray", lambda: gpuscan.reduce(d)),
     ("part: histogram DeviceArray", lambda: gpuscan.histogram(d, 256, range=(0, 1))),
     ("part: split DeviceArray", lambda: gpuscan.split(d, df)),
