@@ -155,17 +155,33 @@ static __device__ __forceinline__ void GS_FN(lr_prefetch)(const gs_linrec_kparam
     }
 }
 
+/* Where lr_gather finds a tile's a and b, and whether it leaves them in a slot (the callers pass
+ * a constant: no piece tests it). Once for both types. */
+#ifndef GS_LR_FROM_MEMORY_KEEP
+#define GS_LR_FROM_MEMORY_KEEP GS_LR_FROM_MEMORY_KEEP
+enum {
+    GS_LR_FROM_MEMORY,     /* from memory, nothing kept (one tile per block) */
+    GS_LR_FROM_SLOT,       /* from the slot (cp.async filled it), the leaves put back over b */
+    GS_LR_FROM_MEMORY_KEEP /* from memory, a and the leaves put into the slot */
+};
+#endif
+
 /* This thread's leaves of `tile`: a[k*C + c] and lb[k*C + c] = a*x + b (x: h0 at a row's first
  * step, else 0), and the head bits returned; past n the identity (1, 0).  a and b come from
- * `pre` (a tile buffer slot cp.async filled) when pre >= 0, else from memory; with keep >= 0 a
- * and the leaves are left in that slot for the emit phase. */
+ * tile buffer slot `slot` or from memory, as `from` says (a GS_LR_FROM_ constant); a and the
+ * leaves are left in the slot for the emit phase unless it is GS_LR_FROM_MEMORY. */
 static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kparams *p,
-                                                            int64_t tile, int pre, int keep,
+                                                            int64_t tile, int from, int slot,
                                                             GS_R *a, GS_R *lb)
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
     const int vec = GS_FN(lr_whole)(p, tile);
+    /* Steps from the thread's first to the next row start (0: it is one), found once; a piece
+     * past that start finds its own (rows shorter than a thread's steps). */
+    const int64_t r0 = GS_FN(lr_row_offset)(p, GS_FN(lr_piece_step)(tile, 0));
+    const int64_t next0 = r0 ? p->row_len - r0 : 0;
+    const int first0 = next0 > GS_LR_VT ? GS_LR_VT + 1 : (int)next0;
     unsigned heads = 0;
 #pragma unroll
     for (int k = 0; k < GS_ROWS_MAX; ++k) {
@@ -173,9 +189,9 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
             const int64_t g0 = GS_FN(lr_piece_step)(tile, k);
             GS_R *ak = a + k * C;
             GS_R b[4];
-            if (pre >= 0) {
-                GS_FN(lr_load_piece)(p, GS_LR_BUF_A(pre), GS_FN(lr_buf_at)(k), ak);
-                GS_FN(lr_load_piece)(p, GS_LR_BUF_B(pre), GS_FN(lr_buf_at)(k), b);
+            if (from == GS_LR_FROM_SLOT) {
+                GS_FN(lr_load_piece)(p, GS_LR_BUF_A(slot), GS_FN(lr_buf_at)(k), ak);
+                GS_FN(lr_load_piece)(p, GS_LR_BUF_B(slot), GS_FN(lr_buf_at)(k), b);
             } else if (vec) {
                 GS_FN(lr_load_piece)(p, p->a, GS_FN(lr_piece_at)(p, g0), ak);
                 GS_FN(lr_load_piece)(p, p->b, GS_FN(lr_piece_at)(p, g0), b);
@@ -187,10 +203,13 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
                     b[c] = g < p->n ? GS_FN(lr_of_bits)(gs_load_bits(GS_LR_DT, p->b, m)) : (GS_R)0;
                 }
             }
-            /* ---- Row starts (one remainder per piece), and the leaves: a piece with none,
-             * the usual case, is C fused a*0 + b and no test per step. ---- */
-            const int64_t r = GS_FN(lr_row_offset)(p, g0);
-            const int64_t first = r ? p->row_len - r : 0; /* steps to the next row start */
+            /* ---- Row starts, and the leaves: a piece with none, the usual case, is C fused
+             * a*0 + b and no test per step. ---- */
+            int64_t first = first0 - k * C; /* steps to the next row start */
+            if (first < 0) {
+                const int64_t r = GS_FN(lr_row_offset)(p, g0);
+                first = r ? p->row_len - r : 0;
+            }
             if (first >= C) {
 #pragma unroll
                 for (int c = 0; c < C; ++c)
@@ -212,10 +231,10 @@ static __device__ __forceinline__ unsigned GS_FN(lr_gather)(const gs_linrec_kpar
                     lb[k * C + c] = GS_FN(lr_leaf)(ak[c], x, b[c]);
                 }
             }
-            if (keep >= 0 && keep != pre)
-                GS_FN(lr_put_piece)(p, GS_LR_BUF_A(keep), GS_FN(lr_buf_at)(k), ak);
-            if (keep >= 0)
-                GS_FN(lr_put_piece)(p, GS_LR_BUF_B(keep), GS_FN(lr_buf_at)(k), lb + k * C);
+            if (from == GS_LR_FROM_MEMORY_KEEP)
+                GS_FN(lr_put_piece)(p, GS_LR_BUF_A(slot), GS_FN(lr_buf_at)(k), ak);
+            if (from != GS_LR_FROM_MEMORY)
+                GS_FN(lr_put_piece)(p, GS_LR_BUF_B(slot), GS_FN(lr_buf_at)(k), lb + k * C);
         }
     }
     return heads;
@@ -403,7 +422,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tile)(const gs_linrec_kparam
 
     GS_R a[GS_LR_VT], lb[GS_LR_VT];
     GS_FN(gs_lr_mine) mine;
-    mine.heads = GS_FN(lr_gather)(p, tile, -1, -1, a, lb);
+    mine.heads = GS_FN(lr_gather)(p, tile, GS_LR_FROM_MEMORY, 0, a, lb);
     GS_FN(lr_aggregate)(p, tile, a, lb, &mine, &sm.block);
     const double before = GS_FN(lr_before)(p, tile, &sm);
     GS_FN(lr_emit)(p, tile, a, lb, &mine, before, stage);
@@ -477,7 +496,9 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         /* ---- 1: cur's steps composed, then prev's look-back parts. ---- */
         if (has_cur) {
             GS_R a[GS_LR_VT], lb[GS_LR_VT];
-            mine_c.heads = GS_FN(lr_gather)(p, t.cur, t.pre_c ? t.bc : -1, t.bc, a, lb);
+            mine_c.heads = t.pre_c
+                               ? GS_FN(lr_gather)(p, t.cur, GS_LR_FROM_SLOT, t.bc, a, lb)
+                               : GS_FN(lr_gather)(p, t.cur, GS_LR_FROM_MEMORY_KEEP, t.bc, a, lb);
             GS_FN(lr_compose_mine)(a, lb, &mine_c);
             GS_FN(block_pair_put)(&mine_c.run, &sm.block);
         }
