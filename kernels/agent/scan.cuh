@@ -385,11 +385,11 @@ static __device__ __forceinline__ void GS_FN(emit_piece)(
                 base = start;
                 run = start;
             }
-            if (exclusive)
-                y[c] = GS_FN(combine)(op, base, run);
+            /* one combine with the prefix a value, of the running value before or after it
+             * (exclusive is a run-time flag: two combines and a select otherwise) */
+            const GS_R before = run;
             run = GS_FN(combine)(op, run, x[c]);
-            if (!exclusive)
-                y[c] = GS_FN(combine)(op, base, run);
+            y[c] = GS_FN(combine)(op, base, exclusive ? before : run);
         }
     }
     if (GS_FN(part_double)(op))
