@@ -127,7 +127,7 @@ static __device__ __forceinline__ int GS_FN(lr_move_at)(int k)
 /* Whether `tile` is read and written as whole 16-byte pieces. */
 static __device__ __forceinline__ int GS_FN(lr_whole)(const gs_linrec_kparams *p, int64_t tile)
 {
-    return p->vec && (tile + 1) * GS_LR_NV <= p->n;
+    return tile < p->whole;
 }
 
 /* Tile buffers of the lookahead driver: slot i holds a tile's a (GS_LR_NV values), then its b
@@ -541,7 +541,10 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
         }
 
         /* ---- Rotate: cur becomes prev, next becomes cur (two slots: in prev's old one). ---- */
-        mine_p = mine_c;
+        mine_p.run.ef = mine_c.run.ef; /* what prev's emit reads */
+        mine_p.run.eA = mine_c.run.eA;
+        mine_p.run.eB = mine_c.run.eB;
+        mine_p.heads = mine_c.heads;
         gs_ahead_rotate(&t, pre_n, sm.after[it & 1u]);
         if (GS_LR_SLOTS == 2)
             t.bn = t.bp;

@@ -22,8 +22,10 @@ typedef struct gs_linrec_kparams {
     int64_t n;
     int64_t row_len;
     double inv_row; /* 1 / row_len (agent/linrec.cuh lr_row_offset) */
+    int64_t whole;  /* the tiles before it are read and written as whole 16-byte pieces: n / the
+                       tile's steps where a, b and h are 16-byte aligned and the pieces whole in
+                       either direction, else 0 */
     int reverse;
-    int vec; /* a, b and h 16-byte aligned, and whole pieces in either direction */
     gs_lr_state s;
 } gs_linrec_kparams;
 
@@ -93,8 +95,10 @@ extern "C" cudaError_t gs_launch_linrec(const gs_linrec_desc *d, void *scratch,
     p.row_len = d->row_len;
     p.inv_row = 1.0 / (double)d->row_len;
     p.reverse = d->reverse;
-    p.vec = ((uintptr_t)d->a % 16) == 0 && ((uintptr_t)d->b % 16) == 0 &&
-            ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0);
+    p.whole = ((uintptr_t)d->a % 16) == 0 && ((uintptr_t)d->b % 16) == 0 &&
+                      ((uintptr_t)d->h % 16) == 0 && (!d->reverse || d->n % C == 0)
+                  ? d->n / GS_LR_NV
+                  : 0;
     p.s = gs_lr_state_carve(scratch, tiles);
 
     /* ---- Zero the tile counter and the descriptors. ---- */
