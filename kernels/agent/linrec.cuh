@@ -327,7 +327,7 @@ static __device__ __forceinline__ void GS_FN(lr_publish)(const gs_linrec_kparams
                                                          int f, GS_R A, GS_R B)
 {
     const gs_dpair t = { f, (double)A, (double)B };
-    gs_lr_publish(p->s, tile, t);
+    gs_lr_publish(p->s, tile, t, sizeof(GS_R) == 4);
 }
 
 /* Aggregate phase: this thread's steps composed into one pair, the block's scan of them (each
@@ -350,7 +350,7 @@ static __device__ __forceinline__ double GS_FN(lr_before)(const gs_linrec_kparam
 {
     double before = 0.0;
     if (tile > 0)
-        before = gs_lr_look_back(p->s, tile, &sm->lookback);
+        before = gs_lr_look_back(p->s, tile, &sm->lookback, sizeof(GS_R) == 4);
     if (threadIdx.x == 0)
         sm->before = before;
     __syncthreads();
@@ -503,7 +503,7 @@ static __device__ __forceinline__ void GS_FN(linrec_tiles_ahead)(const gs_linrec
             GS_FN(block_pair_put)(&mine_c.run, &sm.block);
         }
         if (t.prev > 0)
-            gs_lr_look_back_part(p->s, t.prev, &sm.lookback);
+            gs_lr_look_back_part(p->s, t.prev, &sm.lookback, sizeof(GS_R) == 4);
         __syncthreads();
 
         /* ---- 2: cur's rake and publication beside prev's look-back tree. ---- */

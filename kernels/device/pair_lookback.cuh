@@ -3,16 +3,16 @@
  * deterministic look-back over pairs (the pair operator of gpuscan/linrec.h), whatever the
  * recurrence's floating type.
  * As device/lookback.cuh's look_back_anchored does for float add: every tile publishes its
- * aggregate pair (A, B) as soon as it has it (two descriptor words, A and B as doubles, a head
- * bit in their status: the tile holds a row's first step); every GS_ANCHOR_EVERY-th tile (an
- * anchor) also publishes its exclusive prefix (four words: A and B as double-double numbers).
- * The exclusive prefix of tile T is the prefix of its anchor a(T), the last anchor at least
- * GS_ANCHOR_LAG tiles before T (tile 0's prefix is the identity), composed with the aggregates
- * of tiles a(T) .. T-1 in a tree fixed by T - a(T): the result is a function of the aggregates
- * alone, so it has the same bits on every run.  The tree composes in double (a float32 pair is
- * exact in it), the anchor's prefix and the tree's result in double-double: the chain of anchors
- * adds a link every LAG tiles, and double-double keeps its roundings (about 2^-106 each) from
- * adding up over the links.  Deadlock-free as the scan's: a tile waits for nothing but the
+ * aggregate pair (A, B) as soon as it has it (A and B as doubles, a head bit in their status: the
+ * tile holds a row's first step; two descriptor words, or float32's one, gs_lr_publish); every
+ * GS_ANCHOR_EVERY-th tile (an anchor) also publishes its exclusive prefix (four words: A and B as
+ * double-double numbers). The exclusive prefix of tile T is the prefix of its anchor a(T), the last
+ * anchor at least GS_ANCHOR_LAG tiles before T (tile 0's prefix is the identity), composed with the
+ * aggregates of tiles a(T) .. T-1 in a tree fixed by T - a(T): the result is a function of the
+ * aggregates alone, so it has the same bits on every run.  The tree composes in double (a float32
+ * pair is exact in it), the anchor's prefix and the tree's result in double-double: the chain of
+ * anchors adds a link every LAG tiles, and double-double keeps its roundings (about 2^-106 each)
+ * from adding up over the links.  Deadlock-free as the scan's: a tile waits for nothing but the
  * aggregates of earlier tiles and an anchor's prefix LAG tiles back, whose blocks started before
  * its own (tiles are taken in launch order).
  */
@@ -85,17 +85,47 @@ static __device__ __forceinline__ double gs_lr_double(unsigned long long b)
     return __longlong_as_double((long long)b);
 }
 
-/* Publish a tile's aggregate (B first: a reader needs both words). */
-static __device__ __forceinline__ void gs_lr_publish(gs_lr_state s, int64_t tile, gs_dpair p)
+/* A tile's aggregate: two descriptor words (A, B), or with `compact` (float32, whose aggregates
+ * are floats widened, their low 29 bits zero) one 16-byte word of A and B, the low two bits of
+ * each half its status: bit 0 set once published (a zeroed scratch reads as unpublished), bit 1
+ * of A's the head bit. Clearing those bits gives the doubles back exactly (an infinity too: its
+ * bits with the status set read as a NaN only until cleared). Each 8-byte half is single-copy
+ * atomic and carries its own status, so a reader takes the word when both halves show bit 0:
+ * one load a tile instead of two. */
+static __device__ __forceinline__ void gs_lr_publish(gs_lr_state s, int64_t tile, gs_dpair p,
+                                                     int compact)
 {
+    if (compact) {
+        const unsigned long long a = gs_lr_bits(p.A) | (p.f ? 3ull : 1ull);
+        const unsigned long long b = gs_lr_bits(p.B) | 1ull;
+        asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
+                     :
+                     : "l"(s.tiles + tile), "l"(a), "l"(b)
+                     : "memory");
+        return;
+    }
     const unsigned st = GS_ST_AGGREGATE | (p.f ? GS_ST_HEAD : 0u);
-    gs_tile_store(s.tiles + 2 * tile + 1, 0, st, gs_lr_bits(p.B));
+    gs_tile_store(s.tiles + 2 * tile + 1, 0, st, gs_lr_bits(p.B)); /* B first: both are needed */
     gs_tile_store(s.tiles + 2 * tile, 0, st, gs_lr_bits(p.A));
 }
 
-/* A tile's aggregate, or 0 while either word is unpublished. */
-static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs_dpair *p)
+/* A tile's aggregate, or 0 while it is unpublished (either word, or either half). */
+static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs_dpair *p,
+                                                 int compact)
 {
+    if (compact) {
+        unsigned long long a, b;
+        asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(a), "=l"(b)
+                     : "l"(s.tiles + tile)
+                     : "memory");
+        if ((a & b & 1ull) == 0)
+            return 0;
+        p->f = (int)(a >> 1) & 1;
+        p->A = gs_lr_double(a & ~3ull);
+        p->B = gs_lr_double(b & ~3ull);
+        return 1;
+    }
     const gs_tile_word a = gs_tile_load(s.tiles + 2 * tile, 0);
     const gs_tile_word b = gs_tile_load(s.tiles + 2 * tile + 1, 0);
     if (a.status == GS_ST_INVALID || b.status == GS_ST_INVALID)
@@ -168,7 +198,7 @@ static __device__ __forceinline__ int64_t gs_lr_look_back_tile(int64_t tile, int
 }
 
 static __device__ __forceinline__ void gs_lr_look_back_part(gs_lr_state s, int64_t tile,
-                                                            gs_lr_lookback_smem *sm)
+                                                            gs_lr_lookback_smem *sm, int compact)
 {
     const gs_dpair id = { 0, 1.0, 0.0 };
     gs_dpair x[GS_LR_PER_THREAD];
@@ -182,7 +212,8 @@ static __device__ __forceinline__ void gs_lr_look_back_part(gs_lr_state s, int64
     while (pending) {
 #pragma unroll
         for (int k = 0; k < GS_LR_PER_THREAD; ++k)
-            if (((pending >> k) & 1u) && gs_lr_read(s, gs_lr_look_back_tile(tile, k), &x[k]))
+            if (((pending >> k) & 1u) &&
+                gs_lr_read(s, gs_lr_look_back_tile(tile, k), &x[k], compact))
                 pending &= ~(1u << k);
         if (pending)
             __nanosleep(GS_LOOKBACK_NS);
@@ -248,9 +279,9 @@ static __device__ __forceinline__ double gs_lr_look_back_tree(gs_lr_state s, int
 /* The whole look-back of `tile` (> 0), called by every thread of the block after the tile's
  * aggregate is published: h just before the tile in thread 0. */
 static __device__ __forceinline__ double gs_lr_look_back(gs_lr_state s, int64_t tile,
-                                                         gs_lr_lookback_smem *sm)
+                                                         gs_lr_lookback_smem *sm, int compact)
 {
-    gs_lr_look_back_part(s, tile, sm);
+    gs_lr_look_back_part(s, tile, sm, compact);
     __syncthreads();
     return threadIdx.x < GS_WARP ? gs_lr_look_back_tree(s, tile, sm) : 0.0;
 }
