@@ -294,13 +294,35 @@ typedef struct GS_FN(gs_linrec_smem) {
 } GS_FN(gs_linrec_smem);
 
 /* This thread's steps composed into one pair, into mine->run (a, the leaves lb, the head bits
- * in mine->heads). */
+ * in mine->heads).  Steps with no row start, the usual case, are composed without the zero rule
+ * (a product and an FMA a step) when the product of their a's is finite and not zero, which
+ * says that every a is: the rule on A then never applies, and the rule on B (the leaf where B
+ * is a zero) differs from the FMA (a zero added to the leaf) only when the leaf is a zero too,
+ * in the zero's sign. So the two runs of B are equal, or both zeros, at every step, and the
+ * rule's last B is the last leaf where the B before it is a zero, else the FMA's B (a NaN leaf
+ * met by a zero B earlier gives the FMA's NaN, not the leaf's: a NaN either way).  Else (an a
+ * zero, infinite or NaN) the steps with the rule. */
 static __device__ __forceinline__ void GS_FN(lr_compose_mine)(const GS_R *a, const GS_R *lb,
                                                               GS_FN(gs_lr_mine) *mine)
 {
     const int C = 16 / (int)sizeof(GS_R);
     const int R = GS_LR_VT / C;
     mine->run.f = 0;
+    if (mine->heads == 0) {
+        GS_R A = (GS_R)1, B = (GS_R)0, before_last = (GS_R)0;
+#pragma unroll
+        for (int i = 0; i < GS_LR_VT; ++i) {
+            before_last = B;
+            B = sizeof(GS_R) == 4 ? (GS_R)fmaf((float)a[i], (float)B, (float)lb[i])
+                                  : (GS_R)fma((double)a[i], (double)B, (double)lb[i]);
+            A = A * a[i];
+        }
+        if (A != (GS_R)0 && isfinite(A)) {
+            mine->run.A = A;
+            mine->run.B = before_last == (GS_R)0 ? lb[GS_LR_VT - 1] : B;
+            return;
+        }
+    }
     mine->run.A = (GS_R)1;
     mine->run.B = (GS_R)0;
 #pragma unroll

@@ -256,8 +256,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
                               GS_FN(gs_carry) first, GS_FN(gs_lookback_smem) *sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t anchor =
-        tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
+    const int64_t anchor = gs_anchor_of(tile);
     const GS_FN(gs_carry) id = GS_FN(carry_of)(GS_FN(seed)(op, t)); /* float add: -0.0 */
 
     /* ---- Thread i: tiles T-1-i*K .. T-i*K-K (K per thread) down to the anchor, read at
@@ -317,7 +316,7 @@ static __device__ __forceinline__ GS_FN(gs_part)
                 while (!GS_FN(read_carry)(op, ts.tag, gs_anchor_words(ts, anchor), 1, &a, &af))
                     __nanosleep(GS_LOOKBACK_NS);
             GS_FN(part_prepend)(op, seg && af, GS_FN(part_of)(op, a), &f, &c);
-            if (tile % GS_ANCHOR_EVERY == 0) {
+            if (gs_is_anchor(tile)) {
                 const GS_FN(gs_carry) excl = GS_FN(part_carry)(op, c);
                 ulonglong2 *w = gs_anchor_words(ts, tile);
                 if (GS_R_WIDE && GS_FN(compensated)(op))

@@ -141,7 +141,7 @@ static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs
 static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t anchor, int *f,
                                                         gs_dd *A, gs_dd *B)
 {
-    const ulonglong2 *w = s.anchors + 4 * (anchor / GS_ANCHOR_EVERY);
+    const ulonglong2 *w = s.anchors + 4 * gs_anchor_index(anchor);
     gs_tile_word v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -161,7 +161,7 @@ static __device__ __forceinline__ int gs_lr_read_anchor(gs_lr_state s, int64_t a
 static __device__ __forceinline__ void gs_lr_publish_anchor(gs_lr_state s, int64_t anchor, int f,
                                                             gs_dd A, gs_dd B)
 {
-    ulonglong2 *w = s.anchors + 4 * (anchor / GS_ANCHOR_EVERY);
+    ulonglong2 *w = s.anchors + 4 * gs_anchor_index(anchor);
     const unsigned st = GS_ST_PREFIX | (f ? GS_ST_HEAD : 0u);
     gs_tile_store(w + 3, 0, st, gs_lr_bits(B.lo));
     gs_tile_store(w + 2, 0, st, gs_lr_bits(B.hi));
@@ -185,16 +185,11 @@ typedef struct gs_lr_lookback_smem {
  *                          composition); B of the exclusive prefix (h just before the tile's
  *                          first step) returned in lane 0, rounded to double. An anchor
  *                          publishes its prefix. */
-static __device__ __forceinline__ int64_t gs_lr_anchor_of(int64_t tile)
-{
-    return tile >= GS_ANCHOR_LAG ? (tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY : 0;
-}
-
 /* This thread's tile k of the look-back of `tile`, or -1 past the anchor. */
 static __device__ __forceinline__ int64_t gs_lr_look_back_tile(int64_t tile, int k)
 {
     const int64_t q = tile - 1 - (int64_t)threadIdx.x * GS_LR_PER_THREAD - k;
-    return q >= gs_lr_anchor_of(tile) ? q : -1;
+    return q >= gs_anchor_of(tile) ? q : -1;
 }
 
 static __device__ __forceinline__ void gs_lr_look_back_part(gs_lr_state s, int64_t tile,
@@ -237,7 +232,7 @@ static __device__ __forceinline__ double gs_lr_look_back_tree(gs_lr_state s, int
                                                               const gs_lr_lookback_smem *sm)
 {
     const int lane = threadIdx.x & (GS_WARP - 1);
-    const int64_t anchor = gs_lr_anchor_of(tile);
+    const int64_t anchor = gs_anchor_of(tile);
     /* ---- Lane l folds parts G*l .. G*l+G-1 latest first, then the warp reduces its lanes
      * (lane 0 latest). ---- */
     const int first = lane * GS_LR_GROUP;
@@ -269,7 +264,7 @@ static __device__ __forceinline__ double gs_lr_look_back_tree(gs_lr_state s, int
         } else {
             gs_lr_compose_dd(&aA, &aB, gs_dd_of(c.A), gs_dd_of(c.B));
         }
-        if (tile % GS_ANCHOR_EVERY == 0)
+        if (gs_is_anchor(tile))
             gs_lr_publish_anchor(s, tile, af | c.f, aA, aB);
         b = aB.hi + aB.lo;
     }

@@ -81,10 +81,32 @@ static inline gs_tile_state gs_tile_state_carve(void *scratch, int64_t tiles, un
     return s;
 }
 
+/* The anchor of the anchored look-backs (device/lookback.cuh, device/pair_lookback.cuh) for
+ * `tile`: the last anchor at least GS_ANCHOR_LAG tiles before it, or tile 0.  Tiles are not
+ * negative, so unsigned: a shift, where a signed 64-bit division rounds toward zero in about 15
+ * instructions a thread. */
+static __device__ __forceinline__ int64_t gs_anchor_of(int64_t tile)
+{
+    return tile >= GS_ANCHOR_LAG
+               ? (int64_t)((uint64_t)(tile - GS_ANCHOR_LAG) / GS_ANCHOR_EVERY * GS_ANCHOR_EVERY)
+               : 0;
+}
+
+/* Anchor tile `anchor`'s number among the anchors; whether `tile` is an anchor. */
+static __device__ __forceinline__ int64_t gs_anchor_index(int64_t anchor)
+{
+    return (int64_t)((uint64_t)anchor / GS_ANCHOR_EVERY);
+}
+
+static __device__ __forceinline__ int gs_is_anchor(int64_t tile)
+{
+    return (uint64_t)tile % GS_ANCHOR_EVERY == 0;
+}
+
 /* An anchor tile's prefix words (value, compensation). */
 static __device__ __forceinline__ ulonglong2 *gs_anchor_words(gs_tile_state ts, int64_t anchor)
 {
-    return ts.anchors + 2 * (anchor / GS_ANCHOR_EVERY);
+    return ts.anchors + 2 * gs_anchor_index(anchor);
 }
 
 /* The next tile index from a scratch's counter.  A launch takes exactly `takes` indices (one
