@@ -313,8 +313,7 @@ static __device__ __forceinline__ void GS_FN(lr_compose_mine)(const GS_R *a, con
 #pragma unroll
         for (int i = 0; i < GS_LR_VT; ++i) {
             before_last = B;
-            B = sizeof(GS_R) == 4 ? (GS_R)fmaf((float)a[i], (float)B, (float)lb[i])
-                                  : (GS_R)fma((double)a[i], (double)B, (double)lb[i]);
+            B = GS_FN(lr_leaf)(a[i], B, lb[i]); /* a * B + lb, fused */
             A = A * a[i];
         }
         if (A != (GS_R)0 && isfinite(A)) {

@@ -96,12 +96,8 @@ static __device__ __forceinline__ void gs_lr_publish(gs_lr_state s, int64_t tile
                                                      int compact)
 {
     if (compact) {
-        const unsigned long long a = gs_lr_bits(p.A) | (p.f ? 3ull : 1ull);
-        const unsigned long long b = gs_lr_bits(p.B) | 1ull;
-        asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
-                     :
-                     : "l"(s.tiles + tile), "l"(a), "l"(b)
-                     : "memory");
+        gs_word_store(s.tiles + tile, gs_lr_bits(p.A) | (p.f ? 3ull : 1ull),
+                      gs_lr_bits(p.B) | 1ull);
         return;
     }
     const unsigned st = GS_ST_AGGREGATE | (p.f ? GS_ST_HEAD : 0u);
@@ -115,10 +111,7 @@ static __device__ __forceinline__ int gs_lr_read(gs_lr_state s, int64_t tile, gs
 {
     if (compact) {
         unsigned long long a, b;
-        asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];"
-                     : "=l"(a), "=l"(b)
-                     : "l"(s.tiles + tile)
-                     : "memory");
+        gs_word_load(s.tiles + tile, &a, &b);
         if ((a & b & 1ull) == 0)
             return 0;
         p->f = (int)(a >> 1) & 1;

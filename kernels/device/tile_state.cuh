@@ -35,10 +35,24 @@ typedef struct gs_tile_word {
     unsigned long long value;
 } gs_tile_word;
 
+/* One 16-byte word's two 8-byte halves, read or written by one vector access through L2 (each
+ * half single-copy atomic, not the pair). */
+static __device__ __forceinline__ void gs_word_load(const ulonglong2 *p, unsigned long long *a,
+                                                    unsigned long long *b)
+{
+    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
+
+static __device__ __forceinline__ void gs_word_store(ulonglong2 *p, unsigned long long a,
+                                                     unsigned long long b)
+{
+    asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};" : : "l"(p), "l"(a), "l"(b) : "memory");
+}
+
 static __device__ __forceinline__ gs_tile_word gs_tile_load(const ulonglong2 *p, unsigned tag)
 {
     unsigned long long a, b;
-    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+    gs_word_load(p, &a, &b);
     gs_tile_word w;
     const unsigned st = (unsigned)(a >> 32);
     w.status = st == (unsigned)(b >> 32) && (st >> GS_ST_TAG_SHIFT) << GS_ST_TAG_SHIFT == tag
@@ -52,10 +66,7 @@ static __device__ __forceinline__ void gs_tile_store(ulonglong2 *p, unsigned tag
                                                      unsigned long long value)
 {
     const unsigned long long st = (unsigned long long)(tag | status) << 32;
-    asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};"
-                 :
-                 : "l"(p), "l"(st | (value & 0xffffffffull)), "l"(st | (value >> 32))
-                 : "memory");
+    gs_word_store(p, st | (value & 0xffffffffull), st | (value >> 32));
 }
 
 /* The scratch of one look-back over `tiles` tiles, carved as gs_scan_scratch_bytes() sized it:
