@@ -664,8 +664,11 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
  * level below without one): every segment that starts in it is value 2j + 1 and the next value,
  * an open run that no head ends before, so lane l settles pairs l, l + 32, ... with one combine
  * each, the result segreduce_tile gives (the same combine of the same two values). The tile's
- * last pair goes on into the next tile as its partial, or ends the values. Returns 0 (nothing
- * done) when some pair holds no head: then segreduce_tile. Its ids and values read at once. */
+ * last pair goes on into the next tile as its partial, or ends the values. Returns 1 when done:
+ * so, or with nothing written when the guard is set (bad: level 0 wrote no partial); 0 (nothing
+ * done) when some pair holds no head: then segreduce_tile. The guard, the ids and the values are
+ * read at once, one round trip instead of three in a row (a level above 0 is latency: its
+ * launch, then these reads and the writes). */
 static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
                                                        const gs_segreduce_kparams *sp, int64_t tile,
                                                        int64_t w)
@@ -673,45 +676,52 @@ static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n, start = tile * GS_SEG_W; /* n even above level 0 */
     const int pairs = (int)((n - start < GS_SEG_W ? n - start : GS_SEG_W) / 2);
+    const GS_R seed = GS_FN(seg_seed)(op, out_t);
     int64_t id[GS_SEG_W / 2 / GS_WARP];
-    int all = 1;
+    GS_R a[GS_SEG_W / 2 / GS_WARP], b[GS_SEG_W / 2 / GS_WARP];
 #pragma unroll
     for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
         const int j = r * GS_WARP + lane;
+        const int64_t at = start + 2 * j + 1;
         id[r] = j < pairs ? __ldg(sp->ids + start / 2 + j) : (int64_t)GS_SEG_NO_ID;
-        all &= id[r] != GS_SEG_NO_HEAD;
+        a[r] = j < pairs ? GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at)) : seed;
+        b[r] = j + 1 < pairs ? GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at + 1))
+                             : seed;
     }
+    const uint64_t open = lane == 0 ? gs_load_bits(out_t, sp->scan.in, start) : 0;
+    if (sp->guard != NULL && (__ldg(sp->guard) | __ldg(sp->guard + 1)) != 0)
+        return 1;
+    int all = 1;
+#pragma unroll
+    for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r)
+        all &= id[r] != GS_SEG_NO_HEAD;
     if (!__all_sync(GS_FULL_MASK, all))
         return 0;
-    const GS_R seed = GS_FN(seg_seed)(op, out_t);
     const int last_ends = start + 2 * pairs == n; /* the tile's last pair ends the values */
 #pragma unroll
     for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
         const int j = r * GS_WARP + lane;
         if (j >= pairs)
             continue;
-        const int64_t at = start + 2 * j + 1;
-        const GS_R a = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at));
         if (j + 1 < pairs) { /* the segment is a, then the open run of the next range */
-            const GS_R b = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at + 1));
             if (id[r] >= 0)
                 gs_store_bits(out_t, sp->out, id[r],
-                              GS_FN(to_bits)(out_t, GS_FN(combine)(op, a, b)));
+                              GS_FN(to_bits)(out_t, GS_FN(combine)(op, a[r], b[r])));
         } else if (last_ends) { /* a alone ends the values */
             if (id[r] >= 0)
-                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, a));
+                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, a[r]));
             if (sp->part != NULL) {
                 gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, seed));
                 sp->part_ids[w] = GS_SEG_NO_ID;
             }
         } else if (sp->part != NULL) { /* a goes on into the next tile */
-            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, a));
+            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, a[r]));
             sp->part_ids[w] = id[r];
         }
     }
     /* The tile's open run: its first value, which the head at the second ends. */
     if (lane == 0 && sp->part != NULL)
-        gs_store_bits(out_t, sp->part, 2 * w, gs_load_bits(out_t, sp->scan.in, start));
+        gs_store_bits(out_t, sp->part, 2 * w, open);
     return 1;
 }
 
@@ -738,14 +748,14 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     /* Indices that the index check enqueued before found bad (or not increasing): nothing is
      * written, on every level (the host raises or takes the general way). Level 0 starts
      * copying its first tile and searching the starts (in bounds either way) while the guard is
-     * read; a level above reads the partials only after it (level 0 wrote none when it is
-     * set). */
+     * read; a level above uses the partials only after it (level 0 wrote none when it is
+     * set): seg_pairs reads the guard with its ids and values, the general way after it. */
+    if (ids != NULL && sp->per_warp == 1 && GS_FN(seg_pairs)(op, out_t, sp, t0, t0))
+        return;
     unsigned long long bad = 0;
     if (sp->guard != NULL)
         bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
     if (bad != 0 && ids != NULL)
-        return;
-    if (ids != NULL && sp->per_warp == 1 && GS_FN(seg_pairs)(op, out_t, sp, t0, t0))
         return;
     int landed = GS_FN(seg_fetch)(in_t, sp, t0, slot);
     /* Level 0: the rank k of the tile's first start, and the start. */
