@@ -61,14 +61,14 @@ typedef struct gs_segreduce_kparams {
  * reductions). Level 0's buffers: a warp tile of the register type for each warp. */
 #define GS_SEG_MIN_BLOCKS_4 4
 #define GS_SEG_MIN_BLOCKS_8 2
-/* Tiles per warp: the most, up to GS_SEG_PER_WARP and doubling from 1, that leaves the level
- * GS_SEG_WAVES waves of the device's resident warps (keyed on the device the call runs on, not
- * the compile target: 8 from 2^26 values on an H100 or H200, 2 at 2^24). A warp's tiles are one
- * range for the partials: the next level reduces per_warp times fewer, and one search of the
- * starts serves them all (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles
- * instead: GS_SEG_PER_WARP (or .per_warp) tiles a warp from that many tiles on. */
+/* Tiles per warp: the most, up to GS_SEG_PER_WARP and doubling from 1, that leaves the level at
+ * least half a wave of the device's resident warps (keyed on the device the call runs on, not
+ * the compile target: on an H200 8 from 2^24 values, 4 at 2^23, 2 at 2^22, each within the
+ * spread of the fastest of 1, 2, 4, 8 and 16 from 2^21 to 2^28). A warp's tiles are one range for the partials: the next level
+ * reduces per_warp times fewer, and one search of the starts serves them all
+ * (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles instead:
+ * GS_SEG_PER_WARP (or .per_warp) tiles a warp from that many tiles on. */
 #define GS_SEG_PER_WARP 8
-#define GS_SEG_WAVES 2
 #define GS_SEG_SIZE_u32 4
 #define GS_SEG_SIZE_i32 4
 #define GS_SEG_SIZE_f32 4
@@ -174,14 +174,14 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
     int resident;
     if ((err = gs_resident_blocks((const void *)tiles_kernel, 0, &resident)) != cudaSuccess)
         return err;
-    const int64_t waves = (int64_t)GS_SEG_WAVES * resident * GS_NWARPS; /* warps */
+    const int64_t half_wave = (int64_t)resident * GS_NWARPS / 2; /* warps */
     for (int level = 0;; ++level) {
         const int64_t level_tiles = gs_segreduce_tiles(p.scan.n);
         p.per_warp = 1;
         if (d->many_tiles > 0)
             p.per_warp = level_tiles >= d->many_tiles ? per_warp : 1;
         else
-            while (2 * p.per_warp <= per_warp && level_tiles >= 2 * p.per_warp * waves)
+            while (2 * p.per_warp <= per_warp && level_tiles >= 2 * p.per_warp * half_wave)
                 p.per_warp *= 2;
         const int64_t warps = (level_tiles + p.per_warp - 1) / p.per_warp;
         const int64_t offset = gs_segreduce_part_offset(d->n, level & 1);
