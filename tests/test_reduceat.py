@@ -368,7 +368,7 @@ def test_ranges_of_other_lengths(per_warp, rng):
 
 
 # On CUDA a warp takes up to 8 consecutive tiles as one range where a level has many (2^24
-# values and up on an H100 or H200: as many as leave 2 waves of warps), carrying a run open at a
+# values and up on an H200: as many as leave half a wave of warps), carrying a run open at a
 # tile's end into the next tile; _segreduce_set_many lowers "many" so that every level of these
 # sizes takes that path.
 RANGE = 8 * SEG_W

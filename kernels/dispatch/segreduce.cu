@@ -64,9 +64,9 @@ typedef struct gs_segreduce_kparams {
 /* Tiles per warp: the most, up to GS_SEG_PER_WARP and doubling from 1, that leaves the level at
  * least half a wave of the device's resident warps (keyed on the device the call runs on, not
  * the compile target: on an H200 8 from 2^24 values, 4 at 2^23, 2 at 2^22, each within the
- * spread of the fastest of 1, 2, 4, 8 and 16 from 2^21 to 2^28). A warp's tiles are one range for the partials: the next level
- * reduces per_warp times fewer, and one search of the starts serves them all
- * (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles instead:
+ * spread of the fastest of 1, 2, 4, 8 and 16 from 2^21 to 2^28). A warp's tiles are one range for
+ * the partials: the next level reduces per_warp times fewer, and one search of the starts serves
+ * them all (docs/performance-notes.md). The tests set gs_segreduce_desc.many_tiles instead:
  * GS_SEG_PER_WARP (or .per_warp) tiles a warp from that many tiles on. */
 #define GS_SEG_PER_WARP 8
 #define GS_SEG_SIZE_u32 4
