@@ -660,15 +660,21 @@ static __device__ __forceinline__ void GS_FN(segreduce_tile)(
     }
 }
 
-/* Above level 0, a warp's one tile `tile` (range w) whose pairs all hold a head (no range of the
- * level below without one): every segment that starts in it is value 2j + 1 and the next value,
- * an open run that no head ends before, so lane l settles pairs l, l + 32, ... with one combine
- * each, the result segreduce_tile gives (the same combine of the same two values). The tile's
- * last pair goes on into the next tile as its partial, or ends the values. Returns 1 when done:
+/* Above level 0, a warp's one tile `tile` (range w) of pairs (value 2j: range j's open run, 2j + 1
+ * its last run, a head unless range j held none: ids[j] == GS_SEG_NO_HEAD, value 2j + 1 then the
+ * seed). A segment that starts in the tile is value 2j + 1 of a range with a head, then the
+ * values up to the next such range's open run: the next value alone for the common segment
+ * (ranges with heads in a row), more past ranges with none (a chain). Lane l settles pairs l,
+ * l + 32, ... as seg_store would: the segments that end in the tile into out, the run that goes
+ * on past its last value into part[2 w + 1] (its id in part_ids[w]), and lane 0 the tile's open
+ * run into part[2 w]. Each segment is combined in element order (float32 add in double, as the
+ * rows, rounded once): the same bits as segreduce_tile for two values; a chain groups
+ * differently. float64 add leaves tiles with a chain to segreduce_tile, whose tree keeps the
+ * contract's error bound (a chain of k ranges adds k roundings in a row). Returns 1 when done:
  * so, or with nothing written when the guard is set (bad: level 0 wrote no partial); 0 (nothing
- * done) when some pair holds no head: then segreduce_tile. The guard, the ids and the values are
- * read at once, one round trip instead of three in a row (a level above 0 is latency: its
- * launch, then these reads and the writes). */
+ * done) for such a float64 tile. The guard, the ids and the values are read at once, one round
+ * trip instead of three in a row (a level above 0 is latency: its launch, then these reads and
+ * the writes); a chain's further ids and values come from L1. */
 static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
                                                        const gs_segreduce_kparams *sp, int64_t tile,
                                                        int64_t w)
@@ -676,52 +682,93 @@ static __device__ __forceinline__ int GS_FN(seg_pairs)(gs_op op, gs_dtype out_t,
     const int lane = threadIdx.x & (GS_WARP - 1);
     const int64_t n = sp->scan.n, start = tile * GS_SEG_W; /* n even above level 0 */
     const int pairs = (int)((n - start < GS_SEG_W ? n - start : GS_SEG_W) / 2);
+    const int64_t *const ids = sp->ids + start / 2;
     const GS_R seed = GS_FN(seg_seed)(op, out_t);
+    const int dbl = GS_R_KIND == 'f' && sizeof(GS_R) == 4 && op == GS_OP_ADD;
+    const int no_chain = GS_R_KIND == 'f' && sizeof(GS_R) == 8 && op == GS_OP_ADD;
     int64_t id[GS_SEG_W / 2 / GS_WARP];
     GS_R a[GS_SEG_W / 2 / GS_WARP], b[GS_SEG_W / 2 / GS_WARP];
 #pragma unroll
     for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
         const int j = r * GS_WARP + lane;
         const int64_t at = start + 2 * j + 1;
-        id[r] = j < pairs ? __ldg(sp->ids + start / 2 + j) : (int64_t)GS_SEG_NO_ID;
+        id[r] = j < pairs ? __ldg(ids + j) : (int64_t)GS_SEG_NO_ID;
         a[r] = j < pairs ? GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at)) : seed;
         b[r] = j + 1 < pairs ? GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, at + 1))
                              : seed;
     }
-    const uint64_t open = lane == 0 ? gs_load_bits(out_t, sp->scan.in, start) : 0;
+    const GS_R open = GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start));
     if (sp->guard != NULL && (__ldg(sp->guard) | __ldg(sp->guard + 1)) != 0)
         return 1;
-    int all = 1;
+    if (no_chain) {
+        int none = 0;
 #pragma unroll
-    for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r)
-        all &= id[r] != GS_SEG_NO_HEAD;
-    if (!__all_sync(GS_FULL_MASK, all))
-        return 0;
+        for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r)
+            none |= id[r] == GS_SEG_NO_HEAD;
+        if (__any_sync(GS_FULL_MASK, none))
+            return 0;
+    }
     const int last_ends = start + 2 * pairs == n; /* the tile's last pair ends the values */
+    /* The run from value `first` (of pair m - 1, or the tile's first) through the open runs of
+     * the ranges with no head from pair m on; *m becomes the pair with the next head (pairs
+     * when the run reaches the tile's end). */
+#define GS_SEG_CHAIN(first, m, v)                                                         \
+    do {                                                                                  \
+        double d_ = (double)(first);                                                      \
+        v = (first);                                                                      \
+        for (; m < pairs; ++m) {                                                          \
+            const GS_R x_ =                                                               \
+                GS_FN(from_bits)(out_t, gs_load_bits(out_t, sp->scan.in, start + 2 * m)); \
+            if (dbl) {                                                                    \
+                d_ = gs_f32_prefix(d_ + (double)x_);                                      \
+                v = (GS_R)d_;                                                             \
+            } else {                                                                      \
+                v = GS_FN(combine)(op, v, x_);                                            \
+            }                                                                             \
+            if (__ldg(ids + m) != GS_SEG_NO_HEAD)                                         \
+                break;                                                                    \
+        }                                                                                 \
+    } while (0)
 #pragma unroll
     for (int r = 0; r < GS_SEG_W / 2 / GS_WARP; ++r) {
         const int j = r * GS_WARP + lane;
-        if (j >= pairs)
+        if (j >= pairs || id[r] == GS_SEG_NO_HEAD)
             continue;
-        if (j + 1 < pairs) { /* the segment is a, then the open run of the next range */
+        GS_R v;
+        int m = j + 1;
+        if (m < pairs && __ldg(ids + m) != GS_SEG_NO_HEAD) { /* the common segment: a, b */
+            v = dbl ? (GS_R)((double)a[r] + (double)b[r]) : GS_FN(combine)(op, a[r], b[r]);
+        } else {
+            GS_SEG_CHAIN(a[r], m, v);
+        }
+        if (m < pairs || last_ends) { /* ended at the next head, or with the values */
             if (id[r] >= 0)
-                gs_store_bits(out_t, sp->out, id[r],
-                              GS_FN(to_bits)(out_t, GS_FN(combine)(op, a[r], b[r])));
-        } else if (last_ends) { /* a alone ends the values */
-            if (id[r] >= 0)
-                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, a[r]));
-            if (sp->part != NULL) {
+                gs_store_bits(out_t, sp->out, id[r], GS_FN(to_bits)(out_t, v));
+            if (m >= pairs && sp->part != NULL) {
                 gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, seed));
                 sp->part_ids[w] = GS_SEG_NO_ID;
             }
-        } else if (sp->part != NULL) { /* a goes on into the next tile */
-            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, a[r]));
+        } else if (sp->part != NULL) { /* goes on into the next tile */
+            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, v));
             sp->part_ids[w] = id[r];
         }
     }
-    /* The tile's open run: its first value, which the head at the second ends. */
-    if (lane == 0 && sp->part != NULL)
-        gs_store_bits(out_t, sp->part, 2 * w, open);
+    /* The tile's open run: its first value, and the open runs of the ranges with no head after
+     * it, up to the first head (none: the tile holds no head, and carries none up). */
+    if (lane == 0 && sp->part != NULL) {
+        GS_R v = open;
+        int m = 0; /* the pair whose head ends the open run */
+        if (__ldg(ids) == GS_SEG_NO_HEAD) {
+            m = 1;
+            GS_SEG_CHAIN(open, m, v);
+        }
+        gs_store_bits(out_t, sp->part, 2 * w, GS_FN(to_bits)(out_t, v));
+        if (m >= pairs) {
+            gs_store_bits(out_t, sp->part, 2 * w + 1, GS_FN(to_bits)(out_t, seed));
+            sp->part_ids[w] = GS_SEG_NO_HEAD;
+        }
+    }
+#undef GS_SEG_CHAIN
     return 1;
 }
 
