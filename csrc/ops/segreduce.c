@@ -272,9 +272,11 @@ static int reduceat_target(const gs_backend_ops *be, const gs_view *res, gs_view
 
 /* Check, place, target, run, deliver: the settled reduceat of `in` into `res`. Where the check's
  * answer is still on its way (CUDA) and the indices are one row's, their reduction as increasing
- * indices is enqueued behind the check, guarded by it, before the host waits. Indices the check
- * finds bad leave everything untouched (IndexError); indices that do not increase are reduced
- * again the general way. */
+ * indices is enqueued behind the check, guarded by it, before the host waits: the values placed
+ * and the target made before the check, so that the reduction follows it directly (it starts
+ * while the check runs, and waits for it only to read the guard). Indices the check finds bad
+ * leave everything untouched (IndexError); indices that do not increase are reduced again the
+ * general way. */
 static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const gs_operand *in,
                         gs_view res, gs_bag *bag)
 {
@@ -282,29 +284,29 @@ static int reduceat_run(const reduceat_plan *p, const gs_backend_ops *be, const 
     int64_t *starts, *ends, nseg;
     gs_index_answer a;
     int gap, ahead, rc;
+    /* One row has no gap: its target serves either way. */
+    const int one_row = p->rows == 1 && p->m > 0;
 
-    if (start_check(p, be, bag, &placed, &a) < 0)
-        return -1;
     /* Seen with the axis last: rows of n values, each giving m results. */
     gs_view_move_axis_last(&v, p->axis);
     gs_view_move_axis_last(&res, p->axis);
-    ahead = a.guard != NULL && p->rows == 1;
-    rc = ahead && (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
-                   reduceat_target(be, &res, &src, 0, p->m, bag, &dst, &tview) < 0 ||
-                   segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m, p->op,
-                                     a.guard) < 0)
-             ? -1
-             : 0;
+    if ((one_row && (gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0 ||
+                     reduceat_target(be, &res, &src, 0, p->m, bag, &dst, &tview) < 0)) ||
+        start_check(p, be, bag, &placed, &a) < 0)
+        return -1;
+    ahead = a.guard != NULL && one_row;
+    rc = ahead ? segreduce_backend(be, &src, &dst, (const int64_t *)placed.ptr, NULL, p->m, p->op,
+                                   a.guard)
+               : 0;
     if (finish_check(p, be, &placed, &a, bag, rc < 0) < 0)
         return -1;
     if (p->rows == 0 || p->m == 0)
         return 0;
-    /* Not run ahead, or run ahead as increasing when they are not (one row: no gap, so the
-     * target made ahead serves). */
+    /* Not run ahead, or run ahead as increasing when they are not. */
     if ((!ahead || !a.increasing) &&
-        ((!ahead && gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0) ||
+        ((!one_row && gs_place(&v, be->mem, p->red_in_type, bag, &src) < 0) ||
          place_segments(p, be, &placed, a.increasing, bag, &starts, &ends, &nseg, &gap) < 0 ||
-         (!ahead && reduceat_target(be, &res, &src, gap, nseg, bag, &dst, &tview) < 0) ||
+         (!one_row && reduceat_target(be, &res, &src, gap, nseg, bag, &dst, &tview) < 0) ||
          segreduce_backend(be, &src, &dst, starts, ends, nseg, p->op, NULL) < 0))
         return -1;
     return dst.ptr == res.ptr ? 0 : gs_move(&tview, &res, bag);

@@ -793,24 +793,27 @@ static __device__ __forceinline__ void GS_FN(segreduce_tiles)(gs_op op, gs_dtype
     if (t0 >= tiles)
         return; /* the whole warp: no barrier below involves another warp */
     /* Indices that the index check enqueued before found bad (or not increasing): nothing is
-     * written, on every level (the host raises or takes the general way). Level 0 starts
-     * copying its first tile and searching the starts (in bounds either way) while the guard is
-     * read; a level above uses the partials only after it (level 0 wrote none when it is
-     * set): seg_pairs reads the guard with its ids and values, the general way after it. */
+     * written, on every level (the host raises or takes the general way). A level above uses
+     * the partials only after it (level 0 wrote none when it is set): seg_pairs reads the guard
+     * with its ids and values, the general way after it. Level 0, the check's programmatic
+     * dependent, copies its first tile and searches the starts (in bounds either way) while the
+     * check may still run, then waits for the check and reads the guard it wrote (a plain load:
+     * it was written while this kernel ran). */
     if (ids != NULL && sp->per_warp == 1 && GS_FN(seg_pairs)(op, out_t, sp, t0, t0))
         return;
-    unsigned long long bad = 0;
-    if (sp->guard != NULL)
-        bad = __ldg(sp->guard) | __ldg(sp->guard + 1);
-    if (bad != 0 && ids != NULL)
+    if (ids != NULL && sp->guard != NULL && (__ldg(sp->guard) | __ldg(sp->guard + 1)) != 0)
         return;
     int landed = GS_FN(seg_fetch)(in_t, sp, t0, slot);
     /* Level 0: the rank k of the tile's first start, and the start. */
     int64_t head = 0;
     int64_t k = ids == NULL ? gs_seg_rank(sp->starts, sp->nseg, n, t0 * GS_SEG_W, &head) : 0;
-    if (bad != 0) {
-        gs_cp_async_wait();
-        return;
+    if (ids == NULL && sp->guard != NULL) {
+        gs_grid_wait();
+        const volatile unsigned long long *const g = sp->guard;
+        if ((g[0] | g[1]) != 0) {
+            gs_cp_async_wait();
+            return;
+        }
     }
     const int64_t w = t0 / sp->per_warp; /* the warp's range */
     /* The warp's carry, two slots in turn: tile t reads slot t % 2 and its last value's lane

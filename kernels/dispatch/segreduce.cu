@@ -8,7 +8,9 @@
  *                          warp; each next level (tiles_up) reduces the partials of the one before,
  *                          until one warp holds them all, each launched as the programmatic
  *                          dependent of the one below (its launch overlaps that one's last
- *                          blocks). Any other segments: a warp per segment.
+ *                          blocks); level 0 of reduceat's indices, the index check's (it starts
+ *                          while the check runs and waits for it to read the guard). Any other
+ *                          segments: a warp per segment.
  *                          Levels above 0 run the (out, out) row's tiles_up, so the widening rows'
  *                          tiles_up have empty bodies (never launched).
  *   gs_launch_heads_count  the split's count pass (its heads' variant), then one launch that
@@ -188,10 +190,11 @@ extern "C" cudaError_t gs_launch_segreduce(const gs_segreduce_desc *d, void *scr
         p.part = warps > 1 ? (char *)scratch + offset : NULL;
         p.part_ids = warps > 1 ? (int64_t *)((char *)scratch + offset) + 2 * warps : NULL;
         const int64_t blocks = (warps + GS_NWARPS - 1) / GS_NWARPS;
-        if (level == 0) {
+        if (level == 0 && p.guard == NULL) {
             kernel<<<(unsigned)blocks, GS_NT, 0, stream>>>(p);
             err = gs_launch_check(stream);
-        } else { /* launched while the level below runs its last blocks (gs_grid_wait) */
+        } else { /* launched while the kernel before runs (gs_grid_wait): the level below, or
+                  * the index check that level 0 waits for before it reads the guard */
             err = gs_launch_dependent((const void *)kernel, blocks, &p, stream);
         }
         if (err != cudaSuccess || warps == 1)
@@ -218,6 +221,7 @@ __global__ void __launch_bounds__(GS_NT)
 {
     __shared__ int last;
     int down = 0;
+    gs_grid_launch_dependents(); /* the reduction behind waits for the whole check */
     for (int64_t i = (int64_t)blockIdx.x * GS_NT + threadIdx.x; i < m;
          i += (int64_t)gridDim.x * GS_NT) {
         const int64_t v = __ldg(idx + i);
