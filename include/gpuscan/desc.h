@@ -116,9 +116,10 @@ typedef struct gs_reduce_desc {
  *   guard: NULL, or (a sorted partition, CUDA) the device words of an index check that has not
  *          answered yet (gs_index_answer.guard): the reduction is enqueued behind the check and
  *          does nothing, writing neither `out` nor anything else, when the words report an index
- *          outside [0, n) or indices that do not strictly increase.  Level 0 may read starts
- *          (within [0, nseg)) while the guard is on its way, and uses none of them when the
- *          guard is set.
+ *          outside [0, n) or indices that do not strictly increase.  Level 0 is launched as
+ *          the check's programmatic dependent, so it is enqueued right after the check with no
+ *          kernel between them: it reads `in` and the starts (within [0, nseg)) while the check
+ *          may still run, and uses none of them when the guard is set.
  *   many_tiles, per_warp (CUDA; 0: the launcher's defaults): a level of a sorted partition's
  *          reduction with at least many_tiles tiles gives each warp per_warp tiles as one range
  *          (the tests set many_tiles to reach that path at small sizes); many_tiles 0 chooses
