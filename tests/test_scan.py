@@ -1111,6 +1111,26 @@ def test_large_float_segmented_and_rows(dtype, n, rng):
     assert_sum_within_bound(rows, gpuscan.scan(rows, axis=1), axis=1)
 
 
+# From GS_SCAN_L2_ITERS iterations of the lookahead grid on (2^26 four-byte values on an H100 or
+# H200, kernels/agent/scan.cuh) each block also asks L2 for the tile a grid's width ahead: device
+# arrays, so that one launch scans them whole.
+L2_AHEAD_N = 2**26 + 7
+
+
+@pytest.mark.gpu
+def test_large_scans_asking_l2_ahead(rng):
+    a = rng.integers(-1000, 1000, L2_AHEAD_N, dtype=np.int32)
+    da = gpuscan.to_device(a)
+    np.testing.assert_array_equal(gpuscan.scan(da, dtype=np.int32).get(),
+                                  np.cumsum(a, dtype=np.int32))
+    x = rng.uniform(-1, 1, L2_AHEAD_N).astype(np.float32)
+    assert_sum_within_bound(x, gpuscan.scan(gpuscan.to_device(x)).get())
+    f = rng.random(L2_AHEAD_N) < 1e-4
+    check_segmented_scan(
+        gpuscan.segmented_scan(da, gpuscan.to_device(f), dtype=np.int32).get(), a, f,
+        dtype=np.int32)
+
+
 # ---- Widening scans: the narrow input copied in 16-byte pieces -------------------------------
 # Over many tiles the CUDA kernels copy a narrow input widened to 64 bits (uint8 -> uint64: two
 # bytes a value of a thread's piece) into shared memory 16 bytes per copy, spread over the

@@ -450,7 +450,7 @@ def apps_cases(run, nv, reduced):
 def driver_cases(run, nv, reduced):
     """The scan paths that only run over many tiles: float add/mul looking back from anchors
     (a nonzero anchor from tile 256 = LAG + EVERY) and the lookahead driver (tiles >= 4x the resident blocks: 2^23 + 2^22 + 7
-    values reach it on any current GPU)."""
+    values reach it on any current GPU; without --reduced, 2^26 + 7 its L2 prefetch)."""
     rng = np.random.default_rng(11)
     n3 = 300 * nv + 5
     for dt in ((np.float32,) if reduced else (np.float32, np.float64)):
@@ -482,6 +482,12 @@ def driver_cases(run, nv, reduced):
         run.case(f"lookahead segmented_scan int32 uint8 flags n={big}",
                  lambda: compare(host(gpuscan.segmented_scan(dy, dev(g))),
                                  _slow.segmented_scan(y, g), "add"))
+        # The grid asking L2 for the tile a grid's width ahead (at least GS_SCAN_L2_ITERS
+        # iterations of the persistent grid: 2^26 four-byte values on an H100 or H200).
+        huge = 2**26 + 7
+        z = rng.integers(-100, 100, huge).astype(np.int32)
+        run.case(f"lookahead scan add int32 with L2 prefetch n={huge}",
+                 lambda: compare(host(gpuscan.scan(dev(z))), reference(z, "add", False), "add"))
 
 
 def linrec_driver_cases(run, cp, reduced):

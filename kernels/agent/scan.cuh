@@ -13,15 +13,24 @@
  * - scan_tiles_ahead (many tiles; dispatch/scan.cu decides): a persistent grid whose blocks hold
  *   three tiles: they publish the aggregate of their current tile before waiting on the look-back
  *   of their previous one, while the next streams into shared memory (cp.async, 16 bytes per copy
- *   even where a piece of the input is narrower). Deadlock-free: a block's tiles are taken in
- *   launch order (previous < current < next), and the earliest tile still waiting is some block's
- *   previous tile, whose predecessors have all published their aggregates (and, for float add and
- *   mul, the anchors before it their prefixes: their look-backs are done).
+ *   even where a piece of the input is narrower). Over many iterations a block also asks L2 for
+ *   the tile a grid's width after its next, which some block takes about an iteration later.
+ *   Deadlock-free: a block's tiles are taken in launch order (previous < current < next), and
+ *   the earliest tile still waiting is some block's previous tile, whose predecessors have all
+ *   published their aggregates (and, for float add and mul, the anchors before it their
+ *   prefixes: their look-backs are done).
  * Float add accuracy: a value's path is a sequential sum of at most C values, a tree over the
  * threads of its row, a chain over the rows of its tile (at most GS_VT/2) and a carry from the
  * earlier tiles kept as a double-word number (float32: a double, which also chains the rows), so
  * the error grows with log2 of the tile size and not with the number of tiles.
  */
+
+/* The lookahead driver's L2 prefetch (H200, the notes): from the grid's iteration
+ * GS_SCAN_L2_FROM on (its next tile past that many grids' widths), when the grid runs at least
+ * GS_SCAN_L2_ITERS iterations (2^26 4-byte values and up; over fewer, the early requests delay
+ * the tiles in use more than they give). */
+#define GS_SCAN_L2_FROM 2
+#define GS_SCAN_L2_ITERS 24
 
 /* What the aggregate phase leaves for the emit phase that all threads share. */
 typedef struct GS_FN(gs_tile_totals) {
@@ -510,6 +519,18 @@ static __device__ __forceinline__ void GS_FN(scan_tiles_ahead)(gs_op op, gs_dtyp
             __syncthreads(); /* cur's copies, done in every thread, seen by all */
         if (pre_n)
             GS_FN(prefetch)(in_t, C, R, p->in, t.next, GS_BUF(t.bn));
+        /* The tile a grid's width after next, asked of L2 (prefetch.global.L2: a hint, no
+         * register or shared memory held), a 128-byte line a thread (a tile has at most
+         * GS_NT: GS_NV values of at most 8 bytes): each tile by one block. Inputs of 4 and 8
+         * bytes (a narrower one's tiles are small, and its kernels short of registers). */
+        if (gs_dtype_size(in_t) >= 4 && can_prefetch &&
+            p->n >= (int64_t)GS_SCAN_L2_ITERS * GS_NV * gridDim.x &&
+            t.next >= (int64_t)GS_SCAN_L2_FROM * gridDim.x && t.next + gridDim.x < whole_tiles &&
+            threadIdx.x * 128 < buf_bytes)
+            asm volatile(
+                "prefetch.global.L2 [%0];"
+                :
+                : "l"((const char *)p->in + (t.next + gridDim.x) * buf_bytes + threadIdx.x * 128));
         const int fln = seg && t.next < ntiles && GS_FN(flag_pieces)(in_t, out_t, p, t.next);
         if (fln)
             GS_FN(flags_load)(in_t, out_t, p, t.next, fl_n);
